@@ -1,0 +1,38 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+import type { Settings } from './config/settings.ts';
+import type { Db } from './db/database.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import authPlugin from './auth/plugin.ts';
+import okmConfigRoutes from './okm/config-routes.ts';
+import okmAdminRoutes from './okm/admin-routes.ts';
+import firmwareRoutes from './firmware/routes.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    settings: Settings;
+    db: Db;
+    masterKey: Buffer;
+  }
+}
+
+export interface AppOptions {
+  settings: Settings;
+  db: Db;
+  masterKey: Buffer;
+}
+
+/** The whole keyfleet service as one Fastify plugin; server.ts only gives it a socket. */
+async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<void> {
+  app.decorate('settings', options.settings);
+  app.decorate('db', options.db);
+  app.decorate('masterKey', options.masterKey);
+  registerErrorHandling(app);
+
+  await app.register(authPlugin);
+  await app.register(okmConfigRoutes);
+  await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
+  await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
+}
+
+export default fp(keyfleetApp, { name: 'keyfleet' });

@@ -1,0 +1,22 @@
+import type { Command } from 'commander';
+import { loadSettings } from '../config/settings.ts';
+import { dialectFor, openDatabase } from '../db/database.ts';
+import { migrateToLatest } from '../db/migrate.ts';
+import { printResult } from './context.ts';
+
+export function register(program: Command): void {
+  program
+    .command('migrate')
+    .description('apply pending database migrations and exit')
+    .option('--json', 'print one JSON object')
+    .action(async (options: { json?: boolean }) => {
+      const { db, dialect } = openDatabase(dialectFor(loadSettings()));
+      try {
+        const result = await migrateToLatest(db, dialect);
+        const applied = (result.results ?? []).map((r) => r.migrationName);
+        printResult(options.json, { applied }, applied.length ? `applied: ${applied.join(', ')}` : 'already up to date');
+      } finally {
+        await db.destroy();
+      }
+    });
+}

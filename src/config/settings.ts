@@ -1,0 +1,166 @@
+import path from 'node:path';
+
+export interface ExternalIssuer {
+  issuer: string;
+  jwksUrl: string;
+  audience: string;
+}
+
+export interface Settings {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  masterKey: Buffer | undefined;
+  logLevel: string;
+  publicBaseUrl: string | undefined;
+  configPath: string;
+  auditUrl: string;
+  /** false, true (trust every proxy), a hop count, or a comma-separated list of proxy addresses/CIDRs. */
+  trustProxy: boolean | number | string;
+  webhookAllowPrivateNetworks: boolean;
+  jwtIssuer: string;
+  jwtAudience: string;
+  jwtClockToleranceSeconds: number;
+  jwtExternalIssuers: ExternalIssuer[];
+  fleetPollingInterval: number;
+}
+
+export class SettingsError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`${variable}: ${detail}`);
+    this.name = 'SettingsError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const URL_PATH = /^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/;
+
+function text(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  return value === undefined || value === '' ? fallback : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new SettingsError(name, `expected an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new SettingsError(name, `expected ${min}–${max}, got ${value}`);
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new SettingsError(name, `expected true or false, got "${raw}"`);
+}
+
+function trustProxy(env: Env): boolean | number | string {
+  const raw = env.TRUST_PROXY;
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  if (/^[0-9A-Fa-f.:/]+(\s*,\s*[0-9A-Fa-f.:/]+)*$/.test(raw)) return raw;
+  throw new SettingsError('TRUST_PROXY', `expected true, false, a hop count or a comma-separated list of addresses, got "${raw}"`);
+}
+
+function urlPath(env: Env, name: string, fallback: string): string {
+  const value = text(env, name, fallback);
+  if (!URL_PATH.test(value)) throw new SettingsError(name, `expected an absolute URL path such as ${fallback}, got "${value}"`);
+  return value;
+}
+
+function httpUrl(name: string, value: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new SettingsError(name, `expected an http(s) URL, got "${value}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new SettingsError(name, `expected an http(s) URL, got "${value}"`);
+  }
+  return value.replace(/\/+$/, '');
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const value = env.DATABASE_URL;
+  if (value === undefined || value === '') return undefined;
+  if (!/^postgres(ql)?:\/\//.test(value)) {
+    throw new SettingsError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL');
+  }
+  return value;
+}
+
+/** MASTER_KEY is 32 bytes, given as 64 hex digits or as base64. */
+function masterKey(env: Env): Buffer | undefined {
+  const value = env.MASTER_KEY;
+  if (value === undefined || value === '') return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(value)
+    ? Buffer.from(value, 'hex')
+    : /^[A-Za-z0-9+/]{43}=?$/.test(value)
+      ? Buffer.from(value, 'base64')
+      : undefined;
+  if (key?.length !== 32) {
+    throw new SettingsError('MASTER_KEY', 'expected 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)');
+  }
+  return key;
+}
+
+function externalIssuers(env: Env): ExternalIssuer[] {
+  const raw = env.JWT_EXTERNAL_ISSUERS;
+  if (raw === undefined || raw === '') return [];
+  const fail = (detail: string): never => {
+    throw new SettingsError('JWT_EXTERNAL_ISSUERS', detail);
+  };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return fail('expected a JSON array of {"issuer","jwks_url","audience"}');
+  }
+  if (!Array.isArray(parsed)) return fail('expected a JSON array of {"issuer","jwks_url","audience"}');
+  return parsed.map((entry: unknown, index) => {
+    const item = entry as Record<string, unknown> | null;
+    for (const key of ['issuer', 'jwks_url', 'audience']) {
+      if (typeof item?.[key] !== 'string' || item[key] === '') fail(`[${index}].${key} must be a non-empty string`);
+    }
+    const { issuer, jwks_url, audience } = item as Record<string, string>;
+    return { issuer: issuer!, jwksUrl: httpUrl('JWT_EXTERNAL_ISSUERS', jwks_url!), audience: audience! };
+  });
+}
+
+/** Reads and validates the settings; throws a SettingsError naming the first bad variable. */
+export function loadSettings(env: Env = process.env): Settings {
+  const logLevel = text(env, 'LOG_LEVEL', 'info');
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new SettingsError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const publicBaseUrl = env.PUBLIC_BASE_URL ? httpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) : undefined;
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: text(env, 'HOST', '0.0.0.0'),
+    dataDir: path.resolve(text(env, 'DATA_DIR', './data')),
+    databaseUrl: databaseUrl(env),
+    masterKey: masterKey(env),
+    logLevel,
+    publicBaseUrl,
+    configPath: urlPath(env, 'CONFIG_PATH', '/api/v1/config'),
+    auditUrl: urlPath(env, 'AUDIT_URL', '/api/v1/audit'),
+    trustProxy: trustProxy(env),
+    webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    jwtIssuer: text(env, 'JWT_ISSUER', 'keyfleet'),
+    jwtAudience: text(env, 'JWT_AUDIENCE', 'keyfleet'),
+    jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
+    jwtExternalIssuers: externalIssuers(env),
+    fleetPollingInterval: integer(env, 'FLEET_POLLING_INTERVAL', 150, 5, 3600),
+  };
+}

@@ -1,0 +1,34 @@
+import pg from 'pg';
+import { PostgresDialect } from 'kysely';
+import type { DialectStrategy } from './strategy.ts';
+
+const INT8_OID = 20;
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Schema to work in (tests give each test its own); default: the server's search_path. */
+  schema?: string;
+  poolSize?: number;
+}
+
+export function postgresStrategy(options: PostgresOptions): DialectStrategy {
+  return {
+    name: 'postgres',
+    binaryType: 'bytea',
+    idType: 'bigint',
+    createDialect() {
+      const pool = new pg.Pool({
+        connectionString: options.connectionString,
+        max: options.poolSize ?? 10,
+        ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+        // Epoch-millisecond bigints fit a JS number; pg would return them as strings.
+        types: {
+          getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+            oid === INT8_OID && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+        },
+      });
+      return new PostgresDialect({ pool });
+    },
+    autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
+  };
+}

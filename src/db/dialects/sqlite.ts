@@ -1,0 +1,23 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { SqliteDialect } from 'kysely';
+import type { DialectStrategy } from './strategy.ts';
+
+export function sqliteStrategy(file: string): DialectStrategy {
+  return {
+    name: 'sqlite',
+    binaryType: 'blob',
+    idType: 'integer',
+    createDialect() {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      const database = new SQLite(file);
+      database.pragma('journal_mode = WAL');
+      database.pragma('synchronous = NORMAL');
+      database.pragma('foreign_keys = ON');
+      database.pragma('busy_timeout = 5000');
+      return new SqliteDialect({ database });
+    },
+    autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
+  };
+}

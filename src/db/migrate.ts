@@ -1,0 +1,26 @@
+import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import type { DialectStrategy } from './dialects/strategy.ts';
+import * as initial from './migrations/0001_initial.ts';
+
+// Migrations describe tables that the current schema types may no longer have.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyDb = Kysely<any>;
+
+interface DialectAwareMigration {
+  up(db: AnyDb, dialect: DialectStrategy): Promise<void>;
+}
+
+/** Every migration, in order; the name is what the database records as applied. */
+const MIGRATIONS: Record<string, DialectAwareMigration> = {
+  '0001_initial': initial,
+};
+
+export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {
+  const migrations: Record<string, Migration> = Object.fromEntries(
+    Object.entries(MIGRATIONS).map(([name, migration]) => [name, { up: (trx: AnyDb) => migration.up(trx, dialect) }]),
+  );
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const result = await migrator.migrateToLatest();
+  if (result.error) throw result.error;
+  return result;
+}

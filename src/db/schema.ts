@@ -1,0 +1,96 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * Table row types, as stored. Times are epoch milliseconds, booleans are 0/1 and JSON is
+ * text on every dialect, so that one migration set serves SQLite and PostgreSQL; the
+ * repositories map rows to domain types at the boundary.
+ */
+export interface Database {
+  customers: CustomersTable;
+  signing_keys: SigningKeysTable;
+  okms: OkmsTable;
+  okm_messages: OkmMessagesTable;
+  okm_audit_records: OkmAuditRecordsTable;
+  firmware_releases: FirmwareReleasesTable;
+  firmware_chunks: FirmwareChunksTable;
+  fleet_firmware: FleetFirmwareTable;
+}
+
+type Id = ColumnType<number, never, never>;
+
+export interface CustomersTable {
+  id: Generated<number> & Id;
+  name: string;
+  created_at: number;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  algorithm: string;
+  public_jwk: string;
+  private_jwk_sealed: string;
+  created_at: number;
+  retired_at: number | null;
+}
+
+export interface OkmsTable {
+  serial_number: string;
+  customer_id: number | null;
+  cache_mode: number | null;
+  key_checkout_window_time: number | null;
+  key_checkout_window_contact: string | null;
+  auditing_enabled: number;
+  asset_list: string | null;
+  asset_list_digest: string | null;
+  users_assets: string | null;
+  users_assets_digest: string | null;
+  polling_interval: number | null;
+  kas_firmware: string | null;
+  batch_key_firmware: string | null;
+  wireless_key_firmware: string | null;
+  status_urls: string;
+  reported: string | null;
+  install_code: string | null;
+  last_sync_time: number | null;
+  last_ip: string | null;
+  firmware_version: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface OkmMessagesTable {
+  id: Generated<number> & Id;
+  okm_serial: string;
+  type: string;
+  payload: string;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+export interface OkmAuditRecordsTable {
+  id: Generated<number> & Id;
+  okm_serial: string;
+  received_at: number;
+  record: string;
+}
+
+export interface FirmwareReleasesTable {
+  kind: string;
+  version: string;
+  url: string | null;
+  sha256: string;
+  size: number | null;
+  created_at: number;
+}
+
+export interface FirmwareChunksTable {
+  kind: string;
+  version: string;
+  seq: number;
+  data: Buffer;
+}
+
+export interface FleetFirmwareTable {
+  kind: string;
+  version: string;
+}

@@ -1,0 +1,51 @@
+import Ajv, { type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+
+function createAjv(coerceTypes: boolean) {
+  const ajv = new Ajv.default({
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+// Bodies are JSON and must have the declared types; query strings and path parameters are
+// text and are coerced ("2" → 2).
+const bodyAjv = createAjv(false);
+const textAjv = createAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object);
+
+/** "/users/3/permissions" → "users[3].permissions" */
+function fieldPath(part: string, instancePath: string): string {
+  const segments = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let rendered = part === 'body' ? '' : part;
+  for (const segment of segments) {
+    rendered += /^\d+$/.test(segment) ? `[${segment}]` : rendered === '' ? segment : `.${segment}`;
+  }
+  return rendered || part;
+}
+
+/** One sentence naming the offending field, for the 400 body. */
+export function describeValidationError(part: string, error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  const where = fieldPath(part, error.instancePath);
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${where === part ? '' : `${where}.`}${String(params.additionalProperty)}: unknown field`;
+    case 'required':
+      return `${where === part ? '' : `${where}.`}${String(params.missingProperty)}: required`;
+    case 'enum':
+      return `${where}: must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `${where}: must be ${JSON.stringify(params.allowedValue)}`;
+    default:
+      return `${where}: ${error.message ?? 'is invalid'}`;
+  }
+}

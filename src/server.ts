@@ -1,0 +1,29 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import app from './app.ts';
+import type { Settings } from './config/settings.ts';
+import type { Db } from './db/database.ts';
+import { validatorCompiler } from './http/validation.ts';
+
+export interface ServerDependencies {
+  settings: Settings;
+  db: Db;
+  masterKey: Buffer;
+}
+
+const REDACTED_PATHS = ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'];
+
+export async function buildServer(dependencies: ServerDependencies): Promise<FastifyInstance> {
+  const { settings } = dependencies;
+  const server = Fastify({
+    logger: { level: settings.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+    // proxy-addr takes a hop count too; Fastify's types only list the other forms.
+    trustProxy: settings.trustProxy as boolean | string,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    requestIdHeader: 'x-request-id',
+    bodyLimit: 1024 * 1024,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  server.setValidatorCompiler(validatorCompiler);
+  await server.register(app, dependencies);
+  return server;
+}

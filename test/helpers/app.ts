@@ -1,0 +1,52 @@
+import { describe } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { loadSettings, type Settings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { loadMasterKey } from '../../src/secrets/master-key.ts';
+import { buildServer } from '../../src/server.ts';
+import { DATABASE_KINDS, createTestDatabase, unavailableReason, type DatabaseKind, type TestDatabase } from './databases.ts';
+
+export interface TestApp {
+  app: FastifyInstance;
+  db: Db;
+  settings: Settings;
+  database: TestDatabase;
+  close(): Promise<void>;
+}
+
+/** A keyfleet app on a fresh, migrated database of the given kind; env adds or overrides settings. */
+export async function buildTestApp(kind: DatabaseKind, env: Record<string, string> = {}): Promise<TestApp> {
+  const database = await createTestDatabase(kind);
+  const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, ...env });
+  const masterKey = loadMasterKey(settings);
+  const { db, dialect } = openDatabase(dialectFor(settings));
+  await migrateToLatest(db, dialect);
+  const app = await buildServer({ settings, db, masterKey });
+  await app.ready();
+  return {
+    app,
+    db,
+    settings,
+    database,
+    async close() {
+      await app.close();
+      await db.destroy();
+      await database.drop();
+    },
+  };
+}
+
+/** Runs one list of tests once per database kind: `forEachDatabase((kind) => { test(…) })`. */
+export function forEachDatabase(name: string, tests: (kind: DatabaseKind) => void): void {
+  for (const kind of DATABASE_KINDS) {
+    describe(`${name} [${kind}]`, async () => {
+      const skip = await unavailableReason(kind);
+      if (skip) {
+        describe(`skipped: ${skip}`, { skip }, () => {});
+        return;
+      }
+      tests(kind);
+    });
+  }
+}

@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+export const DATABASE_KINDS: DatabaseKind[] = ['sqlite', 'postgres'];
+
+export const POSTGRES_URL = process.env.KEYFLEET_TEST_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
+
+/** Environment (DATA_DIR, DATABASE_URL) of one fresh database: a SQLite file or a Postgres schema. */
+export interface TestDatabase {
+  env: Record<string, string>;
+  dataDir: string;
+  drop(): Promise<void>;
+}
+
+let postgresReachable: Promise<boolean> | undefined;
+
+export function isPostgresReachable(): Promise<boolean> {
+  postgresReachable ??= (async () => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+      await client.end();
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  return postgresReachable;
+}
+
+/**
+ * Why a dialect's tests cannot run here, or undefined when they can. In CI (CI=true) a
+ * missing PostgreSQL is a failure, never a skip.
+ */
+export async function unavailableReason(kind: DatabaseKind): Promise<string | undefined> {
+  if (kind === 'sqlite' || (await isPostgresReachable())) return undefined;
+  if (process.env.CI) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}, and CI requires it`);
+  return `PostgreSQL is not reachable at ${POSTGRES_URL}`;
+}
+
+export async function createTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-test-'));
+  const removeDir = () => fs.rmSync(dataDir, { recursive: true, force: true });
+  if (kind === 'sqlite') {
+    return { env: { DATA_DIR: dataDir }, dataDir, drop: async () => removeDir() };
+  }
+  const schema = `t_${randomBytes(8).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') },
+    dataDir,
+    async drop() {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+      removeDir();
+    },
+  };
+}
