@@ -1,0 +1,50 @@
+import type { FirmwareKind } from '../firmware/version.ts';
+
+export type CacheMode = 1 | 2;
+export type CheckoutContact = 'open' | 'closed';
+
+export interface KeyCheckoutWindow {
+  time: number;
+  contact: CheckoutContact;
+}
+
+/** What an operator configures for one OKM: its desired state. null means "not configured". */
+export interface OkmSettings {
+  cacheMode: CacheMode | null;
+  keyCheckoutWindow: KeyCheckoutWindow | null;
+  auditingEnabled: boolean;
+  assetList: unknown[] | null;
+  usersAssets: unknown[] | null;
+  pollingInterval: number | null;
+  /** Per-OKM firmware pins (catalog versions) that override the fleet-wide latest release. */
+  firmware: Record<FirmwareKind, string | null>;
+  statusUrls: string[];
+}
+
+/** The device's query parameters from its last poll, by the device's own names, as sent. */
+export type ReportedValues = Record<string, string>;
+
+export interface Okm extends OkmSettings {
+  serialNumber: string;
+  customerId: number | null;
+  assetListDigest: string | null;
+  usersAssetsDigest: string | null;
+  reported: ReportedValues | null;
+  installCode: string | null;
+  lastSyncTime: number | null;
+  lastIp: string | null;
+  firmwareVersion: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const UNCONFIGURED_OKM: OkmSettings = {
+  cacheMode: null,
+  keyCheckoutWindow: null,
+  auditingEnabled: false,
+  assetList: null,
+  usersAssets: null,
+  pollingInterval: null,
+  firmware: { kas: null, batch_key: null, wireless_key: null },
+  statusUrls: [],
+};

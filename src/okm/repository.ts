@@ -1,0 +1,91 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { OkmsTable } from '../db/schema.ts';
+import { canonicalDigest } from '../shared/canonical-json.ts';
+import type { CacheMode, CheckoutContact, Okm, OkmSettings } from './model.ts';
+
+type OkmRow = Selectable<OkmsTable>;
+
+const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+export function toOkm(row: OkmRow): Okm {
+  return {
+    serialNumber: row.serial_number,
+    customerId: row.customer_id,
+    cacheMode: row.cache_mode as CacheMode | null,
+    keyCheckoutWindow:
+      row.key_checkout_window_time === null
+        ? null
+        : { time: row.key_checkout_window_time, contact: row.key_checkout_window_contact as CheckoutContact },
+    auditingEnabled: row.auditing_enabled === 1,
+    assetList: parseJson(row.asset_list),
+    assetListDigest: row.asset_list_digest,
+    usersAssets: parseJson(row.users_assets),
+    usersAssetsDigest: row.users_assets_digest,
+    pollingInterval: row.polling_interval,
+    firmware: { kas: row.kas_firmware, batch_key: row.batch_key_firmware, wireless_key: row.wireless_key_firmware },
+    statusUrls: parseJson<string[]>(row.status_urls) ?? [],
+    reported: parseJson(row.reported),
+    installCode: row.install_code,
+    lastSyncTime: row.last_sync_time,
+    lastIp: row.last_ip,
+    firmwareVersion: row.firmware_version,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The columns that hold an OKM's settings; list digests are computed here, once per write, not per poll. */
+export function settingsColumns(settings: OkmSettings): Updateable<OkmsTable> {
+  return {
+    cache_mode: settings.cacheMode,
+    key_checkout_window_time: settings.keyCheckoutWindow?.time ?? null,
+    key_checkout_window_contact: settings.keyCheckoutWindow?.contact ?? null,
+    auditing_enabled: settings.auditingEnabled ? 1 : 0,
+    asset_list: settings.assetList === null ? null : JSON.stringify(settings.assetList),
+    asset_list_digest: settings.assetList === null ? null : canonicalDigest(settings.assetList),
+    users_assets: settings.usersAssets === null ? null : JSON.stringify(settings.usersAssets),
+    users_assets_digest: settings.usersAssets === null ? null : canonicalDigest(settings.usersAssets),
+    polling_interval: settings.pollingInterval,
+    kas_firmware: settings.firmware.kas,
+    batch_key_firmware: settings.firmware.batch_key,
+    wireless_key_firmware: settings.firmware.wireless_key,
+    status_urls: JSON.stringify(settings.statusUrls),
+  };
+}
+
+export async function findOkm(db: Db, serialNumber: string): Promise<Okm | undefined> {
+  const row = await db.selectFrom('okms').selectAll().where('serial_number', '=', serialNumber).executeTakeFirst();
+  return row && toOkm(row);
+}
+
+/** Inserts an OKM; returns false when the serial number is already taken. */
+export async function insertOkm(
+  db: Db,
+  serialNumber: string,
+  customerId: number | null,
+  settings: OkmSettings,
+  now: number,
+): Promise<boolean> {
+  const row: Insertable<OkmsTable> = {
+    ...(settingsColumns(settings) as Insertable<OkmsTable>),
+    serial_number: serialNumber,
+    customer_id: customerId,
+    created_at: now,
+    updated_at: now,
+  };
+  const result = await db.insertInto('okms').values(row).onConflict((oc) => oc.column('serial_number').doNothing()).executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+export async function updateOkmSettings(db: Db, serialNumber: string, settings: OkmSettings, now: number): Promise<void> {
+  await db
+    .updateTable('okms')
+    .set({ ...settingsColumns(settings), updated_at: now })
+    .where('serial_number', '=', serialNumber)
+    .execute();
+}
+
+export async function deleteOkm(db: Db, serialNumber: string): Promise<void> {
+  await db.deleteFrom('okms').where('serial_number', '=', serialNumber).execute();
+}
