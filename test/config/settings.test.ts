@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { loadSettings, SettingsError } from '../../src/config/settings.ts';
+
+const bin = path.resolve('bin/keyfleet.js');
+
+function errorFor(env: Record<string, string>): SettingsError {
+  try {
+    loadSettings(env);
+  } catch (error) {
+    assert.ok(error instanceof SettingsError);
+    return error;
+  }
+  assert.fail('expected a SettingsError');
+}
+
+describe('settings', () => {
+  test('with no variables set, the SPEC defaults apply', () => {
+    const settings = loadSettings({});
+
+    assert.equal(settings.port, 8080);
+    assert.equal(settings.host, '0.0.0.0');
+    assert.equal(settings.dataDir, path.resolve('./data'));
+    assert.equal(settings.databaseUrl, undefined);
+    assert.equal(settings.configPath, '/api/v1/config');
+    assert.equal(settings.auditUrl, '/api/v1/audit');
+    assert.equal(settings.trustProxy, false);
+    assert.equal(settings.webhookAllowPrivateNetworks, false);
+    assert.equal(settings.logLevel, 'info');
+    assert.equal(settings.fleetPollingInterval, 150);
+  });
+
+  test('each bad value is reported with the name of its variable', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ PORT: 'eighty' }, 'PORT'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+      [{ MASTER_KEY: 'short' }, 'MASTER_KEY'],
+      [{ CONFIG_PATH: 'api/v1/config' }, 'CONFIG_PATH'],
+      [{ AUDIT_URL: '/audit/' }, 'AUDIT_URL'],
+      [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+      [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+      [{ PUBLIC_BASE_URL: 'ftp://x' }, 'PUBLIC_BASE_URL'],
+      [{ JWT_EXTERNAL_ISSUERS: '[{"issuer":"x"}]' }, 'JWT_EXTERNAL_ISSUERS'],
+      [{ FLEET_POLLING_INTERVAL: '4' }, 'FLEET_POLLING_INTERVAL'],
+    ];
+    for (const [env, variable] of cases) {
+      const error = errorFor(env);
+
+      assert.equal(error.variable, variable);
+      assert.match(error.message, new RegExp(`^${variable}: `));
+    }
+  });
+
+  test('MASTER_KEY is accepted as 64 hex digits or as base64 of 32 bytes', () => {
+    const hex = 'ab'.repeat(32);
+
+    assert.equal(loadSettings({ MASTER_KEY: hex }).masterKey?.toString('hex'), hex);
+    assert.equal(loadSettings({ MASTER_KEY: Buffer.from(hex, 'hex').toString('base64') }).masterKey?.toString('hex'), hex);
+  });
+
+  test('TRUST_PROXY takes true, a hop count or a list of proxy addresses', () => {
+    assert.equal(loadSettings({ TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(loadSettings({ TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.equal(loadSettings({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16' }).trustProxy, '10.0.0.1, 192.168.0.0/16');
+  });
+
+  test('when a setting is bad, the server stops with one line naming the variable', () => {
+    const result = spawnSync(process.execPath, [bin, 'serve'], {
+      env: { ...process.env, PORT: 'abc' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+    assert.notEqual(result.status, 0);
+    assert.equal(result.stderr, 'keyfleet: PORT: expected an integer, got "abc"\n');
+  });
+
+  test('with PostgreSQL and no MASTER_KEY, the server refuses to start', () => {
+    const result = spawnSync(process.execPath, [bin, 'serve'], {
+      env: { ...process.env, DATABASE_URL: 'postgres://root@127.0.0.1:5432/test', MASTER_KEY: '' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+    assert.notEqual(result.status, 0);
+    assert.match(result.stderr, /^keyfleet: MASTER_KEY: required when DATABASE_URL is set/);
+  });
+});

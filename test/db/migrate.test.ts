@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { loadSettings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { forEachDatabase } from '../helpers/app.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+
+const bin = path.resolve('bin/keyfleet.js');
+
+function keyfleet(env: Record<string, string>, ...args: string[]) {
+  return spawnSync(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+}
+
+forEachDatabase('keyfleet migrate', (kind) => {
+  let database: TestDatabase;
+  before(async () => (database = await createTestDatabase(kind)));
+  after(() => database.drop());
+
+  test('on an empty database it applies every migration, and a second run applies none', () => {
+    const first = keyfleet(database.env, 'migrate', '--json');
+    const second = keyfleet(database.env, 'migrate', '--json');
+
+    assert.equal(first.status, 0, first.stderr);
+    assert.deepEqual(JSON.parse(first.stdout), { applied: ['0001_initial'] });
+    assert.equal(second.status, 0, second.stderr);
+    assert.deepEqual(JSON.parse(second.stdout), { applied: [] });
+  });
+
+  test('epoch-millisecond bigints come back as numbers', async () => {
+    const { db } = openDatabase(dialectFor(loadSettings(database.env)));
+    try {
+      const now = Date.now();
+      await db.insertInto('customers').values({ name: 'bigint-check', created_at: now }).execute();
+
+      const row = await db.selectFrom('customers').select('created_at').where('name', '=', 'bigint-check').executeTakeFirstOrThrow();
+
+      assert.strictEqual(row.created_at, now);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  test('foreign keys are enforced', async () => {
+    const { db } = openDatabase(dialectFor(loadSettings(database.env)));
+    try {
+      const insertOrphan = db
+        .insertInto('okm_messages')
+        .values({ okm_serial: 'no-such-okm', type: 't', payload: '{}', created_at: 0 })
+        .execute();
+
+      await assert.rejects(insertOrphan);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  if (kind === 'sqlite') {
+    test('the embedded database runs in WAL mode with a busy timeout', async () => {
+      const { db } = openDatabase(dialectFor(loadSettings(database.env)));
+      try {
+        const journal = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db);
+        const timeout = await sql<{ timeout: number }>`pragma busy_timeout`.execute(db);
+
+        assert.equal(journal.rows[0]?.journal_mode, 'wal');
+        assert.equal(timeout.rows[0]?.timeout, 5000);
+      } finally {
+        await db.destroy();
+      }
+    });
+  }
+});
