@@ -15,14 +15,22 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A keyfleet app on a fresh, migrated database of the given kind; env adds or overrides settings. */
-export async function buildTestApp(kind: DatabaseKind, env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * A keyfleet app on a fresh, migrated database of the given kind; env adds or overrides
+ * settings; beforeReady may add test-only routes.
+ */
+export async function buildTestApp(
+  kind: DatabaseKind,
+  env: Record<string, string> = {},
+  beforeReady?: (app: FastifyInstance) => void | Promise<void>,
+): Promise<TestApp> {
   const database = await createTestDatabase(kind);
   const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, ...env });
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
   const app = await buildServer({ settings, db, masterKey });
+  await beforeReady?.(app);
   await app.ready();
   return {
     app,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DialectStrategy } from '../dialects/strategy.ts';
 import type { AnyDb } from '../migrate.ts';
 
@@ -17,6 +18,14 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addColumn('private_jwk_sealed', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('retired_at', 'bigint')
+    .execute();
+  // At most one active key: processes starting together cannot each create one.
+  await db.schema
+    .createIndex('signing_keys_one_active')
+    .on('signing_keys')
+    .unique()
+    .expression(sql`(retired_at is null)`)
+    .where(sql.ref('retired_at'), 'is', null)
     .execute();
 
   await db.schema

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import {
+  SignJWT,
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  errors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
+import type { Settings } from '../config/settings.ts';
+import { findCustomerByName } from '../customers/repository.ts';
+import type { Db } from '../db/database.ts';
+import { badRequest, unauthorized } from '../http/errors.ts';
+import type { Principal, Scope } from './guard.ts';
+import { ensureActiveSigningKey, loadActiveSigningKey } from './signing-keys.ts';
+
+export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'admin'];
+
+const ACCEPTED_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'];
+
+export interface TokenRequest {
+  /** Customer name the token acts for; absent for an operator token, which needs `admin`. */
+  customer?: string;
+  scopes: string[];
+  ttlSeconds: number;
+}
+
+export interface IssuedToken {
+  token: string;
+  /** Epoch seconds. */
+  expiresAt: number;
+}
+
+/** Signs a token with the deployment's active key (creating the key if this is the first use). */
+export async function issueToken(db: Db, masterKey: Buffer, settings: Settings, request: TokenRequest): Promise<IssuedToken> {
+  const unknownScopes = request.scopes.filter((scope) => !(KNOWN_SCOPES as readonly string[]).includes(scope));
+  if (unknownScopes.length > 0) {
+    throw badRequest(`scope: unknown scope ${unknownScopes.join(', ')} (known: ${KNOWN_SCOPES.join(' ')})`);
+  }
+  if (request.scopes.length === 0) throw badRequest('scope: at least one scope is required');
+  if (request.customer === undefined && !request.scopes.includes('admin')) {
+    throw badRequest('scope: a token for no particular customer must have the admin scope');
+  }
+  if (request.customer !== undefined && !(await findCustomerByName(db, request.customer))) {
+    throw badRequest(`customer: unknown customer ${request.customer}`);
+  }
+  if (!Number.isInteger(request.ttlSeconds) || request.ttlSeconds <= 0) {
+    throw badRequest(`ttl: expected a positive number of seconds, got ${request.ttlSeconds}`);
+  }
+
+  await ensureActiveSigningKey(db, masterKey);
+  const signingKey = await loadActiveSigningKey(db, masterKey);
+  const issuedAt = Math.floor(Date.now() / 1000);
+  const expiresAt = issuedAt + request.ttlSeconds;
+  const token = await new SignJWT({
+    scope: request.scopes.join(' '),
+    ...(request.customer === undefined ? {} : { customer: request.customer }),
+  })
+    .setProtectedHeader({ alg: signingKey.algorithm, kid: signingKey.kid, typ: 'JWT' })
+    .setIssuer(settings.jwtIssuer)
+    .setAudience(settings.jwtAudience)
+    .setSubject(request.customer === undefined ? 'admin' : `customer:${request.customer}`)
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(expiresAt)
+    .setJti(randomUUID())
+    .sign(signingKey.privateKey);
+  return { token, expiresAt };
+}
+
+export interface TokenVerifier {
+  /** The principal a bearer token stands for; throws a 401 HttpError saying why it is refused. */
+  verify(token: string): Promise<Principal>;
+}
+
+interface TrustedIssuer {
+  keys: JWTVerifyGetKey;
+  audience: string;
+}
+
+/**
+ * Verifies the deployment's own tokens against its public keys, and external identity
+ * providers' tokens against their JWKS URLs; the token's (unverified) `iss` picks which.
+ */
+export function createTokenVerifier(db: Db, settings: Settings, ownKeys: JSONWebKeySet): TokenVerifier {
+  const trustedIssuers = new Map<string, TrustedIssuer>();
+  for (const external of settings.jwtExternalIssuers) {
+    trustedIssuers.set(external.issuer, { keys: createRemoteJWKSet(new URL(external.jwksUrl)), audience: external.audience });
+  }
+  trustedIssuers.set(settings.jwtIssuer, { keys: createLocalJWKSet(ownKeys), audience: settings.jwtAudience });
+
+  return {
+    async verify(token) {
+      const issuer = unverifiedIssuer(token);
+      const trusted = trustedIssuers.get(issuer);
+      if (!trusted) throw unauthorized('Token issuer is not trusted');
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, trusted.keys, {
+          algorithms: ACCEPTED_ALGORITHMS,
+          issuer,
+          audience: trusted.audience,
+          clockTolerance: settings.jwtClockToleranceSeconds,
+          requiredClaims: ['exp'],
+        }));
+      } catch (error) {
+        throw unauthorized(describeVerificationFailure(error));
+      }
+      return principalFrom(db, payload);
+    },
+  };
+}
+
+function unverifiedIssuer(token: string): string {
+  let payload: JWTPayload;
+  try {
+    payload = decodeJwt(token);
+  } catch {
+    throw unauthorized('Malformed token');
+  }
+  if (typeof payload.iss !== 'string') throw unauthorized('Token has no issuer');
+  return payload.iss;
+}
+
+function describeVerificationFailure(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'Token expired';
+  if (error instanceof errors.JWTClaimValidationFailed) return `Token claim ${error.claim} is ${error.reason === 'missing' ? 'missing' : 'invalid'}`;
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'Token algorithm not allowed';
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'Token signature is invalid';
+  if (error instanceof errors.JWKSNoMatchingKey) return 'Token signing key is unknown';
+  if (error instanceof errors.JWKSTimeout) return 'Token issuer keys could not be fetched in time';
+  if (error instanceof errors.JOSEError) return 'Token is invalid';
+  return 'Token issuer keys could not be fetched';
+}
+
+function scopesFrom(payload: JWTPayload): Set<string> {
+  const scopes = new Set<string>();
+  // `scope` is the OAuth form (space-separated); `scp` is an array at most providers, a string at some.
+  for (const claim of [payload.scope, payload.scp]) {
+    const values = typeof claim === 'string' ? claim.split(/\s+/) : Array.isArray(claim) ? claim : [];
+    for (const value of values) if (typeof value === 'string' && value !== '') scopes.add(value);
+  }
+  return scopes;
+}
+
+async function principalFrom(db: Db, payload: JWTPayload): Promise<Principal> {
+  const scopes = scopesFrom(payload);
+  const isAdmin = scopes.has('admin');
+  const customerName = payload.customer;
+  if (customerName === undefined) {
+    if (!isAdmin) throw unauthorized('Token names no customer and lacks the admin scope');
+    return { subject: payload.sub ?? '', customer: null, scopes, isAdmin };
+  }
+  if (typeof customerName !== 'string') throw unauthorized('Token claim customer must be a string');
+  const customer = await findCustomerByName(db, customerName);
+  if (!customer) throw unauthorized(`Token customer ${customerName} does not exist`);
+  return { subject: payload.sub ?? '', customer, scopes, isAdmin };
+}

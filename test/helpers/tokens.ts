@@ -1,0 +1,23 @@
+import { issueToken } from '../../src/auth/tokens.ts';
+import { createCustomer, findCustomerByName, type Customer } from '../../src/customers/repository.ts';
+import type { TestApp } from './app.ts';
+
+export async function createTestCustomer(t: TestApp, name: string): Promise<Customer> {
+  return createCustomer(t.db, name);
+}
+
+/** A token signed by the app's own key, as `keyfleet token issue` makes; creates the customer if missing. */
+export async function issueTestToken(
+  t: TestApp,
+  options: { customer?: string; scopes: string[]; ttlSeconds?: number },
+): Promise<string> {
+  if (options.customer !== undefined && !(await findCustomerByName(t.db, options.customer))) {
+    await createTestCustomer(t, options.customer);
+  }
+  const { token } = await issueToken(t.db, t.app.masterKey, t.settings, {
+    customer: options.customer,
+    scopes: options.scopes,
+    ttlSeconds: options.ttlSeconds ?? 3600,
+  });
+  return token;
+}
