@@ -95,6 +95,8 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addColumn('delivered_at', 'bigint')
     .execute();
   await db.schema.createIndex('okm_messages_okm_idx').on('okm_messages').columns(['okm_serial', 'id']).execute();
+  // Polls look for the oldest undelivered message; delivered ones stay as history.
+  await db.schema.createIndex('okm_messages_pending_idx').on('okm_messages').columns(['okm_serial', 'delivered_at', 'id']).execute();
 
   await db.schema
     .createTable('okm_audit_records')

@@ -1,0 +1,66 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { OkmMessagesTable } from '../db/schema.ts';
+
+/** A buffered message for one OKM; delivered ones stay as history (deliveredAt set). */
+export interface OkmMessage {
+  id: number;
+  serialNumber: string;
+  type: string;
+  payload: unknown;
+  createdAt: number;
+  deliveredAt: number | null;
+}
+
+function toMessage(row: Selectable<OkmMessagesTable>): OkmMessage {
+  return {
+    id: row.id,
+    serialNumber: row.okm_serial,
+    type: row.type,
+    payload: JSON.parse(row.payload) as unknown,
+    createdAt: row.created_at,
+    deliveredAt: row.delivered_at,
+  };
+}
+
+/** Every message of the OKM, pending and delivered, oldest first. */
+export async function listMessages(db: Db, serialNumber: string): Promise<OkmMessage[]> {
+  const rows = await db.selectFrom('okm_messages').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').execute();
+  return rows.map(toMessage);
+}
+
+/**
+ * Queues a message that the OKM receives on one of its next polls (oldest first, one per
+ * poll). The OKM must exist: the foreign key rejects an unknown serial number.
+ */
+export async function queueMessage(
+  db: Db,
+  serialNumber: string,
+  type: string,
+  payload: unknown = null,
+  now: number = Date.now(),
+): Promise<OkmMessage> {
+  const row = await db
+    .insertInto('okm_messages')
+    .values({ okm_serial: serialNumber, type, payload: JSON.stringify(payload ?? null), created_at: now, delivered_at: null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toMessage(row);
+}
+
+/** The oldest message the OKM has not received yet. */
+export async function oldestPendingMessage(db: Db, serialNumber: string): Promise<OkmMessage | undefined> {
+  const row = await db
+    .selectFrom('okm_messages')
+    .selectAll()
+    .where('okm_serial', '=', serialNumber)
+    .where('delivered_at', 'is', null)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  return row && toMessage(row);
+}
+
+export async function markMessageDelivered(db: Db, id: number, now: number): Promise<void> {
+  await db.updateTable('okm_messages').set({ delivered_at: now }).where('id', '=', id).where('delivered_at', 'is', null).execute();
+}
