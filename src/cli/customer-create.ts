@@ -1,3 +1,20 @@
 import type { Command } from 'commander';
+import { createCustomer } from '../customers/repository.ts';
+import { commandGroup, openContext, printResult } from './context.ts';
 
-export function register(_program: Command): void {}
+export function register(program: Command): void {
+  commandGroup(program, 'customer', 'manage customers (tenants)')
+    .command('create')
+    .description('create a customer (tenant)')
+    .argument('<name>', 'customer name: 1-64 characters of A-Z a-z 0-9 . _ -')
+    .option('--json', 'print one JSON object')
+    .action(async (name: string, options: { json?: boolean }) => {
+      const context = await openContext();
+      try {
+        const customer = await createCustomer(context.db, name);
+        printResult(options.json, { id: customer.id, name: customer.name }, `id: ${customer.id}\nname: ${customer.name}`);
+      } finally {
+        await context.close();
+      }
+    });
+}

@@ -1,3 +1,46 @@
 import type { Command } from 'commander';
+import { issueToken } from '../auth/tokens.ts';
+import { commandGroup, openContext, printResult } from './context.ts';
 
-export function register(_program: Command): void {}
+const TTL = /^(\d+)([smhd])$/;
+const SECONDS_PER_UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** "30s", "15m", "1h", "7d" → seconds. */
+function parseTtl(text: string): number {
+  const match = TTL.exec(text);
+  const seconds = match ? Number(match[1]) * SECONDS_PER_UNIT[match[2]!]! : 0;
+  if (seconds <= 0) throw new Error(`--ttl: expected a positive duration such as 30s, 15m, 1h or 7d, got "${text}"`);
+  return seconds;
+}
+
+interface TokenIssueOptions {
+  customer?: string;
+  scope: string;
+  ttl: string;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  commandGroup(program, 'token', 'issue API tokens')
+    .command('issue')
+    .description('print a JWT signed with the deployment key')
+    .option('--customer <name>', 'the customer the token acts for; omit for an operator token (needs admin)')
+    .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write admin')
+    .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
+    .option('--json', 'print one JSON object')
+    .action(async (options: TokenIssueOptions) => {
+      const ttlSeconds = parseTtl(options.ttl);
+      const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
+      const context = await openContext();
+      try {
+        const { token, expiresAt } = await issueToken(context.db, context.masterKey, context.settings, {
+          customer: options.customer,
+          scopes,
+          ttlSeconds,
+        });
+        printResult(options.json, { token, expires_at: expiresAt }, token);
+      } finally {
+        await context.close();
+      }
+    });
+}
