@@ -64,3 +64,8 @@ export async function oldestPendingMessage(db: Db, serialNumber: string): Promis
 export async function markMessageDelivered(db: Db, id: number, now: number): Promise<void> {
   await db.updateTable('okm_messages').set({ delivered_at: now }).where('id', '=', id).where('delivered_at', 'is', null).execute();
 }
+
+export async function findMessage(db: Db, id: number): Promise<OkmMessage | undefined> {
+  const row = await db.selectFrom('okm_messages').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toMessage(row);
+}

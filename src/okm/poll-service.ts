@@ -1,0 +1,125 @@
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
+import { downloadUrl, findRelease, fleetLatestReleases, type FirmwareRelease } from '../firmware/repository.ts';
+import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
+import { findMessage, markMessageDelivered } from './messages-repository.ts';
+import type { CacheMode, CheckoutContact } from './model.ts';
+import { enrolOkm, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
+import { resolve } from './resolvers/index.ts';
+import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
+
+export type PollSettings = Pick<Settings, 'auditUrl' | 'fleetPollingInterval' | 'publicBaseUrl'>;
+
+export interface PollRequest {
+  serialNumber: string;
+  ip: string;
+  /** The parsed query string: string values, arrays for repeated parameters. */
+  query: Record<string, unknown>;
+  now: number;
+}
+
+/** 204 for an OKM seen for the first time; otherwise one correction, or {} when nothing differs. */
+export type PollReply = { kind: 'enrolled' } | { kind: 'answered'; body: Correction };
+
+function observe(request: PollRequest, { kasFirmware, installCode }: ReportedState): PollObservation {
+  return {
+    now: request.now,
+    ip: request.ip,
+    firmwareVersion: kasFirmware === undefined ? null : kasFirmware.slice(0, FIRMWARE_VERSION_MAX_LENGTH),
+    reported: JSON.stringify(reportedValues(request.query)),
+    installCode,
+  };
+}
+
+/**
+ * The recording step: writes the poll on the OKM, inserting an unknown one. It only takes a
+ * Db, so it can run inside a transaction together with whatever must commit with it.
+ */
+export async function recordCall(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | 'enrolled'> {
+  const row = await recordPoll(db, serialNumber, observation);
+  if (row) return row;
+  if (await enrolOkm(db, serialNumber, observation)) return 'enrolled';
+  // A concurrent first poll inserted it in between: this one is an ordinary poll.
+  return (await recordPoll(db, serialNumber, observation)) ?? 'enrolled';
+}
+
+/** Effective release of each kind: the OKM's pin (none if the pin is not in the catalog), else the fleet latest. */
+async function effectiveReleases(db: Db, row: PolledOkmRow): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
+  const pins: Record<FirmwareKind, string | null> = {
+    kas: row.kas_firmware,
+    batch_key: row.batch_key_firmware,
+    wireless_key: row.wireless_key_firmware,
+  };
+  const pinned = FIRMWARE_KINDS.filter((kind) => pins[kind] !== null);
+  const [fleet, ...pinnedReleases] = await Promise.all([
+    pinned.length === FIRMWARE_KINDS.length ? {} : fleetLatestReleases(db),
+    ...pinned.map((kind) => findRelease(db, kind, pins[kind]!)),
+  ]);
+  const releases: Partial<Record<FirmwareKind, FirmwareRelease>> = { ...fleet };
+  pinned.forEach((kind, index) => (releases[kind] = pinnedReleases[index]));
+  return releases;
+}
+
+function offer(release: FirmwareRelease | undefined, settings: PollSettings): FirmwareOffer | null {
+  const parts = parseFirmwareVersion(release?.version);
+  if (!release || !parts) return null;
+  return { version: release.version, parts, url: downloadUrl(release, settings), sha256: release.sha256 };
+}
+
+export function desiredState(
+  row: PolledOkmRow,
+  releases: Partial<Record<FirmwareKind, FirmwareRelease>>,
+  pendingMessage: PendingMessage | null,
+  settings: PollSettings,
+  serverTime: number,
+): DesiredState {
+  return {
+    serverTime,
+    pendingMessage,
+    firmware: {
+      kas: offer(releases.kas, settings),
+      batch_key: offer(releases.batch_key, settings),
+      wireless_key: offer(releases.wireless_key, settings),
+    },
+    cacheMode: row.cache_mode as CacheMode | null,
+    keyCheckoutWindow:
+      row.key_checkout_window_time === null
+        ? null
+        : { time: row.key_checkout_window_time, contact: row.key_checkout_window_contact as CheckoutContact },
+    auditingEnabled: row.auditing_enabled === 1,
+    assetList: row.asset_list_digest === null ? null : { digest: row.asset_list_digest, items: new StoredList('asset_list') },
+    usersAssets: row.users_assets_digest === null ? null : { digest: row.users_assets_digest, items: new StoredList('users_assets') },
+    auditUrl: settings.auditUrl,
+    pollingInterval: row.polling_interval ?? settings.fleetPollingInterval,
+  };
+}
+
+/** Replaces a StoredList in the correction by the stored items: only polls that send a list read it. */
+async function withStoredLists(db: Db, serialNumber: string, correction: Correction): Promise<Correction> {
+  const entries = await Promise.all(
+    Object.entries(correction).map(async ([key, value]) =>
+      value instanceof StoredList ? [key, await loadList(db, serialNumber, value.column)] : [key, value],
+    ),
+  );
+  // A list removed since this poll's read leaves nothing to send; the next poll sees the new state.
+  return entries.some(([, value]) => value === null) ? {} : Object.fromEntries(entries);
+}
+
+/** One config call: record it, then answer with the first resolver's correction. */
+export async function handlePoll(db: Db, settings: PollSettings, request: PollRequest): Promise<PollReply> {
+  const reported = parseReported(request.query);
+  const row = await recordCall(db, request.serialNumber, observe(request, reported));
+  if (row === 'enrolled') return { kind: 'enrolled' };
+
+  const [releases, message] = await Promise.all([
+    effectiveReleases(db, row),
+    row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
+  ]);
+  const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
+  const desired = desiredState(row, releases, pendingMessage, settings, request.now);
+  const correction = resolve(desired, reported) ?? {};
+
+  if (pendingMessage && 'message' in correction) await markMessageDelivered(db, pendingMessage.id, request.now);
+  return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, correction) };
+}
