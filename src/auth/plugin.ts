@@ -13,7 +13,7 @@ declare module 'fastify' {
 async function authPlugin(app: FastifyInstance): Promise<void> {
   await ensureActiveSigningKey(app.db, app.masterKey);
   const publicJwks = await loadPublicJwks(app.db);
-  app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, publicJwks));
+  app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, publicJwks, app.log));
   app.decorateRequest('principal', undefined);
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {

@@ -10,6 +10,7 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Settings } from '../config/settings.ts';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
@@ -84,7 +85,7 @@ interface TrustedIssuer {
  * Verifies the deployment's own tokens against its public keys, and external identity
  * providers' tokens against their JWKS URLs; the token's (unverified) `iss` picks which.
  */
-export function createTokenVerifier(db: Db, settings: Settings, ownKeys: JSONWebKeySet): TokenVerifier {
+export function createTokenVerifier(db: Db, settings: Settings, ownKeys: JSONWebKeySet, log: FastifyBaseLogger): TokenVerifier {
   const trustedIssuers = new Map<string, TrustedIssuer>();
   for (const external of settings.jwtExternalIssuers) {
     trustedIssuers.set(external.issuer, { keys: createRemoteJWKSet(new URL(external.jwksUrl)), audience: external.audience });
@@ -106,6 +107,9 @@ export function createTokenVerifier(db: Db, settings: Settings, ownKeys: JSONWeb
           requiredClaims: ['exp'],
         }));
       } catch (error) {
+        if (!(error instanceof errors.JOSEError) || error instanceof errors.JWKSTimeout) {
+          log.warn({ err: error, issuer }, 'could not fetch the JWKS of a trusted token issuer');
+        }
         throw unauthorized(describeVerificationFailure(error));
       }
       return principalFrom(db, payload);

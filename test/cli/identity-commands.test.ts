@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, test } from 'node:test';
+import { createLocalJWKSet, jwtVerify } from 'jose';
+import { loadPublicJwks } from '../../src/auth/signing-keys.ts';
+import { loadSettings, type Settings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import { forEachDatabase } from '../helpers/app.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface CliRun {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+forEachDatabase('keyfleet customer create and token issue', (kind) => {
+  let database: TestDatabase;
+  let settings: Settings;
+  let db: Db;
+  before(async () => {
+    database = await createTestDatabase(kind);
+    settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
+    db = openDatabase(dialectFor(settings)).db;
+  });
+  after(async () => {
+    await db.destroy();
+    await database.drop();
+  });
+
+  const keyfleet = (...args: string[]) =>
+    new Promise<CliRun>((resolve) => {
+      const env = { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...database.env };
+      execFile('node', ['bin/keyfleet.js', ...args], { cwd: PROJECT_ROOT, env }, (error, stdout, stderr) => {
+        resolve({ exitCode: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+      });
+    });
+
+  test('customer create --json prints the new customer as one JSON object', async () => {
+    const run = await keyfleet('customer', 'create', 'acme', '--json');
+
+    assert.equal(run.exitCode, 0, run.stderr);
+    const printed = JSON.parse(run.stdout) as { id: number; name: string };
+    assert.deepEqual(Object.keys(printed).sort(), ['id', 'name']);
+    assert.equal(printed.name, 'acme');
+    assert.ok(Number.isInteger(printed.id));
+    assert.equal(run.stdout.trim().split('\n').length, 1);
+  });
+
+  test('customer create without --json prints the id and the name', async () => {
+    const run = await keyfleet('customer', 'create', 'globex');
+
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.match(run.stdout, /^id: \d+\nname: globex\n$/);
+  });
+
+  test('customer create with a taken name exits non-zero with one line on stderr', async () => {
+    const run = await keyfleet('customer', 'create', 'acme', '--json');
+
+    assert.notEqual(run.exitCode, 0);
+    assert.equal(run.stdout, '');
+    assert.equal(run.stderr, 'keyfleet: customer acme already exists\n');
+  });
+
+  test('token issue --json prints a token that verifies against the deployment JWKS', async () => {
+    const run = await keyfleet('token', 'issue', '--customer', 'acme', '--scope', 'acl:read acl:create', '--ttl', '15m', '--json');
+
+    assert.equal(run.exitCode, 0, run.stderr);
+    const { token, expires_at } = JSON.parse(run.stdout) as { token: string; expires_at: number };
+    const { payload } = await jwtVerify(token, createLocalJWKSet(await loadPublicJwks(db)), {
+      issuer: settings.jwtIssuer,
+      audience: settings.jwtAudience,
+      algorithms: ['EdDSA'],
+    });
+    assert.equal(payload.customer, 'acme');
+    assert.equal(payload.scope, 'acl:read acl:create');
+    assert.equal(payload.exp, expires_at);
+    assert.equal(payload.exp! - payload.iat!, 15 * 60);
+  });
+
+  test('token issue without --customer and without the admin scope exits non-zero with one line on stderr', async () => {
+    const run = await keyfleet('token', 'issue', '--scope', 'okm:read');
+
+    assert.notEqual(run.exitCode, 0);
+    assert.equal(run.stderr, 'keyfleet: scope: a token for no particular customer must have the admin scope\n');
+  });
+
+  test('token issue for an unknown customer exits non-zero with one line on stderr', async () => {
+    const run = await keyfleet('token', 'issue', '--customer', 'nobody', '--scope', 'acl:read');
+
+    assert.notEqual(run.exitCode, 0);
+    assert.equal(run.stderr, 'keyfleet: customer: unknown customer nobody\n');
+  });
+
+  test('token issue with an unknown scope or a malformed ttl exits non-zero naming the problem', async () => {
+    const unknownScope = await keyfleet('token', 'issue', '--scope', 'admin acl:write');
+    const badTtl = await keyfleet('token', 'issue', '--scope', 'admin', '--ttl', '1w');
+
+    assert.notEqual(unknownScope.exitCode, 0);
+    assert.match(unknownScope.stderr, /^keyfleet: scope: unknown scope acl:write \(known: .*\)\n$/);
+    assert.notEqual(badTtl.exitCode, 0);
+    assert.match(badTtl.stderr, /^keyfleet: --ttl: expected a positive duration such as 30s, 15m, 1h or 7d, got "1w"\n$/);
+  });
+});
