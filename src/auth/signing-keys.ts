@@ -48,7 +48,7 @@ export async function loadActiveSigningKey(db: Db, masterKey: Buffer): Promise<A
     .select(['kid', 'algorithm', 'private_jwk_sealed'])
     .where('retired_at', 'is', null)
     .executeTakeFirst();
-  if (!row) throw new Error('no active signing key: start the server once, or run keyfleet migrate and serve');
+  if (!row) throw new Error('no active signing key: ensureActiveSigningKey has not run on this database');
   const privateJwk = JSON.parse(open(masterKey, row.private_jwk_sealed, row.kid).toString('utf8')) as JWK;
   return { kid: row.kid, algorithm: row.algorithm, privateKey: (await importJWK(privateJwk, row.algorithm)) as CryptoKey };
 }
