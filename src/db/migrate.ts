@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import type { DialectStrategy } from './dialects/strategy.ts';
 import * as initial from './migrations/0001_initial.ts';
 
@@ -19,10 +19,7 @@ export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Prom
   const migrations: Record<string, Migration> = Object.fromEntries(
     Object.entries(MIGRATIONS).map(([name, migration]) => [name, { up: (trx: AnyDb) => migration.up(trx, dialect) }]),
   );
-  // Unless told the schema, Kysely looks for its migration tables in every schema, and would take
-  // another keyfleet schema's (a parallel test's, staging beside production) for this one's.
-  const migrationTableSchema =
-    dialect.name === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const migrationTableSchema = await dialect.migrationTableSchema(db);
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error;

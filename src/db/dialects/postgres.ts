@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { PostgresDialect } from 'kysely';
+import { PostgresDialect, sql } from 'kysely';
 import type { DialectStrategy } from './strategy.ts';
 
 const INT8_OID = 20;
@@ -28,6 +28,10 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
         },
       });
       return new PostgresDialect({ pool });
+    },
+    async migrationTableSchema(db) {
+      const result = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+      return result.rows[0]?.schema;
     },
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
   };

@@ -18,6 +18,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       database.pragma('busy_timeout = 5000');
       return new SqliteDialect({ database });
     },
+    migrationTableSchema: async () => undefined,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
   };
 }

@@ -1,4 +1,4 @@
-import type { ColumnDataType, ColumnDefinitionBuilder, Dialect } from 'kysely';
+import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely } from 'kysely';
 
 /** What differs between the supported databases, kept in one place per dialect. */
 export interface DialectStrategy {
@@ -10,6 +10,10 @@ export interface DialectStrategy {
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */
   autoIncrementPrimaryKey(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
-  /** Releases what createDialect opened beyond Kysely's own destroy (files, pools). */
-  close?(): Promise<void>;
+  /**
+   * The schema that holds Kysely's migration tables, where the database has schemas. Unless
+   * told, Kysely looks for them in every schema, and would take another keyfleet schema's (a
+   * parallel test's, staging beside production) for this one's.
+   */
+  migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }
