@@ -24,6 +24,8 @@ export interface Settings {
   jwtClockToleranceSeconds: number;
   jwtExternalIssuers: ExternalIssuer[];
   fleetPollingInterval: number;
+  /** Largest firmware file the catalog accepts for upload, in bytes. */
+  firmwareMaxBytes: number;
 }
 
 export class SettingsError extends Error {
@@ -162,5 +164,6 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwtExternalIssuers: externalIssuers(env),
     fleetPollingInterval: integer(env, 'FLEET_POLLING_INTERVAL', 150, 5, 3600),
+    firmwareMaxBytes: integer(env, 'FIRMWARE_MAX_BYTES', 256 * 1024 * 1024, 1, 4 * 1024 * 1024 * 1024),
   };
 }

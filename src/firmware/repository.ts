@@ -14,7 +14,7 @@ export interface FirmwareRelease {
   createdAt: number;
 }
 
-function toRelease(row: Selectable<FirmwareReleasesTable>): FirmwareRelease {
+export function toRelease(row: Selectable<FirmwareReleasesTable>): FirmwareRelease {
   return {
     kind: row.kind as FirmwareKind,
     version: row.version,

@@ -1,3 +1,121 @@
-import type { FastifyInstance } from 'fastify';
+import type { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { requireScopes } from '../auth/guard.ts';
+import { HttpError } from '../http/errors.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../okm/schemas.ts';
+import { addFileRelease, addUrlRelease, getRelease, listCatalog, openDownload, removeRelease, setLatest } from './catalog-service.ts';
+import {
+  CatalogQuery,
+  CatalogResponse,
+  FileResponse,
+  KindParams,
+  LatestBody,
+  LatestView,
+  ReleaseParams,
+  ReleaseView,
+  UrlReleaseBody,
+} from './schemas.ts';
 
-export default async function placeholder(_app: FastifyInstance): Promise<void> {}
+const errorResponses = { '4xx': ErrorResponse };
+const OCTET_STREAM = 'application/octet-stream';
+
+async function requireOctetStream(request: FastifyRequest): Promise<void> {
+  if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== OCTET_STREAM) {
+    throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${OCTET_STREAM}`);
+  }
+}
+
+function declaredLength(request: FastifyRequest): number | undefined {
+  const header = request.headers['content-length'];
+  return header === undefined || !/^\d+$/.test(header) ? undefined : Number(header);
+}
+
+const singleHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(',') : value);
+
+/** The firmware catalog, mounted at /api/v1/firmware. */
+const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // File uploads reach the handler as a stream: they are spooled, never held in memory whole.
+  app.addContentTypeParser(OCTET_STREAM, (_request, payload, done) => done(null, payload));
+
+  const canRead = requireScopes('okm:read');
+  const canAdminister = requireScopes('admin');
+
+  app.get(
+    '/',
+    { onRequest: canRead, schema: { querystring: CatalogQuery, response: { 200: CatalogResponse, ...errorResponses } } },
+    async (request) => {
+      const { releases, latest } = await listCatalog(app.db, app.settings, request.query.kind);
+      return { message: MESSAGES.fetched, data: releases, latest };
+    },
+  );
+
+  app.post(
+    '/',
+    { onRequest: canAdminister, schema: { body: UrlReleaseBody, response: { 201: resourceResponse(ReleaseView), ...errorResponses } } },
+    async (request, reply) => {
+      const release = await addUrlRelease(app.db, app.settings, request.body, Date.now());
+      return reply.code(201).send({ message: MESSAGES.created, data: release });
+    },
+  );
+
+  app.put(
+    '/:kind/latest',
+    {
+      onRequest: canAdminister,
+      schema: { params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
+    },
+    async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, request.params.kind, request.body.version) }),
+  );
+
+  app.put(
+    '/:kind/:version',
+    {
+      onRequest: canAdminister,
+      preValidation: requireOctetStream,
+      schema: { params: ReleaseParams, response: { 201: resourceResponse(ReleaseView), ...errorResponses } },
+    },
+    async (request, reply) => {
+      const { kind, version } = request.params;
+      const release = await addFileRelease(app.db, app.settings, kind, version, request.body as Readable, declaredLength(request), Date.now());
+      return reply.code(201).send({ message: MESSAGES.created, data: release });
+    },
+  );
+
+  app.get(
+    '/:kind/:version',
+    { onRequest: canRead, schema: { params: ReleaseParams, response: { 200: resourceResponse(ReleaseView), ...errorResponses } } },
+    async (request) => ({
+      message: MESSAGES.fetched,
+      data: await getRelease(app.db, app.settings, request.params.kind, request.params.version),
+    }),
+  );
+
+  app.delete(
+    '/:kind/:version',
+    { onRequest: canAdminister, schema: { params: ReleaseParams, response: { 204: Type.Null(), ...errorResponses } } },
+    async (request, reply) => {
+      await removeRelease(app.db, request.params.kind, request.params.version);
+      return reply.code(204).send(null);
+    },
+  );
+
+  // No token: devices download from here with the URL their config poll gave them.
+  app.get(
+    '/:kind/:version/file',
+    { schema: { params: ReleaseParams, response: { 200: FileResponse, 206: FileResponse, ...errorResponses } } },
+    async (request, reply) => {
+      const file = await openDownload(app.db, request.params.kind, request.params.version, {
+        range: singleHeader(request.headers.range),
+        ifRange: singleHeader(request.headers['if-range']),
+        ifNoneMatch: singleHeader(request.headers['if-none-match']),
+      });
+      // The schema documents the bytes for OpenAPI; a stream is sent as it is, never serialized.
+      const untypedReply: FastifyReply = reply.code(file.statusCode).headers(file.headers);
+      return untypedReply.send(file.body);
+    },
+  );
+};
+
+export default firmwareRoutes;

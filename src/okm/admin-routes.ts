@@ -1,3 +1,204 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { principalOf, requireScopes } from '../auth/guard.ts';
+import { badRequest } from '../http/errors.ts';
+import {
+  assignOkm,
+  auditRecords,
+  getOkmRecord,
+  listOkmRecords,
+  messageHistory,
+  patchOkm,
+  postMessage,
+  removeOkm,
+  replaceOkm,
+  type OkmRequest,
+  type Page,
+} from './admin-service.ts';
+import {
+  AuditRecordView,
+  CustomerAssignmentBody,
+  CustomerQuery,
+  ErrorResponse,
+  MESSAGES,
+  MessageBody,
+  MessageRecord,
+  OkmListQuery,
+  OkmPatchBody,
+  OkmRecord,
+  OkmSettingsBody,
+  PageQuery,
+  READ_ONLY_OKM_FIELDS,
+  SerialParams,
+  pageOf,
+  pageResponse,
+  perPageOf,
+  resourceResponse,
+} from './schemas.ts';
 
-export default async function placeholder(_app: FastifyInstance): Promise<void> {}
+const errorResponses = { '4xx': ErrorResponse };
+
+/** A body naming a record field that only the device or keyfleet sets is refused, not ignored. */
+async function rejectReadOnlyFields(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  const field = READ_ONLY_OKM_FIELDS.find((name) => Object.hasOwn(body, name));
+  if (field !== undefined) throw badRequest(`${field}: read-only field`);
+}
+
+function paginated<T>(query: PageQuery, page: Page<T>) {
+  return {
+    message: MESSAGES.fetched,
+    pagination: { page: pageOf(query), results_per_page: String(perPageOf(query)), total_results: String(page.total) },
+    data: page.items,
+  };
+}
+
+/** The OKM admin API, mounted at /api/v1/okms. */
+const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+
+  const canRead = requireScopes('okm:read');
+  const canWrite = requireScopes('okm:read', 'okm:write');
+  const canAdminister = requireScopes('admin');
+
+  const okmRequest = (request: FastifyRequest, customerName?: string): OkmRequest => ({
+    db: app.db,
+    settings: app.settings,
+    principal: principalOf(request),
+    customerName,
+    now: Date.now(),
+  });
+
+  app.get(
+    '/',
+    {
+      onRequest: canRead,
+      schema: { querystring: OkmListQuery, response: { 200: pageResponse(OkmRecord), ...errorResponses } },
+    },
+    async (request) => paginated(request.query, await listOkmRecords(okmRequest(request, request.query.customer), request.query)),
+  );
+
+  app.get(
+    '/:serial',
+    {
+      onRequest: canRead,
+      schema: { params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
+    },
+    async (request) => ({
+      message: MESSAGES.fetched,
+      data: await getOkmRecord(okmRequest(request, request.query.customer), request.params.serial),
+    }),
+  );
+
+  app.put(
+    '/:serial',
+    {
+      onRequest: canWrite,
+      preValidation: rejectReadOnlyFields,
+      schema: {
+        params: SerialParams,
+        querystring: CustomerQuery,
+        body: OkmSettingsBody,
+        response: { 200: resourceResponse(OkmRecord), 201: resourceResponse(OkmRecord), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { record, created } = await replaceOkm(okmRequest(request, request.query.customer), request.params.serial, request.body);
+      return reply.code(created ? 201 : 200).send({ message: created ? MESSAGES.created : MESSAGES.updated, data: record });
+    },
+  );
+
+  app.patch(
+    '/:serial',
+    {
+      onRequest: canWrite,
+      preValidation: rejectReadOnlyFields,
+      schema: {
+        params: SerialParams,
+        querystring: CustomerQuery,
+        body: OkmPatchBody,
+        response: { 200: resourceResponse(OkmRecord), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      message: MESSAGES.updated,
+      data: await patchOkm(okmRequest(request, request.query.customer), request.params.serial, request.body),
+    }),
+  );
+
+  app.delete(
+    '/:serial',
+    {
+      onRequest: canWrite,
+      schema: { params: SerialParams, querystring: CustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
+    },
+    async (request, reply) => {
+      await removeOkm(okmRequest(request, request.query.customer), request.params.serial);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.put(
+    '/:serial/customer',
+    {
+      onRequest: canAdminister,
+      schema: { params: SerialParams, body: CustomerAssignmentBody, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
+    },
+    async (request) => ({
+      message: MESSAGES.updated,
+      data: await assignOkm(okmRequest(request), request.params.serial, request.body.customer),
+    }),
+  );
+
+  app.post(
+    '/:serial/messages',
+    {
+      onRequest: canWrite,
+      schema: {
+        params: SerialParams,
+        querystring: CustomerQuery,
+        body: MessageBody,
+        response: { 201: resourceResponse(MessageRecord), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const message = await postMessage(
+        okmRequest(request, request.query.customer),
+        request.params.serial,
+        request.body.type,
+        request.body.payload ?? null,
+      );
+      return reply.code(201).send({ message: MESSAGES.created, data: message });
+    },
+  );
+
+  app.get(
+    '/:serial/messages',
+    {
+      onRequest: canRead,
+      schema: {
+        params: SerialParams,
+        querystring: CustomerQuery,
+        response: { 200: resourceResponse(Type.Array(MessageRecord)), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      message: MESSAGES.fetched,
+      data: await messageHistory(okmRequest(request, request.query.customer), request.params.serial),
+    }),
+  );
+
+  app.get(
+    '/:serial/audit',
+    {
+      onRequest: canRead,
+      schema: { params: SerialParams, querystring: PageQuery, response: { 200: pageResponse(AuditRecordView), ...errorResponses } },
+    },
+    async (request) =>
+      paginated(request.query, await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query)),
+  );
+};
+
+export default okmAdminRoutes;

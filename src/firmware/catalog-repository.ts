@@ -1,0 +1,103 @@
+import type { Db } from '../db/database.ts';
+import { toRelease, type FirmwareRelease } from './repository.ts';
+import type { FirmwareKind } from './version.ts';
+
+/** Uploaded files are stored in rows of this many bytes (the last one may be shorter). */
+export const FIRMWARE_CHUNK_BYTES = 1024 * 1024;
+
+/** The okms column that pins a release of each kind. */
+export const PIN_COLUMNS = {
+  kas: 'kas_firmware',
+  batch_key: 'batch_key_firmware',
+  wireless_key: 'wireless_key_firmware',
+} as const satisfies Record<FirmwareKind, string>;
+
+export async function listReleases(db: Db, kind?: FirmwareKind): Promise<FirmwareRelease[]> {
+  let query = db.selectFrom('firmware_releases').selectAll();
+  if (kind !== undefined) query = query.where('kind', '=', kind);
+  return (await query.execute()).map(toRelease);
+}
+
+export async function listVersions(db: Db, kind: FirmwareKind): Promise<string[]> {
+  const rows = await db.selectFrom('firmware_releases').select('version').where('kind', '=', kind).execute();
+  return rows.map((row) => row.version);
+}
+
+/** Inserts a release row; false when (kind, version) is already taken. */
+export async function insertRelease(db: Db, release: FirmwareRelease): Promise<boolean> {
+  const result = await db
+    .insertInto('firmware_releases')
+    .values({
+      kind: release.kind,
+      version: release.version,
+      url: release.url,
+      sha256: release.sha256,
+      size: release.size,
+      created_at: release.createdAt,
+    })
+    .onConflict((oc) => oc.columns(['kind', 'version']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+export async function insertChunk(db: Db, kind: FirmwareKind, version: string, seq: number, data: Buffer): Promise<void> {
+  await db.insertInto('firmware_chunks').values({ kind, version, seq, data }).execute();
+}
+
+export async function readChunk(db: Db, kind: FirmwareKind, version: string, seq: number): Promise<Buffer | undefined> {
+  const row = await db
+    .selectFrom('firmware_chunks')
+    .select('data')
+    .where('kind', '=', kind)
+    .where('version', '=', version)
+    .where('seq', '=', seq)
+    .executeTakeFirst();
+  return row?.data;
+}
+
+/**
+ * Takes the release's row lock for the rest of the transaction (a no-op update, portable to
+ * every supported database). Pinning, making latest and deleting all take it first, so a
+ * release cannot be deleted while another transaction starts to refer to it. False: no
+ * such release.
+ */
+export async function lockRelease(db: Db, kind: FirmwareKind, version: string): Promise<boolean> {
+  const result = await db
+    .updateTable('firmware_releases')
+    .set((eb) => ({ created_at: eb.ref('created_at') }))
+    .where('kind', '=', kind)
+    .where('version', '=', version)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Deletes a release and, by cascade, its file chunks. */
+export async function deleteRelease(db: Db, kind: FirmwareKind, version: string): Promise<void> {
+  await db.deleteFrom('firmware_releases').where('kind', '=', kind).where('version', '=', version).execute();
+}
+
+export async function fleetLatestVersion(db: Db, kind: FirmwareKind): Promise<string | undefined> {
+  const row = await db.selectFrom('fleet_firmware').select('version').where('kind', '=', kind).executeTakeFirst();
+  return row?.version;
+}
+
+export async function setFleetLatest(db: Db, kind: FirmwareKind, version: string): Promise<void> {
+  await db
+    .insertInto('fleet_firmware')
+    .values({ kind, version })
+    .onConflict((oc) => oc.column('kind').doUpdateSet({ version }))
+    .execute();
+}
+
+export async function clearFleetLatest(db: Db, kind: FirmwareKind): Promise<void> {
+  await db.deleteFrom('fleet_firmware').where('kind', '=', kind).execute();
+}
+
+export async function countPinningOkms(db: Db, kind: FirmwareKind, version: string): Promise<number> {
+  const row = await db
+    .selectFrom('okms')
+    .select((eb) => eb.fn.countAll<number | string>().as('pinning'))
+    .where(PIN_COLUMNS[kind], '=', version)
+    .executeTakeFirstOrThrow();
+  return Number(row.pinning);
+}

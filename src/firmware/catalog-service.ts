@@ -1,0 +1,219 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
+import { HttpError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { parseRange, type ByteRange } from './byte-range.ts';
+import {
+  FIRMWARE_CHUNK_BYTES,
+  clearFleetLatest,
+  countPinningOkms,
+  deleteRelease,
+  fleetLatestVersion,
+  insertChunk,
+  insertRelease,
+  listReleases,
+  listVersions,
+  lockRelease,
+  readChunk,
+  setFleetLatest,
+} from './catalog-repository.ts';
+import { payloadTooLarge, spoolUpload } from './catalog-upload.ts';
+import { downloadUrl, findRelease, fleetLatestReleases, type FirmwareRelease } from './repository.ts';
+import type { LatestVersions, LatestView, ReleaseView, UrlReleaseBody } from './schemas.ts';
+import { FIRMWARE_KINDS, compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from './version.ts';
+
+type CatalogSettings = Pick<Settings, 'publicBaseUrl' | 'dataDir' | 'firmwareMaxBytes'>;
+
+const RELEASE_NOT_FOUND = 'Firmware release not found';
+
+const versionParts = (version: string) => parseFirmwareVersion(version) ?? [];
+
+export function toReleaseView(release: FirmwareRelease, settings: CatalogSettings): ReleaseView {
+  return {
+    kind: release.kind,
+    version: release.version,
+    source: release.url === null ? 'file' : 'url',
+    url: downloadUrl(release, settings),
+    sha256: release.sha256,
+    size: release.size,
+    created_at: new Date(release.createdAt).toISOString(),
+  };
+}
+
+/** Releases by kind, newest version first, and the fleet-wide latest version of each kind. */
+export async function listCatalog(
+  db: Db,
+  settings: CatalogSettings,
+  kind: FirmwareKind | undefined,
+): Promise<{ releases: ReleaseView[]; latest: LatestVersions }> {
+  const [releases, latest] = await Promise.all([listReleases(db, kind), fleetLatestReleases(db)]);
+  releases.sort(
+    (a, b) =>
+      FIRMWARE_KINDS.indexOf(a.kind) - FIRMWARE_KINDS.indexOf(b.kind) ||
+      compareFirmwareVersions(versionParts(b.version), versionParts(a.version)),
+  );
+  return {
+    releases: releases.map((release) => toReleaseView(release, settings)),
+    latest: {
+      kas: latest.kas?.version ?? null,
+      batch_key: latest.batch_key?.version ?? null,
+      wireless_key: latest.wireless_key?.version ?? null,
+    },
+  };
+}
+
+export async function getRelease(db: Db, settings: CatalogSettings, kind: FirmwareKind, version: string): Promise<ReleaseView> {
+  const release = await findRelease(db, kind, version);
+  if (!release) throw notFound(RELEASE_NOT_FOUND);
+  return toReleaseView(release, settings);
+}
+
+/** "2.1" and "2.1.0" are one version: the catalog holds at most one of them per kind. */
+async function insertUniqueRelease(trx: Db, release: FirmwareRelease): Promise<void> {
+  const wanted = versionParts(release.version);
+  const equal = (await listVersions(trx, release.kind)).find((version) => compareFirmwareVersions(versionParts(version), wanted) === 0);
+  if (equal !== undefined || !(await insertRelease(trx, release))) {
+    throw conflict(`firmware ${release.kind} ${equal ?? release.version} already exists`);
+  }
+}
+
+function checkHttpUrl(url: string): void {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.hostname === '') {
+    throw badRequest('url: must be an http or https URL');
+  }
+}
+
+export async function addUrlRelease(db: Db, settings: CatalogSettings, body: UrlReleaseBody, now: number): Promise<ReleaseView> {
+  checkHttpUrl(body.url);
+  const release: FirmwareRelease = {
+    kind: body.kind,
+    version: body.version,
+    url: body.url,
+    sha256: body.sha256.toLowerCase(),
+    size: null,
+    createdAt: now,
+  };
+  await db.transaction().execute((trx) => insertUniqueRelease(trx, release));
+  return toReleaseView(release, settings);
+}
+
+/** Stores an uploaded file as a release, in chunks of FIRMWARE_CHUNK_BYTES; sha256 and size are computed. */
+export async function addFileRelease(
+  db: Db,
+  settings: CatalogSettings,
+  kind: FirmwareKind,
+  version: string,
+  body: Readable,
+  declaredLength: number | undefined,
+  now: number,
+): Promise<ReleaseView> {
+  if (declaredLength !== undefined && declaredLength > settings.firmwareMaxBytes) throw payloadTooLarge(settings.firmwareMaxBytes);
+  if (await findRelease(db, kind, version)) throw conflict(`firmware ${kind} ${version} already exists`);
+  const spooled = await spoolUpload(body, path.join(settings.dataDir, 'uploads'), settings.firmwareMaxBytes);
+  try {
+    if (spooled.size === 0) throw badRequest('body: the firmware file is empty');
+    const release: FirmwareRelease = { kind, version, url: null, sha256: spooled.sha256, size: spooled.size, createdAt: now };
+    await db.transaction().execute(async (trx) => {
+      await insertUniqueRelease(trx, release);
+      const file = await fs.promises.open(spooled.path);
+      try {
+        for (let seq = 0; seq * FIRMWARE_CHUNK_BYTES < spooled.size; seq++) {
+          const chunk = Buffer.alloc(Math.min(FIRMWARE_CHUNK_BYTES, spooled.size - seq * FIRMWARE_CHUNK_BYTES));
+          await file.read(chunk, 0, chunk.length, seq * FIRMWARE_CHUNK_BYTES);
+          await insertChunk(trx, kind, version, seq, chunk);
+        }
+      } finally {
+        await file.close();
+      }
+    });
+    return toReleaseView(release, settings);
+  } finally {
+    await spooled.remove();
+  }
+}
+
+/** Deletes a release unless it is the fleet-wide latest of its kind or an OKM pins it. */
+export async function removeRelease(db: Db, kind: FirmwareKind, version: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (!(await lockRelease(trx, kind, version))) throw notFound(RELEASE_NOT_FOUND);
+    if ((await fleetLatestVersion(trx, kind)) === version) {
+      throw conflict(`firmware ${kind} ${version} is the fleet-wide latest release; set another one first`);
+    }
+    const pinning = await countPinningOkms(trx, kind, version);
+    if (pinning > 0) throw conflict(`firmware ${kind} ${version} is pinned by ${pinning} OKM${pinning === 1 ? '' : 's'}`);
+    await deleteRelease(trx, kind, version);
+  });
+}
+
+/** Sets (or with null, clears) the release that every OKM of the fleet without a pin is offered. */
+export async function setLatest(db: Db, kind: FirmwareKind, version: string | null): Promise<LatestView> {
+  await db.transaction().execute(async (trx) => {
+    if (version === null) return clearFleetLatest(trx, kind);
+    if (!(await lockRelease(trx, kind, version))) throw badRequest(`version: no ${kind} release ${version} in the firmware catalog`);
+    await setFleetLatest(trx, kind, version);
+  });
+  return { kind, version };
+}
+
+export interface FileReply {
+  statusCode: 200 | 206 | 304;
+  headers: Record<string, string>;
+  body?: Readable;
+}
+
+export interface DownloadConditions {
+  range?: string;
+  ifRange?: string;
+  ifNoneMatch?: string;
+}
+
+async function* fileBytes(db: Db, kind: FirmwareKind, version: string, { start, end }: ByteRange): AsyncGenerator<Buffer> {
+  for (let seq = Math.floor(start / FIRMWARE_CHUNK_BYTES); seq <= Math.floor(end / FIRMWARE_CHUNK_BYTES); seq++) {
+    const chunk = await readChunk(db, kind, version, seq);
+    // The release was deleted while it was being downloaded.
+    if (!chunk) throw new Error(`firmware ${kind} ${version} chunk ${seq} is missing`);
+    const chunkStart = seq * FIRMWARE_CHUNK_BYTES;
+    yield chunk.subarray(Math.max(0, start - chunkStart), Math.min(chunk.length, end - chunkStart + 1));
+  }
+}
+
+const matchesEtag = (header: string, etag: string) =>
+  header
+    .split(',')
+    .map((tag) => tag.trim().replace(/^W\//, ''))
+    .some((tag) => tag === etag || tag === '*');
+
+/**
+ * The reply to a device's download: the whole file, one byte range (206), 304 when its
+ * copy is current, or a 416 error; the body is read from the database chunk by chunk.
+ */
+export async function openDownload(db: Db, kind: FirmwareKind, version: string, conditions: DownloadConditions): Promise<FileReply> {
+  const release = await findRelease(db, kind, version);
+  if (!release) throw notFound(RELEASE_NOT_FOUND);
+  if (release.url !== null || release.size === null) {
+    throw notFound(`Firmware ${kind} ${version} is not a file stored here; download it from ${release.url}`);
+  }
+  const size = release.size;
+  const etag = `"${release.sha256}"`;
+  const headers: Record<string, string> = { 'content-type': 'application/octet-stream', etag, 'accept-ranges': 'bytes' };
+  if (conditions.ifNoneMatch !== undefined && matchesEtag(conditions.ifNoneMatch, etag)) return { statusCode: 304, headers };
+
+  const rangeApplies = conditions.ifRange === undefined || conditions.ifRange.trim() === etag;
+  const request = parseRange(rangeApplies ? conditions.range : undefined, size);
+  if (request.kind === 'unsatisfiable') {
+    throw new HttpError(416, 'RANGE_NOT_SATISFIABLE', `Range ${conditions.range} is not satisfiable for a file of ${size} bytes`, {
+      'content-range': `bytes */${size}`,
+    });
+  }
+  const range = request.kind === 'partial' ? request.range : { start: 0, end: size - 1 };
+  headers['content-length'] = String(range.end - range.start + 1);
+  if (request.kind === 'partial') headers['content-range'] = `bytes ${range.start}-${range.end}/${size}`;
+  return {
+    statusCode: request.kind === 'partial' ? 206 : 200,
+    headers,
+    body: Readable.from(fileBytes(db, kind, version, range)),
+  };
+}

@@ -1,0 +1,102 @@
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import type { Okm } from './model.ts';
+import { toOkm } from './repository.ts';
+
+/** An OKM with the name of the customer it belongs to. */
+export interface OwnedOkm {
+  okm: Okm;
+  customerName: string | null;
+}
+
+/** An OKM is overdue when it has polled before but not for this many effective intervals. */
+export const OVERDUE_INTERVALS = 3;
+
+export interface OkmListFilter {
+  /** Only this customer's OKMs; undefined: every customer's. */
+  customerId?: number;
+  /** Only OKMs without a customer. */
+  unassigned?: boolean;
+  overdue?: boolean;
+  firmwareVersion?: string;
+  fleetPollingInterval: number;
+  now: number;
+}
+
+export interface OkmPage {
+  okms: OwnedOkm[];
+  total: number;
+}
+
+type OkmsExpressionBuilder = ExpressionBuilder<Database, 'okms'>;
+
+function overdueCondition(filter: OkmListFilter): Expression<SqlBool> {
+  return sql<SqlBool>`okms.last_sync_time + ${OVERDUE_INTERVALS * 1000} * coalesce(okms.polling_interval, ${filter.fleetPollingInterval}) < ${filter.now}`;
+}
+
+function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
+  const conditions: Expression<SqlBool>[] = [];
+  if (filter.customerId !== undefined) conditions.push(eb('okms.customer_id', '=', filter.customerId));
+  if (filter.unassigned) conditions.push(eb('okms.customer_id', 'is', null));
+  if (filter.firmwareVersion !== undefined) conditions.push(eb('okms.firmware_version', '=', filter.firmwareVersion));
+  if (filter.overdue === true) conditions.push(eb.and([eb('okms.last_sync_time', 'is not', null), overdueCondition(filter)]));
+  if (filter.overdue === false) conditions.push(eb.or([eb('okms.last_sync_time', 'is', null), eb.not(overdueCondition(filter))]));
+  return eb.and(conditions);
+}
+
+/** One page (from 1) of the OKMs that match, ordered by serial number, and how many match in all. */
+export async function listOkms(db: Db, filter: OkmListFilter, page: number, perPage: number): Promise<OkmPage> {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('okms')
+      .leftJoin('customers', 'customers.id', 'okms.customer_id')
+      .selectAll('okms')
+      .select('customers.name as customer_name')
+      .where((eb) => listConditions(eb, filter))
+      .orderBy('okms.serial_number')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    db
+      .selectFrom('okms')
+      .select((eb) => eb.fn.countAll<number | string>().as('total'))
+      .where((eb) => listConditions(eb, filter))
+      .executeTakeFirstOrThrow(),
+  ]);
+  return {
+    okms: rows.map(({ customer_name, ...row }) => ({ okm: toOkm(row), customerName: customer_name })),
+    total: Number(count.total),
+  };
+}
+
+export async function findOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm | undefined> {
+  const row = await db
+    .selectFrom('okms')
+    .leftJoin('customers', 'customers.id', 'okms.customer_id')
+    .selectAll('okms')
+    .select('customers.name as customer_name')
+    .where('okms.serial_number', '=', serialNumber)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { customer_name, ...okmRow } = row;
+  return { okm: toOkm(okmRow), customerName: customer_name };
+}
+
+/**
+ * Takes the OKM's row lock for the rest of the transaction (a no-op update, which works on
+ * every supported database, unlike SELECT … FOR UPDATE on SQLite), so that concurrent
+ * read-modify-write requests on one OKM apply one after the other. False: no such OKM.
+ */
+export async function lockOkm(db: Db, serialNumber: string): Promise<boolean> {
+  const result = await db
+    .updateTable('okms')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('serial_number', '=', serialNumber)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function setOkmCustomer(db: Db, serialNumber: string, customerId: number | null, now: number): Promise<void> {
+  await db.updateTable('okms').set({ customer_id: customerId, updated_at: now }).where('serial_number', '=', serialNumber).execute();
+}

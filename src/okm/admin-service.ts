@@ -1,0 +1,303 @@
+import type { ErrorObject } from 'ajv';
+import { actingCustomer, type Principal } from '../auth/guard.ts';
+import type { Settings } from '../config/settings.ts';
+import { findCustomerByName, type Customer } from '../customers/repository.ts';
+import type { Db } from '../db/database.ts';
+import { lockRelease } from '../firmware/catalog-repository.ts';
+import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
+import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
+import { describeValidationError, validatorCompiler } from '../http/validation.ts';
+import { applyMergePatch } from '../shared/merge-patch.ts';
+import { findOwnedOkm, listOkms, lockOkm, OVERDUE_INTERVALS, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
+import { listAuditRecords } from './audit-repository.ts';
+import { listMessages, queueMessage, type OkmMessage } from './messages-repository.ts';
+import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
+import { deleteOkm, insertOkm, updateOkmSettings } from './repository.ts';
+import {
+  MAX_MESSAGE_PAYLOAD_BYTES,
+  OkmSettingsBody,
+  type AuditRecordView,
+  type MessageRecord,
+  type OkmListQuery,
+  type OkmPatchBody,
+  type OkmRecord,
+  type PageQuery,
+  pageOf,
+  perPageOf,
+} from './schemas.ts';
+
+/** Who asks, for which customer (the `customer` query value), and when. */
+export interface OkmRequest {
+  db: Db;
+  settings: Pick<Settings, 'fleetPollingInterval'>;
+  principal: Principal;
+  customerName: string | undefined;
+  now: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+}
+
+const OKM_NOT_FOUND = 'OKM not found';
+
+const iso = (epochMs: number) => new Date(epochMs).toISOString();
+
+export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
+  const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
+  return {
+    serial_number: okm.serialNumber,
+    customer: customerName,
+    cache_mode: okm.cacheMode,
+    key_checkout_window: okm.keyCheckoutWindow,
+    auditing_enabled: okm.auditingEnabled,
+    asset_list: okm.assetList as string[] | null,
+    users_assets: okm.usersAssets as Record<string, unknown>[] | null,
+    polling_interval: okm.pollingInterval,
+    effective_polling_interval: effectivePollingInterval,
+    firmware: { ...okm.firmware },
+    subscribe_urls: { status: okm.statusUrls },
+    reported: okm.reported,
+    install_code: okm.installCode,
+    last_sync_time: okm.lastSyncTime === null ? null : iso(okm.lastSyncTime),
+    last_ip: okm.lastIp,
+    firmware_version: okm.firmwareVersion,
+    overdue: okm.lastSyncTime !== null && okm.lastSyncTime + OVERDUE_INTERVALS * 1000 * effectivePollingInterval < now,
+    created_at: iso(okm.createdAt),
+    updated_at: iso(okm.updatedAt),
+  };
+}
+
+function settingsFromBody(body: OkmSettingsBody): OkmSettings {
+  return {
+    cacheMode: body.cache_mode ?? null,
+    keyCheckoutWindow: body.key_checkout_window ?? null,
+    auditingEnabled: body.auditing_enabled ?? false,
+    assetList: body.asset_list ?? null,
+    usersAssets: body.users_assets ?? null,
+    pollingInterval: body.polling_interval ?? null,
+    firmware: {
+      kas: body.firmware?.kas ?? null,
+      batch_key: body.firmware?.batch_key ?? null,
+      wireless_key: body.firmware?.wireless_key ?? null,
+    },
+    statusUrls: body.subscribe_urls?.status ?? [],
+  };
+}
+
+function settingsDocument(settings: OkmSettings): OkmSettingsBody {
+  return {
+    cache_mode: settings.cacheMode,
+    key_checkout_window: settings.keyCheckoutWindow,
+    auditing_enabled: settings.auditingEnabled,
+    asset_list: settings.assetList as string[] | null,
+    users_assets: settings.usersAssets as Record<string, unknown>[] | null,
+    polling_interval: settings.pollingInterval,
+    firmware: { ...settings.firmware },
+    subscribe_urls: { status: settings.statusUrls },
+  };
+}
+
+const validateSettingsBody = validatorCompiler({ schema: OkmSettingsBody, method: 'PATCH', url: '', httpPart: 'body' });
+
+/** A merge patch can combine valid members into an invalid whole (a window without a contact). */
+function parseMergedSettings(merged: unknown): OkmSettings {
+  if (validateSettingsBody(merged) !== true) {
+    const [error] = (validateSettingsBody.errors ?? []) as ErrorObject[];
+    throw badRequest(error ? describeValidationError('body', error) : 'body: invalid settings');
+  }
+  return settingsFromBody(merged as OkmSettingsBody);
+}
+
+function checkStatusUrls(urls: readonly string[]): void {
+  urls.forEach((url, index) => {
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.hostname === '') {
+      throw badRequest(`subscribe_urls.status[${index}]: must be an http or https URL`);
+    }
+  });
+}
+
+/**
+ * Every newly pinned version must be a catalog release of its kind; the release stays locked
+ * until the transaction ends, so it cannot be deleted under the pin. Pins already stored
+ * need no check: deleting a pinned release is refused.
+ */
+async function checkNewFirmwarePins(
+  trx: Db,
+  desired: Record<FirmwareKind, string | null>,
+  current: Record<FirmwareKind, string | null> | undefined,
+): Promise<void> {
+  for (const kind of FIRMWARE_KINDS) {
+    const version = desired[kind];
+    if (version === null || version === current?.[kind]) continue;
+    if (!(await lockRelease(trx, kind, version))) {
+      throw badRequest(`firmware.${kind}: no ${kind} release ${version} in the firmware catalog`);
+    }
+  }
+}
+
+const isVisibleTo = (owned: OwnedOkm, acting: Customer | null) => acting === null || owned.okm.customerId === acting.id;
+
+/** The OKM if the acting customer may see it; another customer's OKM is "not found" like a missing one. */
+async function visibleOkm(db: Db, acting: Customer | null, serialNumber: string): Promise<OwnedOkm> {
+  const owned = await findOwnedOkm(db, serialNumber);
+  if (!owned || !isVisibleTo(owned, acting)) throw notFound(OKM_NOT_FOUND);
+  return owned;
+}
+
+/** As visibleOkm, holding the OKM's row lock until the transaction ends. */
+async function lockedVisibleOkm(trx: Db, acting: Customer | null, serialNumber: string): Promise<OwnedOkm> {
+  if (!(await lockOkm(trx, serialNumber))) throw notFound(OKM_NOT_FOUND);
+  return visibleOkm(trx, acting, serialNumber);
+}
+
+async function currentRecord(request: OkmRequest, db: Db, serialNumber: string): Promise<OkmRecord> {
+  const owned = await findOwnedOkm(db, serialNumber);
+  if (!owned) throw notFound(OKM_NOT_FOUND);
+  return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);
+}
+
+const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.principal, request.customerName);
+
+export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): Promise<Page<OkmRecord>> {
+  if (query.unassigned && !request.principal.isAdmin) throw forbidden('unassigned: only an admin token may list unassigned OKMs');
+  const acting = await actingFor(request);
+  if (query.unassigned && acting !== null) throw badRequest('unassigned: cannot be combined with customer');
+  const result = await listOkms(
+    request.db,
+    {
+      ...(acting === null ? {} : { customerId: acting.id }),
+      ...(query.unassigned ? { unassigned: true } : {}),
+      ...(query.overdue === undefined ? {} : { overdue: query.overdue }),
+      ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
+      fleetPollingInterval: request.settings.fleetPollingInterval,
+      now: request.now,
+    },
+    pageOf(query),
+    perPageOf(query),
+  );
+  return {
+    items: result.okms.map((owned) => toOkmRecord(owned, request.settings.fleetPollingInterval, request.now)),
+    total: result.total,
+  };
+}
+
+export async function getOkmRecord(request: OkmRequest, serialNumber: string): Promise<OkmRecord> {
+  const owned = await visibleOkm(request.db, await actingFor(request), serialNumber);
+  return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);
+}
+
+/**
+ * PUT: creates the OKM for the acting customer, claims one that a poll inserted without a
+ * customer (both "created"), or replaces the settings of one the customer already has. A
+ * serial number held by another customer is a 409: serial numbers are global.
+ */
+export async function replaceOkm(
+  request: OkmRequest,
+  serialNumber: string,
+  body: OkmSettingsBody,
+): Promise<{ record: OkmRecord; created: boolean }> {
+  const desired = settingsFromBody(body);
+  checkStatusUrls(desired.statusUrls);
+  const acting = await actingFor(request);
+  return request.db.transaction().execute(async (trx) => {
+    const lockedExisting = await lockOkm(trx, serialNumber);
+    if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
+      await checkNewFirmwarePins(trx, desired.firmware, undefined);
+      return { record: await currentRecord(request, trx, serialNumber), created: true };
+    }
+    // Either it existed, or a poll inserted it between the lock attempt and the insert.
+    if (!lockedExisting) await lockOkm(trx, serialNumber);
+    const current = await findOwnedOkm(trx, serialNumber);
+    if (!current) throw notFound(OKM_NOT_FOUND);
+    const ownerId = current.okm.customerId;
+    if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
+    const claimed = acting !== null && ownerId === null;
+    if (claimed) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
+    await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
+    await updateOkmSettings(trx, serialNumber, desired, request.now);
+    return { record: await currentRecord(request, trx, serialNumber), created: claimed };
+  });
+}
+
+export async function patchOkm(request: OkmRequest, serialNumber: string, patch: OkmPatchBody): Promise<OkmRecord> {
+  const acting = await actingFor(request);
+  return request.db.transaction().execute(async (trx) => {
+    const current = await lockedVisibleOkm(trx, acting, serialNumber);
+    const desired = parseMergedSettings(applyMergePatch(settingsDocument(current.okm), patch));
+    checkStatusUrls(desired.statusUrls);
+    await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
+    await updateOkmSettings(trx, serialNumber, desired, request.now);
+    return currentRecord(request, trx, serialNumber);
+  });
+}
+
+/** Deletes the OKM with its messages and audit records; if it polls again it comes back unassigned. */
+export async function removeOkm(request: OkmRequest, serialNumber: string): Promise<void> {
+  const acting = await actingFor(request);
+  await request.db.transaction().execute(async (trx) => {
+    await lockedVisibleOkm(trx, acting, serialNumber);
+    await deleteOkm(trx, serialNumber);
+  });
+}
+
+/**
+ * Operator call: moves the OKM to a customer, or to none. Moving it away from a customer
+ * resets its desired configuration, so that the previous customer's webhooks, lists and pins
+ * do not follow the device; claiming an unassigned OKM keeps what is configured.
+ */
+export async function assignOkm(request: OkmRequest, serialNumber: string, customerName: string | null): Promise<OkmRecord> {
+  if (!request.principal.isAdmin) throw forbidden();
+  return request.db.transaction().execute(async (trx) => {
+    if (!(await lockOkm(trx, serialNumber))) throw notFound(OKM_NOT_FOUND);
+    const customer = customerName === null ? null : await findCustomerByName(trx, customerName);
+    if (customer === undefined) throw badRequest(`customer: unknown customer ${customerName}`);
+    const current = await findOwnedOkm(trx, serialNumber);
+    if (!current) throw notFound(OKM_NOT_FOUND);
+    const previousId = current.okm.customerId;
+    const nextId = customer?.id ?? null;
+    if (previousId !== nextId) {
+      if (previousId !== null) await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
+      await setOkmCustomer(trx, serialNumber, nextId, request.now);
+    }
+    return currentRecord(request, trx, serialNumber);
+  });
+}
+
+function toMessageRecord(message: OkmMessage): MessageRecord {
+  return {
+    id: message.id,
+    type: message.type,
+    payload: message.payload,
+    created_at: iso(message.createdAt),
+    delivered_at: message.deliveredAt === null ? null : iso(message.deliveredAt),
+  };
+}
+
+export async function postMessage(request: OkmRequest, serialNumber: string, type: string, payload: unknown): Promise<MessageRecord> {
+  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_MESSAGE_PAYLOAD_BYTES) {
+    throw badRequest(`payload: must be at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes of JSON`);
+  }
+  const acting = await actingFor(request);
+  return request.db.transaction().execute(async (trx) => {
+    await lockedVisibleOkm(trx, acting, serialNumber);
+    return toMessageRecord(await queueMessage(trx, serialNumber, type, payload, request.now));
+  });
+}
+
+export async function messageHistory(request: OkmRequest, serialNumber: string): Promise<MessageRecord[]> {
+  await visibleOkm(request.db, await actingFor(request), serialNumber);
+  return (await listMessages(request.db, serialNumber)).map(toMessageRecord);
+}
+
+export async function auditRecords(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<Page<AuditRecordView>> {
+  await visibleOkm(request.db, await actingFor(request), serialNumber);
+  const { records, total } = await listAuditRecords(request.db, serialNumber, pageOf(query), perPageOf(query));
+  return {
+    items: records.map((record) => ({ id: record.id, received_at: iso(record.receivedAt), record: record.record })),
+    total,
+  };
+}
+

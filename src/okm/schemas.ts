@@ -1,0 +1,205 @@
+import { Type, type Static, type TSchema } from 'typebox';
+import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
+
+/** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
+export const SERIAL_NUMBER_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
+
+export const MAX_RESULTS_PER_PAGE = 100;
+export const DEFAULT_RESULTS_PER_PAGE = 30;
+export const MAX_ASSETS = 1000;
+export const MAX_USERS_ASSETS = 5000;
+export const MAX_STATUS_URLS = 10;
+export const MAX_STATUS_URL_LENGTH = 2048;
+export const MAX_MESSAGE_PAYLOAD_BYTES = 64 * 1024;
+
+/** Record fields that a body may not set; they are reported by the device or kept by keyfleet. */
+export const READ_ONLY_OKM_FIELDS = [
+  'serial_number',
+  'customer',
+  'effective_polling_interval',
+  'reported',
+  'install_code',
+  'last_sync_time',
+  'last_ip',
+  'firmware_version',
+  'overdue',
+  'created_at',
+  'updated_at',
+] as const;
+
+// The non-null branch comes first so that a validation error names what the field expects.
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const CacheMode = Type.Enum([1, 2], { description: '1 = disabled, 2 = enabled' });
+const CheckoutContact = Type.Enum(['open', 'closed']);
+const CheckoutTime = Type.Integer({ minimum: 0, maximum: 86400, description: 'seconds' });
+const AssetList = Type.Array(Type.String({ pattern: SERIAL_NUMBER_PATTERN }), { maxItems: MAX_ASSETS, uniqueItems: true });
+const UsersAssets = Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: MAX_USERS_ASSETS });
+const PollingInterval = Type.Integer({ minimum: 5, maximum: 3600, description: 'seconds' });
+const FirmwareVersion = Type.String({ pattern: FIRMWARE_VERSION_PATTERN });
+const StatusUrls = Type.Array(Type.String({ format: 'uri', maxLength: MAX_STATUS_URL_LENGTH, description: 'http or https URL' }), {
+  maxItems: MAX_STATUS_URLS,
+  uniqueItems: true,
+});
+const IsoTime = Type.String({ format: 'date-time' });
+
+export const SerialParams = Type.Object({ serial: Type.String({ pattern: SERIAL_NUMBER_PATTERN }) }, { additionalProperties: false });
+export type SerialParams = Static<typeof SerialParams>;
+
+export const CustomerQuery = Type.Object(
+  { customer: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'customer to act for' })) },
+  { additionalProperties: false },
+);
+export type CustomerQuery = Static<typeof CustomerQuery>;
+
+const paginationQueryProperties = {
+  customer: CustomerQuery.properties.customer,
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+  results_per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RESULTS_PER_PAGE, default: DEFAULT_RESULTS_PER_PAGE })),
+};
+
+export const PageQuery = Type.Object(paginationQueryProperties, { additionalProperties: false });
+export type PageQuery = Static<typeof PageQuery>;
+
+export const pageOf = (query: PageQuery) => query.page ?? 1;
+export const perPageOf = (query: PageQuery) => query.results_per_page ?? DEFAULT_RESULTS_PER_PAGE;
+
+export const OkmListQuery = Type.Object(
+  {
+    ...paginationQueryProperties,
+    overdue: Type.Optional(Type.Boolean({ description: 'only OKMs that are (true) or are not (false) overdue' })),
+    firmware_version: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only OKMs that last reported this version' })),
+    unassigned: Type.Optional(Type.Boolean({ description: 'admin only: only OKMs that belong to no customer' })),
+  },
+  { additionalProperties: false },
+);
+export type OkmListQuery = Static<typeof OkmListQuery>;
+
+/** PUT body: the whole desired configuration; an absent field is "not configured". */
+export const OkmSettingsBody = Type.Object(
+  {
+    cache_mode: Type.Optional(Nullable(CacheMode)),
+    key_checkout_window: Type.Optional(
+      Nullable(Type.Object({ time: CheckoutTime, contact: CheckoutContact }, { additionalProperties: false })),
+    ),
+    auditing_enabled: Type.Optional(Type.Boolean()),
+    asset_list: Type.Optional(Nullable(AssetList)),
+    users_assets: Type.Optional(Nullable(UsersAssets)),
+    polling_interval: Type.Optional(Nullable(PollingInterval)),
+    firmware: Type.Optional(
+      Type.Object(
+        {
+          kas: Type.Optional(Nullable(FirmwareVersion)),
+          batch_key: Type.Optional(Nullable(FirmwareVersion)),
+          wireless_key: Type.Optional(Nullable(FirmwareVersion)),
+        },
+        { additionalProperties: false, description: 'catalog versions pinned for this OKM, overriding the fleet-wide latest' },
+      ),
+    ),
+    subscribe_urls: Type.Optional(Type.Object({ status: Type.Optional(StatusUrls) }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+);
+export type OkmSettingsBody = Static<typeof OkmSettingsBody>;
+
+/** PATCH body (RFC 7396 JSON merge patch): every member optional, null removes (unsets) it. */
+export const OkmPatchBody = Type.Object(
+  {
+    cache_mode: Type.Optional(Nullable(CacheMode)),
+    key_checkout_window: Type.Optional(
+      Nullable(
+        Type.Object(
+          { time: Type.Optional(Nullable(CheckoutTime)), contact: Type.Optional(Nullable(CheckoutContact)) },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    auditing_enabled: Type.Optional(Nullable(Type.Boolean())),
+    asset_list: Type.Optional(Nullable(AssetList)),
+    users_assets: Type.Optional(Nullable(UsersAssets)),
+    polling_interval: Type.Optional(Nullable(PollingInterval)),
+    firmware: Type.Optional(
+      Nullable(
+        Type.Object(
+          {
+            kas: Type.Optional(Nullable(FirmwareVersion)),
+            batch_key: Type.Optional(Nullable(FirmwareVersion)),
+            wireless_key: Type.Optional(Nullable(FirmwareVersion)),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    subscribe_urls: Type.Optional(Nullable(Type.Object({ status: Type.Optional(Nullable(StatusUrls)) }, { additionalProperties: false }))),
+  },
+  { additionalProperties: false },
+);
+export type OkmPatchBody = Static<typeof OkmPatchBody>;
+
+export const OkmRecord = Type.Object({
+  serial_number: Type.String(),
+  customer: Nullable(Type.String()),
+  cache_mode: Nullable(CacheMode),
+  key_checkout_window: Nullable(Type.Object({ time: Type.Integer(), contact: CheckoutContact })),
+  auditing_enabled: Type.Boolean(),
+  asset_list: Nullable(Type.Array(Type.String())),
+  users_assets: Nullable(Type.Array(Type.Object({}, { additionalProperties: true }))),
+  polling_interval: Nullable(Type.Integer()),
+  effective_polling_interval: Type.Integer({ description: 'polling_interval, else the fleet default' }),
+  firmware: Type.Object({ kas: Nullable(Type.String()), batch_key: Nullable(Type.String()), wireless_key: Nullable(Type.String()) }),
+  subscribe_urls: Type.Object({ status: Type.Array(Type.String()) }),
+  reported: Nullable(Type.Record(Type.String(), Type.String(), { description: "the device's query parameters of its last poll" })),
+  install_code: Nullable(Type.String()),
+  last_sync_time: Nullable(IsoTime),
+  last_ip: Nullable(Type.String()),
+  firmware_version: Nullable(Type.String()),
+  overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
+  created_at: IsoTime,
+  updated_at: IsoTime,
+});
+export type OkmRecord = Static<typeof OkmRecord>;
+
+export const CustomerAssignmentBody = Type.Object(
+  { customer: Nullable(Type.String({ minLength: 1, maxLength: 64 })) },
+  { additionalProperties: false },
+);
+export type CustomerAssignmentBody = Static<typeof CustomerAssignmentBody>;
+
+export const MessageBody = Type.Object(
+  {
+    type: Type.String({ minLength: 1, maxLength: 64 }),
+    payload: Type.Optional(Type.Unknown({ description: `any JSON value, at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes; default null` })),
+  },
+  { additionalProperties: false },
+);
+export type MessageBody = Static<typeof MessageBody>;
+
+export const MessageRecord = Type.Object({
+  id: Type.Integer(),
+  type: Type.String(),
+  payload: Type.Unknown(),
+  created_at: IsoTime,
+  delivered_at: Nullable(IsoTime),
+});
+export type MessageRecord = Static<typeof MessageRecord>;
+
+export const AuditRecordView = Type.Object({ id: Type.Integer(), received_at: IsoTime, record: Type.Unknown() });
+export type AuditRecordView = Static<typeof AuditRecordView>;
+
+export const ErrorResponse = Type.Object({ error_code: Type.String(), error_msg: Type.String() });
+
+const Pagination = Type.Object({
+  page: Type.Integer(),
+  results_per_page: Type.String(),
+  total_results: Type.String(),
+});
+
+export const resourceResponse = <T extends TSchema>(data: T) => Type.Object({ message: Type.String(), data });
+export const pageResponse = <T extends TSchema>(item: T) =>
+  Type.Object({ message: Type.String(), pagination: Pagination, data: Type.Array(item) });
+
+export const MESSAGES = {
+  created: 'Resource created successfully',
+  updated: 'Resource updated successfully',
+  fetched: 'Resource fetched successfully',
+} as const;
