@@ -17,7 +17,7 @@ export function loadMasterKey(settings: Pick<Settings, 'masterKey' | 'databaseUr
     throw new SettingsError('MASTER_KEY', 'required when DATABASE_URL is set (openssl rand -hex 32)');
   }
   const file = path.join(settings.dataDir, MASTER_KEY_FILE);
-  fs.mkdirSync(settings.dataDir, { recursive: true });
+  fs.mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
   try {
     fs.writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
   } catch (error) {

@@ -10,7 +10,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
     binaryType: 'blob',
     idType: 'integer',
     createDialect() {
-      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       const database = new SQLite(file);
       database.pragma('journal_mode = WAL');
       database.pragma('synchronous = NORMAL');
