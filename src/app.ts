@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
+import { registerJsonBodies } from './http/json-bodies.ts';
 import authPlugin from './auth/plugin.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
@@ -28,6 +29,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   app.decorate('db', options.db);
   app.decorate('masterKey', options.masterKey);
   registerErrorHandling(app);
+  registerJsonBodies(app);
 
   await app.register(authPlugin);
   await app.register(okmConfigRoutes);

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import app from './app.ts';
 import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
+import { sendError } from './http/error-handler.ts';
 import { validatorCompiler } from './http/validation.ts';
 
 export interface ServerDependencies {
@@ -22,6 +23,8 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     requestIdHeader: 'x-request-id',
     bodyLimit: 1024 * 1024,
+    // Errors Fastify meets before routing (a URL that is not valid UTF-8, say) get the same JSON shape.
+    frameworkErrors: sendError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   server.setValidatorCompiler(validatorCompiler);
   await server.register(app, dependencies);

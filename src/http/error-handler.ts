@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from './errors.ts';
 import { describeValidationError } from './validation.ts';
 
@@ -39,17 +39,17 @@ function toErrorReply(error: FastifyError | HttpError): ErrorReply | undefined {
 }
 
 /** The one place where errors become responses: `{error_code, error_msg}` JSON, never a stack. */
-export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
-    const known = toErrorReply(error);
-    if (!known) {
-      request.log.error({ err: error }, 'unhandled error');
-      return reply.code(500).send({ error_code: 'INTERNAL_ERROR', error_msg: 'Internal server error' });
-    }
-    if (known.statusCode >= 500) request.log.error({ err: error }, 'server error');
-    return reply.code(known.statusCode).headers(known.headers).send({ error_code: known.errorCode, error_msg: known.message });
-  });
+export function sendError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) {
+  const known = toErrorReply(error);
+  if (!known) {
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.code(500).send({ error_code: 'INTERNAL_ERROR', error_msg: 'Internal server error' });
+  }
+  return reply.code(known.statusCode).headers(known.headers).send({ error_code: known.errorCode, error_msg: known.message });
+}
 
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(sendError);
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error_code: 'NOT_FOUND', error_msg: `Route ${request.method} ${request.url.split('?')[0]} not found` }),
   );

@@ -1,0 +1,37 @@
+import { isUtf8 } from 'node:buffer';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HttpError, badRequest } from './errors.ts';
+
+const unsupportedMediaType = (message: string) => new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', message);
+
+/** Media types whose bodies are JSON documents. */
+export const JSON_MEDIA_TYPES = ['application/json'];
+
+function charsetOf(request: FastifyRequest): string | undefined {
+  return /;\s*charset="?([^";\s]+)"?/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+}
+
+/**
+ * JSON bodies must be UTF-8 (RFC 8259) and uncompressed; anything else is refused with a
+ * 4xx that says so, instead of being decoded with replacement characters or read as bytes.
+ * Prototype-poisoning keys (`__proto__`, `constructor.prototype`) are refused too.
+ */
+export function registerJsonBodies(app: FastifyInstance): void {
+  app.addHook('preParsing', async (request) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+      throw unsupportedMediaType(`Content-Encoding ${encoding} is not supported; send the body uncompressed`);
+    }
+  });
+
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(JSON_MEDIA_TYPES, { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    const charset = charsetOf(request);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(unsupportedMediaType(`charset ${charset} is not supported; JSON bodies are UTF-8`));
+    }
+    if (!isUtf8(body)) return done(badRequest('body: not valid UTF-8'));
+    parseJson(request, body.toString('utf8'), done);
+  });
+}
