@@ -161,7 +161,8 @@ export async function setLatest(db: Db, kind: FirmwareKind, version: string | nu
 export interface FileReply {
   statusCode: 200 | 206 | 304;
   headers: Record<string, string>;
-  body?: Readable;
+  /** Opens the body stream; not called for HEAD, so that nothing is read from the database. */
+  openBody?: () => Readable;
 }
 
 export interface DownloadConditions {
@@ -214,6 +215,6 @@ export async function openDownload(db: Db, kind: FirmwareKind, version: string, 
   return {
     statusCode: request.kind === 'partial' ? 206 : 200,
     headers,
-    body: Readable.from(fileBytes(db, kind, version, range)),
+    openBody: () => Readable.from(fileBytes(db, kind, version, range)),
   };
 }

@@ -34,9 +34,17 @@ export async function spoolUpload(source: Readable, directory: string, maxBytes:
       callback(null, chunk);
     },
   });
+  // pipe(), unlike pipeline(), leaves the request stream intact when the limit is hit, so
+  // that the 413 reply still reaches the client; the rest of the body is then discarded.
+  source.on('error', (error) => measure.destroy(error));
+  source.on('close', () => {
+    if (!source.readableEnded) measure.destroy(new Error('upload aborted'));
+  });
+  source.pipe(measure);
   try {
-    await pipeline(source, measure, fs.createWriteStream(file, { mode: 0o600 }));
+    await pipeline(measure, fs.createWriteStream(file, { mode: 0o600 }));
   } catch (error) {
+    source.unpipe(measure);
     await remove();
     throw error instanceof HttpError ? error : badRequest('body: the upload was interrupted');
   }

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -113,7 +113,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
       });
       // The schema documents the bytes for OpenAPI; a stream is sent as it is, never serialized.
       const untypedReply: FastifyReply = reply.code(file.statusCode).headers(file.headers);
-      return untypedReply.send(file.body);
+      return untypedReply.send(request.method === 'HEAD' || !file.openBody ? Readable.from([]) : file.openBody());
     },
   );
 };
