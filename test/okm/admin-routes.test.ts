@@ -247,4 +247,46 @@ forEachDatabase('OKM admin API routes', (kind) => {
 
     assert.deepEqual(record.firmware, { kas, batch_key: batchKey, wireless_key: wirelessKey });
   });
+
+  test('concurrent patches of different fields all apply: none is lost', async () => {
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
+    const patches = [{ cache_mode: 2 }, { polling_interval: 45 }, { auditing_enabled: true }, { asset_list: ['L1'] }, { key_checkout_window: { time: 9, contact: 'closed' } }];
+
+    const responses = await Promise.all(patches.map((payload) => call(t, 'PATCH', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload })));
+
+    assert.deepEqual(
+      responses.map((response) => response.statusCode),
+      patches.map(() => 200),
+    );
+    const record = (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).json().data;
+    assert.deepEqual(
+      [record.cache_mode, record.polling_interval, record.auditing_enabled, record.asset_list, record.key_checkout_window],
+      [2, 45, true, ['L1'], { time: 9, contact: 'closed' }],
+    );
+  });
+
+  test('two customers creating one serial number at once: one gets 201, the other 409', async () => {
+    const serial = uniqueSerial();
+
+    const responses = await Promise.all(
+      [tokens.acmeWrite, tokens.betaWrite].map((token) => call(t, 'PUT', `${OKMS}/${serial}`, { token, payload: {} })),
+    );
+
+    assert.deepEqual(responses.map((response) => response.statusCode).sort(), [201, 409]);
+  });
+
+  test('a PUT racing the first poll of its device: both succeed and the customer owns the OKM', async () => {
+    const serial = uniqueSerial();
+
+    const [put] = await Promise.all([
+      call(t, 'PUT', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload: { polling_interval: 20 } }),
+      devicePoll(t, serial),
+    ]);
+
+    assert.equal(put.statusCode, 201);
+    const record = (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).json().data;
+    assert.equal(record.customer, 'acme');
+    assert.equal(record.polling_interval, 20);
+  });
 });
