@@ -5,7 +5,7 @@ import { HttpError, badRequest } from './errors.ts';
 const unsupportedMediaType = (message: string) => new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', message);
 
 /** Media types whose bodies are JSON documents. */
-export const JSON_MEDIA_TYPES = ['application/json'];
+export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'];
 
 function charsetOf(request: FastifyRequest): string | undefined {
   return /;\s*charset="?([^";\s]+)"?/i.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();

@@ -57,8 +57,6 @@ function paginated<T>(query: PageQuery, page: Page<T>) {
 
 /** The OKM admin API, mounted at /api/v1/okms. */
 const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
-
   const canRead = requireScopes('okm:read');
   const canWrite = requireScopes('okm:read', 'okm:write');
   const canAdminister = requireScopes('admin');

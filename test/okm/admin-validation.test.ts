@@ -326,6 +326,18 @@ forEachDatabase('OKM admin API validation', (kind) => {
       assert.equal(response.statusCode, 400);
     });
 
+    test('a merge patch body in another charset (415) or not valid UTF-8 (400) is refused', async () => {
+      const serial = uniqueSerial();
+      await createOkm(t, tokens.acmeWrite, serial, FULL);
+
+      const latin1 = await patch(serial, JSON.stringify({ polling_interval: 30 }), { 'content-type': 'application/merge-patch+json; charset=latin1' });
+      const notUtf8 = await patch(serial, Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), { 'content-type': 'application/merge-patch+json' });
+
+      assert.equal(latin1.statusCode, 415);
+      assert.equal(notUtf8.statusCode, 400);
+      assert.equal((await stored(serial)).polling_interval, 60);
+    });
+
     test('a patch whose merged result is incomplete is refused, naming the missing member', async () => {
       const serial = uniqueSerial();
       await createOkm(t, tokens.acmeWrite, serial);
