@@ -110,6 +110,16 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
     assert.equal(asBeta.statusCode, 404);
   });
 
+  test('an admin naming a customer creates the OKM for that customer', async () => {
+    const serial = uniqueSerial();
+
+    const response = await call(t, 'PUT', `${OKMS}/${serial}?customer=beta`, { token: tokens.admin, payload: {} });
+
+    assert.equal(response.statusCode, 201);
+    assert.equal(response.json().data.customer, 'beta');
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.betaWrite })).statusCode, 200);
+  });
+
   test('every route answers 401 with an invalid_token challenge without a token', async () => {
     for (const [method, url, payload] of routes(uniqueSerial())) {
       const response = await call(t, method, url, { payload });
