@@ -1,10 +1,11 @@
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
-import { downloadUrl, findRelease, fleetLatestReleases, type FirmwareRelease } from '../firmware/repository.ts';
+import { downloadUrl, findRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
-import type { CacheMode, CheckoutContact } from './model.ts';
-import { enrolOkm, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import type { CacheMode } from './model.ts';
+import { keyCheckoutWindowOf } from './repository.ts';
+import { enrolOkm, fleetLatestReleasesForPoll, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
@@ -28,7 +29,7 @@ function observe(request: PollRequest, { kasFirmware, installCode }: ReportedSta
     ip: request.ip,
     firmwareVersion: kasFirmware === undefined ? null : kasFirmware.slice(0, FIRMWARE_VERSION_MAX_LENGTH),
     reported: JSON.stringify(reportedValues(request.query)),
-    installCode,
+    installCode: installCode ?? null,
   };
 }
 
@@ -53,7 +54,7 @@ async function effectiveReleases(db: Db, row: PolledOkmRow): Promise<Partial<Rec
   };
   const pinned = FIRMWARE_KINDS.filter((kind) => pins[kind] !== null);
   const [fleet, ...pinnedReleases] = await Promise.all([
-    pinned.length === FIRMWARE_KINDS.length ? {} : fleetLatestReleases(db),
+    pinned.length === FIRMWARE_KINDS.length ? {} : fleetLatestReleasesForPoll(db),
     ...pinned.map((kind) => findRelease(db, kind, pins[kind]!)),
   ]);
   const releases: Partial<Record<FirmwareKind, FirmwareRelease>> = { ...fleet };
@@ -83,10 +84,7 @@ export function desiredState(
       wireless_key: offer(releases.wireless_key, settings),
     },
     cacheMode: row.cache_mode as CacheMode | null,
-    keyCheckoutWindow:
-      row.key_checkout_window_time === null
-        ? null
-        : { time: row.key_checkout_window_time, contact: row.key_checkout_window_contact as CheckoutContact },
+    keyCheckoutWindow: keyCheckoutWindowOf(row),
     auditingEnabled: row.auditing_enabled === 1,
     assetList: row.asset_list_digest === null ? null : { digest: row.asset_list_digest, items: new StoredList('asset_list') },
     usersAssets: row.users_assets_digest === null ? null : { digest: row.users_assets_digest, items: new StoredList('users_assets') },

@@ -2,21 +2,24 @@ import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { OkmsTable } from '../db/schema.ts';
 import { canonicalDigest } from '../shared/canonical-json.ts';
-import type { CacheMode, CheckoutContact, Okm, OkmSettings } from './model.ts';
+import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
 
 type OkmRow = Selectable<OkmsTable>;
 
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+export function keyCheckoutWindowOf(row: Pick<OkmRow, 'key_checkout_window_time' | 'key_checkout_window_contact'>): KeyCheckoutWindow | null {
+  return row.key_checkout_window_time === null
+    ? null
+    : { time: row.key_checkout_window_time, contact: row.key_checkout_window_contact as CheckoutContact };
+}
 
 export function toOkm(row: OkmRow): Okm {
   return {
     serialNumber: row.serial_number,
     customerId: row.customer_id,
     cacheMode: row.cache_mode as CacheMode | null,
-    keyCheckoutWindow:
-      row.key_checkout_window_time === null
-        ? null
-        : { time: row.key_checkout_window_time, contact: row.key_checkout_window_contact as CheckoutContact },
+    keyCheckoutWindow: keyCheckoutWindowOf(row),
     auditingEnabled: row.auditing_enabled === 1,
     assetList: parseJson(row.asset_list),
     assetListDigest: row.asset_list_digest,
