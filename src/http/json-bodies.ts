@@ -1,8 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { HttpError, badRequest } from './errors.ts';
-
-const unsupportedMediaType = (message: string) => new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', message);
+import { badRequest, unsupportedMediaType } from './errors.ts';
 
 /** Media types whose bodies are JSON documents. */
 export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'];
