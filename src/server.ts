@@ -20,7 +20,7 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     logger: { level: settings.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     // proxy-addr takes a hop count too; Fastify's types only list the other forms.
     trustProxy: settings.trustProxy as boolean | string,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     requestIdHeader: 'x-request-id',
     bodyLimit: 1024 * 1024,
     // Errors Fastify meets before routing (a URL that is not valid UTF-8, say) get the same JSON shape.

@@ -2,6 +2,26 @@ import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, unsupportedMediaType } from './errors.ts';
 
+/** Deeper documents are refused: nothing keyfleet stores nests this far, and recursion over them could overflow the stack. */
+export const MAX_JSON_DEPTH = 64;
+
+/** How deeply arrays and objects nest in a JSON text (brackets inside strings do not count). */
+export function jsonNestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (inString) {
+      if (code === 0x5c) i++;
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x5b || code === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (code === 0x5d || code === 0x7d) depth--;
+  }
+  return deepest;
+}
+
 /** Media types whose bodies are JSON documents. */
 export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'];
 
@@ -30,6 +50,8 @@ export function registerJsonBodies(app: FastifyInstance): void {
       return done(unsupportedMediaType(`charset ${charset} is not supported; JSON bodies are UTF-8`));
     }
     if (!isUtf8(body)) return done(badRequest('body: not valid UTF-8'));
-    parseJson(request, body.toString('utf8'), done);
+    const text = body.toString('utf8');
+    if (jsonNestingDepth(text) > MAX_JSON_DEPTH) return done(badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels`));
+    parseJson(request, text, done);
   });
 }

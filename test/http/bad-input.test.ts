@@ -27,6 +27,7 @@ forEachDatabase('bad input anywhere gets a 4xx JSON error and writes nothing', (
     ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), { 'content-type': 'application/json' }, 400],
     ['a charset other than UTF-8', '{"a":1}', { 'content-type': 'application/json; charset=latin1' }, 415],
     ['a compressed body', '{"a":1}', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, 415],
+    ['JSON nested 5000 levels deep', `${'['.repeat(5000)}${']'.repeat(5000)}`, { 'content-type': 'application/json' }, 400],
     ['a scalar instead of a record', '42', { 'content-type': 'application/json' }, 400],
   ];
 
@@ -45,6 +46,13 @@ forEachDatabase('bad input anywhere gets a 4xx JSON error and writes nothing', (
 
   test('a serial number with a character outside the rule is a 400 naming serialNumber', async () => {
     const response = await t.app.inject({ method: 'GET', url: '/api/v1/config/%C3%A4bc' });
+
+    assert.equal(response.statusCode, 400);
+    assert.match(response.json().error_msg, /^serialNumber: /);
+  });
+
+  test('a serial number of 300 characters is a 400 naming serialNumber, not a 414', async () => {
+    const response = await t.app.inject({ method: 'GET', url: `/api/v1/config/${'A'.repeat(300)}` });
 
     assert.equal(response.statusCode, 400);
     assert.match(response.json().error_msg, /^serialNumber: /);
