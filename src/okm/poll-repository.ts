@@ -1,7 +1,10 @@
 import type { Insertable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { OkmsTable } from '../db/schema.ts';
+import type { FirmwareRelease } from '../firmware/repository.ts';
+import type { FirmwareKind } from '../firmware/version.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
+import { precompiledQuery } from './precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
 
 /** What one poll writes on the OKM's row. */
@@ -11,8 +14,8 @@ export interface PollObservation {
   firmwareVersion: string | null;
   /** JSON object of the reported values, as stored in okms.reported. */
   reported: string;
-  /** Only a valid install code is written; otherwise the stored one stays. */
-  installCode: string | undefined;
+  /** Only a valid install code is written; null leaves the stored one. */
+  installCode: string | null;
 }
 
 /** The desired-state columns a poll needs (list digests, not the lists) and the oldest undelivered message. */
@@ -30,41 +33,46 @@ export interface PolledOkmRow {
   pending_message_id: number | null;
 }
 
-const observationColumns = (observation: PollObservation) => ({
-  last_sync_time: observation.now,
-  last_ip: observation.ip,
-  firmware_version: observation.firmwareVersion,
-  reported: observation.reported,
-  ...(observation.installCode === undefined ? {} : { install_code: observation.installCode }),
-});
+const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, string | null, string, string | null]>(
+  6,
+  (db, [serialNumber, now, ip, firmwareVersion, reported, installCode]) =>
+    db
+      .updateTable('okms')
+      .set((eb) => ({
+        last_sync_time: now as number,
+        last_ip: ip as string,
+        firmware_version: firmwareVersion as string | null,
+        reported: reported as string,
+        install_code: eb.fn.coalesce(eb.val(installCode as string | null), eb.ref('install_code')),
+      }))
+      .where('serial_number', '=', serialNumber as string)
+      .returning((eb) => [
+        'cache_mode',
+        'key_checkout_window_time',
+        'key_checkout_window_contact',
+        'auditing_enabled',
+        'asset_list_digest',
+        'users_assets_digest',
+        'polling_interval',
+        'kas_firmware',
+        'batch_key_firmware',
+        'wireless_key_firmware',
+        eb
+          .selectFrom('okm_messages')
+          .select('okm_messages.id')
+          .whereRef('okm_messages.okm_serial', '=', 'okms.serial_number')
+          .where('okm_messages.delivered_at', 'is', null)
+          .orderBy('okm_messages.id')
+          .limit(1)
+          .as('pending_message_id'),
+      ]),
+);
 
 /** Records the poll on a known OKM and returns its desired state in the same statement; undefined when unknown. */
 export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | undefined> {
-  return db
-    .updateTable('okms')
-    .set(observationColumns(observation))
-    .where('serial_number', '=', serialNumber)
-    .returning((eb) => [
-      'cache_mode',
-      'key_checkout_window_time',
-      'key_checkout_window_contact',
-      'auditing_enabled',
-      'asset_list_digest',
-      'users_assets_digest',
-      'polling_interval',
-      'kas_firmware',
-      'batch_key_firmware',
-      'wireless_key_firmware',
-      eb
-        .selectFrom('okm_messages')
-        .select('okm_messages.id')
-        .whereRef('okm_messages.okm_serial', '=', 'okms.serial_number')
-        .where('okm_messages.delivered_at', 'is', null)
-        .orderBy('okm_messages.id')
-        .limit(1)
-        .as('pending_message_id'),
-    ])
-    .executeTakeFirst();
+  const { now, ip, firmwareVersion, reported, installCode } = observation;
+  const result = await recordPollQuery(db, serialNumber, now, ip, firmwareVersion, reported, installCode);
+  return result.rows[0];
 }
 
 /** Inserts an unknown OKM (no customer, nothing configured) with this poll recorded; false when it already exists. */
@@ -77,11 +85,36 @@ export async function enrolOkm(db: Db, serialNumber: string, observation: PollOb
       customer_id: null,
       created_at: observation.now,
       updated_at: observation.now,
-      ...observationColumns(observation),
+      last_sync_time: observation.now,
+      last_ip: observation.ip,
+      firmware_version: observation.firmwareVersion,
+      reported: observation.reported,
+      install_code: observation.installCode,
     })
     .onConflict((oc) => oc.column('serial_number').doNothing())
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+const fleetLatestQuery = precompiledQuery<{ kind: string; version: string; url: string | null; sha256: string; size: number | null; created_at: number }, []>(
+  0,
+  (db) =>
+    db
+      .selectFrom('fleet_firmware')
+      .innerJoin('firmware_releases', (join) =>
+        join.onRef('firmware_releases.kind', '=', 'fleet_firmware.kind').onRef('firmware_releases.version', '=', 'fleet_firmware.version'),
+      )
+      .selectAll('firmware_releases'),
+);
+
+/** The fleet-wide latest release of each kind that has one (the catalog's query, precompiled for the poll). */
+export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
+  const { rows } = await fleetLatestQuery(db);
+  const releases: Partial<Record<FirmwareKind, FirmwareRelease>> = {};
+  for (const row of rows) {
+    releases[row.kind as FirmwareKind] = { kind: row.kind as FirmwareKind, version: row.version, url: row.url, sha256: row.sha256, size: row.size, createdAt: row.created_at };
+  }
+  return releases;
 }
 
 /** The stored items of a configured list, or null when it is no longer configured. */

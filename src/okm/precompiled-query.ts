@@ -1,0 +1,44 @@
+import type { CompiledQuery, Compilable, QueryResult } from 'kysely';
+import type { Db } from '../db/database.ts';
+
+/** Stands for the value at `index` of an execution's arguments. */
+class Placeholder {
+  constructor(readonly index: number) {}
+}
+
+interface Prepared<Row> {
+  compiled: CompiledQuery<Row>;
+  /** For each compiled parameter, the argument it takes, or undefined for a constant of the query. */
+  slots: (number | undefined)[];
+}
+
+/**
+ * A query that is built and compiled once per dialect, then executed with new values: the
+ * config poll runs a few fixed queries thousands of times a second, and building them
+ * with Kysely each time cost more than running them. `build` receives one placeholder per
+ * argument and must use each only as a plain value.
+ */
+export function precompiledQuery<Row, Args extends readonly unknown[]>(
+  arity: Args['length'],
+  build: (db: Db, placeholders: readonly unknown[]) => Compilable<Row>,
+): (db: Db, ...args: Args) => Promise<QueryResult<Row>> {
+  // Keyed by the dialect adapter, which a database handle shares with its transactions.
+  const byAdapter = new WeakMap<object, Prepared<Row>>();
+  return (db, ...args) => {
+    const adapter = db.getExecutor().adapter;
+    let prepared = byAdapter.get(adapter);
+    if (!prepared) {
+      const compiled = build(db, Array.from({ length: arity }, (_, index) => new Placeholder(index))).compile();
+      const slots = compiled.parameters.map((parameter) => (parameter instanceof Placeholder ? parameter.index : undefined));
+      if (new Set(slots.filter((slot) => slot !== undefined)).size !== arity) throw new Error('every placeholder must be used');
+      prepared = { compiled, slots };
+      byAdapter.set(adapter, prepared);
+    }
+    const { compiled, slots } = prepared;
+    const parameters = compiled.parameters.map((constant, position) => {
+      const slot = slots[position];
+      return slot === undefined ? constant : args[slot];
+    });
+    return db.executeQuery<Row>({ ...compiled, parameters });
+  };
+}
