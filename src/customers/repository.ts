@@ -6,7 +6,8 @@ export interface Customer {
   name: string;
 }
 
-const CUSTOMER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+export const CUSTOMER_NAME_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
+const CUSTOMER_NAME = new RegExp(CUSTOMER_NAME_PATTERN);
 
 export function isValidCustomerName(name: string): boolean {
   return CUSTOMER_NAME.test(name);

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { HttpError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { isHttpUrl } from '../shared/http-url.ts';
 import { parseRange, type ByteRange } from './byte-range.ts';
 import {
   FIRMWARE_CHUNK_BYTES,
@@ -79,15 +80,8 @@ async function insertUniqueRelease(trx: Db, release: FirmwareRelease): Promise<v
   }
 }
 
-function checkHttpUrl(url: string): void {
-  const parsed = URL.canParse(url) ? new URL(url) : undefined;
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.hostname === '') {
-    throw badRequest('url: must be an http or https URL');
-  }
-}
-
 export async function addUrlRelease(db: Db, settings: CatalogSettings, body: UrlReleaseBody, now: number): Promise<ReleaseView> {
-  checkHttpUrl(body.url);
+  if (!isHttpUrl(body.url)) throw badRequest('url: must be an http or https URL');
   const release: FirmwareRelease = {
     kind: body.kind,
     version: body.version,

@@ -3,8 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { requireScopes } from '../auth/guard.ts';
-import { HttpError } from '../http/errors.ts';
-import { ErrorResponse, MESSAGES, resourceResponse } from '../okm/schemas.ts';
+import { unsupportedMediaType } from '../http/errors.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { addFileRelease, addUrlRelease, getRelease, listCatalog, openDownload, removeRelease, setLatest } from './catalog-service.ts';
 import {
   CatalogQuery,
@@ -23,7 +23,7 @@ const OCTET_STREAM = 'application/octet-stream';
 
 async function requireOctetStream(request: FastifyRequest): Promise<void> {
   if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== OCTET_STREAM) {
-    throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${OCTET_STREAM}`);
+    throw unsupportedMediaType(`Content-Type must be ${OCTET_STREAM}`);
   }
 }
 

@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox';
+import { IsoTime } from '../http/schemas.ts';
 import { FIRMWARE_KINDS, FIRMWARE_VERSION_PATTERN } from './version.ts';
 
 const Kind = Type.Enum([...FIRMWARE_KINDS]);
 const Version = Type.String({ pattern: FIRMWARE_VERSION_PATTERN, description: 'dotted numbers, 1–4 parts: 2.10.0' });
-const IsoTime = Type.String({ format: 'date-time' });
 
 export const MAX_RELEASE_URL_LENGTH = 2048;
 

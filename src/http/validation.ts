@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { FREE_TEXT_PATTERN } from './schemas.ts';
 
 function createAjv(coerceTypes: boolean) {
   const ajv = new Ajv.default({
@@ -45,6 +46,9 @@ export function describeValidationError(part: string, error: ErrorObject): strin
       return `${where}: must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'const':
       return `${where}: must be ${JSON.stringify(params.allowedValue)}`;
+    case 'pattern':
+      if (params.pattern === FREE_TEXT_PATTERN) return `${where}: must not contain control characters or unpaired surrogates`;
+      return `${where}: ${error.message ?? 'is invalid'}`;
     default:
       return `${where}: ${error.message ?? 'is invalid'}`;
   }

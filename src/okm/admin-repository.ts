@@ -10,8 +10,12 @@ export interface OwnedOkm {
   customerName: string | null;
 }
 
-/** An OKM is overdue when it has polled before but not for this many effective intervals. */
-export const OVERDUE_INTERVALS = 3;
+/** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
+export const MISSED_INTERVALS_UNTIL_OVERDUE = 3;
+
+export function isOverdue(lastSyncTime: number | null, effectivePollingIntervalSeconds: number, now: number): boolean {
+  return lastSyncTime !== null && lastSyncTime + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * effectivePollingIntervalSeconds < now;
+}
 
 export interface OkmListFilter {
   /** Only this customer's OKMs; undefined: every customer's. */
@@ -31,8 +35,12 @@ export interface OkmPage {
 
 type OkmsExpressionBuilder = ExpressionBuilder<Database, 'okms'>;
 
-function overdueCondition(filter: OkmListFilter): Expression<SqlBool> {
-  return sql<SqlBool>`okms.last_sync_time + ${OVERDUE_INTERVALS * 1000} * coalesce(okms.polling_interval, ${filter.fleetPollingInterval}) < ${filter.now}`;
+/** isOverdue in SQL; never NULL, so that its negation holds for the OKMs that never polled. */
+function isOverdueSql(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
+  return eb.and([
+    eb('okms.last_sync_time', 'is not', null),
+    sql<SqlBool>`okms.last_sync_time + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(okms.polling_interval, ${filter.fleetPollingInterval}) < ${filter.now}`,
+  ]);
 }
 
 function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
@@ -40,8 +48,8 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
   if (filter.customerId !== undefined) conditions.push(eb('okms.customer_id', '=', filter.customerId));
   if (filter.unassigned) conditions.push(eb('okms.customer_id', 'is', null));
   if (filter.firmwareVersion !== undefined) conditions.push(eb('okms.firmware_version', '=', filter.firmwareVersion));
-  if (filter.overdue === true) conditions.push(eb.and([eb('okms.last_sync_time', 'is not', null), overdueCondition(filter)]));
-  if (filter.overdue === false) conditions.push(eb.or([eb('okms.last_sync_time', 'is', null), eb.not(overdueCondition(filter))]));
+  if (filter.overdue === true) conditions.push(isOverdueSql(eb, filter));
+  if (filter.overdue === false) conditions.push(eb.not(isOverdueSql(eb, filter)));
   return eb.and(conditions);
 }
 
@@ -99,4 +107,10 @@ export async function lockOkm(db: Db, serialNumber: string): Promise<boolean> {
 
 export async function setOkmCustomer(db: Db, serialNumber: string, customerId: number | null, now: number): Promise<void> {
   await db.updateTable('okms').set({ customer_id: customerId, updated_at: now }).where('serial_number', '=', serialNumber).execute();
+}
+
+/** Deletes the OKM's buffered messages (pending and delivered) and its audit records. */
+export async function deleteOkmHistory(db: Db, serialNumber: string): Promise<void> {
+  await db.deleteFrom('okm_messages').where('okm_serial', '=', serialNumber).execute();
+  await db.deleteFrom('okm_audit_records').where('okm_serial', '=', serialNumber).execute();
 }

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
+import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
 import {
   assignOkm,
   auditRecords,
@@ -14,14 +15,11 @@ import {
   removeOkm,
   replaceOkm,
   type OkmRequest,
-  type Page,
 } from './admin-service.ts';
 import {
   AuditRecordView,
   CustomerAssignmentBody,
   CustomerQuery,
-  ErrorResponse,
-  MESSAGES,
   MessageBody,
   MessageRecord,
   OkmListQuery,
@@ -31,10 +29,6 @@ import {
   PageQuery,
   READ_ONLY_OKM_FIELDS,
   SerialParams,
-  pageOf,
-  pageResponse,
-  perPageOf,
-  resourceResponse,
 } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
@@ -45,14 +39,6 @@ async function rejectReadOnlyFields(request: FastifyRequest): Promise<void> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
   const field = READ_ONLY_OKM_FIELDS.find((name) => Object.hasOwn(body, name));
   if (field !== undefined) throw badRequest(`${field}: read-only field`);
-}
-
-function paginated<T>(query: PageQuery, page: Page<T>) {
-  return {
-    message: MESSAGES.fetched,
-    pagination: { page: pageOf(query), results_per_page: String(perPageOf(query)), total_results: String(page.total) },
-    data: page.items,
-  };
 }
 
 /** The OKM admin API, mounted at /api/v1/okms. */
@@ -75,7 +61,10 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canRead,
       schema: { querystring: OkmListQuery, response: { 200: pageResponse(OkmRecord), ...errorResponses } },
     },
-    async (request) => paginated(request.query, await listOkmRecords(okmRequest(request, request.query.customer), request.query)),
+    async (request) => {
+      const { items, total } = await listOkmRecords(okmRequest(request, request.query.customer), request.query);
+      return paginated(request.query, items, total);
+    },
   );
 
   app.get(
@@ -194,8 +183,10 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canRead,
       schema: { params: SerialParams, querystring: PageQuery, response: { 200: pageResponse(AuditRecordView), ...errorResponses } },
     },
-    async (request) =>
-      paginated(request.query, await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query)),
+    async (request) => {
+      const { items, total } = await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query);
+      return paginated(request.query, items, total);
+    },
   );
 };
 

@@ -6,9 +6,11 @@ import type { Db } from '../db/database.ts';
 import { lockRelease } from '../firmware/catalog-repository.ts';
 import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
+import { pageOf, perPageOf } from '../http/schemas.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
+import { isHttpUrl } from '../shared/http-url.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
-import { findOwnedOkm, listOkms, lockOkm, OVERDUE_INTERVALS, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
+import { deleteOkmHistory, findOwnedOkm, isOverdue, listOkms, lockOkm, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
 import { listAuditRecords } from './audit-repository.ts';
 import { listMessages, queueMessage, type OkmMessage } from './messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
@@ -22,8 +24,6 @@ import {
   type OkmPatchBody,
   type OkmRecord,
   type PageQuery,
-  pageOf,
-  perPageOf,
 } from './schemas.ts';
 
 /** Who asks, for which customer (the `customer` query value), and when. */
@@ -63,7 +63,7 @@ export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterva
     last_sync_time: okm.lastSyncTime === null ? null : iso(okm.lastSyncTime),
     last_ip: okm.lastIp,
     firmware_version: okm.firmwareVersion,
-    overdue: okm.lastSyncTime !== null && okm.lastSyncTime + OVERDUE_INTERVALS * 1000 * effectivePollingInterval < now,
+    overdue: isOverdue(okm.lastSyncTime, effectivePollingInterval, now),
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),
   };
@@ -112,10 +112,7 @@ function parseMergedSettings(merged: unknown): OkmSettings {
 
 function checkStatusUrls(urls: readonly string[]): void {
   urls.forEach((url, index) => {
-    const parsed = URL.canParse(url) ? new URL(url) : undefined;
-    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.hostname === '') {
-      throw badRequest(`subscribe_urls.status[${index}]: must be an http or https URL`);
-    }
+    if (!isHttpUrl(url)) throw badRequest(`subscribe_urls.status[${index}]: must be an http or https URL`);
   });
 }
 
@@ -244,12 +241,13 @@ export async function removeOkm(request: OkmRequest, serialNumber: string): Prom
 }
 
 /**
- * Operator call: moves the OKM to a customer, or to none. Moving it away from a customer
- * resets its desired configuration, so that the previous customer's webhooks, lists and pins
- * do not follow the device; claiming an unassigned OKM keeps what is configured.
+ * Operator call (the route requires the admin scope): moves the OKM to a customer, or to
+ * none. Moving it away from a customer resets its desired configuration and deletes its
+ * messages and audit records, so that neither the previous customer's webhooks, lists and
+ * pins nor its history and undelivered messages follow the device to the next owner;
+ * claiming an unassigned OKM keeps all of it.
  */
 export async function assignOkm(request: OkmRequest, serialNumber: string, customerName: string | null): Promise<OkmRecord> {
-  if (!request.principal.isAdmin) throw forbidden();
   return request.db.transaction().execute(async (trx) => {
     if (!(await lockOkm(trx, serialNumber))) throw notFound(OKM_NOT_FOUND);
     const customer = customerName === null ? null : await findCustomerByName(trx, customerName);
@@ -259,7 +257,10 @@ export async function assignOkm(request: OkmRequest, serialNumber: string, custo
     const previousId = current.okm.customerId;
     const nextId = customer?.id ?? null;
     if (previousId !== nextId) {
-      if (previousId !== null) await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
+      if (previousId !== null) {
+        await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
+        await deleteOkmHistory(trx, serialNumber);
+      }
       await setOkmCustomer(trx, serialNumber, nextId, request.now);
     }
     return currentRecord(request, trx, serialNumber);

@@ -1,11 +1,11 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
+import { FreeText, IsoTime, paginationQueryProperties } from '../http/schemas.ts';
 
 /** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
 export const SERIAL_NUMBER_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
 
-export const MAX_RESULTS_PER_PAGE = 100;
-export const DEFAULT_RESULTS_PER_PAGE = 30;
 export const MAX_ASSETS = 1000;
 export const MAX_USERS_ASSETS = 5000;
 export const MAX_STATUS_URLS = 10;
@@ -41,34 +41,27 @@ const StatusUrls = Type.Array(Type.String({ format: 'uri', maxLength: MAX_STATUS
   maxItems: MAX_STATUS_URLS,
   uniqueItems: true,
 });
-const IsoTime = Type.String({ format: 'date-time' });
+const CustomerName = Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: '1–64 characters of A-Z a-z 0-9 . _ -' });
 
 export const SerialParams = Type.Object({ serial: Type.String({ pattern: SERIAL_NUMBER_PATTERN }) }, { additionalProperties: false });
 export type SerialParams = Static<typeof SerialParams>;
 
 export const CustomerQuery = Type.Object(
-  { customer: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'customer to act for' })) },
+  { customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer to act for' })) },
   { additionalProperties: false },
 );
 export type CustomerQuery = Static<typeof CustomerQuery>;
 
-const paginationQueryProperties = {
-  customer: CustomerQuery.properties.customer,
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
-  results_per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RESULTS_PER_PAGE, default: DEFAULT_RESULTS_PER_PAGE })),
-};
+const customerPageQueryProperties = { customer: CustomerQuery.properties.customer, ...paginationQueryProperties };
 
-export const PageQuery = Type.Object(paginationQueryProperties, { additionalProperties: false });
+export const PageQuery = Type.Object(customerPageQueryProperties, { additionalProperties: false });
 export type PageQuery = Static<typeof PageQuery>;
-
-export const pageOf = (query: PageQuery) => query.page ?? 1;
-export const perPageOf = (query: PageQuery) => query.results_per_page ?? DEFAULT_RESULTS_PER_PAGE;
 
 export const OkmListQuery = Type.Object(
   {
-    ...paginationQueryProperties,
+    ...customerPageQueryProperties,
     overdue: Type.Optional(Type.Boolean({ description: 'only OKMs that are (true) or are not (false) overdue' })),
-    firmware_version: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only OKMs that last reported this version' })),
+    firmware_version: Type.Optional(FreeText({ minLength: 1, maxLength: 64, description: 'only OKMs that last reported this version' })),
     unassigned: Type.Optional(Type.Boolean({ description: 'admin only: only OKMs that belong to no customer' })),
   },
   { additionalProperties: false },
@@ -160,14 +153,14 @@ export const OkmRecord = Type.Object({
 export type OkmRecord = Static<typeof OkmRecord>;
 
 export const CustomerAssignmentBody = Type.Object(
-  { customer: Nullable(Type.String({ minLength: 1, maxLength: 64 })) },
+  { customer: Nullable(CustomerName) },
   { additionalProperties: false },
 );
 export type CustomerAssignmentBody = Static<typeof CustomerAssignmentBody>;
 
 export const MessageBody = Type.Object(
   {
-    type: Type.String({ minLength: 1, maxLength: 64 }),
+    type: FreeText({ minLength: 1, maxLength: 64 }),
     payload: Type.Optional(Type.Unknown({ description: `any JSON value, at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes; default null` })),
   },
   { additionalProperties: false },
@@ -185,21 +178,3 @@ export type MessageRecord = Static<typeof MessageRecord>;
 
 export const AuditRecordView = Type.Object({ id: Type.Integer(), received_at: IsoTime, record: Type.Unknown() });
 export type AuditRecordView = Static<typeof AuditRecordView>;
-
-export const ErrorResponse = Type.Object({ error_code: Type.String(), error_msg: Type.String() });
-
-const Pagination = Type.Object({
-  page: Type.Integer(),
-  results_per_page: Type.String(),
-  total_results: Type.String(),
-});
-
-export const resourceResponse = <T extends TSchema>(data: T) => Type.Object({ message: Type.String(), data });
-export const pageResponse = <T extends TSchema>(item: T) =>
-  Type.Object({ message: Type.String(), pagination: Pagination, data: Type.Array(item) });
-
-export const MESSAGES = {
-  created: 'Resource created successfully',
-  updated: 'Resource updated successfully',
-  fetched: 'Resource fetched successfully',
-} as const;

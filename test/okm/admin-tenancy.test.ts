@@ -209,6 +209,69 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
     assert.equal((await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.betaWrite })).statusCode, 200);
   });
 
+  /** An OKM created with the token, with one delivered and one pending message and two audit records. */
+  async function okmWithHistory(token: string, query = ''): Promise<string> {
+    const serial = uniqueSerial();
+    await createOkm(t, token, serial, {}, query);
+    await call(t, 'POST', `${OKMS}/${serial}/messages${query}`, { token, payload: { type: 'delivered' } });
+    await devicePoll(t, serial);
+    await call(t, 'POST', `${OKMS}/${serial}/messages${query}`, { token, payload: { type: 'pending', payload: { secret: 'acme' } } });
+    const intake = await t.app.inject({ method: 'POST', url: `${t.settings.auditUrl}/${serial}`, payload: [{ event: 'a' }, { event: 'b' }] });
+    assert.ok(intake.statusCode < 300, `audit intake answered ${intake.statusCode} ${intake.body}`);
+    return serial;
+  }
+
+  test('moving an OKM to another customer deletes its messages and audit records: the new customer sees none, the device gets no pending one', async () => {
+    const serial = await okmWithHistory(tokens.acmeWrite);
+
+    const response = await call(t, 'PUT', `${OKMS}/${serial}/customer`, { token: tokens.admin, payload: { customer: 'beta' } });
+
+    assert.equal(response.statusCode, 200);
+    const messages = await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.betaWrite });
+    assert.equal(messages.statusCode, 200);
+    assert.deepEqual(messages.json().data, []);
+    const audit = await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.betaWrite });
+    assert.equal(audit.statusCode, 200);
+    assert.deepEqual(audit.json().data, []);
+    assert.equal(audit.json().pagination.total_results, '0');
+    const poll = await devicePoll(t, serial);
+    assert.equal(poll.statusCode, 200);
+    assert.equal('message' in poll.json(), false, poll.body);
+  });
+
+  test('moving an OKM to no customer deletes its messages and audit records too', async () => {
+    const serial = await okmWithHistory(tokens.acmeWrite);
+
+    await call(t, 'PUT', `${OKMS}/${serial}/customer`, { token: tokens.admin, payload: { customer: null } });
+
+    assert.deepEqual((await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.admin })).json().data, []);
+    assert.deepEqual((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.admin })).json().data, []);
+    assert.equal('message' in (await devicePoll(t, serial)).json(), false);
+  });
+
+  test('claiming an unassigned OKM keeps its messages and audit records', async () => {
+    const serial = await okmWithHistory(tokens.admin);
+
+    await call(t, 'PUT', `${OKMS}/${serial}/customer`, { token: tokens.admin, payload: { customer: 'acme' } });
+
+    const messages = (await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.acmeRead })).json().data;
+    assert.deepEqual(
+      messages.map((message: { type: string }) => message.type),
+      ['delivered', 'pending'],
+    );
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.acmeRead })).json().pagination.total_results, '2');
+    assert.equal((await devicePoll(t, serial)).json().message?.type, 'pending');
+  });
+
+  test('assigning an OKM to its own customer keeps its messages and audit records', async () => {
+    const serial = await okmWithHistory(tokens.acmeWrite);
+
+    await call(t, 'PUT', `${OKMS}/${serial}/customer`, { token: tokens.admin, payload: { customer: 'acme' } });
+
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.acmeRead })).json().data.length, 2);
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.acmeRead })).json().pagination.total_results, '2');
+  });
+
   test('assigning null makes the OKM unassigned again', async () => {
     const serial = uniqueSerial();
     await createOkm(t, tokens.acmeWrite, serial);

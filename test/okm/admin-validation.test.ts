@@ -210,6 +210,47 @@ forEachDatabase('OKM admin API validation', (kind) => {
     assert.deepEqual((await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.acmeRead })).json().data, []);
   });
 
+  describe('a NUL character in free text is refused with a 400 naming the field, on every database', () => {
+    test('the firmware_version filter of the list', async () => {
+      const response = await call(t, 'GET', `${OKMS}?firmware_version=%00`, { token: tokens.acmeRead });
+
+      assert.equal(response.statusCode, 400);
+      assert.deepEqual(response.json(), {
+        error_code: 'BAD_REQUEST',
+        error_msg: 'querystring.firmware_version: must not contain control characters or unpaired surrogates',
+      });
+    });
+
+    test('the type of a message, and nothing is queued', async () => {
+      const serial = uniqueSerial();
+      await createOkm(t, tokens.acmeWrite, serial);
+
+      const response = await call(t, 'POST', `${OKMS}/${serial}/messages`, { token: tokens.acmeWrite, payload: { type: 'a\u0000b' } });
+
+      assert.equal(response.statusCode, 400);
+      assert.equal(response.json().error_msg, 'type: must not contain control characters or unpaired surrogates');
+      assert.deepEqual((await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.acmeRead })).json().data, []);
+    });
+
+    test('the customer of an admin\'s list', async () => {
+      const response = await call(t, 'GET', `${OKMS}?customer=%00`, { token: tokens.admin });
+
+      assert.equal(response.statusCode, 400);
+      assert.match(response.json().error_msg, /^querystring\.customer: must match pattern/);
+    });
+
+    test('the customer of an assignment, and the OKM keeps its customer', async () => {
+      const serial = uniqueSerial();
+      await createOkm(t, tokens.acmeWrite, serial);
+
+      const response = await call(t, 'PUT', `${OKMS}/${serial}/customer`, { token: tokens.admin, payload: { customer: '\u0000' } });
+
+      assert.equal(response.statusCode, 400);
+      assert.match(response.json().error_msg, /^customer: must match pattern/);
+      assert.equal((await stored(serial)).customer, 'acme');
+    });
+  });
+
   describe('JSON merge patch (RFC 7396)', () => {
     const FULL = {
       cache_mode: 2,

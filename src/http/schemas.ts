@@ -1,0 +1,63 @@
+import { Type, type TSchema } from 'typebox';
+
+/**
+ * Text without control characters (C0, DEL, C1) or unpaired UTF-16 surrogates: PostgreSQL
+ * text cannot hold U+0000 nor store a lone surrogate, and none belongs in a name or label.
+ */
+export const FREE_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cs}]*$';
+
+export interface FreeTextOptions {
+  minLength?: number;
+  maxLength: number;
+  description?: string;
+}
+
+/** A free-text string field (query or body); every such field of the API uses this. */
+export const FreeText = (options: FreeTextOptions) => Type.String({ ...options, pattern: FREE_TEXT_PATTERN });
+
+export const IsoTime = Type.String({ format: 'date-time' });
+
+export const ErrorResponse = Type.Object({ error_code: Type.String(), error_msg: Type.String() });
+
+export const MESSAGES = {
+  created: 'Resource created successfully',
+  updated: 'Resource updated successfully',
+  fetched: 'Resource fetched successfully',
+} as const;
+
+export const MAX_RESULTS_PER_PAGE = 100;
+export const DEFAULT_RESULTS_PER_PAGE = 30;
+
+/** The `page` and `results_per_page` query values of a paginated list. */
+export const paginationQueryProperties = {
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+  results_per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RESULTS_PER_PAGE, default: DEFAULT_RESULTS_PER_PAGE })),
+};
+
+export interface PaginationQuery {
+  page?: number;
+  results_per_page?: number;
+}
+
+export const pageOf = (query: PaginationQuery) => query.page ?? 1;
+export const perPageOf = (query: PaginationQuery) => query.results_per_page ?? DEFAULT_RESULTS_PER_PAGE;
+
+/** `pagination` of a list response, with the seed's string-typed counts. */
+export const Pagination = Type.Object({
+  page: Type.Integer(),
+  results_per_page: Type.String(),
+  total_results: Type.String(),
+});
+
+export const resourceResponse = <T extends TSchema>(data: T) => Type.Object({ message: Type.String(), data });
+export const pageResponse = <T extends TSchema>(item: T) =>
+  Type.Object({ message: Type.String(), pagination: Pagination, data: Type.Array(item) });
+
+/** The body of a paginated list response. */
+export function paginated<T>(query: PaginationQuery, items: T[], total: number) {
+  return {
+    message: MESSAGES.fetched,
+    pagination: { page: pageOf(query), results_per_page: String(perPageOf(query)), total_results: String(total) },
+    data: items,
+  };
+}
