@@ -246,17 +246,17 @@ interface Figures {
   errors: number;
 }
 
-async function load(port: number, paths: string[] | undefined, seconds: number) {
+async function load(port: number, paths: string[], seconds: number) {
   let next = 0;
   return autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: paths ? paths[next++ % paths.length]! : '/' }) }],
+    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
   });
 }
 
-async function measure(target: string, port: number, paths?: string[]): Promise<Figures> {
+async function measure(target: string, port: number, paths: string[]): Promise<Figures> {
   await load(port, paths, WARM_UP_S);
   const result = await load(port, paths, DURATION_S);
   return {
@@ -291,7 +291,7 @@ async function benchKeyfleet(name: string, env: Record<string, string>): Promise
     console.log(`${name}: answers seen on a sample of 400 requests:`, await observedMix(port, requestPaths('/api/v1/config')));
     const poll = await measure(`keyfleet ${name}`, port, requestPaths('/api/v1/config'));
     // The bootstrap route does no database work: the framework's share of the cost.
-    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, ['/embeddedv1/kas/config']);
+    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, requestPaths('/embeddedv1/kas/config'));
     return [poll, bootstrap];
   } finally {
     await stop(child);
@@ -307,7 +307,8 @@ async function main(): Promise<void> {
   const bare = startBare(barePort);
   try {
     await waitUntilServing(`http://127.0.0.1:${barePort}/`, bare);
-    figures.push(await measure('bare node:http', barePort));
+    // The same requests as keyfleet gets, so that the load generator's own cost is the same.
+    figures.push(await measure('bare node:http', barePort, requestPaths('/api/v1/config')));
   } finally {
     await stop(bare);
   }
