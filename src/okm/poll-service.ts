@@ -68,7 +68,7 @@ function offer(release: FirmwareRelease | undefined, settings: PollSettings): Fi
   return { version: release.version, parts, url: downloadUrl(release, settings), sha256: release.sha256 };
 }
 
-export function desiredState(
+function desiredState(
   row: PolledOkmRow,
   releases: Partial<Record<FirmwareKind, FirmwareRelease>>,
   pendingMessage: PendingMessage | null,
