@@ -48,19 +48,6 @@ export async function queueMessage(
   return toMessage(row);
 }
 
-/** The oldest message the OKM has not received yet. */
-export async function oldestPendingMessage(db: Db, serialNumber: string): Promise<OkmMessage | undefined> {
-  const row = await db
-    .selectFrom('okm_messages')
-    .selectAll()
-    .where('okm_serial', '=', serialNumber)
-    .where('delivered_at', 'is', null)
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
-  return row && toMessage(row);
-}
-
 export async function markMessageDelivered(db: Db, id: number, now: number): Promise<void> {
   await db.updateTable('okm_messages').set({ delivered_at: now }).where('id', '=', id).where('delivered_at', 'is', null).execute();
 }
