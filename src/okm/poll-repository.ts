@@ -1,7 +1,7 @@
-import type { Insertable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { OkmsTable } from '../db/schema.ts';
-import type { FirmwareRelease } from '../firmware/repository.ts';
+import type { FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
+import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
 import { precompiledQuery } from './precompiled-query.ts';
@@ -96,7 +96,7 @@ export async function enrolOkm(db: Db, serialNumber: string, observation: PollOb
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-const fleetLatestQuery = precompiledQuery<{ kind: string; version: string; url: string | null; sha256: string; size: number | null; created_at: number }, []>(
+const fleetLatestQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, []>(
   0,
   (db) =>
     db
@@ -110,11 +110,7 @@ const fleetLatestQuery = precompiledQuery<{ kind: string; version: string; url: 
 /** The fleet-wide latest release of each kind that has one (the catalog's query, precompiled for the poll). */
 export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
   const { rows } = await fleetLatestQuery(db);
-  const releases: Partial<Record<FirmwareKind, FirmwareRelease>> = {};
-  for (const row of rows) {
-    releases[row.kind as FirmwareKind] = { kind: row.kind as FirmwareKind, version: row.version, url: row.url, sha256: row.sha256, size: row.size, createdAt: row.created_at };
-  }
-  return releases;
+  return Object.fromEntries(rows.map((row) => [row.kind, toRelease(row)]));
 }
 
 /** The stored items of a configured list, or null when it is no longer configured. */
