@@ -48,8 +48,15 @@ export async function queueMessage(
   return toMessage(row);
 }
 
-export async function markMessageDelivered(db: Db, id: number, now: number): Promise<void> {
-  await db.updateTable('okm_messages').set({ delivered_at: now }).where('id', '=', id).where('delivered_at', 'is', null).execute();
+/** Marks a pending message delivered; false when it was already (a concurrent poll claimed it). */
+export async function markMessageDelivered(db: Db, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('okm_messages')
+    .set({ delivered_at: now })
+    .where('id', '=', id)
+    .where('delivered_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 export async function findMessage(db: Db, id: number): Promise<OkmMessage | undefined> {

@@ -4,8 +4,9 @@ import type { FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
-import { precompiledQuery } from './precompiled-query.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
+import type { ConfiguredList } from './resolvers/types.ts';
 
 /** What one poll writes on the OKM's row. */
 export interface PollObservation {
@@ -113,9 +114,11 @@ export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record
   return Object.fromEntries(rows.map((row) => [row.kind, toRelease(row)]));
 }
 
-/** The stored items of a configured list, or null when it is no longer configured. */
-export async function loadList(db: Db, serialNumber: string, column: 'asset_list' | 'users_assets'): Promise<unknown[] | null> {
-  const row = await db.selectFrom('okms').select(column).where('serial_number', '=', serialNumber).executeTakeFirst();
-  const text = row?.[column] ?? null;
-  return text === null ? null : (JSON.parse(text) as unknown[]);
+/** A configured list as stored now, with its digest; null when it is no longer configured. */
+export async function loadList(db: Db, serialNumber: string, column: 'asset_list' | 'users_assets'): Promise<ConfiguredList | null> {
+  const digestColumn = column === 'asset_list' ? 'asset_list_digest' : 'users_assets_digest';
+  const row = await db.selectFrom('okms').select([column, digestColumn]).where('serial_number', '=', serialNumber).executeTakeFirst();
+  const items = row?.[column] ?? null;
+  const digest = row?.[digestColumn] ?? null;
+  return items === null || digest === null ? null : { items: JSON.parse(items) as unknown[], digest };
 }

@@ -1,4 +1,5 @@
 import type { Settings } from '../config/settings.ts';
+import { FREE_TEXT_PATTERN } from '../http/schemas.ts';
 import type { Db } from '../db/database.ts';
 import { downloadUrl, findRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
@@ -9,6 +10,9 @@ import { enrolOkm, fleetLatestReleasesForPoll, loadList, recordPoll, type Polled
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
+
+// A device may send anything; what cannot be stored as text (a NUL, say) is recorded as unknown.
+const STORABLE_TEXT = new RegExp(FREE_TEXT_PATTERN, 'u');
 
 export type PollSettings = Pick<Settings, 'auditUrl' | 'fleetPollingInterval' | 'publicBaseUrl'>;
 
@@ -27,7 +31,7 @@ function observe(request: PollRequest, { kasFirmware, installCode }: ReportedSta
   return {
     now: request.now,
     ip: request.ip,
-    firmwareVersion: kasFirmware === undefined ? null : kasFirmware.slice(0, FIRMWARE_VERSION_MAX_LENGTH),
+    firmwareVersion: kasFirmware !== undefined && STORABLE_TEXT.test(kasFirmware) ? kasFirmware.slice(0, FIRMWARE_VERSION_MAX_LENGTH) : null,
     reported: JSON.stringify(reportedValues(request.query)),
     installCode: installCode ?? null,
   };
@@ -37,7 +41,7 @@ function observe(request: PollRequest, { kasFirmware, installCode }: ReportedSta
  * The recording step: writes the poll on the OKM, inserting an unknown one. It only takes a
  * Db, so it can run inside a transaction together with whatever must commit with it.
  */
-export async function recordCall(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | 'enrolled'> {
+async function recordCall(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | 'enrolled'> {
   const row = await recordPoll(db, serialNumber, observation);
   if (row) return row;
   if (await enrolOkm(db, serialNumber, observation)) return 'enrolled';
@@ -68,6 +72,9 @@ function offer(release: FirmwareRelease | undefined, settings: PollSettings): Fi
   return { version: release.version, parts, url: downloadUrl(release, settings), sha256: release.sha256 };
 }
 
+/** The effective interval is always 5–3600 s, whatever a database row holds. */
+const clampPollingInterval = (seconds: number) => Math.min(3600, Math.max(5, seconds));
+
 function desiredState(
   row: PolledOkmRow,
   releases: Partial<Record<FirmwareKind, FirmwareRelease>>,
@@ -89,20 +96,27 @@ function desiredState(
     assetList: row.asset_list_digest === null ? null : { digest: row.asset_list_digest, items: new StoredList('asset_list') },
     usersAssets: row.users_assets_digest === null ? null : { digest: row.users_assets_digest, items: new StoredList('users_assets') },
     auditUrl: settings.auditUrl,
-    pollingInterval: row.polling_interval ?? settings.fleetPollingInterval,
+    pollingInterval: clampPollingInterval(row.polling_interval ?? settings.fleetPollingInterval),
   };
 }
 
-/** Replaces a StoredList in the correction by the stored items: only polls that send a list read it. */
-async function withStoredLists(db: Db, serialNumber: string, correction: Correction): Promise<Correction> {
-  const entries = await Promise.all(
-    Object.entries(correction).map(async ([key, value]) =>
-      value instanceof StoredList ? [key, await loadList(db, serialNumber, value.column)] : [key, value],
-    ),
-  );
-  // A list removed since this poll's read leaves nothing to send; the next poll sees the new state.
-  return entries.some(([, value]) => value === null) ? {} : Object.fromEntries(entries);
+/**
+ * Swaps a StoredList in the correction for the list as stored now, read with its digest, and
+ * resolves again: the reply's items and digest come from one read, and a list removed since
+ * the poll's first read lets the next resolver answer.
+ */
+async function withStoredLists(db: Db, serialNumber: string, desired: DesiredState, reported: ReportedState, correction: Correction) {
+  let current = desired;
+  let answer: Correction = correction;
+  for (let stored = storedListIn(answer); stored; stored = storedListIn(answer)) {
+    const list = await loadList(db, serialNumber, stored.column);
+    current = { ...current, [stored.column === 'asset_list' ? 'assetList' : 'usersAssets']: list };
+    answer = resolve(current, reported) ?? {};
+  }
+  return answer;
 }
+
+const storedListIn = (correction: Correction) => Object.values(correction).find((value) => value instanceof StoredList);
 
 /** One config call: record it, then answer with the first resolver's correction. */
 export async function handlePoll(db: Db, settings: PollSettings, request: PollRequest): Promise<PollReply> {
@@ -118,6 +132,10 @@ export async function handlePoll(db: Db, settings: PollSettings, request: PollRe
   const desired = desiredState(row, releases, pendingMessage, settings, request.now);
   const correction = resolve(desired, reported) ?? {};
 
-  if (pendingMessage && 'message' in correction) await markMessageDelivered(db, pendingMessage.id, request.now);
-  return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, correction) };
+  // Two polls at once may both have picked the message; only the one that claims it sends it.
+  const answer =
+    pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))
+      ? (resolve({ ...desired, pendingMessage: null }, reported) ?? {})
+      : correction;
+  return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer) };
 }

@@ -140,6 +140,33 @@ forEachDatabase('config call recording', (kind) => {
     }
   });
 
+  test('a firmware version with control characters is answered normally and recorded as unknown', async () => {
+    const serial = newSerial();
+    await poll(t, serial);
+
+    const response = await poll(t, serial, { kasFirmware: '1.0\u0000\u0007' });
+
+    assert.equal(response.statusCode, 200);
+    const okm = await findOkm(t.db, serial);
+    assert.equal(okm?.firmwareVersion, null);
+    assert.equal(okm?.reported?.kasFirmware, '1.0\u0000\u0007');
+  });
+
+  test('a polling interval stored out of range is answered clamped to 5–3600', async () => {
+    const serial = newSerial();
+    await poll(t, serial);
+    await t.db.updateTable('okms').set({ polling_interval: 1 }).where('serial_number', '=', serial).execute();
+
+    const response = await poll(t, serial, {
+      kasDateTime: SERVER_TIME,
+      cacheMode: 1,
+      auditUrl: t.settings.auditUrl,
+      pollingInterval: 1,
+    });
+
+    assert.deepEqual(response.json(), { pollingInterval: 5 });
+  });
+
   describe('behind a trusted proxy', () => {
     let proxied: TestApp;
     before(async () => (proxied = await buildTestApp(kind, { TRUST_PROXY: 'true' })));

@@ -96,6 +96,17 @@ forEachDatabase('config resolvers', (kind) => {
       );
     });
 
+    test('when several polls arrive at once, one message is sent once', async () => {
+      const serial = await okmWith();
+      const message = await queueMessage(t.db, serial, 'delete-assets');
+
+      const answers = await Promise.all(Array.from({ length: 6 }, () => answer(serial, IN_SYNC)));
+
+      assert.equal(answers.filter((body) => 'message' in body).length, 1);
+      assert.deepEqual(answers.filter((body) => !('message' in body)), Array.from({ length: 5 }, () => ({})));
+      assert.ok((await listMessages(t.db, serial)).every((stored) => stored.id !== message.id || stored.deliveredAt !== null));
+    });
+
     test('when a message is queued and other values differ too, the message comes first', async () => {
       const serial = await okmWith();
       const message = await queueMessage(t.db, serial, 'delete-assets');

@@ -1,5 +1,5 @@
 import type { CompiledQuery, Compilable, QueryResult } from 'kysely';
-import type { Db } from '../db/database.ts';
+import type { Db } from './database.ts';
 
 /** Stands for the value at `index` of an execution's arguments. */
 class Placeholder {
