@@ -100,7 +100,7 @@ forEachDatabase('config resolvers', (kind) => {
       const serial = await okmWith();
       const message = await queueMessage(t.db, serial, 'delete-assets');
 
-      const answers = await Promise.all(Array.from({ length: 6 }, () => answer(serial, IN_SYNC)));
+      const answers = (await Promise.all(Array.from({ length: 6 }, () => answer(serial, IN_SYNC)))) as object[];
 
       assert.equal(answers.filter((body) => 'message' in body).length, 1);
       assert.deepEqual(answers.filter((body) => !('message' in body)), Array.from({ length: 5 }, () => ({})));
