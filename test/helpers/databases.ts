@@ -20,14 +20,18 @@ let postgresReachable: Promise<boolean> | undefined;
 
 export function isPostgresReachable(): Promise<boolean> {
   postgresReachable ??= (async () => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
-    try {
-      await client.connect();
-      await client.end();
-      return true;
-    } catch {
-      return false;
+    // A busy machine (the suite runs files in parallel) can be slow to accept a connection.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 10_000 });
+      try {
+        await client.connect();
+        await client.end();
+        return true;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
     }
+    return false;
   })();
   return postgresReachable;
 }
