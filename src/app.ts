@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
+import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
 import authPlugin from './auth/plugin.ts';
@@ -13,6 +14,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     settings: Settings;
     db: Db;
+    dialect: DialectStrategy;
     masterKey: Buffer;
   }
 }
@@ -20,6 +22,7 @@ declare module 'fastify' {
 export interface AppOptions {
   settings: Settings;
   db: Db;
+  dialect: DialectStrategy;
   masterKey: Buffer;
 }
 
@@ -27,6 +30,7 @@ export interface AppOptions {
 async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<void> {
   app.decorate('settings', options.settings);
   app.decorate('db', options.db);
+  app.decorate('dialect', options.dialect);
   app.decorate('masterKey', options.masterKey);
   registerErrorHandling(app);
   registerJsonBodies(app);

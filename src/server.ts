@@ -3,12 +3,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import app from './app.ts';
 import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
+import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { sendError } from './http/error-handler.ts';
 import { validatorCompiler } from './http/validation.ts';
 
 export interface ServerDependencies {
   settings: Settings;
   db: Db;
+  dialect: DialectStrategy;
   masterKey: Buffer;
 }
 

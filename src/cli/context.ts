@@ -1,12 +1,14 @@
 import type { Command } from 'commander';
 import { loadSettings, type Settings } from '../config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../db/database.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { loadMasterKey } from '../secrets/master-key.ts';
 
 export interface CliContext {
   settings: Settings;
   db: Db;
+  dialect: DialectStrategy;
   masterKey: Buffer;
   close(): Promise<void>;
 }
@@ -17,7 +19,7 @@ export async function openContext(): Promise<CliContext> {
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
-  return { settings, db, masterKey, close: () => db.destroy() };
+  return { settings, db, dialect, masterKey, close: () => db.destroy() };
 }
 
 /** Prints a command's result: one JSON object with --json, else readable lines. */

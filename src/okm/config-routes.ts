@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { badRequest, notFound } from '../http/errors.ts';
 import { appendAuditRecords } from './audit-repository.ts';
-import { handlePoll } from './poll-service.ts';
+import { createPollHandler } from './poll-service.ts';
 
 /** The first URL every OKM has built in; it only tells the device where the config route is. */
 const BOOTSTRAP_PATH = '/embeddedv1/kas/config';
@@ -22,13 +22,15 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { configPath, auditUrl } = app.settings;
 
+  const handlePoll = createPollHandler(app.db, app.settings, app.dialect.writeGrouping);
+
   const bootstrap = async () => ({ configUrl: configPath });
   app.get(BOOTSTRAP_PATH, bootstrap);
   // A CONFIG_PATH equal to the bootstrap path leaves /{serialNumber} to the config route.
   if (configPath !== BOOTSTRAP_PATH) app.get(`${BOOTSTRAP_PATH}/:serialNumber`, bootstrap);
 
   app.get(`${configPath}/:serialNumber`, { schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError }, async (request, reply) => {
-    const result = await handlePoll(app.db, app.settings, {
+    const result = await handlePoll({
       serialNumber: request.params.serialNumber,
       ip: request.ip,
       query: request.query as Record<string, unknown>,

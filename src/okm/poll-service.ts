@@ -1,6 +1,7 @@
 import type { Settings } from '../config/settings.ts';
 import { FREE_TEXT_PATTERN } from '../http/schemas.ts';
 import type { Db } from '../db/database.ts';
+import { createWriteBatcher, type BatchScope, type WriteGrouping } from '../db/write-batcher.ts';
 import { downloadUrl, findRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
@@ -49,8 +50,13 @@ async function recordCall(db: Db, serialNumber: string, observation: PollObserva
   return (await recordPoll(db, serialNumber, observation)) ?? 'enrolled';
 }
 
-/** Effective release of each kind: the OKM's pin (none if the pin is not in the catalog), else the fleet latest. */
-async function effectiveReleases(db: Db, row: PolledOkmRow): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
+const FLEET_RELEASES = Symbol('fleet releases');
+
+/**
+ * Effective release of each kind: the OKM's pin (none if the pin is not in the catalog), else
+ * the fleet latest, read once per transaction.
+ */
+async function effectiveReleases(db: Db, row: PolledOkmRow, scope: BatchScope): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
   const pins: Record<FirmwareKind, string | null> = {
     kas: row.kas_firmware,
     batch_key: row.batch_key_firmware,
@@ -58,7 +64,7 @@ async function effectiveReleases(db: Db, row: PolledOkmRow): Promise<Partial<Rec
   };
   const pinned = FIRMWARE_KINDS.filter((kind) => pins[kind] !== null);
   const [fleet, ...pinnedReleases] = await Promise.all([
-    pinned.length === FIRMWARE_KINDS.length ? {} : fleetLatestReleasesForPoll(db),
+    pinned.length === FIRMWARE_KINDS.length ? {} : scope.once(FLEET_RELEASES, () => fleetLatestReleasesForPoll(db)),
     ...pinned.map((kind) => findRelease(db, kind, pins[kind]!)),
   ]);
   const releases: Partial<Record<FirmwareKind, FirmwareRelease>> = { ...fleet };
@@ -118,14 +124,21 @@ async function withStoredLists(db: Db, serialNumber: string, desired: DesiredSta
 
 const storedListIn = (correction: Correction) => Object.values(correction).find((value) => value instanceof StoredList);
 
-/** One config call: record it, then answer with the first resolver's correction. */
-export async function handlePoll(db: Db, settings: PollSettings, request: PollRequest): Promise<PollReply> {
+/** What a poll decided inside its transaction; the reply is built from it after the commit. */
+type Decision = { kind: 'enrolled' } | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction };
+
+/**
+ * The part of a poll that writes, run inside the poll's transaction (shared with the other
+ * polls of its batch, where the dialect groups them): record it, decide the correction, and
+ * claim the pending message it sends.
+ */
+async function decide(db: Db, settings: PollSettings, request: PollRequest, scope: BatchScope): Promise<Decision> {
   const reported = parseReported(request.query);
   const row = await recordCall(db, request.serialNumber, observe(request, reported));
   if (row === 'enrolled') return { kind: 'enrolled' };
 
   const [releases, message] = await Promise.all([
-    effectiveReleases(db, row),
+    effectiveReleases(db, row, scope),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
@@ -137,5 +150,20 @@ export async function handlePoll(db: Db, settings: PollSettings, request: PollRe
     pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))
       ? (resolve({ ...desired, pendingMessage: null }, reported) ?? {})
       : correction;
-  return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer) };
+  return { kind: 'answered', desired, reported, answer };
+}
+
+/**
+ * The config call handler: records each poll (grouped into transactions as the dialect's
+ * write grouping says) and, once that has committed, answers with the first resolver's
+ * correction. A poll that was answered is never lost.
+ */
+export function createPollHandler(db: Db, settings: PollSettings, grouping: WriteGrouping): (request: PollRequest) => Promise<PollReply> {
+  const record = createWriteBatcher(db, grouping, (tx, request: PollRequest, scope) => decide(tx, settings, request, scope));
+  return async (request) => {
+    const decision = await record(request);
+    if (decision.kind === 'enrolled') return decision;
+    const { desired, reported, answer } = decision;
+    return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer) };
+  };
 }

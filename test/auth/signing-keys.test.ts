@@ -64,7 +64,7 @@ forEachDatabase('deployment signing key and JWKS', (kind) => {
   });
 
   test('a second server on the same database reuses the key instead of making another', async () => {
-    const second = await buildServer({ settings: t.settings, db: t.db, masterKey: t.app.masterKey });
+    const second = await buildServer({ settings: t.settings, db: t.db, dialect: t.dialect, masterKey: t.app.masterKey });
     await second.ready();
 
     const first = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<JSONWebKeySet>();

@@ -2,6 +2,7 @@ import { describe } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { loadSettings, type Settings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { buildServer } from '../../src/server.ts';
@@ -10,6 +11,7 @@ import { DATABASE_KINDS, createTestDatabase, unavailableReason, type DatabaseKin
 export interface TestApp {
   app: FastifyInstance;
   db: Db;
+  dialect: DialectStrategy;
   settings: Settings;
   database: TestDatabase;
   close(): Promise<void>;
@@ -29,12 +31,13 @@ export async function buildTestApp(
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
-  const app = await buildServer({ settings, db, masterKey });
+  const app = await buildServer({ settings, db, dialect, masterKey });
   await beforeReady?.(app);
   await app.ready();
   return {
     app,
     db,
+    dialect,
     settings,
     database,
     async close() {

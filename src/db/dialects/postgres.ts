@@ -16,6 +16,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     name: 'postgres',
     binaryType: 'bytea',
     idType: 'bigint',
+    writeGrouping: { kind: 'autocommit' },
     createDialect() {
       const pool = new pg.Pool({
         connectionString: options.connectionString,

@@ -1,4 +1,5 @@
 import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely } from 'kysely';
+import type { WriteGrouping } from '../write-batcher.ts';
 
 /** What differs between the supported databases, kept in one place per dialect. */
 export interface DialectStrategy {
@@ -6,6 +7,8 @@ export interface DialectStrategy {
   createDialect(): Dialect;
   /** Column type for raw bytes. */
   readonly binaryType: ColumnDataType;
+  /** How small writes that arrive close together (config polls) are committed. */
+  readonly writeGrouping: WriteGrouping;
   /** Column type of auto-incrementing ids. */
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Db } from '../../src/db/database.ts';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { createWriteBatcher, type WriteGrouping } from '../../src/db/write-batcher.ts';
+import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
+import { insertOkm } from '../../src/okm/repository.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+
+const GROUPINGS: WriteGrouping[] = [{ kind: 'batch', maxSize: 64 }, { kind: 'batch', maxSize: 3 }, { kind: 'transaction' }, { kind: 'autocommit' }];
+
+forEachDatabase('write batcher', (kind) => {
+  let t: TestApp;
+  /** A second connection: sees only what has been committed. */
+  let other: Db;
+  const serials = Array.from({ length: 10 }, (_, index) => `BATCH-${index}`);
+  before(async () => {
+    t = await buildTestApp(kind);
+    other = openDatabase(dialectFor(t.settings)).db;
+    for (const serial of serials) await insertOkm(t.db, serial, null, UNCONFIGURED_OKM, 1000);
+  });
+  after(async () => {
+    await other.destroy();
+    await t.close();
+  });
+
+  const lastIp = async (db: Db, serial: string) =>
+    (await db.selectFrom('okms').select('last_ip').where('serial_number', '=', serial).executeTakeFirstOrThrow()).last_ip;
+
+  /** Writes `ip` on the OKM and answers with what the row then holds; fails for ip "bad". */
+  const writeIp = (db: Db, { serial, ip }: { serial: string; ip: string }) => async () => {
+    await db.updateTable('okms').set({ last_ip: ip }).where('serial_number', '=', serial).execute();
+    if (ip === 'bad') throw new Error('bad input');
+    return { serial, ip: await lastIp(db, serial) };
+  };
+
+  for (const grouping of GROUPINGS) {
+    const name = grouping.kind === 'batch' ? `batch of ${grouping.maxSize}` : grouping.kind;
+
+    test(`${name}: concurrent calls each get their own answer`, async () => {
+      const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());
+
+      const answers = await Promise.all(serials.map((serial) => run({ serial, ip: `${name}-${serial}` })));
+
+      assert.deepEqual(
+        answers,
+        serials.map((serial) => ({ serial, ip: `${name}-${serial}` })),
+      );
+    });
+
+    test(`${name}: a failing call fails alone, and the others' writes are kept`, async () => {
+      const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());
+      const inputs = serials.map((serial, index) => ({ serial, ip: index === 4 ? 'bad' : `kept-${name}-${serial}` }));
+
+      const results = await Promise.allSettled(inputs.map((input) => run(input)));
+
+      results.forEach((result, index) => assert.equal(result.status, index === 4 ? 'rejected' : 'fulfilled', `call ${index}`));
+      for (const [index, serial] of serials.entries()) {
+        if (index !== 4) assert.equal(await lastIp(other, serial), `kept-${name}-${serial}`);
+      }
+      if (grouping.kind !== 'autocommit') assert.notEqual(await lastIp(other, serials[4]!), 'bad');
+    });
+
+    test(`${name}: a call settles only once its write is committed`, async () => {
+      const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());
+
+      const seen = await Promise.all(
+        serials.map((serial) => run({ serial, ip: `committed-${name}` }).then(() => lastIp(other, serial))),
+      );
+
+      assert.deepEqual(
+        seen,
+        serials.map(() => `committed-${name}`),
+      );
+    });
+  }
+
+  test('calls of the same event-loop turn share one transaction and one batch scope, up to the batch size', async () => {
+    const transactions: Db[] = [];
+    const scopes = new Set<unknown>();
+    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 4 }, async (db, serial: string, scope) => {
+      transactions.push(db);
+      scopes.add(scope);
+      return scope.once(Symbol.for('shared'), async () => lastIp(db, serial));
+    });
+
+    await Promise.all(serials.map((serial) => run(serial)));
+
+    assert.equal(transactions.length, serials.length);
+    assert.equal(new Set(transactions).size, Math.ceil(serials.length / 4));
+    assert.equal(scopes.size, Math.ceil(serials.length / 4));
+    assert.ok(!transactions.includes(t.db));
+  });
+});
