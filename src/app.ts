@@ -9,6 +9,7 @@ import authPlugin from './auth/plugin.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
+import pkiPlugin from './pki/plugin.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -36,6 +37,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   registerJsonBodies(app);
 
   await app.register(authPlugin);
+  await app.register(pkiPlugin);
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });

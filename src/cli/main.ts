@@ -1,4 +1,8 @@
 import { Command } from 'commander';
+import { register as certCreate } from './cert-create.ts';
+import { register as certExport } from './cert-export.ts';
+import { register as certImport } from './cert-import.ts';
+import { register as certImportRoot } from './cert-import-root.ts';
 import { register as customerCreate } from './customer-create.ts';
 import { register as migrate } from './migrate.ts';
 import { register as serve } from './serve.ts';
@@ -6,7 +10,16 @@ import { register as tokenIssue } from './token-issue.ts';
 
 const program = new Command('keyfleet').description('keyfleet server and admin CLI').showHelpAfterError();
 
-for (const register of [serve, migrate, customerCreate, tokenIssue]) register(program);
+for (const register of [
+  serve,
+  migrate,
+  customerCreate,
+  tokenIssue,
+  certCreate,
+  certImport,
+  certImportRoot,
+  certExport,
+]) register(program);
 
 try {
   await program.parseAsync(process.argv);

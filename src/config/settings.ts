@@ -26,6 +26,10 @@ export interface Settings {
   fleetPollingInterval: number;
   /** Largest firmware file the catalog accepts for upload, in bytes. */
   firmwareMaxBytes: number;
+  /** Validity of the deployment root CA made on first start, in days. */
+  pkiRootValidityDays: number;
+  /** Validity of customer intermediate certificates made by `keyfleet cert create`, in days. */
+  pkiIntermediateValidityDays: number;
 }
 
 export class SettingsError extends Error {
@@ -165,5 +169,7 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtExternalIssuers: externalIssuers(env),
     fleetPollingInterval: integer(env, 'FLEET_POLLING_INTERVAL', 150, 5, 3600),
     firmwareMaxBytes: integer(env, 'FIRMWARE_MAX_BYTES', 256 * 1024 * 1024, 1, 4 * 1024 * 1024 * 1024),
+    pkiRootValidityDays: integer(env, 'PKI_ROOT_VALIDITY_DAYS', 7305, 1, 36_525),
+    pkiIntermediateValidityDays: integer(env, 'PKI_INTERMEDIATE_VALIDITY_DAYS', 3653, 1, 36_525),
   };
 }

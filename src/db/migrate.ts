@@ -1,6 +1,7 @@
 import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import type { DialectStrategy } from './dialects/strategy.ts';
 import * as initial from './migrations/0001_initial.ts';
+import * as pki from './migrations/0002_pki.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -13,6 +14,7 @@ interface DialectAwareMigration {
 /** Every migration, in order; the name is what the database records as applied. */
 const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0001_initial': initial,
+  '0002_pki': pki,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -14,6 +14,8 @@ export interface Database {
   firmware_releases: FirmwareReleasesTable;
   firmware_chunks: FirmwareChunksTable;
   fleet_firmware: FleetFirmwareTable;
+  pki_root: PkiRootTable;
+  intermediate_certificates: IntermediateCertificatesTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -94,3 +96,27 @@ export interface FleetFirmwareTable {
   kind: string;
   version: string;
 }
+
+export interface PkiRootTable {
+  slot: string;
+  serial: string;
+  certificate_pem: string;
+  /** PKCS#8 PEM sealed with the master key; associated data `pki-root:<serial>`. */
+  private_key_sealed: string;
+  imported: number;
+  created_at: number;
+}
+
+export interface IntermediateCertificatesTable {
+  id: Generated<number> & Id;
+  name: string;
+  customer_id: number;
+  serial: string;
+  certificate_pem: string;
+  /** PKCS#8 PEM sealed with the master key; associated data `intermediate:<name>:<serial>`. */
+  private_key_sealed: string;
+  not_after: number;
+  imported: number;
+  created_at: number;
+}
+

@@ -1,0 +1,186 @@
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import type { Settings } from '../config/settings.ts';
+import type { Customer } from '../customers/repository.ts';
+import { findCustomerByName } from '../customers/repository.ts';
+import type { Db } from '../db/database.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { open, seal } from '../secrets/sealed-box.ts';
+import { ensureRootCa, loadRootPrivateKey } from './root-ca.ts';
+import {
+  createIntermediateCertificate,
+  isP256,
+  keyMatchesCertificate,
+  parseCertificatePem,
+  parsePrivateKeyPem,
+  splitCertificatePems,
+  toPkcs8Pem,
+  type IssuedCertificate,
+} from './x509.ts';
+
+export const CERTIFICATE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
+const CERTIFICATE_NAME = new RegExp(CERTIFICATE_NAME_PATTERN);
+
+export interface IntermediateCertificate {
+  id: number;
+  name: string;
+  customerId: number;
+  customer: string;
+  serial: string;
+  certificatePem: string;
+  notAfter: number;
+  imported: boolean;
+}
+
+type PkiSettings = Pick<Settings, 'pkiRootValidityDays' | 'pkiIntermediateValidityDays'>;
+
+/** Ties a sealed intermediate key to its certificate's name and serial: a swapped blob does not open. */
+export const intermediateKeyAssociatedData = (name: string, serial: string) => `intermediate:${name}:${serial}`;
+
+function checkName(name: string): void {
+  if (!CERTIFICATE_NAME.test(name)) {
+    throw badRequest(`name: expected 1-64 characters of A-Z a-z 0-9 . _ -, got "${name}"`);
+  }
+}
+
+async function requireCustomer(db: Db, name: string): Promise<Customer> {
+  const customer = await findCustomerByName(db, name);
+  if (!customer) throw badRequest(`customer: unknown customer ${name}`);
+  return customer;
+}
+
+async function store(db: Db, masterKey: Buffer, customer: Customer, name: string, issued: IssuedCertificate, imported: boolean) {
+  const inserted = await db
+    .insertInto('intermediate_certificates')
+    .values({
+      name,
+      customer_id: customer.id,
+      serial: issued.serial,
+      certificate_pem: issued.certificatePem,
+      private_key_sealed: seal(masterKey, issued.privateKeyPem, intermediateKeyAssociatedData(name, issued.serial)),
+      not_after: issued.notAfter.getTime(),
+      imported: imported ? 1 : 0,
+      created_at: Date.now(),
+    })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) throw conflict(`certificate ${name} already exists`);
+  const created: IntermediateCertificate = {
+    id: inserted.id,
+    name,
+    customerId: customer.id,
+    customer: customer.name,
+    serial: issued.serial,
+    certificatePem: issued.certificatePem,
+    notAfter: issued.notAfter.getTime(),
+    imported,
+  };
+  return created;
+}
+
+/** Makes a new P-256 key and an intermediate certificate for it, signed by the deployment root. */
+export async function createIntermediate(
+  db: Db,
+  masterKey: Buffer,
+  settings: PkiSettings,
+  request: { customer: string; name: string },
+): Promise<IntermediateCertificate> {
+  checkName(request.name);
+  const customer = await requireCustomer(db, request.customer);
+  await ensureRootCa(db, masterKey, settings.pkiRootValidityDays);
+  if (await findIntermediate(db, request.name)) throw conflict(`certificate ${request.name} already exists`);
+  const { root, privateKey } = await loadRootPrivateKey(db, masterKey);
+  const issued = await createIntermediateCertificate(
+    { certificatePem: root.certificatePem, privateKey },
+    { customer: customer.name, name: request.name },
+    settings.pkiIntermediateValidityDays,
+  );
+  return store(db, masterKey, customer, request.name, issued, false);
+}
+
+/**
+ * Imports an intermediate made elsewhere (signed offline with the root's key). Accepted: a
+ * PEM file with the intermediate certificate, optionally followed by the deployment root
+ * itself; an unencrypted PEM private key (PKCS#8 or SEC1). The certificate must be an
+ * unexpired ECDSA P-256 CA certificate issued and signed by the deployment root, and the key
+ * its private half.
+ */
+export async function importIntermediate(
+  db: Db,
+  masterKey: Buffer,
+  settings: PkiSettings,
+  request: { customer: string; name: string; certificateText: string; keyText: string },
+): Promise<IntermediateCertificate> {
+  checkName(request.name);
+  const customer = await requireCustomer(db, request.customer);
+  const root = await ensureRootCa(db, masterKey, settings.pkiRootValidityDays);
+  const rootCertificate = new X509Certificate(root.certificatePem);
+
+  const pems = splitCertificatePems(request.certificateText);
+  if (pems.length === 0) throw badRequest('--cert: no PEM certificate found');
+  const certificate = parseCertificatePem(pems[0]!);
+  if (!certificate) throw badRequest('--cert: not a valid X.509 certificate');
+  for (const extra of pems.slice(1)) {
+    if (parseCertificatePem(extra)?.fingerprint256 !== rootCertificate.fingerprint256) {
+      throw badRequest('--cert: after the intermediate, the file may hold only the deployment root certificate');
+    }
+  }
+  if (!isP256(certificate.publicKey)) throw badRequest('--cert: the certificate key is not ECDSA P-256');
+  if (!certificate.ca) throw badRequest('--cert: the certificate is not a CA (basicConstraints cA is not set)');
+  if (!certificate.checkIssued(rootCertificate) || !certificate.verify(rootCertificate.publicKey)) {
+    throw badRequest('--cert: the certificate is not signed by the deployment root CA');
+  }
+  if (Date.parse(certificate.validTo) <= Date.now()) throw badRequest('--cert: the certificate has expired');
+
+  const key = parsePrivateKeyPem(request.keyText);
+  if (!key) throw badRequest('--key: not an unencrypted PEM private key');
+  if (!isP256(key)) throw badRequest('--key: the private key is not ECDSA P-256');
+  if (!keyMatchesCertificate(key, certificate)) throw badRequest('--key: the private key does not match the certificate');
+
+  if (await findIntermediate(db, request.name)) throw conflict(`certificate ${request.name} already exists`);
+  const issued: IssuedCertificate = {
+    serial: certificate.serialNumber.toLowerCase(),
+    certificatePem: certificate.toString(),
+    privateKeyPem: toPkcs8Pem(key),
+    notAfter: new Date(certificate.validTo),
+  };
+  return store(db, masterKey, customer, request.name, issued, true);
+}
+
+/** Looks a certificate up by name across the deployment (names are unique globally). */
+export async function findIntermediate(db: Db, name: string): Promise<IntermediateCertificate | undefined> {
+  const row = await db
+    .selectFrom('intermediate_certificates as c')
+    .innerJoin('customers', 'customers.id', 'c.customer_id')
+    .select(['c.id', 'c.name', 'c.customer_id', 'customers.name as customer', 'c.serial', 'c.certificate_pem', 'c.not_after', 'c.imported'])
+    .where('c.name', '=', name)
+    .executeTakeFirst();
+  return (
+    row && {
+      id: row.id,
+      name: row.name,
+      customerId: row.customer_id,
+      customer: row.customer,
+      serial: row.serial,
+      certificatePem: row.certificate_pem,
+      notAfter: Number(row.not_after),
+      imported: row.imported === 1,
+    }
+  );
+}
+
+/** The PEM chain of a certificate: the intermediate, then the root. */
+export async function exportChain(db: Db, name: string): Promise<{ certificate: IntermediateCertificate; chainPem: string }> {
+  const certificate = await findIntermediate(db, name);
+  if (!certificate) throw notFound(`certificate ${name} not found`);
+  const root = await db.selectFrom('pki_root').select('certificate_pem').executeTakeFirstOrThrow();
+  const chainPem = [certificate.certificatePem, root.certificate_pem].map((pem) => `${pem.trim()}\n`).join('');
+  return { certificate, chainPem };
+}
+
+/** The intermediate's private key for signing key certificates, opened from its sealed form. */
+export async function loadIntermediatePrivateKey(db: Db, masterKey: Buffer, name: string): Promise<KeyObject> {
+  const row = await db.selectFrom('intermediate_certificates').select(['serial', 'private_key_sealed']).where('name', '=', name).executeTakeFirst();
+  if (!row) throw notFound(`certificate ${name} not found`);
+  return createPrivateKey(open(masterKey, row.private_key_sealed, intermediateKeyAssociatedData(name, row.serial)));
+}
