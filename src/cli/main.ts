@@ -1,4 +1,6 @@
 import { Command } from 'commander';
+import { register as apikeyCreate } from './apikey-create.ts';
+import { register as apikeyRevoke } from './apikey-revoke.ts';
 import { register as certCreate } from './cert-create.ts';
 import { register as certExport } from './cert-export.ts';
 import { register as certImport } from './cert-import.ts';
@@ -15,6 +17,8 @@ for (const register of [
   migrate,
   customerCreate,
   tokenIssue,
+  apikeyCreate,
+  apikeyRevoke,
   certCreate,
   certImport,
   certImportRoot,

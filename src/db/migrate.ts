@@ -2,6 +2,7 @@ import { Migrator, type Kysely, type Migration, type MigrationResultSet } from '
 import type { DialectStrategy } from './dialects/strategy.ts';
 import * as initial from './migrations/0001_initial.ts';
 import * as pki from './migrations/0002_pki.ts';
+import * as apiKeys from './migrations/0003_api_keys.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -15,6 +16,7 @@ interface DialectAwareMigration {
 const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0001_initial': initial,
   '0002_pki': pki,
+  '0003_api_keys': apiKeys,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

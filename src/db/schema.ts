@@ -16,6 +16,7 @@ export interface Database {
   fleet_firmware: FleetFirmwareTable;
   pki_root: PkiRootTable;
   intermediate_certificates: IntermediateCertificatesTable;
+  api_keys: ApiKeysTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -120,3 +121,14 @@ export interface IntermediateCertificatesTable {
   created_at: number;
 }
 
+export interface ApiKeysTable {
+  /** The key's public id (16 hex digits), also part of the key itself. */
+  id: string;
+  customer_id: number;
+  label: string | null;
+  /** Lowercase hex SHA-256 of the whole key. */
+  secret_hash: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}

@@ -2,6 +2,16 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { HttpError } from './errors.ts';
 import { describeValidationError } from './validation.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * How this route's errors are rendered: the default `{error_code, error_msg}`, or
+     * `'dlock'` for `{status, msg}` (the seed's DLock resource under /v1).
+     */
+    errorShape?: 'dlock';
+  }
+}
+
 interface ErrorReply {
   statusCode: number;
   errorCode: string;
@@ -38,14 +48,24 @@ function toErrorReply(error: FastifyError | HttpError): ErrorReply | undefined {
   return undefined;
 }
 
-/** The one place where errors become responses: `{error_code, error_msg}` JSON, never a stack. */
+function errorBody(request: FastifyRequest, statusCode: number, errorCode: string, message: string) {
+  // routeOptions is there for routed requests only; framework errors come before routing.
+  return request.routeOptions?.config?.errorShape === 'dlock'
+    ? { status: statusCode, msg: message }
+    : { error_code: errorCode, error_msg: message };
+}
+
+/**
+ * The one place where errors become responses, never with a stack: `{error_code, error_msg}`
+ * JSON, or `{status, msg}` on routes configured with `errorShape: 'dlock'`.
+ */
 export function sendError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) {
   const known = toErrorReply(error);
   if (!known) {
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send({ error_code: 'INTERNAL_ERROR', error_msg: 'Internal server error' });
+    return reply.code(500).send(errorBody(request, 500, 'INTERNAL_ERROR', 'Internal server error'));
   }
-  return reply.code(known.statusCode).headers(known.headers).send({ error_code: known.errorCode, error_msg: known.message });
+  return reply.code(known.statusCode).headers(known.headers).send(errorBody(request, known.statusCode, known.errorCode, known.message));
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

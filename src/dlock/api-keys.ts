@@ -1,0 +1,94 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { findCustomerByName } from '../customers/repository.ts';
+import type { Db } from '../db/database.ts';
+import { badRequest, notFound } from '../http/errors.ts';
+
+/**
+ * DLock API keys: `kf_live_` + a 16-hex-digit key id + 43 base64url characters (32 random
+ * bytes). The id is not secret: it finds the row, shows up in `keyfleet apikey revoke ID` and
+ * in logs. Only the SHA-256 of the whole key is stored. A slow KDF buys nothing here: it
+ * protects guessable secrets such as passwords, while 256 random bits cannot be brute-forced
+ * from their hash, and a fast hash keeps the check cheap on every request.
+ */
+export const API_KEY_PREFIX = 'kf_live_';
+const API_KEY = /^kf_live_([0-9a-f]{16})([A-Za-z0-9_-]{43})$/;
+const KEY_ID = /^[0-9a-f]{16}$/;
+
+/** last_used_at is written at most once per this interval per key, not on every request. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface CreatedApiKey {
+  id: string;
+  key: string;
+  customer: string;
+  label: string | null;
+  createdAt: number;
+}
+
+export interface ApiKeyOwner {
+  keyId: string;
+  customerId: number;
+  customer: string;
+}
+
+export type ApiKeyCheck = { ok: true; owner: ApiKeyOwner } | { ok: false; reason: 'malformed' | 'invalid' };
+
+const hashKey = (key: string) => createHash('sha256').update(key, 'utf8').digest();
+/** Compared against when the id is unknown, so that unknown and wrong keys take the same path. */
+const NO_HASH = Buffer.alloc(32);
+
+export async function createApiKey(db: Db, request: { customer: string; label?: string | undefined }): Promise<CreatedApiKey> {
+  const label = request.label ?? null;
+  if (label !== null && (label.length > 200 || /[\p{Cc}]/u.test(label))) {
+    throw badRequest('label: expected at most 200 characters and no control characters');
+  }
+  const customer = await findCustomerByName(db, request.customer);
+  if (!customer) throw badRequest(`customer: unknown customer ${request.customer}`);
+  const id = randomBytes(8).toString('hex');
+  const key = `${API_KEY_PREFIX}${id}${randomBytes(32).toString('base64url')}`;
+  const createdAt = Date.now();
+  await db
+    .insertInto('api_keys')
+    .values({ id, customer_id: customer.id, label, secret_hash: hashKey(key).toString('hex'), created_at: createdAt, last_used_at: null, revoked_at: null })
+    .execute();
+  return { id, key, customer: customer.name, label, createdAt };
+}
+
+/** Revokes a key; revoking one already revoked changes nothing and reports the first revocation. */
+export async function revokeApiKey(db: Db, id: string): Promise<{ id: string; revokedAt: number }> {
+  if (!KEY_ID.test(id)) throw badRequest(`id: expected 16 hex digits, got "${id}"`);
+  await db.updateTable('api_keys').set({ revoked_at: Date.now() }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  const row = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound(`API key ${id} not found`);
+  return { id: row.id, revokedAt: Number(row.revoked_at) };
+}
+
+/**
+ * Checks a presented key: the id finds the row, the hashes are compared in constant time,
+ * revoked keys fail. Records the last use, at most once per LAST_USED_RESOLUTION_MS.
+ */
+export async function checkApiKey(db: Db, presented: string, now = Date.now()): Promise<ApiKeyCheck> {
+  const match = API_KEY.exec(presented);
+  if (!match) return { ok: false, reason: 'malformed' };
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('customers', 'customers.id', 'api_keys.customer_id')
+    .select(['api_keys.id', 'api_keys.customer_id', 'customers.name as customer', 'api_keys.secret_hash', 'api_keys.last_used_at', 'api_keys.revoked_at'])
+    .where('api_keys.id', '=', match[1]!)
+    .executeTakeFirst();
+  const stored = row ? Buffer.from(row.secret_hash, 'hex') : NO_HASH;
+  const equal = stored.length === 32 && timingSafeEqual(hashKey(presented), stored);
+  if (!row || !equal || row.revoked_at !== null) return { ok: false, reason: 'invalid' };
+
+  const lastUsed = row.last_used_at === null ? null : Number(row.last_used_at);
+  if (lastUsed === null || now - lastUsed >= LAST_USED_RESOLUTION_MS) {
+    // Conditional, so that processes checking the same key at once write it once.
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', row.id)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - LAST_USED_RESOLUTION_MS)]))
+      .execute();
+  }
+  return { ok: true, owner: { keyId: row.id, customerId: row.customer_id, customer: row.customer } };
+}
