@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { SqliteDialect } from 'kysely';
+import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
 import type { DialectStrategy } from './strategy.ts';
 
@@ -20,6 +21,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       database.pragma('foreign_keys = ON');
       database.pragma('busy_timeout = 5000');
       cacheStatements(database);
+      checkpointInBackground(database, file);
       return new SqliteDialect({ database });
     },
     migrationTableSchema: async () => undefined,

@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { checkpointInBackground } from '../../src/db/dialects/sqlite-checkpointer.ts';
+
+test('WAL frames are checkpointed by the background worker, not by the committing connection', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-checkpoint-'));
+  const file = path.join(dir, 'db.sqlite');
+  const database = new SQLite(file);
+  try {
+    database.pragma('journal_mode = WAL');
+    database.pragma('synchronous = NORMAL');
+    checkpointInBackground(database, file);
+    assert.equal(database.pragma('wal_autocheckpoint', { simple: true }), 4000);
+    database.exec('create table t (id integer primary key, value text)');
+    const insert = database.prepare('insert into t (value) values (?)');
+    database.transaction(() => {
+      for (let index = 0; index < 2000; index++) insert.run('x'.repeat(500));
+    })();
+
+    // Far below the serving connection's automatic checkpoint, the worker copies the frames
+    // into the database file within milliseconds.
+    const written = () => fs.statSync(file).size > 1_000_000;
+    for (let attempt = 0; attempt < 300 && !written(); attempt++) await sleep(10);
+    assert.ok(written(), `database file has ${fs.statSync(file).size} bytes`);
+    assert.equal((database.prepare('select count(*) as n from t').get() as { n: number }).n, 2000);
+  } finally {
+    database.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
