@@ -5,8 +5,13 @@ import type SQLite from 'better-sqlite3';
 /** Pages in the WAL after which the serving connection checkpoints itself, should the worker fall behind. */
 const BACKSTOP_AUTOCHECKPOINT_PAGES = 4000;
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
-/** How long the worker waits between passes when the previous one found nothing to copy. */
-const IDLE_WAIT_MS = 2;
+/**
+ * How long the worker waits after a pass that left nothing to copy: the shortest wait while
+ * the WAL keeps growing (frequent small checkpoints keep commits fast), doubling up to the
+ * longest while the database is idle (so an idle server costs next to no CPU).
+ */
+const SHORTEST_WAIT_MS = 2;
+const LONGEST_WAIT_MS = 100;
 
 // A plain-JavaScript worker (eval), so it runs the same under tsx and node.
 const WORKER_SOURCE = `
@@ -15,12 +20,16 @@ const SQLite = require(workerData.driver);
 const stop = new Int32Array(workerData.stop);
 const database = new SQLite(workerData.file);
 database.pragma('busy_timeout = 0');
+let previousLog = -1;
+let wait = workerData.shortestWait;
 try {
   while (Atomics.load(stop, 0) === 0) {
     // PASSIVE never waits for, nor blocks, the serving connection: it copies what it can.
     const [{ log, checkpointed }] = database.pragma('wal_checkpoint(PASSIVE)');
     const behind = log > 0 && checkpointed < log;
-    Atomics.wait(stop, 0, 0, behind ? 0 : workerData.idle);
+    wait = behind ? 0 : log !== previousLog ? workerData.shortestWait : Math.min(Math.max(wait * 2, workerData.shortestWait), workerData.longestWait);
+    previousLog = log;
+    Atomics.wait(stop, 0, 0, wait);
   }
 } finally {
   database.close();
@@ -42,7 +51,7 @@ export function checkpointInBackground(database: SQLite.Database, file: string):
   const stop = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, stop: stop.buffer, idle: IDLE_WAIT_MS },
+    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, stop: stop.buffer, shortestWait: SHORTEST_WAIT_MS, longestWait: LONGEST_WAIT_MS },
   });
   worker.unref();
   const restoreDefault = () => {
