@@ -33,3 +33,23 @@ test('WAL frames are checkpointed by the background worker, not by the committin
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('when the database is closed, the worker has closed its connection first, so no WAL file is left behind', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-checkpoint-'));
+  const file = path.join(dir, 'db.sqlite');
+  try {
+    for (const pause of [0, 50]) {
+      const database = new SQLite(file);
+      database.pragma('journal_mode = WAL');
+      checkpointInBackground(database, file);
+      database.exec('create table if not exists t (id integer primary key)');
+      await sleep(pause);
+
+      database.close();
+
+      assert.deepEqual(fs.readdirSync(dir), ['db.sqlite'], `after a pause of ${pause} ms`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

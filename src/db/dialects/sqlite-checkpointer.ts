@@ -12,27 +12,42 @@ const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
  */
 const SHORTEST_WAIT_MS = 2;
 const LONGEST_WAIT_MS = 100;
+/** Longest a close waits for the worker's connection (a checkpoint pass in progress, or the worker still starting). */
+const CLOSE_WAIT_MS = 2000;
 
 // A plain-JavaScript worker (eval), so it runs the same under tsx and node.
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
 const SQLite = require(workerData.driver);
-const stop = new Int32Array(workerData.stop);
-const database = new SQLite(workerData.file);
-database.pragma('busy_timeout = 0');
-let previousLog = -1;
-let wait = workerData.shortestWait;
-try {
-  while (Atomics.load(stop, 0) === 0) {
-    // PASSIVE never waits for, nor blocks, the serving connection: it copies what it can.
-    const [{ log, checkpointed }] = database.pragma('wal_checkpoint(PASSIVE)');
-    const behind = log > 0 && checkpointed < log;
-    wait = behind ? 0 : log !== previousLog ? workerData.shortestWait : Math.min(Math.max(wait * 2, workerData.shortestWait), workerData.longestWait);
-    previousLog = log;
-    Atomics.wait(stop, 0, 0, wait);
+const state = new Int32Array(workerData.state);
+const STOP = 0;
+const CLOSED = 1;
+function signalClosed() {
+  Atomics.store(state, CLOSED, 1);
+  Atomics.notify(state, CLOSED);
+}
+function checkpointUntilStopped() {
+  const database = new SQLite(workerData.file);
+  database.pragma('busy_timeout = 0');
+  let previousLog = -1;
+  let wait = workerData.shortestWait;
+  try {
+    while (Atomics.load(state, STOP) === 0) {
+      // PASSIVE never waits for, nor blocks, the serving connection: it copies what it can.
+      const [{ log, checkpointed }] = database.pragma('wal_checkpoint(PASSIVE)');
+      const behind = log > 0 && checkpointed < log;
+      wait = behind ? 0 : log !== previousLog ? workerData.shortestWait : Math.min(Math.max(wait * 2, workerData.shortestWait), workerData.longestWait);
+      previousLog = log;
+      Atomics.wait(state, STOP, 0, wait);
+    }
+  } finally {
+    database.close();
   }
+}
+try {
+  if (Atomics.load(state, STOP) === 0) checkpointUntilStopped();
 } finally {
-  database.close();
+  signalClosed();
 }
 `;
 
@@ -48,22 +63,28 @@ try {
  * Durability is unchanged: a commit is as durable as before (synchronous=NORMAL, WAL).
  */
 export function checkpointInBackground(database: SQLite.Database, file: string): void {
-  const stop = new Int32Array(new SharedArrayBuffer(4));
+  // [stop requested, worker's connection closed]
+  const state = new Int32Array(new SharedArrayBuffer(8));
+  let workerGone = false;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, stop: stop.buffer, shortestWait: SHORTEST_WAIT_MS, longestWait: LONGEST_WAIT_MS },
+    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, state: state.buffer, shortestWait: SHORTEST_WAIT_MS, longestWait: LONGEST_WAIT_MS },
   });
   worker.unref();
   const restoreDefault = () => {
     if (database.open) database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
   };
   worker.on('error', restoreDefault);
+  worker.on('exit', () => (workerGone = true));
   database.pragma(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
 
   const close = database.close.bind(database);
+  // The worker's connection is closed before the serving one, so that when close() returns no
+  // connection is left to touch the files (the last one to close checkpoints and removes the WAL).
   database.close = () => {
-    Atomics.store(stop, 0, 1);
-    Atomics.notify(stop, 0);
+    Atomics.store(state, 0, 1);
+    Atomics.notify(state, 0);
+    if (!workerGone) Atomics.wait(state, 1, 0, CLOSE_WAIT_MS);
     return close();
   };
 }
