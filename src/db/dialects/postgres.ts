@@ -3,6 +3,7 @@ import { PostgresDialect, sql } from 'kysely';
 import type { DialectStrategy } from './strategy.ts';
 
 const INT8_OID = 20;
+const INVALID_SCHEMA_NAME = '3F000';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -34,6 +35,9 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       const result = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
       return result.rows[0]?.schema;
     },
+    // Kysely's migrator lists the tables of every schema, asking has_schema_privilege of each;
+    // a schema that another client drops meanwhile makes that query fail with 3F000.
+    isRetryableMigrationError: (error) => (error as { code?: unknown } | null)?.code === INVALID_SCHEMA_NAME,
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
   };
 }

@@ -25,6 +25,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       return new SqliteDialect({ database });
     },
     migrationTableSchema: async () => undefined,
+    isRetryableMigrationError: () => false,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
   };
 }

@@ -19,4 +19,6 @@ export interface DialectStrategy {
    * parallel test's, staging beside production) for this one's.
    */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
+  /** An error of a migration run that a second run may not meet (a race with another client). */
+  isRetryableMigrationError(error: unknown): boolean;
 }
