@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
@@ -9,15 +6,9 @@ import { createCustomer } from '../../src/customers/repository.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { checkApiKey } from '../../src/dlock/api-keys.ts';
 import { forEachDatabase } from '../helpers/app.ts';
+import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
 
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-interface CliRun {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
 
 forEachDatabase('keyfleet apikey commands', (kind) => {
   let database: TestDatabase;
@@ -35,13 +26,7 @@ forEachDatabase('keyfleet apikey commands', (kind) => {
     await database.drop();
   });
 
-  const keyfleet = (...args: string[]) =>
-    new Promise<CliRun>((resolve) => {
-      const env = { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...database.env };
-      execFile('node', ['bin/keyfleet.js', ...args], { cwd: PROJECT_ROOT, env }, (error, stdout, stderr) => {
-        resolve({ exitCode: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-      });
-    });
+  const keyfleet = (...args: string[]) => runKeyfleet(database.env, ...args);
 
   test('apikey create --json prints a working key once, and apikey revoke makes it fail', async () => {
     const created = await keyfleet('apikey', 'create', '--customer', 'acme', '--label', 'mobile app', '--json');

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
@@ -11,15 +9,9 @@ import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { createIntermediateCertificate } from '../../src/pki/x509.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { forEachDatabase } from '../helpers/app.ts';
+import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
 
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-interface CliRun {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
 
 forEachDatabase('keyfleet cert commands', (kind) => {
   let database: TestDatabase;
@@ -36,13 +28,7 @@ forEachDatabase('keyfleet cert commands', (kind) => {
     await database.drop();
   });
 
-  const keyfleet = (...args: string[]) =>
-    new Promise<CliRun>((resolve) => {
-      const env = { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...database.env };
-      execFile('node', ['bin/keyfleet.js', ...args], { cwd: PROJECT_ROOT, env }, (error, stdout, stderr) => {
-        resolve({ exitCode: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-      });
-    });
+  const keyfleet = (...args: string[]) => runKeyfleet(database.env, ...args);
   const writeFile = (name: string, content: string) => {
     const file = path.join(database.dataDir, name);
     fs.writeFileSync(file, content, { mode: 0o600 });

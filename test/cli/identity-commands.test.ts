@@ -1,22 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { loadPublicJwks } from '../../src/auth/signing-keys.ts';
 import { loadSettings, type Settings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { forEachDatabase } from '../helpers/app.ts';
+import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
 
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-interface CliRun {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
 
 forEachDatabase('keyfleet customer create and token issue', (kind) => {
   let database: TestDatabase;
@@ -32,13 +23,7 @@ forEachDatabase('keyfleet customer create and token issue', (kind) => {
     await database.drop();
   });
 
-  const keyfleet = (...args: string[]) =>
-    new Promise<CliRun>((resolve) => {
-      const env = { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...database.env };
-      execFile('node', ['bin/keyfleet.js', ...args], { cwd: PROJECT_ROOT, env }, (error, stdout, stderr) => {
-        resolve({ exitCode: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-      });
-    });
+  const keyfleet = (...args: string[]) => runKeyfleet(database.env, ...args);
 
   test('customer create --json prints the new customer as one JSON object', async () => {
     const run = await keyfleet('customer', 'create', 'acme', '--json');
