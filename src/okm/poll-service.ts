@@ -146,11 +146,11 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
   const correction = resolve(desired, reported) ?? {};
 
   // Two polls at once may both have picked the message; only the one that claims it sends it.
-  const answer =
-    pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))
-      ? (resolve({ ...desired, pendingMessage: null }, reported) ?? {})
-      : correction;
-  return { kind: 'answered', desired, reported, answer };
+  if (pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))) {
+    const withoutMessage = { ...desired, pendingMessage: null };
+    return { kind: 'answered', desired: withoutMessage, reported, answer: resolve(withoutMessage, reported) ?? {} };
+  }
+  return { kind: 'answered', desired, reported, answer: correction };
 }
 
 /**
