@@ -11,6 +11,7 @@ import okmAdminRoutes from './okm/admin-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
 import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
+import dlockRoutes from './dlock/routes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -40,6 +41,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(authPlugin);
   await app.register(pkiPlugin);
   await app.register(dlockAuthPlugin);
+  await app.register(dlockRoutes);
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });

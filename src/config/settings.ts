@@ -30,6 +30,8 @@ export interface Settings {
   pkiRootValidityDays: number;
   /** Validity of customer intermediate certificates made by `keyfleet cert create`, in days. */
   pkiIntermediateValidityDays: number;
+  /** Validity of DLock key certificates issued by POST /v1/dlock, in days. */
+  dlockCertificateValidityDays: number;
 }
 
 export class SettingsError extends Error {
@@ -171,5 +173,6 @@ export function loadSettings(env: Env = process.env): Settings {
     firmwareMaxBytes: integer(env, 'FIRMWARE_MAX_BYTES', 256 * 1024 * 1024, 1, 4 * 1024 * 1024 * 1024),
     pkiRootValidityDays: integer(env, 'PKI_ROOT_VALIDITY_DAYS', 7305, 1, 36_525),
     pkiIntermediateValidityDays: integer(env, 'PKI_INTERMEDIATE_VALIDITY_DAYS', 3653, 1, 36_525),
+    dlockCertificateValidityDays: integer(env, 'DLOCK_CERTIFICATE_VALIDITY_DAYS', 365, 1, 36_525),
   };
 }

@@ -17,6 +17,8 @@ export interface Database {
   pki_root: PkiRootTable;
   intermediate_certificates: IntermediateCertificatesTable;
   api_keys: ApiKeysTable;
+  dlock_secret: DlockSecretTable;
+  dlocks: DlocksTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -131,4 +133,23 @@ export interface ApiKeysTable {
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
+}
+
+export interface DlockSecretTable {
+  /** Always 'deployment': one row. */
+  slot: string;
+  /** 32 random bytes (the HKDF salt of lock keys), sealed with the master key; associated data `dlock-secret`. */
+  secret_sealed: string;
+  created_at: number;
+}
+
+export interface DlocksTable {
+  serial_no: string;
+  customer_id: number;
+  certificate_name: string;
+  /** The key certificate as JSON without its `key` member. */
+  certificate_json: string;
+  /** The lock key (16 bytes), sealed with the master key; associated data `dlock-key:<serial_no>`. */
+  key_sealed: string;
+  created_at: number;
 }

@@ -1,0 +1,91 @@
+import type { Db } from '../db/database.ts';
+import { HttpError, badRequest, notFound } from '../http/errors.ts';
+import { findIntermediate, loadIntermediatePrivateKey } from '../pki/intermediates.ts';
+import { open, seal } from '../secrets/sealed-box.ts';
+import type { ApiKeyOwner } from './api-keys.ts';
+import { deriveLockKey, issueKeyCertificate, type KeyCertificate } from './key-certificate.ts';
+
+export const CERTIFICATE_FORBIDDEN = 'Certificate not found for this customer';
+export const LOCK_NOT_FOUND = 'DLock not found';
+
+export const forbiddenCertificate = () => new HttpError(403, 'FORBIDDEN', CERTIFICATE_FORBIDDEN);
+
+/** Ties a sealed lock key to its lock: a blob copied to another row does not open. */
+const lockKeyAssociatedData = (serialNo: string) => `dlock-key:${serialNo}`;
+
+export interface RegisterLock {
+  serial_no: string;
+  type: string;
+  certificate: string;
+  enrolment_code: string;
+}
+
+export interface LockContext {
+  db: Db;
+  masterKey: Buffer;
+  deploymentSecret: Buffer;
+  validityDays: number;
+}
+
+/** The caller's own intermediate, or 403 (unknown and foreign names answer alike). */
+export async function ownIntermediate(db: Db, owner: ApiKeyOwner, name: string) {
+  const certificate = await findIntermediate(db, name);
+  if (!certificate || certificate.customerId !== owner.customerId) throw forbiddenCertificate();
+  return certificate;
+}
+
+/**
+ * Enrols a lock: derives its key, issues the key certificate and stores it. The serial number
+ * is the primary key and the insert does nothing on conflict, so of two concurrent enrolments
+ * of one serial exactly one wins and the other gets 400.
+ */
+export async function registerLock(context: LockContext, owner: ApiKeyOwner, request: RegisterLock, now = Date.now()): Promise<KeyCertificate> {
+  const intermediate = await ownIntermediate(context.db, owner, request.certificate);
+  if (intermediate.notAfter <= now) throw badRequest(`certificate: ${request.certificate} has expired`);
+  const signingKey = await loadIntermediatePrivateKey(context.db, context.masterKey, intermediate.name);
+  const lockKey = deriveLockKey(Buffer.from(request.enrolment_code, 'hex'), context.deploymentSecret, request.serial_no);
+  const certificate = issueKeyCertificate({
+    issuer: intermediate.name,
+    signingKey,
+    data: { serial_no: request.serial_no, lock_type: request.type, customer: owner.customer, certificate_id: intermediate.serial },
+    lockKey,
+    validityDays: context.validityDays,
+    now,
+  });
+  const { key: _key, ...withoutKey } = certificate;
+  const inserted = await context.db
+    .insertInto('dlocks')
+    .values({
+      serial_no: request.serial_no,
+      customer_id: owner.customerId,
+      certificate_name: intermediate.name,
+      certificate_json: JSON.stringify(withoutKey),
+      key_sealed: seal(context.masterKey, lockKey, lockKeyAssociatedData(request.serial_no)),
+      created_at: now,
+    })
+    .onConflict((oc) => oc.column('serial_no').doNothing())
+    .returning('serial_no')
+    .executeTakeFirst();
+  if (!inserted) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
+  return certificate;
+}
+
+/** The stored key certificate of one of the caller's locks, with its key unsealed; else 404. */
+export async function findLock(context: Pick<LockContext, 'db' | 'masterKey'>, owner: ApiKeyOwner, serialNo: string): Promise<KeyCertificate> {
+  const row = await context.db
+    .selectFrom('dlocks')
+    .select(['certificate_json', 'key_sealed'])
+    .where('serial_no', '=', serialNo)
+    .where('customer_id', '=', owner.customerId)
+    .executeTakeFirst();
+  if (!row) throw notFound(LOCK_NOT_FOUND);
+  const stored = JSON.parse(row.certificate_json) as Omit<KeyCertificate, 'key'>;
+  const key = open(context.masterKey, row.key_sealed, lockKeyAssociatedData(serialNo)).toString('base64');
+  return { type: stored.type, issuer: stored.issuer, valid: stored.valid, expires: stored.expires, data: stored.data, key, signature: stored.signature };
+}
+
+/** Removes one of the caller's locks, freeing its serial number; 404 when there is none. */
+export async function deleteLock(db: Db, owner: ApiKeyOwner, serialNo: string): Promise<void> {
+  const result = await db.deleteFrom('dlocks').where('serial_no', '=', serialNo).where('customer_id', '=', owner.customerId).executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw notFound(LOCK_NOT_FOUND);
+}

@@ -1,0 +1,83 @@
+import fp from 'fastify-plugin';
+import { Type, type Static } from 'typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpError } from '../http/errors.ts';
+import { CERTIFICATE_NAME_PATTERN, exportChain } from '../pki/intermediates.ts';
+import { requireApiKey } from './api-key-auth.ts';
+import { ensureDeploymentSecret, toBase64Form, type KeyCertificate } from './key-certificate.ts';
+import { deleteLock, findLock, ownIntermediate, registerLock, type LockContext } from './locks.ts';
+
+export const SERIAL_NO_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
+export const ENROLMENT_CODE_PATTERN = '^(?:[0-9A-Fa-f]{2}){8,256}$';
+
+const RegisterBody = Type.Object(
+  {
+    serial_no: Type.String({ pattern: SERIAL_NO_PATTERN }),
+    type: Type.String({ maxLength: 200 }),
+    certificate: Type.String({ pattern: CERTIFICATE_NAME_PATTERN }),
+    enrolment_code: Type.String({ pattern: ENROLMENT_CODE_PATTERN }),
+    base64: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+type RegisterBody = Static<typeof RegisterBody>;
+
+const FetchQuery = Type.Object({ base64: Type.Optional(Type.Boolean()) });
+
+const DLOCK = { errorShape: 'dlock' } as const;
+
+const methodNotAllowed = (allow: string) => async (request: FastifyRequest) => {
+  throw new HttpError(405, 'METHOD_NOT_ALLOWED', `Method ${request.method} not allowed`, { allow });
+};
+
+const keyResponse = (reply: FastifyReply, msg: string, certificate: KeyCertificate, base64: boolean) =>
+  reply
+    .type('application/json; charset=utf-8')
+    .send({ status: 200, msg, data: { key: base64 ? toBase64Form(certificate) : certificate } });
+
+/** The DLock resource under /v1 (seed §DLock) and the PEM chain its key certificates verify against. */
+async function dlockRoutes(app: FastifyInstance): Promise<void> {
+  const context: LockContext = {
+    db: app.db,
+    masterKey: app.masterKey,
+    deploymentSecret: await ensureDeploymentSecret(app.db, app.masterKey),
+    validityDays: app.settings.dlockCertificateValidityDays,
+  };
+
+  app.post<{ Body: RegisterBody }>(
+    '/v1/dlock',
+    { config: DLOCK, preHandler: requireApiKey, schema: { body: RegisterBody } },
+    async (request, reply) => {
+      const certificate = await registerLock(context, request.apiKeyOwner!, request.body);
+      return keyResponse(reply, 'DLock registered successfully', certificate, request.body.base64);
+    },
+  );
+
+  app.get<{ Params: { serial: string }; Querystring: { base64?: boolean } }>(
+    '/v1/dlock/:serial',
+    { config: DLOCK, preHandler: requireApiKey, schema: { querystring: FetchQuery } },
+    async (request, reply) => {
+      const certificate = await findLock(context, request.apiKeyOwner!, request.params.serial);
+      return keyResponse(reply, 'DLock fetched successfully', certificate, request.query.base64 === true);
+    },
+  );
+
+  app.delete<{ Params: { serial: string } }>('/v1/dlock/:serial', { config: DLOCK, preHandler: requireApiKey }, async (request, reply) => {
+    await deleteLock(app.db, request.apiKeyOwner!, request.params.serial);
+    return reply.code(204).send();
+  });
+
+  // A method the resource does not have is 405 whoever asks, before authentication.
+  app.route({ method: ['PUT', 'PATCH'], url: '/v1/dlock', config: DLOCK, handler: methodNotAllowed('POST') });
+  app.route({ method: ['PUT', 'PATCH'], url: '/v1/dlock/:serial', config: DLOCK, handler: methodNotAllowed('GET, HEAD, DELETE') });
+
+  app.get<{ Params: { name: string } }>('/v1/certificates/:name', { config: DLOCK, preHandler: requireApiKey }, async (request, reply) => {
+    await ownIntermediate(app.db, request.apiKeyOwner!, request.params.name);
+    const { chainPem } = await exportChain(app.db, request.params.name);
+    return reply
+      .type('application/json; charset=utf-8')
+      .send({ status: 200, msg: 'Certificate chain fetched successfully', data: { chain: chainPem } });
+  });
+}
+
+export default fp(dlockRoutes, { name: 'keyfleet-dlock-routes', dependencies: ['keyfleet-dlock-auth'] });
