@@ -130,6 +130,7 @@ forEachDatabase('DLock routes', (kind) => {
       [{ serial_no: 7 }, 'serial_no'],
       [{ type: null }, 'type'],
       [{ type: 3 }, 'type'],
+      [{ type: 'x'.repeat(201) }, 'type'],
       [{ certificate: 'bad name' }, 'certificate'],
       [{ certificate: 1 }, 'certificate'],
       [{ enrolment_code: 'abc' }, 'enrolment_code'],
