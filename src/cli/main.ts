@@ -5,6 +5,7 @@ import { register as certCreate } from './cert-create.ts';
 import { register as certExport } from './cert-export.ts';
 import { register as certImport } from './cert-import.ts';
 import { register as certImportRoot } from './cert-import-root.ts';
+import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
 import { register as migrate } from './migrate.ts';
 import { register as serve } from './serve.ts';
@@ -23,6 +24,7 @@ for (const register of [
   certImport,
   certImportRoot,
   certExport,
+  certVerify,
 ]) register(program);
 
 try {
