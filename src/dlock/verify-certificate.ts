@@ -105,7 +105,9 @@ export function verifyKeyCertificate(input: unknown, chainPem: string, options: 
       return fail('intermediate-expired', `a chain certificate is outside its validity (${link.validFrom} – ${link.validTo})`);
     }
   }
-  if (certificate.data.certificate_id !== intermediate.serialNumber.toLowerCase()) {
+  const serialOf = (hex: string) => (/^[0-9A-Fa-f]{1,64}$/.test(hex) ? BigInt(`0x${hex}`) : undefined);
+  const certificateId = serialOf(certificate.data.certificate_id);
+  if (certificateId === undefined || certificateId !== serialOf(intermediate.serialNumber)) {
     return fail('issuer-mismatch', `data.certificate_id ${certificate.data.certificate_id} is not the serial of the chain's intermediate`);
   }
 
