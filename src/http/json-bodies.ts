@@ -49,6 +49,9 @@ export function registerJsonBodies(app: FastifyInstance): void {
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       return done(unsupportedMediaType(`charset ${charset} is not supported; JSON bodies are UTF-8`));
     }
+    // Clients that send `Content-Type: application/json` on every request (the seed's DLock
+    // calls do) send it on DELETE too, with nothing after it: that is no body, not bad JSON.
+    if (body.length === 0 && request.method === 'DELETE') return done(null, undefined);
     if (!isUtf8(body)) return done(badRequest('body: not valid UTF-8'));
     const text = body.toString('utf8');
     if (jsonNestingDepth(text) > MAX_JSON_DEPTH) return done(badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels`));

@@ -228,6 +228,17 @@ forEachDatabase('DLock routes', (kind) => {
     assert.equal(again.json().data.key.key, first.key, 'same code and serial derive the same key');
   });
 
+  test('GET and DELETE work with the headers the seed sends on every call, Content-Type included', async () => {
+    const request = body();
+    assert.equal((await post(request)).statusCode, 200);
+    const headers = { ...bearer(acmeKey), 'content-type': 'application/json', accept: 'application/json', 'accept-charset': 'utf-8' };
+    const fetched = await t.app.inject({ method: 'GET', url: `/v1/dlock/${request.serial_no}`, headers });
+    assert.equal(fetched.statusCode, 200);
+    const deleted = await t.app.inject({ method: 'DELETE', url: `/v1/dlock/${request.serial_no}/`, headers });
+    assert.equal(deleted.statusCode, 204);
+    assert.equal(deleted.body, '');
+  });
+
   test('PUT and PATCH get 405 with an Allow header', async () => {
     for (const [url, allow] of [
       ['/v1/dlock', 'POST'],
