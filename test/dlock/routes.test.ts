@@ -245,14 +245,31 @@ forEachDatabase('DLock routes', (kind) => {
       ['/v1/dlock/SOME-LOCK', 'GET, HEAD, DELETE'],
     ] as const) {
       for (const method of ['PUT', 'PATCH'] as const) {
-        const response = await t.app.inject({ method, url, headers: bearer(acmeKey), payload: {} });
-        assert.equal(response.statusCode, 405, `${method} ${url}`);
-        assert.equal(response.headers.allow, allow);
-        assert.equal(response.headers['content-type'], JSON_UTF8);
-        assert.deepEqual(response.json(), { status: 405, msg: `Method ${method} not allowed` });
+        for (const headers of [bearer(acmeKey), {}]) {
+          const response = await t.app.inject({ method, url, headers, payload: {} });
+          assert.equal(response.statusCode, 405, `${method} ${url}`);
+          assert.equal(response.headers.allow, allow);
+          assert.equal(response.headers['content-type'], JSON_UTF8);
+          assert.deepEqual(response.json(), { status: 405, msg: `Method ${method} not allowed` });
+        }
       }
     }
   });
+
+  test('the other methods of /v1/dlock and /v1/dlock/:serial get 405 too, not 404', async () => {
+    for (const [method, url, allow] of [
+      ['GET', '/v1/dlock', 'POST'],
+      ['DELETE', '/v1/dlock', 'POST'],
+      ['POST', '/v1/dlock/SOME-LOCK', 'GET, HEAD, DELETE'],
+    ] as const) {
+      const response = await t.app.inject({ method, url, headers: bearer(acmeKey) });
+      assert.equal(response.statusCode, 405, `${method} ${url}`);
+      assert.equal(response.headers.allow, allow);
+      assert.equal(response.headers['content-type'], JSON_UTF8);
+      assert.deepEqual(response.json(), { status: 405, msg: `Method ${method} not allowed` });
+    }
+  });
+
 
   test('every route answers 401 to a missing, malformed or revoked key', async () => {
     const revoked = await createApiKey(t.db, { customer: 'acme' });
