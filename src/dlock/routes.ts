@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import { Type, type Static } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../http/errors.ts';
+import { FreeText } from '../http/schemas.ts';
 import { CERTIFICATE_NAME_PATTERN, exportChain } from '../pki/intermediates.ts';
 import { requireApiKey } from './api-key-auth.ts';
 import { ensureDeploymentSecret, toBase64Form, type KeyCertificate } from './key-certificate.ts';
@@ -13,7 +14,7 @@ export const ENROLMENT_CODE_PATTERN = '^(?:[0-9A-Fa-f]{2}){8,256}$';
 const RegisterBody = Type.Object(
   {
     serial_no: Type.String({ pattern: SERIAL_NO_PATTERN }),
-    type: Type.String({ maxLength: 200 }),
+    type: FreeText({ maxLength: 200 }),
     certificate: Type.String({ pattern: CERTIFICATE_NAME_PATTERN }),
     enrolment_code: Type.String({ pattern: ENROLMENT_CODE_PATTERN }),
     base64: Type.Boolean(),

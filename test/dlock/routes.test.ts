@@ -131,6 +131,8 @@ forEachDatabase('DLock routes', (kind) => {
       [{ type: null }, 'type'],
       [{ type: 3 }, 'type'],
       [{ type: 'x'.repeat(201) }, 'type'],
+      [{ type: 'a\u0000b' }, 'type'],
+      [{ type: '\ud800' }, 'type'],
       [{ certificate: 'bad name' }, 'certificate'],
       [{ certificate: 1 }, 'certificate'],
       [{ enrolment_code: 'abc' }, 'enrolment_code'],
