@@ -179,6 +179,16 @@ forEachDatabase('DLock routes', (kind) => {
     assert.equal(own.statusCode, 200);
   });
 
+  test('a certificate past its validity gets 400 naming the certificate field', async () => {
+    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-old' });
+    await t.db.updateTable('intermediate_certificates').set({ not_after: Date.now() - 1000 }).where('name', '=', 'acme-old').execute();
+
+    const response = await post(body({ certificate: 'acme-old' }));
+
+    assert.equal(response.statusCode, 400);
+    assert.deepEqual(response.json(), { status: 400, msg: 'certificate: acme-old has expired' });
+  });
+
   test('a serial already registered gets 400, whoever registers it', async () => {
     const request = body();
     assert.equal((await post(request)).statusCode, 200);
