@@ -3,30 +3,24 @@ import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { loadSettings } from '../../src/config/settings.ts';
-import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import type { Db } from '../../src/db/database.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { createIntermediateCertificate } from '../../src/pki/x509.ts';
-import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { forEachDatabase } from '../helpers/app.ts';
+import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+import type { TestDatabase } from '../helpers/databases.ts';
 
 
 forEachDatabase('keyfleet cert commands', (kind) => {
+  let store: TestStore;
   let database: TestDatabase;
   let db: Db;
   let masterKey: Buffer;
   before(async () => {
-    database = await createTestDatabase(kind);
-    const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
-    masterKey = loadMasterKey(settings);
-    db = openDatabase(dialectFor(settings)).db;
+    store = await openTestStore(kind);
+    ({ database, db, masterKey } = store);
   });
-  after(async () => {
-    await db.destroy();
-    await database.drop();
-  });
+  after(() => store.close());
 
   const keyfleet = (...args: string[]) => runKeyfleet(database.env, ...args);
   const writeFile = (name: string, content: string) => {

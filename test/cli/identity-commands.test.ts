@@ -2,26 +2,23 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { loadPublicJwks } from '../../src/auth/signing-keys.ts';
-import { loadSettings, type Settings } from '../../src/config/settings.ts';
-import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
-import { forEachDatabase } from '../helpers/app.ts';
+import type { Settings } from '../../src/config/settings.ts';
+import type { Db } from '../../src/db/database.ts';
+import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+import type { TestDatabase } from '../helpers/databases.ts';
 
 
 forEachDatabase('keyfleet customer create and token issue', (kind) => {
+  let store: TestStore;
   let database: TestDatabase;
   let settings: Settings;
   let db: Db;
   before(async () => {
-    database = await createTestDatabase(kind);
-    settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
-    db = openDatabase(dialectFor(settings)).db;
+    store = await openTestStore(kind);
+    ({ database, settings, db } = store);
   });
-  after(async () => {
-    await db.destroy();
-    await database.drop();
-  });
+  after(() => store.close());
 
   const keyfleet = (...args: string[]) => runKeyfleet(database.env, ...args);
 

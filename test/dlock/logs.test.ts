@@ -3,13 +3,11 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { loadSettings } from '../../src/config/settings.ts';
-import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import type { Db } from '../../src/db/database.ts';
 import { loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
-import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { forEachDatabase } from '../helpers/app.ts';
+import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+import type { TestDatabase } from '../helpers/databases.ts';
 import { privateKeyForms } from '../pki/helpers.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -45,19 +43,15 @@ function serve(env: Record<string, string>) {
 }
 
 forEachDatabase('DLock secrets in the logs', (kind) => {
+  let store: TestStore;
   let database: TestDatabase;
   let db: Db;
   let masterKey: Buffer;
   before(async () => {
-    database = await createTestDatabase(kind);
-    const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
-    masterKey = loadMasterKey(settings);
-    db = openDatabase(dialectFor(settings)).db;
+    store = await openTestStore(kind);
+    ({ database, db, masterKey } = store);
   });
-  after(async () => {
-    await db.destroy();
-    await database.drop();
-  });
+  after(() => store.close());
 
   test('a server log at trace level holds no lock key, enrolment code, API key or intermediate private key', async () => {
     const keyfleet = (...args: string[]) => runKeyfleet(database.env, ...args);

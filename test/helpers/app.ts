@@ -48,6 +48,31 @@ export async function buildTestApp(
   };
 }
 
+/** A fresh database for tests that drive the CLI or a server process: its settings and an open connection, not migrated (the commands migrate). */
+export interface TestStore {
+  database: TestDatabase;
+  settings: Settings;
+  db: Db;
+  masterKey: Buffer;
+  close(): Promise<void>;
+}
+
+export async function openTestStore(kind: DatabaseKind): Promise<TestStore> {
+  const database = await createTestDatabase(kind);
+  const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
+  const { db } = openDatabase(dialectFor(settings));
+  return {
+    database,
+    settings,
+    db,
+    masterKey: loadMasterKey(settings),
+    async close() {
+      await db.destroy();
+      await database.drop();
+    },
+  };
+}
+
 /** Runs one list of tests once per database kind: `forEachDatabase((kind) => { test(…) })`. */
 export function forEachDatabase(name: string, tests: (kind: DatabaseKind) => void): void {
   for (const kind of DATABASE_KINDS) {
