@@ -1,0 +1,45 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This app's Prometheus registry: each capability registers its own metrics here. */
+    metrics: Registry;
+  }
+}
+
+/**
+ * One registry per app instance (not prom-client's global one), so that several apps in one
+ * process, as in the tests, each count only their own traffic.
+ */
+async function metricsPlugin(app: FastifyInstance): Promise<void> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  app.decorate('metrics', registry);
+
+  const requestDuration = new Histogram({
+    name: 'keyfleet_http_request_duration_seconds',
+    help: 'HTTP requests by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    requestDuration.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status_code: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+}
+
+export default fp(metricsPlugin, { name: 'keyfleet-metrics' });

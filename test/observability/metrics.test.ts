@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+
+forEachDatabase('metrics', (kind) => {
+  let subject: TestApp;
+  before(async () => {
+    subject = await buildTestApp(kind);
+  });
+  after(() => subject.close());
+
+  test('/metrics is Prometheus text with request durations by route pattern and status', async () => {
+    await subject.app.inject({ method: 'GET', url: '/api/v1/config/METRICS-1' });
+
+    const response = await subject.app.inject({ method: 'GET', url: '/metrics' });
+
+    assert.equal(response.statusCode, 200);
+    assert.match(String(response.headers['content-type']), /^text\/plain/);
+    assert.match(
+      response.body,
+      /keyfleet_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/config\/:serialNumber",status_code="204"\} 1/,
+    );
+    assert.match(response.body, /process_resident_memory_bytes/);
+  });
+});
