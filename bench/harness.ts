@@ -1,0 +1,216 @@
+/**
+ * What every benchmark needs: servers as child processes on 127.0.0.1 (so that the load
+ * generator does not share their event loop), a bare node:http server to compare against,
+ * throwaway SQLite and PostgreSQL databases, autocannon runs and the table of figures.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, '..');
+export const POSTGRES_URL = process.env.KEYFLEET_BENCH_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const WARM_UP_S = 2;
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function waitUntilServing(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer within 30 s`);
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  // Requests autocannon left in flight finish first, so that shutdown does not race them.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+const BARE_SERVER = `
+const body = process.env.BARE_BODY;
+require('node:http')
+  .createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      response.end(body);
+    });
+  })
+  .listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+/** A node:http server that answers every request with `body`: the ceiling keyfleet is compared with. */
+export async function startBare(body = '{}'): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, PORT: String(port), BARE_BODY: body }, stdio: 'inherit' });
+  await waitUntilServing(`http://127.0.0.1:${port}/`, child);
+  return { port, child };
+}
+
+/** `keyfleet serve` on a free port; resolves once it answers the bootstrap route. */
+export async function startKeyfleet(env: Record<string, string>, cpuProfileDir?: string): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
+  const profile = cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProfileDir)}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    stdio: 'inherit',
+  });
+  await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
+  return { port, child };
+}
+
+/** `keyfleet ARGS --json` against the given settings; its JSON output. */
+export function keyfleetCli(env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['bin/keyfleet.js', ...args, '--json'], { cwd: REPO_ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'silent' } }, (error, stdout, stderr) =>
+      error ? reject(new Error(`keyfleet ${args.join(' ')}: ${stderr.trim()}`)) : resolve(JSON.parse(stdout) as Record<string, unknown>),
+    );
+  });
+}
+
+// ---- databases ----
+
+export interface BenchDatabase {
+  name: 'sqlite' | 'postgres';
+  env: Record<string, string>;
+}
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Runs `body` on a throwaway SQLite data directory and then on a fresh PostgreSQL schema (or
+ * only on the ones asked for). PostgreSQL is skipped with a line when unreachable, unless it
+ * was asked for explicitly.
+ */
+export async function forEachBenchDatabase(selection: { sqlite: boolean; postgres: boolean }, body: (database: BenchDatabase) => Promise<void>): Promise<void> {
+  const both = !selection.sqlite && !selection.postgres;
+  if (selection.sqlite || both) {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
+    try {
+      await body({ name: 'sqlite', env: { DATA_DIR: dataDir } });
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+  if (selection.postgres || both) {
+    if (!(await postgresReachable())) {
+      if (selection.postgres) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}`);
+      console.log(`postgres: skipped, not reachable at ${POSTGRES_URL}`);
+      return;
+    }
+    const schema = `bench_${randomBytes(6).toString('hex')}`;
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
+    await adminQuery(`CREATE SCHEMA ${schema}`);
+    try {
+      await body({ name: 'postgres', env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') } });
+    } finally {
+      await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+}
+
+// ---- load ----
+
+export interface Figures {
+  target: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export interface Load {
+  connections: number;
+  seconds: number;
+  /** The next request to send: called once per request. */
+  next: () => { method?: 'GET' | 'POST' | 'DELETE'; path: string; headers?: Record<string, string>; body?: string };
+}
+
+function run(port: number, load: Load, seconds: number) {
+  return autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: load.connections,
+    duration: seconds,
+    requests: [{ setupRequest: (request) => ({ ...request, method: 'GET', ...load.next() }) }],
+  });
+}
+
+/** Figures of `load` after a warm-up run of the same load. */
+export async function measure(target: string, port: number, load: Load, warmUpSeconds = WARM_UP_S): Promise<Figures> {
+  if (warmUpSeconds > 0) await run(port, load, warmUpSeconds);
+  const result = await run(port, load, load.seconds);
+  return {
+    target,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+/** The figures as a table, each rate also as a ratio to the bare server's figures named by `bareOf`. */
+export function printFigures(figures: Figures[], bareOf: (entry: Figures) => Figures | undefined): void {
+  console.table(
+    figures.map((entry) => {
+      const bare = bareOf(entry);
+      return {
+        target: entry.target,
+        'req/s': Math.round(entry.requestsPerSecond),
+        'p50 ms': entry.p50,
+        'p99 ms': entry.p99,
+        'ratio to bare': bare ? (entry.requestsPerSecond / bare.requestsPerSecond).toFixed(2) : '',
+        'non-2xx': entry.non2xx,
+        errors: entry.errors,
+      };
+    }),
+  );
+}
