@@ -7,6 +7,7 @@ import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
 import authPlugin from './auth/plugin.ts';
 import metricsPlugin from './observability/metrics.ts';
+import openApiPlugin from './http/openapi.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
@@ -39,6 +40,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   registerErrorHandling(app);
   registerJsonBodies(app);
 
+  await app.register(openApiPlugin);
   await app.register(metricsPlugin);
   await app.register(authPlugin);
   await app.register(pkiPlugin);
