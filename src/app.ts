@@ -6,6 +6,7 @@ import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
 import authPlugin from './auth/plugin.ts';
+import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';
 import openApiPlugin from './http/openapi.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
@@ -42,6 +43,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
 
   await app.register(openApiPlugin);
   await app.register(metricsPlugin);
+  await app.register(healthPlugin);
   await app.register(authPlugin);
   await app.register(pkiPlugin);
   await app.register(dlockAuthPlugin);
