@@ -5,6 +5,7 @@ import type { Db } from './db/database.ts';
 import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
+import { registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
 import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';
@@ -39,6 +40,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   app.decorate('dialect', options.dialect);
   app.decorate('masterKey', options.masterKey);
   registerErrorHandling(app);
+  registerRequestIdHeader(app);
   registerJsonBodies(app);
 
   await app.register(openApiPlugin);
