@@ -69,14 +69,25 @@ export async function startBare(body = '{}'): Promise<{ port: number; child: Chi
   return { port, child };
 }
 
-/** `keyfleet serve` on a free port; resolves once it answers the bootstrap route. */
+/**
+ * `keyfleet serve` on a free port; resolves once it answers the bootstrap route. The rate
+ * limits are set too high to trigger (all load comes from one IP), so their cost is measured.
+ */
 export async function startKeyfleet(env: Record<string, string>, cpuProfileDir?: string): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
   // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
   const profile = cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProfileDir)}`] : [];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      RATE_LIMIT_DEVICE_PER_MINUTE: '1000000000',
+      RATE_LIMIT_API_PER_MINUTE: '1000000000',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    },
     stdio: 'inherit',
   });
   await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);

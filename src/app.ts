@@ -5,6 +5,7 @@ import type { Db } from './db/database.ts';
 import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
+import rateLimitsPlugin from './http/rate-limits.ts';
 import { registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
 import healthPlugin from './observability/health.ts';
@@ -46,6 +47,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(openApiPlugin);
   await app.register(metricsPlugin);
   await app.register(healthPlugin);
+  await app.register(rateLimitsPlugin);
   await app.register(authPlugin);
   await app.register(pkiPlugin);
   await app.register(dlockAuthPlugin);

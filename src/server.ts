@@ -27,6 +27,12 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     genReqId: requestIdOf,
     logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
+    requestTimeout: settings.requestTimeoutSeconds * 1000,
+    http: {
+      headersTimeout: settings.headersTimeoutSeconds * 1000,
+      // Node checks the two timeouts above on this interval (30 s by default).
+      connectionsCheckingInterval: 1000,
+    },
     // Errors Fastify meets before routing (a URL that is not valid UTF-8, say) get the same JSON shape.
     frameworkErrors: sendError,
   }).withTypeProvider<TypeBoxTypeProvider>();
