@@ -9,6 +9,7 @@ import authPlugin from './auth/plugin.ts';
 import metricsPlugin from './observability/metrics.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
+import pendingOkmRoutes from './okm/pending-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
 import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
@@ -46,6 +47,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(dlockRoutes);
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
+  await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
 }
 

@@ -8,6 +8,9 @@ import { register as certImportRoot } from './cert-import-root.ts';
 import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
 import { register as migrate } from './migrate.ts';
+import { register as okmAccept } from './okm-accept.ts';
+import { register as okmPending } from './okm-pending.ts';
+import { register as okmToken } from './okm-token.ts';
 import { register as serve } from './serve.ts';
 import { register as tokenIssue } from './token-issue.ts';
 
@@ -25,6 +28,9 @@ for (const register of [
   certImportRoot,
   certExport,
   certVerify,
+  okmPending,
+  okmAccept,
+  okmToken,
 ]) register(program);
 
 try {
