@@ -375,6 +375,41 @@ forEachDatabase('device tokens required (OKM_DEVICE_TOKENS=required)', (kind) =>
   });
 });
 
+forEachDatabase('device tokens required: an OKM created between the token check and the call', (kind) => {
+  let t: TestApp;
+  /** Serial numbers whose OKM an operator creates after the route's token check and before its handler. */
+  const createdDuringCall = new Set<string>();
+  before(async () => {
+    t = await buildTestApp(kind, { OKM_DEVICE_TOKENS: 'required' }, (app) => {
+      app.addHook('preHandler', async (request) => {
+        const serial = [...createdDuringCall].find((candidate) => request.url.includes(candidate));
+        if (serial) await insertOkm(t.db, serial, null, UNCONFIGURED_OKM, Date.now());
+      });
+    });
+  });
+  after(() => t.close());
+
+  test('a poll gets 401, not the configuration', async () => {
+    const serial = newSerial('HRD');
+    createdDuringCall.add(serial);
+
+    const response = await poll(t, serial);
+
+    assert.equal(response.statusCode, 401);
+    assert.equal(response.json().error_msg, 'Invalid device token');
+  });
+
+  test('an audit post is answered as for an unknown OKM and stores nothing', async () => {
+    const serial = newSerial('HRD');
+    createdDuringCall.add(serial);
+
+    const response = await postAudit(t, serial, { n: 1 });
+
+    assert.equal(response.statusCode, 404);
+    assert.equal((await listAuditRecords(t.db, serial, 1, 10)).total, 0);
+  });
+});
+
 forEachDatabase('both hardening steps on', (kind) => {
   let t: TestApp;
   before(async () => {
