@@ -21,7 +21,9 @@ export function register(program: Command): void {
       try {
         const { items, total } = await pendingOkmRecords(context.db, page, PER_PAGE);
         const lines = items.map(
-          (okm) => `${okm.serial_number}  first ${okm.first_seen_at}  last ${okm.last_seen_at} from ${okm.last_ip}  firmware ${okm.firmware_version ?? '-'}  calls ${okm.calls}`,
+          (okm) =>
+            `${okm.serial_number}  first ${okm.first_seen_at}  last ${okm.last_seen_at} from ${okm.last_ip}` +
+            `  firmware ${okm.firmware_version ?? '-'}  calls ${okm.calls}`,
         );
         const shown = total === 0 ? 'no pending OKMs' : `${items.length} of ${total} pending (page ${page})`;
         printResult(options.json, { page, total, pending: items }, [...lines, shown].join('\n'));

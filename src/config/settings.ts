@@ -38,7 +38,7 @@ export interface Settings {
   dlockCertificateValidityDays: number;
 }
 
-export const DEVICE_TOKEN_MODES = ['off', 'required'] as const;
+const DEVICE_TOKEN_MODES = ['off', 'required'] as const;
 export type DeviceTokenMode = (typeof DEVICE_TOKEN_MODES)[number];
 
 export class SettingsError extends Error {

@@ -94,7 +94,9 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
       }
       const records = Array.isArray(body) ? body : [body];
       // A serial number without an OKM at the token check stores nothing, even if one appeared since.
-      const stored = request.deviceAuthentication !== 'unknown serial' && (await appendAuditRecords(app.db, request.params.serialNumber, records, Date.now()));
+      const stored =
+        request.deviceAuthentication !== 'unknown serial' &&
+        (await appendAuditRecords(app.db, request.params.serialNumber, records, Date.now()));
       if (!stored) throw await notAnOkm(request);
       return reply.code(201).send({ count: records.length });
     },

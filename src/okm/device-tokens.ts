@@ -11,10 +11,10 @@ import { checkSerialNumber, type DeviceTokenRecord } from './schemas.ts';
  * presented as `Authorization: Bearer kf_okm_…`. The serial number in the path finds the
  * row, so the token carries no id. Only its SHA-256 is stored.
  */
-export const DEVICE_TOKEN_PREFIX = 'kf_okm_';
+const DEVICE_TOKEN_PREFIX = 'kf_okm_';
 const DEVICE_TOKEN = new RegExp(`^${DEVICE_TOKEN_PREFIX}${RANDOM_PART_PATTERN}$`);
 
-export const MISSING_DEVICE_TOKEN = 'Missing device token';
+const MISSING_DEVICE_TOKEN = 'Missing device token';
 export const INVALID_DEVICE_TOKEN = 'Invalid device token';
 
 export interface IssuedDeviceToken {

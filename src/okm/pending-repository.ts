@@ -96,6 +96,11 @@ export async function takePendingOkm(db: Db, serialNumber: string): Promise<Pend
 }
 
 export async function isPendingOkm(db: Db, serialNumber: string): Promise<boolean> {
-  const row = await db.selectFrom('pending_okms').select('serial_number').where('serial_number', '=', serialNumber).where(isStillUnknown).executeTakeFirst();
+  const row = await db
+    .selectFrom('pending_okms')
+    .select('serial_number')
+    .where('serial_number', '=', serialNumber)
+    .where(isStillUnknown)
+    .executeTakeFirst();
   return row !== undefined;
 }

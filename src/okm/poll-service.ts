@@ -47,7 +47,12 @@ function observe(request: PollRequest, { kasFirmware, installCode }: ReportedSta
  * auto-enrol off, recording it as pending). It only takes a Db, so it can run inside a
  * transaction together with whatever must commit with it.
  */
-async function recordCall(db: Db, serialNumber: string, observation: PollObservation, autoEnrol: boolean): Promise<PolledOkmRow | 'enrolled' | 'pending'> {
+async function recordCall(
+  db: Db,
+  serialNumber: string,
+  observation: PollObservation,
+  autoEnrol: boolean,
+): Promise<PolledOkmRow | 'enrolled' | 'pending'> {
   const row = await recordPoll(db, serialNumber, observation);
   if (row) return row;
   if (!autoEnrol) {
