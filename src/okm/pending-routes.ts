@@ -30,6 +30,10 @@ const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial/accept',
     {
       onRequest: canAdminister,
+      // No body at all is an accept without a customer, as `keyfleet okm accept SERIAL` is.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
       schema: { params: SerialParams, body: AcceptBody, response: { 201: resourceResponse(OkmRecord), ...errorResponses } },
     },
     async (request, reply) => {

@@ -205,6 +205,16 @@ forEachDatabase('auto-enrol off (OKM_AUTO_ENROL=false)', (kind) => {
     assert.equal(asAcme.statusCode, 200);
   });
 
+  test('POST …/accept without a body accepts the OKM for no customer', async () => {
+    const serial = newSerial('HRD');
+    await poll(t, serial);
+
+    const response = await call(t, 'POST', `${PENDING}/${serial}/accept`, { token: tokens.admin });
+
+    assert.equal(response.statusCode, 201);
+    assert.equal(response.json().data.customer, null);
+  });
+
   test('accepting a serial number that is not pending is 404; with an unknown customer, 400 and it stays pending', async () => {
     const serial = newSerial('HRD');
     await poll(t, serial);
