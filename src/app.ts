@@ -13,6 +13,7 @@ import metricsPlugin from './observability/metrics.ts';
 import openApiPlugin from './http/openapi.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
+import pendingOkmRoutes from './okm/pending-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
 import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
@@ -54,6 +55,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(dlockRoutes);
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
+  await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
+import { bearerCredential } from '../http/bearer.ts';
 import { badRequest, forbidden, unauthorized } from '../http/errors.ts';
 import { documentSecurity } from '../http/openapi.ts';
 
@@ -22,14 +23,10 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer +([^\s]+)$/i;
-
 function bearerToken(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  if (header === undefined || header === '') throw unauthorized('Missing bearer token');
-  const match = BEARER.exec(header);
-  if (!match) throw unauthorized('Authorization header is not a Bearer token');
-  return match[1]!;
+  const bearer = bearerCredential(request.headers.authorization);
+  if (bearer.ok) return bearer.credential;
+  throw unauthorized(bearer.reason === 'missing' ? 'Missing bearer token' : 'Authorization header is not a Bearer token');
 }
 
 /**

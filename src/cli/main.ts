@@ -8,6 +8,9 @@ import { register as certImportRoot } from './cert-import-root.ts';
 import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
 import { register as migrate } from './migrate.ts';
+import { register as okmAccept } from './okm-accept.ts';
+import { register as okmPending } from './okm-pending.ts';
+import { register as okmToken } from './okm-token.ts';
 import { register as serve } from './serve.ts';
 import { register as signingKeyList } from './signing-key-list.ts';
 import { register as signingKeyRetire } from './signing-key-retire.ts';
@@ -31,6 +34,9 @@ for (const register of [
   certImportRoot,
   certExport,
   certVerify,
+  okmPending,
+  okmAccept,
+  okmToken,
 ]) register(program);
 
 try {

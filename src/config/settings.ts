@@ -24,6 +24,10 @@ export interface Settings {
   jwtClockToleranceSeconds: number;
   jwtExternalIssuers: ExternalIssuer[];
   fleetPollingInterval: number;
+  /** Whether a poll from an unknown serial number inserts the OKM (the seed's rule), or records it as pending for an operator to accept. */
+  okmAutoEnrol: boolean;
+  /** Whether device calls (poll, audit) must carry the OKM's device token. */
+  okmDeviceTokens: DeviceTokenMode;
   /** Largest firmware file the catalog accepts for upload, in bytes. */
   firmwareMaxBytes: number;
   /** Validity of the deployment root CA made on first start, in days. */
@@ -42,6 +46,9 @@ export interface Settings {
   requestTimeoutSeconds: number;
 }
 
+const DEVICE_TOKEN_MODES = ['off', 'required'] as const;
+export type DeviceTokenMode = (typeof DEVICE_TOKEN_MODES)[number];
+
 export class SettingsError extends Error {
   constructor(
     readonly variable: string,
@@ -54,7 +61,7 @@ export class SettingsError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const URL_PATH = /^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/;
 
 function text(env: Env, name: string, fallback: string): string {
@@ -77,6 +84,12 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new SettingsError(name, `expected true or false, got "${raw}"`);
+}
+
+function oneOf<const T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = text(env, name, fallback);
+  if (!values.includes(raw as T)) throw new SettingsError(name, `expected one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function trustProxy(env: Env): boolean | number | string {
@@ -156,10 +169,6 @@ function externalIssuers(env: Env): ExternalIssuer[] {
 
 /** Reads and validates the settings; throws a SettingsError naming the first bad variable. */
 export function loadSettings(env: Env = process.env): Settings {
-  const logLevel = text(env, 'LOG_LEVEL', 'info');
-  if (!LOG_LEVELS.includes(logLevel)) {
-    throw new SettingsError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-  }
   const publicBaseUrl = env.PUBLIC_BASE_URL ? httpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) : undefined;
   const headersTimeoutSeconds = integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600);
   const requestTimeoutSeconds = integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 300, 1, 86_400);
@@ -172,7 +181,7 @@ export function loadSettings(env: Env = process.env): Settings {
     dataDir: path.resolve(text(env, 'DATA_DIR', './data')),
     databaseUrl: databaseUrl(env),
     masterKey: masterKey(env),
-    logLevel,
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     publicBaseUrl,
     configPath: urlPath(env, 'CONFIG_PATH', '/api/v1/config'),
     auditUrl: urlPath(env, 'AUDIT_URL', '/api/v1/audit'),
@@ -183,6 +192,8 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwtExternalIssuers: externalIssuers(env),
     fleetPollingInterval: integer(env, 'FLEET_POLLING_INTERVAL', 150, 5, 3600),
+    okmAutoEnrol: boolean(env, 'OKM_AUTO_ENROL', true),
+    okmDeviceTokens: oneOf(env, 'OKM_DEVICE_TOKENS', DEVICE_TOKEN_MODES, 'off'),
     firmwareMaxBytes: integer(env, 'FIRMWARE_MAX_BYTES', 256 * 1024 * 1024, 1, 4 * 1024 * 1024 * 1024),
     pkiRootValidityDays: integer(env, 'PKI_ROOT_VALIDITY_DAYS', 7305, 1, 36_525),
     pkiIntermediateValidityDays: integer(env, 'PKI_INTERMEDIATE_VALIDITY_DAYS', 3653, 1, 36_525),

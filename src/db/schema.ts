@@ -11,6 +11,7 @@ export interface Database {
   okms: OkmsTable;
   okm_messages: OkmMessagesTable;
   okm_audit_records: OkmAuditRecordsTable;
+  pending_okms: PendingOkmsTable;
   firmware_releases: FirmwareReleasesTable;
   firmware_chunks: FirmwareChunksTable;
   fleet_firmware: FleetFirmwareTable;
@@ -59,6 +60,9 @@ export interface OkmsTable {
   last_sync_time: number | null;
   last_ip: string | null;
   firmware_version: string | null;
+  /** Lowercase hex SHA-256 of the OKM's device token; null: none issued. */
+  device_token_hash: string | null;
+  device_token_issued_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -77,6 +81,17 @@ export interface OkmAuditRecordsTable {
   okm_serial: string;
   received_at: number;
   record: string;
+}
+
+/** Unknown serial numbers that called while auto-enrol is off, until an operator accepts them. */
+export interface PendingOkmsTable {
+  serial_number: string;
+  first_seen_at: number;
+  last_seen_at: number;
+  last_ip: string;
+  firmware_version: string | null;
+  /** Config polls and audit posts. */
+  call_count: number;
 }
 
 export interface FirmwareReleasesTable {

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bearerCredential } from '../http/bearer.ts';
 import { unauthorized } from '../http/errors.ts';
 import { documentSecurity } from '../http/openapi.ts';
 import { checkApiKey, type ApiKeyOwner } from './api-keys.ts';
@@ -21,11 +22,9 @@ export const INVALID_KEY = 'Access token invalid or revoked';
  * handler renders `{status, msg}`.
  */
 export const requireApiKey = documentSecurity(async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-  const header = request.headers.authorization;
-  if (header === undefined || header.trim() === '') throw unauthorized(MISSING_KEY);
-  const match = /^Bearer +(\S+) *$/i.exec(header);
-  if (!match) throw unauthorized(MALFORMED_KEY);
-  const result = await checkApiKey(request.server.db, match[1]!);
+  const bearer = bearerCredential(request.headers.authorization);
+  if (!bearer.ok) throw unauthorized(bearer.reason === 'missing' ? MISSING_KEY : MALFORMED_KEY);
+  const result = await checkApiKey(request.server.db, bearer.credential);
   if (!result.ok) throw unauthorized(result.reason === 'malformed' ? MALFORMED_KEY : INVALID_KEY);
   request.apiKeyOwner = result.owner;
 }, { apiKey: [] });

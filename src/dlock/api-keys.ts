@@ -1,19 +1,18 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { ApiKeysTable } from '../db/schema.ts';
 import { badRequest, notFound } from '../http/errors.ts';
+import { RANDOM_PART_PATTERN, matchesTokenHash, randomTokenPart, tokenHash } from '../shared/secret-tokens.ts';
 
 /**
  * DLock API keys: `kf_live_` + a 16-hex-digit key id + 43 base64url characters (32 random
  * bytes). The id is not secret: it finds the row, shows up in `keyfleet apikey revoke ID` and
- * in logs. Only the SHA-256 of the whole key is stored. A slow KDF buys nothing here: it
- * protects guessable secrets such as passwords, while 256 random bits cannot be brute-forced
- * from their hash, and a fast hash keeps the check cheap on every request.
+ * in logs. Only the SHA-256 of the whole key is stored (src/shared/secret-tokens.ts).
  */
 export const API_KEY_PREFIX = 'kf_live_';
-const API_KEY = /^kf_live_([0-9a-f]{16})([A-Za-z0-9_-]{43})$/;
+const API_KEY = new RegExp(`^${API_KEY_PREFIX}([0-9a-f]{16})(${RANDOM_PART_PATTERN})$`);
 const KEY_ID = /^[0-9a-f]{16}$/;
 
 /** last_used_at is written at most once per this interval per key, not on every request. */
@@ -37,10 +36,6 @@ type ApiKeyRow = Pick<ApiKeysTable, 'id' | 'customer_id' | 'secret_hash' | 'last
 
 export type ApiKeyCheck = { ok: true; owner: ApiKeyOwner } | { ok: false; reason: 'malformed' | 'invalid' };
 
-const hashKey = (key: string) => createHash('sha256').update(key, 'utf8').digest();
-/** Compared against when the id is unknown, so that unknown and wrong keys take the same path. */
-const NO_HASH = Buffer.alloc(32);
-
 export async function createApiKey(db: Db, request: { customer: string; label?: string | undefined }): Promise<CreatedApiKey> {
   const label = request.label ?? null;
   if (label !== null && (label.length > 200 || /[\p{Cc}]/u.test(label))) {
@@ -49,11 +44,11 @@ export async function createApiKey(db: Db, request: { customer: string; label?: 
   const customer = await findCustomerByName(db, request.customer);
   if (!customer) throw badRequest(`customer: unknown customer ${request.customer}`);
   const id = randomBytes(8).toString('hex');
-  const key = `${API_KEY_PREFIX}${id}${randomBytes(32).toString('base64url')}`;
+  const key = `${API_KEY_PREFIX}${id}${randomTokenPart()}`;
   const createdAt = Date.now();
   await db
     .insertInto('api_keys')
-    .values({ id, customer_id: customer.id, label, secret_hash: hashKey(key).toString('hex'), created_at: createdAt, last_used_at: null, revoked_at: null })
+    .values({ id, customer_id: customer.id, label, secret_hash: tokenHash(key), created_at: createdAt, last_used_at: null, revoked_at: null })
     .execute();
   return { id, key, customer: customer.name, label, createdAt };
 }
@@ -83,9 +78,7 @@ export async function checkApiKey(db: Db, presented: string, now = Date.now()): 
   const match = API_KEY.exec(presented);
   if (!match) return { ok: false, reason: 'malformed' };
   const [row] = (await apiKeyQuery(db, match[1]!)).rows;
-  const stored = row ? Buffer.from(row.secret_hash, 'hex') : NO_HASH;
-  const equal = stored.length === 32 && timingSafeEqual(hashKey(presented), stored);
-  if (!row || !equal || row.revoked_at !== null) return { ok: false, reason: 'invalid' };
+  if (!matchesTokenHash(presented, row?.secret_hash) || !row || row.revoked_at !== null) return { ok: false, reason: 'invalid' };
 
   const lastUsed = row.last_used_at === null ? null : Number(row.last_used_at);
   if (lastUsed === null || now - lastUsed >= LAST_USED_RESOLUTION_MS) {

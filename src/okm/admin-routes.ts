@@ -16,10 +16,12 @@ import {
   replaceOkm,
   type OkmRequest,
 } from './admin-service.ts';
+import { issueDeviceToken, toDeviceTokenRecord } from './device-tokens.ts';
 import {
   AuditRecordView,
   CustomerAssignmentBody,
   CustomerQuery,
+  DeviceTokenRecord,
   MessageBody,
   MessageRecord,
   OkmListQuery,
@@ -175,6 +177,18 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       message: MESSAGES.fetched,
       data: await messageHistory(okmRequest(request, request.query.customer), request.params.serial),
     }),
+  );
+
+  app.post(
+    '/:serial/device-token',
+    {
+      onRequest: canAdminister,
+      schema: { params: SerialParams, response: { 201: resourceResponse(DeviceTokenRecord), ...errorResponses } },
+    },
+    async (request, reply) => {
+      const issued = await issueDeviceToken(app.db, request.params.serial, Date.now());
+      return reply.code(201).send({ message: MESSAGES.created, data: toDeviceTokenRecord(issued) });
+    },
   );
 
   app.get(

@@ -63,6 +63,7 @@ export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterva
     last_sync_time: okm.lastSyncTime === null ? null : iso(okm.lastSyncTime),
     last_ip: okm.lastIp,
     firmware_version: okm.firmwareVersion,
+    device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
     overdue: isOverdue(okm.lastSyncTime, effectivePollingInterval, now),
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),

@@ -1,16 +1,27 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Counter } from 'prom-client';
 import { Type } from 'typebox';
-import { badRequest, notFound } from '../http/errors.ts';
+import { badRequest, notFound, unauthorized } from '../http/errors.ts';
+import { documentSecurity } from '../http/openapi.ts';
 import { appendAuditRecords } from './audit-repository.ts';
+import { INVALID_DEVICE_TOKEN, authenticateDevice, type DeviceAuthentication } from './device-tokens.ts';
+import { recordPendingCall } from './pending-repository.ts';
 import { createPollHandler } from './poll-service.ts';
+import { SERIAL_NUMBER_PATTERN, isSerialNumber } from './schemas.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set on the device routes when device tokens are required. */
+    deviceAuthentication: DeviceAuthentication | undefined;
+  }
+}
 
 /** The first URL every OKM has built in; it only tells the device where the config route is. */
 const BOOTSTRAP_PATH = '/embeddedv1/kas/config';
 
 const SerialNumberParams = Type.Object({
-  serialNumber: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'OKM serial number: 1–64 of A–Z a–z 0–9 . _ -' }),
+  serialNumber: Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'OKM serial number: 1–64 of A–Z a–z 0–9 . _ -' }),
 });
 
 // Devices and operators read this message, so it names the rule rather than the regular expression.
@@ -18,10 +29,12 @@ const serialNumberError = () => badRequest('serialNumber: expected 1–64 charac
 
 const AUDIT_BODY_LIMIT = 1024 * 1024;
 
+const PENDING_OKM = 'OKM pending: an operator has to accept it';
+
 /** The device-facing OKM routes: bootstrap, config poll and audit intake. */
 export default async function okmConfigRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { configPath, auditUrl } = app.settings;
+  const { configPath, auditUrl, okmAutoEnrol, okmDeviceTokens } = app.settings;
 
   const handlePoll = createPollHandler(app.db, app.settings, app.dialect.writeGrouping);
   const polls = new Counter({
@@ -37,40 +50,77 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
     registers: [app.metrics],
   });
 
+  app.decorateRequest('deviceAuthentication', undefined);
+  // onRequest, so that no body is read from a caller without the token. A serial number that
+  // is not valid is left to the route's validation (400).
+  const requireDeviceToken =
+    okmDeviceTokens === 'required'
+      ? documentSecurity(
+          async (request: FastifyRequest<{ Params: { serialNumber: string } }>) => {
+            const { serialNumber } = request.params;
+            if (isSerialNumber(serialNumber)) {
+              request.deviceAuthentication = await authenticateDevice(app.db, serialNumber, request.headers.authorization);
+            }
+          },
+          { deviceToken: [] },
+        )
+      : undefined;
+
+  /** The answer to a call from a serial number that is not an OKM; with auto-enrol off it is recorded as pending. */
+  async function notAnOkm(request: FastifyRequest<{ Params: { serialNumber: string } }>) {
+    if (okmAutoEnrol) return notFound('OKM not found');
+    await recordPendingCall(app.db, request.params.serialNumber, { now: Date.now(), ip: request.ip, firmwareVersion: null });
+    return notFound(PENDING_OKM);
+  }
+
   const bootstrap = async () => ({ configUrl: configPath });
   app.get(BOOTSTRAP_PATH, bootstrap);
   // A CONFIG_PATH equal to the bootstrap path leaves /{serialNumber} to the config route.
   if (configPath !== BOOTSTRAP_PATH) app.get(`${BOOTSTRAP_PATH}/:serialNumber`, bootstrap);
 
-  app.get(`${configPath}/:serialNumber`, { schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError }, async (request, reply) => {
-    const result = await handlePoll({
-      serialNumber: request.params.serialNumber,
-      ip: request.ip,
-      query: request.query as Record<string, unknown>,
-      now: Date.now(),
-    });
-    if (result.kind === 'enrolled') {
-      polls.inc({ outcome: 'enrolled' });
-      return reply.code(204).send();
-    }
-    const resolver = Object.keys(result.body)[0];
-    polls.inc({ outcome: resolver === undefined ? 'in_step' : 'corrected' });
-    if (resolver !== undefined) corrections.inc({ resolver });
-    return result.body;
-  });
+  app.get(
+    `${configPath}/:serialNumber`,
+    { schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError, onRequest: requireDeviceToken },
+    async (request, reply) => {
+      const result = await handlePoll({
+        serialNumber: request.params.serialNumber,
+        ip: request.ip,
+        query: request.query as Record<string, unknown>,
+        now: Date.now(),
+      });
+      if (result.kind === 'enrolled') {
+        polls.inc({ outcome: 'enrolled' });
+        return reply.code(204).send();
+      }
+      if (result.kind === 'pending') throw notFound(PENDING_OKM);
+      // The OKM was created after the token check found none: its configuration goes only to its token.
+      if (request.deviceAuthentication === 'unknown serial') throw unauthorized(INVALID_DEVICE_TOKEN);
+      const resolver = Object.keys(result.body)[0];
+      polls.inc({ outcome: resolver === undefined ? 'in_step' : 'corrected' });
+      if (resolver !== undefined) corrections.inc({ resolver });
+      return result.body;
+    },
+  );
 
   app.post(
     `${auditUrl}/:serialNumber`,
-    { schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError, bodyLimit: AUDIT_BODY_LIMIT },
+    {
+      schema: { params: SerialNumberParams },
+      schemaErrorFormatter: serialNumberError,
+      bodyLimit: AUDIT_BODY_LIMIT,
+      onRequest: requireDeviceToken,
+    },
     async (request, reply) => {
       const body: unknown = request.body;
       if (body === null || typeof body !== 'object') {
         throw badRequest('body: expected a JSON object (one audit record) or an array of records');
       }
       const records = Array.isArray(body) ? body : [body];
-      if (!(await appendAuditRecords(app.db, request.params.serialNumber, records, Date.now()))) {
-        throw notFound('OKM not found');
-      }
+      // A serial number without an OKM at the token check stores nothing, even if one appeared since.
+      const stored =
+        request.deviceAuthentication !== 'unknown serial' &&
+        (await appendAuditRecords(app.db, request.params.serialNumber, records, Date.now()));
+      if (!stored) throw await notAnOkm(request);
       return reply.code(201).send({ count: records.length });
     },
   );

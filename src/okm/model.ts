@@ -34,6 +34,7 @@ export interface Okm extends OkmSettings {
   lastSyncTime: number | null;
   lastIp: string | null;
   firmwareVersion: string | null;
+  deviceTokenIssuedAt: number | null;
   createdAt: number;
   updatedAt: number;
 }

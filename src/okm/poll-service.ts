@@ -7,6 +7,7 @@ import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firm
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
+import { recordPendingCall } from './pending-repository.ts';
 import { enrolOkm, fleetLatestReleasesForPoll, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { resolve } from './resolvers/index.ts';
@@ -15,7 +16,7 @@ import { StoredList, type Correction, type DesiredState, type FirmwareOffer, typ
 // A device may send anything; what cannot be stored as text (a NUL, say) is recorded as unknown.
 const STORABLE_TEXT = new RegExp(FREE_TEXT_PATTERN, 'u');
 
-export type PollSettings = Pick<Settings, 'auditUrl' | 'fleetPollingInterval' | 'publicBaseUrl'>;
+export type PollSettings = Pick<Settings, 'auditUrl' | 'fleetPollingInterval' | 'publicBaseUrl' | 'okmAutoEnrol'>;
 
 export interface PollRequest {
   serialNumber: string;
@@ -25,8 +26,11 @@ export interface PollRequest {
   now: number;
 }
 
-/** 204 for an OKM seen for the first time; otherwise one correction, or {} when nothing differs. */
-export type PollReply = { kind: 'enrolled' } | { kind: 'answered'; body: Correction };
+/**
+ * 204 for an OKM seen for the first time; pending for an unknown one while auto-enrol is off;
+ * otherwise one correction, or {} when nothing differs.
+ */
+export type PollReply = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'answered'; body: Correction };
 
 function observe(request: PollRequest, { kasFirmware, installCode }: ReportedState): PollObservation {
   return {
@@ -39,12 +43,22 @@ function observe(request: PollRequest, { kasFirmware, installCode }: ReportedSta
 }
 
 /**
- * The recording step: writes the poll on the OKM, inserting an unknown one. It only takes a
- * Db, so it can run inside a transaction together with whatever must commit with it.
+ * The recording step: writes the poll on the OKM, inserting an unknown one (or, with
+ * auto-enrol off, recording it as pending). It only takes a Db, so it can run inside a
+ * transaction together with whatever must commit with it.
  */
-async function recordCall(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | 'enrolled'> {
+async function recordCall(
+  db: Db,
+  serialNumber: string,
+  observation: PollObservation,
+  autoEnrol: boolean,
+): Promise<PolledOkmRow | 'enrolled' | 'pending'> {
   const row = await recordPoll(db, serialNumber, observation);
   if (row) return row;
+  if (!autoEnrol) {
+    await recordPendingCall(db, serialNumber, observation);
+    return 'pending';
+  }
   if (await enrolOkm(db, serialNumber, observation)) return 'enrolled';
   // A concurrent first poll inserted it in between: this one is an ordinary poll.
   return (await recordPoll(db, serialNumber, observation)) ?? 'enrolled';
@@ -125,7 +139,7 @@ async function withStoredLists(db: Db, serialNumber: string, desired: DesiredSta
 const storedListIn = (correction: Correction) => Object.values(correction).find((value) => value instanceof StoredList);
 
 /** What a poll decided inside its transaction; the reply is built from it after the commit. */
-type Decision = { kind: 'enrolled' } | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction };
+type Decision = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction };
 
 /**
  * The part of a poll that writes, run inside the poll's transaction (shared with the other
@@ -134,8 +148,8 @@ type Decision = { kind: 'enrolled' } | { kind: 'answered'; desired: DesiredState
  */
 async function decide(db: Db, settings: PollSettings, request: PollRequest, scope: BatchScope): Promise<Decision> {
   const reported = parseReported(request.query);
-  const row = await recordCall(db, request.serialNumber, observe(request, reported));
-  if (row === 'enrolled') return { kind: 'enrolled' };
+  const row = await recordCall(db, request.serialNumber, observe(request, reported), settings.okmAutoEnrol);
+  if (row === 'enrolled' || row === 'pending') return { kind: row };
 
   const [releases, message] = await Promise.all([
     effectiveReleases(db, row, scope),
@@ -162,7 +176,7 @@ export function createPollHandler(db: Db, settings: PollSettings, grouping: Writ
   const record = createWriteBatcher(db, grouping, (tx, request: PollRequest, scope) => decide(tx, settings, request, scope));
   return async (request) => {
     const decision = await record(request);
-    if (decision.kind === 'enrolled') return decision;
+    if (decision.kind !== 'answered') return decision;
     const { desired, reported, answer } = decision;
     return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer) };
   };

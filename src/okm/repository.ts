@@ -33,6 +33,7 @@ export function toOkm(row: OkmRow): Okm {
     lastSyncTime: row.last_sync_time,
     lastIp: row.last_ip,
     firmwareVersion: row.firmware_version,
+    deviceTokenIssuedAt: row.device_token_issued_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -91,4 +92,13 @@ export async function updateOkmSettings(db: Db, serialNumber: string, settings: 
 
 export async function deleteOkm(db: Db, serialNumber: string): Promise<void> {
   await db.deleteFrom('okms').where('serial_number', '=', serialNumber).execute();
+}
+
+/** Sets the OKM's last call (time, IP, firmware version), as a poll records it. */
+export async function setLastCall(db: Db, serialNumber: string, call: { at: number; ip: string; firmwareVersion: string | null }): Promise<void> {
+  await db
+    .updateTable('okms')
+    .set({ last_sync_time: call.at, last_ip: call.ip, firmware_version: call.firmwareVersion })
+    .where('serial_number', '=', serialNumber)
+    .execute();
 }

@@ -1,10 +1,19 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
+import { badRequest } from '../http/errors.ts';
 import { FreeText, IsoTime, paginationQueryProperties } from '../http/schemas.ts';
 
 /** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
 export const SERIAL_NUMBER_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
+const SERIAL_NUMBER = new RegExp(SERIAL_NUMBER_PATTERN);
+
+export const isSerialNumber = (value: string) => SERIAL_NUMBER.test(value);
+
+/** Where no request schema checks it (the CLI): 400 unless it is a valid serial number. */
+export function checkSerialNumber(value: string): void {
+  if (!isSerialNumber(value)) throw badRequest(`serial number: expected 1–64 characters of A–Z, a–z, 0–9, ".", "_" or "-", got "${value}"`);
+}
 
 export const MAX_ASSETS = 1000;
 export const MAX_USERS_ASSETS = 5000;
@@ -22,6 +31,7 @@ export const READ_ONLY_OKM_FIELDS = [
   'last_sync_time',
   'last_ip',
   'firmware_version',
+  'device_token_issued_at',
   'overdue',
   'created_at',
   'updated_at',
@@ -146,6 +156,7 @@ export const OkmRecord = Type.Object({
   last_sync_time: Nullable(IsoTime),
   last_ip: Nullable(Type.String()),
   firmware_version: Nullable(Type.String()),
+  device_token_issued_at: Nullable({ ...IsoTime, description: 'when its current device token was issued; null: it has none' }),
   overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
   created_at: IsoTime,
   updated_at: IsoTime,
@@ -178,3 +189,26 @@ export type MessageRecord = Static<typeof MessageRecord>;
 
 export const AuditRecordView = Type.Object({ id: Type.Integer(), received_at: IsoTime, record: Type.Unknown() });
 export type AuditRecordView = Static<typeof AuditRecordView>;
+
+export const PendingOkmRecord = Type.Object({
+  serial_number: Type.String(),
+  first_seen_at: IsoTime,
+  last_seen_at: IsoTime,
+  last_ip: Type.String(),
+  firmware_version: Nullable(Type.String({ description: 'kasFirmware of its last poll that sent one' })),
+  calls: Type.Integer({ description: 'config polls and audit posts so far' }),
+});
+export type PendingOkmRecord = Static<typeof PendingOkmRecord>;
+
+export const AcceptBody = Type.Object(
+  { customer: Type.Optional(CustomerName) },
+  { additionalProperties: false, description: 'the customer that gets the OKM; without one it belongs to none yet' },
+);
+export type AcceptBody = Static<typeof AcceptBody>;
+
+export const DeviceTokenRecord = Type.Object({
+  serial_number: Type.String(),
+  token: Type.String({ description: 'shown only in this response; the device sends it as Authorization: Bearer <token>' }),
+  issued_at: IsoTime,
+});
+export type DeviceTokenRecord = Static<typeof DeviceTokenRecord>;

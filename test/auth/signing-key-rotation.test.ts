@@ -34,7 +34,9 @@ forEachDatabase('signing key rotation', (kind) => {
     const now = Date.now();
     let clock = now;
     const keySet = await loadOwnKeySet(t.db, () => clock);
-    const [active, previous] = await listSigningKeys(t.db).then((keys) => [keys.find((key) => key.retiredAt === null)!, keys.find((key) => key.retiredAt !== null)!]);
+    const keys = await listSigningKeys(t.db);
+    const active = keys.find((key) => key.retiredAt === null)!;
+    const previous = keys.find((key) => key.retiredAt !== null)!;
 
     const during = (await keySet.jwks()).keys.map((key) => key.kid).sort();
     await retireSigningKey(t.db, previous.kid, now);

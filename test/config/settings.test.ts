@@ -30,6 +30,8 @@ describe('settings', () => {
     assert.equal(settings.webhookAllowPrivateNetworks, false);
     assert.equal(settings.logLevel, 'info');
     assert.equal(settings.fleetPollingInterval, 150);
+    assert.equal(settings.okmAutoEnrol, true);
+    assert.equal(settings.okmDeviceTokens, 'off');
   });
 
   test('each bad value is reported with the name of its variable', () => {
@@ -46,6 +48,8 @@ describe('settings', () => {
       [{ PUBLIC_BASE_URL: 'ftp://x' }, 'PUBLIC_BASE_URL'],
       [{ JWT_EXTERNAL_ISSUERS: '[{"issuer":"x"}]' }, 'JWT_EXTERNAL_ISSUERS'],
       [{ FLEET_POLLING_INTERVAL: '4' }, 'FLEET_POLLING_INTERVAL'],
+      [{ OKM_AUTO_ENROL: 'no' }, 'OKM_AUTO_ENROL'],
+      [{ OKM_DEVICE_TOKENS: 'on' }, 'OKM_DEVICE_TOKENS'],
     ];
     for (const [env, variable] of cases) {
       const error = errorFor(env);
@@ -60,6 +64,14 @@ describe('settings', () => {
 
     assert.equal(loadSettings({ MASTER_KEY: hex }).masterKey?.toString('hex'), hex);
     assert.equal(loadSettings({ MASTER_KEY: Buffer.from(hex, 'hex').toString('base64') }).masterKey?.toString('hex'), hex);
+  });
+
+  test('device hardening is turned on by OKM_AUTO_ENROL=false and OKM_DEVICE_TOKENS=required', () => {
+    const settings = loadSettings({ OKM_AUTO_ENROL: 'false', OKM_DEVICE_TOKENS: 'required' });
+
+    assert.equal(settings.okmAutoEnrol, false);
+    assert.equal(settings.okmDeviceTokens, 'required');
+    assert.equal(errorFor({ OKM_DEVICE_TOKENS: 'on' }).message, 'OKM_DEVICE_TOKENS: expected one of off, required, got "on"');
   });
 
   test('TRUST_PROXY takes true, a hop count or a list of proxy addresses', () => {

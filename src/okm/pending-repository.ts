@@ -1,0 +1,106 @@
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
+import type { Database, PendingOkmsTable } from '../db/schema.ts';
+
+/** An unknown serial number that called while auto-enrol is off: what an operator needs to decide on it. */
+export interface PendingOkm {
+  serialNumber: string;
+  firstSeenAt: number;
+  lastSeenAt: number;
+  lastIp: string;
+  /** kasFirmware of its last poll that sent one. */
+  firmwareVersion: string | null;
+  /** Config polls and audit posts so far. */
+  calls: number;
+}
+
+/** One call from an unknown serial number. */
+export interface PendingCall {
+  now: number;
+  ip: string;
+  firmwareVersion: string | null;
+}
+
+const toPendingOkm = (row: Selectable<PendingOkmsTable>): PendingOkm => ({
+  serialNumber: row.serial_number,
+  firstSeenAt: row.first_seen_at,
+  lastSeenAt: row.last_seen_at,
+  lastIp: row.last_ip,
+  firmwareVersion: row.firmware_version,
+  calls: Number(row.call_count),
+});
+
+const recordPendingCallQuery = precompiledQuery<never, [string, number, string, string | null]>(4, (db, [serialNumber, now, ip, firmwareVersion]) =>
+  db
+    .insertInto('pending_okms')
+    .values({
+      serial_number: serialNumber as string,
+      first_seen_at: now as number,
+      last_seen_at: now as number,
+      last_ip: ip as string,
+      firmware_version: firmwareVersion as string | null,
+      call_count: 1,
+    })
+    .onConflict((oc) =>
+      oc.column('serial_number').doUpdateSet((eb) => ({
+        last_seen_at: eb.ref('excluded.last_seen_at'),
+        last_ip: eb.ref('excluded.last_ip'),
+        firmware_version: eb.fn.coalesce(eb.ref('excluded.firmware_version'), eb.ref('pending_okms.firmware_version')),
+        call_count: sql<number>`pending_okms.call_count + 1`,
+      })),
+    ),
+);
+
+/** Records a call from an unknown serial number: adds it to the pending OKMs, or updates its entry. */
+export async function recordPendingCall(db: Db, serialNumber: string, call: PendingCall): Promise<void> {
+  await recordPendingCallQuery(db, serialNumber, call.now, call.ip, call.firmwareVersion);
+}
+
+/**
+ * A pending entry counts only while no OKM has its serial number: an OKM created by the
+ * admin API, or a poll recorded in a race with an accept, can leave a stale entry behind.
+ */
+const isStillUnknown = (eb: ExpressionBuilder<Database, 'pending_okms'>) =>
+  eb.not(eb.exists(eb.selectFrom('okms').select('okms.serial_number').whereRef('okms.serial_number', '=', 'pending_okms.serial_number')));
+
+/** One page (from 1) of the pending OKMs, by serial number, and how many there are. */
+export async function listPendingOkms(db: Db, page: number, perPage: number): Promise<{ items: PendingOkm[]; total: number }> {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('pending_okms')
+      .selectAll()
+      .where(isStillUnknown)
+      .orderBy('serial_number')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    db
+      .selectFrom('pending_okms')
+      .select((eb) => eb.fn.countAll<number | string>().as('total'))
+      .where(isStillUnknown)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toPendingOkm), total: Number(count.total) };
+}
+
+/** Removes a pending OKM and returns it; undefined when there is none of that serial number. */
+export async function takePendingOkm(db: Db, serialNumber: string): Promise<PendingOkm | undefined> {
+  const row = await db
+    .deleteFrom('pending_okms')
+    .where('serial_number', '=', serialNumber)
+    .where(isStillUnknown)
+    .returningAll()
+    .executeTakeFirst();
+  return row && toPendingOkm(row);
+}
+
+export async function isPendingOkm(db: Db, serialNumber: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('pending_okms')
+    .select('serial_number')
+    .where('serial_number', '=', serialNumber)
+    .where(isStillUnknown)
+    .executeTakeFirst();
+  return row !== undefined;
+}

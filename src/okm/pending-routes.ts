@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { principalOf, requireScopes } from '../auth/guard.ts';
+import { ErrorResponse, MESSAGES, pageOf, pageResponse, paginated, paginationQueryProperties, perPageOf, resourceResponse } from '../http/schemas.ts';
+import { getOkmRecord } from './admin-service.ts';
+import { acceptPendingOkm, pendingOkmRecords } from './pending-service.ts';
+import { AcceptBody, OkmRecord, PendingOkmRecord, SerialParams } from './schemas.ts';
+
+const errorResponses = { '4xx': ErrorResponse };
+const PendingListQuery = Type.Object(paginationQueryProperties, { additionalProperties: false });
+
+/**
+ * OKMs waiting for an operator (OKM_AUTO_ENROL=false), mounted at /api/v1/pending-okms: an
+ * operator's call, so every route needs the admin scope. Not under /api/v1/okms, where
+ * `/pending` would hide the OKM whose serial number is "pending".
+ */
+const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const canAdminister = requireScopes('admin');
+
+  app.get(
+    '/',
+    { onRequest: canAdminister, schema: { querystring: PendingListQuery, response: { 200: pageResponse(PendingOkmRecord), ...errorResponses } } },
+    async (request) => {
+      const { items, total } = await pendingOkmRecords(app.db, pageOf(request.query), perPageOf(request.query));
+      return paginated(request.query, items, total);
+    },
+  );
+
+  app.post(
+    '/:serial/accept',
+    {
+      onRequest: canAdminister,
+      // No body at all is an accept without a customer, as `keyfleet okm accept SERIAL` is.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: { params: SerialParams, body: AcceptBody, response: { 201: resourceResponse(OkmRecord), ...errorResponses } },
+    },
+    async (request, reply) => {
+      const now = Date.now();
+      const { serialNumber } = await acceptPendingOkm(app.db, request.params.serial, request.body.customer, now);
+      const okmRequest = { db: app.db, settings: app.settings, principal: principalOf(request), customerName: undefined, now };
+      return reply.code(201).send({ message: MESSAGES.created, data: await getOkmRecord(okmRequest, serialNumber) });
+    },
+  );
+};
+
+export default pendingOkmRoutes;

@@ -1,0 +1,46 @@
+import { findCustomerByName } from '../customers/repository.ts';
+import type { Db } from '../db/database.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { UNCONFIGURED_OKM } from './model.ts';
+import { listPendingOkms, takePendingOkm, type PendingOkm } from './pending-repository.ts';
+import { checkSerialNumber, type PendingOkmRecord } from './schemas.ts';
+import { insertOkm, setLastCall } from './repository.ts';
+
+const toPendingOkmRecord = (pending: PendingOkm): PendingOkmRecord => ({
+  serial_number: pending.serialNumber,
+  first_seen_at: new Date(pending.firstSeenAt).toISOString(),
+  last_seen_at: new Date(pending.lastSeenAt).toISOString(),
+  last_ip: pending.lastIp,
+  firmware_version: pending.firmwareVersion,
+  calls: pending.calls,
+});
+
+/** One page (from 1) of the OKMs waiting to be accepted, by serial number, and how many wait in all. */
+export async function pendingOkmRecords(db: Db, page: number, perPage: number): Promise<{ items: PendingOkmRecord[]; total: number }> {
+  const { items, total } = await listPendingOkms(db, page, perPage);
+  return { items: items.map(toPendingOkmRecord), total };
+}
+
+export interface AcceptedOkm {
+  serialNumber: string;
+  customer: string | null;
+  acceptedAt: number;
+}
+
+/**
+ * Turns a pending OKM into an OKM, unconfigured, of the customer named (or of none yet), with
+ * its last call as the pending entry recorded it. Its next poll is served like any OKM's.
+ */
+export async function acceptPendingOkm(db: Db, serialNumber: string, customerName: string | undefined, now: number): Promise<AcceptedOkm> {
+  checkSerialNumber(serialNumber);
+  return db.transaction().execute(async (trx) => {
+    const customer = customerName === undefined ? null : await findCustomerByName(trx, customerName);
+    if (customer === undefined) throw badRequest(`customer: unknown customer ${customerName}`);
+    const pending = await takePendingOkm(trx, serialNumber);
+    if (!pending) throw notFound(`No pending OKM ${serialNumber}`);
+    // The pending entry counts only while no OKM exists, so only a concurrent creation gets here.
+    if (!(await insertOkm(trx, serialNumber, customer?.id ?? null, UNCONFIGURED_OKM, now))) throw conflict(`OKM ${serialNumber} already exists`);
+    await setLastCall(trx, serialNumber, { at: pending.lastSeenAt, ip: pending.lastIp, firmwareVersion: pending.firmwareVersion });
+    return { serialNumber, customer: customer?.name ?? null, acceptedAt: now };
+  });
+}
