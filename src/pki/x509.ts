@@ -18,10 +18,13 @@ export interface IssuedCertificate {
   notAfter: Date;
 }
 
-/** 16 random bytes with the top bit clear: a positive serial number, as RFC 5280 asks. */
+/**
+ * 16 random bytes with the top bit clear (a positive serial number, as RFC 5280 asks) and a
+ * non-zero first byte, so that the hex is the serial as DER encodes it and parsers print it.
+ */
 function newSerial(): string {
   const bytes = randomBytes(16);
-  bytes[0] = bytes[0]! & 0x7f;
+  bytes[0] = bytes[0]! & 0x7f || 0x01;
   return bytes.toString('hex');
 }
 
