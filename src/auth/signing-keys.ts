@@ -2,8 +2,17 @@ import { calculateJwkThumbprint, createLocalJWKSet, errors, exportJWK, generateK
 import type { Db } from '../db/database.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
+import { sealedColumn } from '../secrets/sealed-columns.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
+
+export const SIGNING_PRIVATE_KEYS = sealedColumn({
+  table: 'signing_keys',
+  column: 'private_jwk_sealed',
+  key: 'kid',
+  reads: ['kid'],
+  associatedData: (row) => row.kid as string,
+});
 
 export interface ActiveSigningKey {
   kid: string;

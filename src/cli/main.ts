@@ -7,6 +7,7 @@ import { register as certImport } from './cert-import.ts';
 import { register as certImportRoot } from './cert-import-root.ts';
 import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
+import { register as masterKeyRotate } from './master-key-rotate.ts';
 import { register as migrate } from './migrate.ts';
 import { register as okmAccept } from './okm-accept.ts';
 import { register as okmPending } from './okm-pending.ts';
@@ -27,6 +28,7 @@ for (const register of [
   signingKeyList,
   signingKeyRotate,
   signingKeyRetire,
+  masterKeyRotate,
   apikeyCreate,
   apikeyRevoke,
   certCreate,

@@ -129,19 +129,22 @@ function databaseUrl(env: Env): string | undefined {
   return value;
 }
 
-/** MASTER_KEY is 32 bytes, given as 64 hex digits or as base64. */
-function masterKey(env: Env): Buffer | undefined {
-  const value = env.MASTER_KEY;
-  if (value === undefined || value === '') return undefined;
+/** A master key is 32 bytes, given as 64 hex digits or as base64. */
+export function parseMasterKey(variable: string, value: string): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(value)
     ? Buffer.from(value, 'hex')
     : /^[A-Za-z0-9+/]{43}=?$/.test(value)
       ? Buffer.from(value, 'base64')
       : undefined;
   if (key?.length !== 32) {
-    throw new SettingsError('MASTER_KEY', 'expected 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)');
+    throw new SettingsError(variable, 'expected 32 bytes as 64 hex digits or base64 (openssl rand -hex 32)');
   }
   return key;
+}
+
+function masterKey(env: Env): Buffer | undefined {
+  const value = env.MASTER_KEY;
+  return value === undefined || value === '' ? undefined : parseMasterKey('MASTER_KEY', value);
 }
 
 function externalIssuers(env: Env): ExternalIssuer[] {

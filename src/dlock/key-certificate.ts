@@ -1,12 +1,21 @@
 import { hkdfSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import type { Db } from '../db/database.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
+import { sealedColumn } from '../secrets/sealed-columns.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
 
 export const KEY_CERTIFICATE_TYPE = 'dlock-key/v1';
 const KDF_INFO = 'keyfleet dlock-key/v1';
 const SECRET_SLOT = 'deployment';
 const SECRET_ASSOCIATED_DATA = 'dlock-secret';
+
+export const DEPLOYMENT_SECRET = sealedColumn({
+  table: 'dlock_secret',
+  column: 'secret_sealed',
+  key: 'slot',
+  reads: [],
+  associatedData: () => SECRET_ASSOCIATED_DATA,
+});
 const DAY_SECONDS = 86_400;
 
 export interface KeyCertificateData {

@@ -3,6 +3,7 @@ import { precompiledQuery } from '../db/precompiled-query.ts';
 import { HttpError, badRequest, notFound } from '../http/errors.ts';
 import { findIntermediate, intermediateSigningKey } from '../pki/intermediates.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
+import { sealedColumn } from '../secrets/sealed-columns.ts';
 import type { ApiKeyOwner } from './api-keys.ts';
 import { deriveLockKey, issueKeyCertificate, type KeyCertificate } from './key-certificate.ts';
 
@@ -13,6 +14,14 @@ export const forbiddenCertificate = () => new HttpError(403, 'FORBIDDEN', CERTIF
 
 /** Ties a sealed lock key to its lock: a blob copied to another row does not open. */
 const lockKeyAssociatedData = (serialNo: string) => `dlock-key:${serialNo}`;
+
+export const LOCK_KEYS = sealedColumn({
+  table: 'dlocks',
+  column: 'key_sealed',
+  key: 'serial_no',
+  reads: ['serial_no'],
+  associatedData: (row) => lockKeyAssociatedData(row.serial_no as string),
+});
 
 export interface RegisterLock {
   serial_no: string;

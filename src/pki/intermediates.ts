@@ -8,6 +8,7 @@ import type { IntermediateCertificatesTable } from '../db/schema.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
+import { sealedColumn } from '../secrets/sealed-columns.ts';
 import { ensureRootCa, loadRootPrivateKey } from './root-ca.ts';
 import {
   createIntermediateCertificate,
@@ -38,6 +39,14 @@ type PkiSettings = Pick<Settings, 'pkiRootValidityDays' | 'pkiIntermediateValidi
 
 /** Ties a sealed intermediate key to its certificate's name and serial: a swapped blob does not open. */
 export const intermediateKeyAssociatedData = (name: string, serial: string) => `intermediate:${name}:${serial}`;
+
+export const INTERMEDIATE_PRIVATE_KEYS = sealedColumn({
+  table: 'intermediate_certificates',
+  column: 'private_key_sealed',
+  key: 'name',
+  reads: ['name', 'serial'],
+  associatedData: (row) => intermediateKeyAssociatedData(row.name as string, row.serial as string),
+});
 
 function checkName(name: string): void {
   if (!CERTIFICATE_NAME.test(name)) {

@@ -3,6 +3,7 @@ import { createPrivateKey } from 'node:crypto';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
+import { sealedColumn } from '../secrets/sealed-columns.ts';
 import {
   createRootCertificate,
   isP256,
@@ -25,6 +26,14 @@ export interface RootCa {
 
 /** The associated data that ties a sealed root key to the root certificate it belongs to. */
 export const rootKeyAssociatedData = (serial: string) => `pki-root:${serial}`;
+
+export const ROOT_PRIVATE_KEY = sealedColumn({
+  table: 'pki_root',
+  column: 'private_key_sealed',
+  key: 'serial',
+  reads: ['serial'],
+  associatedData: (row) => rootKeyAssociatedData(row.serial as string),
+});
 
 async function insertRootIfAbsent(db: Db, masterKey: Buffer, issued: IssuedCertificate, imported: boolean): Promise<boolean> {
   const inserted = await db

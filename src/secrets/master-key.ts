@@ -27,3 +27,18 @@ export function loadMasterKey(settings: Pick<Settings, 'masterKey' | 'databaseUr
   if (key.length !== 32) throw new SettingsError('MASTER_KEY', `${file} does not hold 64 hex digits`);
   return key;
 }
+
+const stagedFile = (dataDir: string) => path.join(dataDir, `${MASTER_KEY_FILE}.new`);
+
+/**
+ * Key-file rotation, step 1: writes the new key beside the current one before any value is
+ * resealed, so that a crash after the reseal commits cannot lose it.
+ */
+export function stageMasterKeyFile(dataDir: string, key: Buffer): void {
+  fs.writeFileSync(stagedFile(dataDir), key.toString('hex'), { mode: 0o600 });
+}
+
+/** Step 2, once the reseal has committed: the new key replaces the current one. */
+export function commitMasterKeyFile(dataDir: string): void {
+  fs.renameSync(stagedFile(dataDir), path.join(dataDir, MASTER_KEY_FILE));
+}
