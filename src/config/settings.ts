@@ -32,6 +32,10 @@ export interface Settings {
   pkiIntermediateValidityDays: number;
   /** Validity of DLock key certificates issued by POST /v1/dlock, in days. */
   dlockCertificateValidityDays: number;
+  /** Most users one ACL may hold. */
+  aclMaxUsers: number;
+  /** Most locks one ACL may hold (and so permissions per user). */
+  aclMaxLocks: number;
 }
 
 export class SettingsError extends Error {
@@ -174,5 +178,7 @@ export function loadSettings(env: Env = process.env): Settings {
     pkiRootValidityDays: integer(env, 'PKI_ROOT_VALIDITY_DAYS', 7305, 1, 36_525),
     pkiIntermediateValidityDays: integer(env, 'PKI_INTERMEDIATE_VALIDITY_DAYS', 3653, 1, 36_525),
     dlockCertificateValidityDays: integer(env, 'DLOCK_CERTIFICATE_VALIDITY_DAYS', 365, 1, 36_525),
+    aclMaxUsers: integer(env, 'ACL_MAX_USERS', 5000, 1, 100_000),
+    aclMaxLocks: integer(env, 'ACL_MAX_LOCKS', 1000, 1, 10_000),
   };
 }

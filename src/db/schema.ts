@@ -19,6 +19,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   dlock_secret: DlockSecretTable;
   dlocks: DlocksTable;
+  acls: AclsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -152,4 +153,20 @@ export interface DlocksTable {
   /** The lock key (16 bytes), sealed with the master key; associated data `dlock-key:<serial_no>`. */
   key_sealed: string;
   created_at: number;
+}
+
+export interface AclsTable {
+  /** Lowercase UUID. */
+  id: string;
+  customer_id: number;
+  /** The OKM whose asset lists this ACL sets; unique, so an OKM has at most one ACL. */
+  okm_serial: string | null;
+  /** JSON array of user objects, in RFC 8785 canonical form (the OKM's user asset list when linked). */
+  users: string;
+  /** JSON array of lock serial numbers (canonical too: the OKM's asset list when linked). */
+  locks: string;
+  /** The caller's user_data JSON text exactly as sent; null when it sent none. */
+  user_data: string | null;
+  created_at: number;
+  updated_at: number;
 }

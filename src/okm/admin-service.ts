@@ -8,6 +8,7 @@ import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
+import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
 import { deleteOkmHistory, findOwnedOkm, isOverdue, listOkms, lockOkm, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
@@ -44,7 +45,7 @@ const OKM_NOT_FOUND = 'OKM not found';
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
-export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
+export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
   const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
   return {
     serial_number: okm.serialNumber,
@@ -58,6 +59,7 @@ export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterva
     effective_polling_interval: effectivePollingInterval,
     firmware: { ...okm.firmware },
     subscribe_urls: { status: okm.statusUrls },
+    acl_id: aclId,
     reported: okm.reported,
     install_code: okm.installCode,
     last_sync_time: okm.lastSyncTime === null ? null : iso(okm.lastSyncTime),
@@ -133,6 +135,19 @@ async function checkNewFirmwarePins(
       throw badRequest(`firmware.${kind}: no ${kind} release ${version} in the firmware catalog`);
     }
   }
+}
+
+const ACL_MANAGED_FIELDS = ['asset_list', 'users_assets'] as const;
+
+/**
+ * While an ACL is linked, its locks and users are the OKM's two lists: a body that names
+ * either is refused (409), and a PUT without them keeps them.
+ */
+function keepAclLists(owned: OwnedOkm, body: object, desired: OkmSettings): OkmSettings {
+  if (owned.aclId === null) return desired;
+  const field = ACL_MANAGED_FIELDS.find((name) => Object.hasOwn(body, name));
+  if (field !== undefined) throw conflict(`${field}: set by the linked ACL ${owned.aclId}; change that ACL, or unlink it, instead`);
+  return { ...desired, assetList: owned.okm.assetList, usersAssets: owned.okm.usersAssets };
 }
 
 const isVisibleTo = (owned: OwnedOkm, acting: Customer | null) => acting === null || owned.okm.customerId === acting.id;
@@ -214,7 +229,7 @@ export async function replaceOkm(
     const claimed = acting !== null && ownerId === null;
     if (claimed) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now);
+    await updateOkmSettings(trx, serialNumber, keepAclLists(current, body, desired), request.now);
     return { record: await currentRecord(request, trx, serialNumber), created: claimed };
   });
 }
@@ -223,7 +238,7 @@ export async function patchOkm(request: OkmRequest, serialNumber: string, patch:
   const acting = await actingFor(request);
   return request.db.transaction().execute(async (trx) => {
     const current = await lockedVisibleOkm(trx, acting, serialNumber);
-    const desired = parseMergedSettings(applyMergePatch(settingsDocument(current.okm), patch));
+    const desired = keepAclLists(current, patch, parseMergedSettings(applyMergePatch(settingsDocument(current.okm), patch)));
     checkStatusUrls(desired.statusUrls);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
     await updateOkmSettings(trx, serialNumber, desired, request.now);
@@ -245,7 +260,8 @@ export async function removeOkm(request: OkmRequest, serialNumber: string): Prom
  * none. Moving it away from a customer resets its desired configuration and deletes its
  * messages and audit records, so that neither the previous customer's webhooks, lists and
  * pins nor its history and undelivered messages follow the device to the next owner;
- * claiming an unassigned OKM keeps all of it.
+ * an ACL linked to it is unlinked and the device told to delete its assets.
+ * Claiming an unassigned OKM keeps all of it.
  */
 export async function assignOkm(request: OkmRequest, serialNumber: string, customerName: string | null): Promise<OkmRecord> {
   return request.db.transaction().execute(async (trx) => {
@@ -260,6 +276,7 @@ export async function assignOkm(request: OkmRequest, serialNumber: string, custo
       if (previousId !== null) {
         await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
         await deleteOkmHistory(trx, serialNumber);
+        await unlinkAclOfOkm(trx, serialNumber, request.now);
       }
       await setOkmCustomer(trx, serialNumber, nextId, request.now);
     }

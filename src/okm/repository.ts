@@ -1,7 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { OkmsTable } from '../db/schema.ts';
-import { canonicalDigest } from '../shared/canonical-json.ts';
+import { canonicalDigest, canonicalTextDigest } from '../shared/canonical-json.ts';
 import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
 
 type OkmRow = Selectable<OkmsTable>;
@@ -55,6 +55,42 @@ export function settingsColumns(settings: OkmSettings): Updateable<OkmsTable> {
     wireless_key_firmware: settings.firmware.wireless_key,
     status_urls: JSON.stringify(settings.statusUrls),
   };
+}
+
+/** A list as an OKM stores it: canonical JSON text and its digest. */
+export interface CanonicalList {
+  json: string;
+  digest: string;
+}
+
+export function canonicalList(canonicalText: string): CanonicalList {
+  return { json: canonicalText, digest: canonicalTextDigest(canonicalText) };
+}
+
+/** Sets the asset list and user asset list (both, or with null neither) without touching the other settings. */
+export async function setOkmAssetLists(
+  db: Db,
+  serialNumber: string,
+  lists: { assetList: CanonicalList; usersAssets: CanonicalList } | null,
+  now: number,
+): Promise<void> {
+  await db
+    .updateTable('okms')
+    .set({
+      asset_list: lists?.assetList.json ?? null,
+      asset_list_digest: lists?.assetList.digest ?? null,
+      users_assets: lists?.usersAssets.json ?? null,
+      users_assets_digest: lists?.usersAssets.digest ?? null,
+      updated_at: now,
+    })
+    .where('serial_number', '=', serialNumber)
+    .execute();
+}
+
+/** The OKM's customer (null: none yet), or undefined when there is no such OKM. */
+export async function findOkmCustomerId(db: Db, serialNumber: string): Promise<number | null | undefined> {
+  const row = await db.selectFrom('okms').select('customer_id').where('serial_number', '=', serialNumber).executeTakeFirst();
+  return row?.customer_id;
 }
 
 export async function findOkm(db: Db, serialNumber: string): Promise<Okm | undefined> {
