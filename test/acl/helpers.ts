@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { loadActiveSigningKey } from '../../src/auth/signing-keys.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -62,3 +64,14 @@ export async function issueAclTokens(t: TestApp) {
   };
 }
 export type AclTokens = Awaited<ReturnType<typeof issueAclTokens>>;
+
+/** A token of the deployment key with every ACL scope for acme, expired an hour ago. */
+export async function expiredAclToken(t: TestApp): Promise<string> {
+  const key = await loadActiveSigningKey(t.db, t.app.masterKey);
+  return new SignJWT({ sub: 'customer:acme', customer: 'acme', scope: ALL_ACL_SCOPES.join(' ') })
+    .setProtectedHeader({ alg: key.algorithm, kid: key.kid })
+    .setIssuer(t.settings.jwtIssuer)
+    .setAudience(t.settings.jwtAudience)
+    .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
+    .sign(key.privateKey);
+}
