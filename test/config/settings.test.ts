@@ -30,6 +30,8 @@ describe('settings', () => {
     assert.equal(settings.webhookAllowPrivateNetworks, false);
     assert.equal(settings.logLevel, 'info');
     assert.equal(settings.fleetPollingInterval, 150);
+    assert.equal(settings.aclMaxUsers, 5000);
+    assert.equal(settings.aclMaxLocks, 1000);
   });
 
   test('each bad value is reported with the name of its variable', () => {
@@ -46,6 +48,9 @@ describe('settings', () => {
       [{ PUBLIC_BASE_URL: 'ftp://x' }, 'PUBLIC_BASE_URL'],
       [{ JWT_EXTERNAL_ISSUERS: '[{"issuer":"x"}]' }, 'JWT_EXTERNAL_ISSUERS'],
       [{ FLEET_POLLING_INTERVAL: '4' }, 'FLEET_POLLING_INTERVAL'],
+      [{ ACL_MAX_USERS: '0' }, 'ACL_MAX_USERS'],
+      [{ ACL_MAX_USERS: 'many' }, 'ACL_MAX_USERS'],
+      [{ ACL_MAX_LOCKS: '10001' }, 'ACL_MAX_LOCKS'],
     ];
     for (const [env, variable] of cases) {
       const error = errorFor(env);
