@@ -8,16 +8,11 @@
  * With neither --sqlite nor --postgres both run. Everything listens on 127.0.0.1 only, and
  * every server is a child process so that the load generator does not share its event loop.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import type { Insertable } from 'kysely';
-import pg from 'pg';
 import { loadSettings } from '../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -25,6 +20,18 @@ import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
+import {
+  forEachBenchDatabase,
+  freePort,
+  measure,
+  measureBare,
+  printFigures,
+  startKeyfleet,
+  stop,
+  waitUntilServing,
+  type Figures,
+  type LoadOptions,
+} from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -40,8 +47,6 @@ const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);
 const CONNECTIONS = Number(options.connections);
 const WARM_UP_S = 2;
-const POSTGRES_URL = process.env.KEYFLEET_BENCH_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 
 // ---- the fleet: a few configuration templates, OKM i uses template i % TEMPLATES.length ----
 
@@ -120,63 +125,6 @@ function requestPaths(configPath: string): string[] {
   });
 }
 
-// ---- servers ----
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function waitUntilServing(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not answer within 30 s`);
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  // Requests autocannon left in flight finish first, so that shutdown does not race them.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
-const BARE_SERVER = `
-require('node:http')
-  .createServer((request, response) => {
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    response.end('{}');
-  })
-  .listen(Number(process.env.PORT), '127.0.0.1');
-process.on('SIGTERM', () => process.exit(0));
-`;
-
-function startBare(port: number): ChildProcess {
-  return spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, PORT: String(port) }, stdio: 'inherit' });
-}
-
-function startKeyfleet(port: number, env: Record<string, string>, name: string): ChildProcess {
-  // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
-  const profile = options['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options['cpu-prof'], name)}`] : [];
-  return spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    stdio: 'inherit',
-  });
-}
-
 // ---- databases ----
 
 const ROWS_PER_INSERT = 500;
@@ -213,61 +161,9 @@ async function seed(env: Record<string, string>): Promise<void> {
   }
 }
 
-async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 // ---- load ----
 
-interface Figures {
-  target: string;
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-}
-
-async function load(port: number, paths: string[], seconds: number) {
-  let next = 0;
-  return autocannon({
-    url: `http://127.0.0.1:${port}`,
-    connections: CONNECTIONS,
-    duration: seconds,
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
-  });
-}
-
-async function measure(target: string, port: number, paths: string[]): Promise<Figures> {
-  await load(port, paths, WARM_UP_S);
-  const result = await load(port, paths, DURATION_S);
-  return {
-    target,
-    requestsPerSecond: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-  };
-}
+const LOAD: LoadOptions = { connections: CONNECTIONS, durationS: DURATION_S, warmUpS: WARM_UP_S };
 
 /** What the mix really gets back: a sample of the paths, asked one by one. */
 async function observedMix(port: number, paths: string[]): Promise<Record<string, number>> {
@@ -285,13 +181,13 @@ async function benchKeyfleet(name: string, env: Record<string, string>): Promise
   await seed(env);
   console.log(`${name}: stored ${OKM_COUNT} OKMs in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
   const port = await freePort();
-  const child = startKeyfleet(port, env, name);
+  const child = startKeyfleet(port, env, options['cpu-prof'] && path.join(options['cpu-prof'], name));
   try {
     await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
     console.log(`${name}: answers seen on a sample of 400 requests:`, await observedMix(port, requestPaths('/api/v1/config')));
-    const poll = await measure(`keyfleet ${name}`, port, requestPaths('/api/v1/config'));
+    const poll = await measure(`keyfleet ${name}`, port, requestPaths('/api/v1/config'), LOAD);
     // The bootstrap route does no database work: the framework's share of the cost.
-    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, requestPaths('/embeddedv1/kas/config'));
+    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, requestPaths('/embeddedv1/kas/config'), LOAD);
     return [poll, bootstrap];
   } finally {
     await stop(child);
@@ -300,62 +196,15 @@ async function benchKeyfleet(name: string, env: Record<string, string>): Promise
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const both = !options.sqlite && !options.postgres;
-  const figures: Figures[] = [];
+  // The same requests as keyfleet gets, so that the load generator's own cost is the same.
+  const figures: Figures[] = [await measureBare(requestPaths('/api/v1/config'), LOAD)];
+  await forEachBenchDatabase(options, async (kind, env) => {
+    figures.push(...(await benchKeyfleet(kind, env)));
+  });
 
-  const barePort = await freePort();
-  const bare = startBare(barePort);
-  try {
-    await waitUntilServing(`http://127.0.0.1:${barePort}/`, bare);
-    // The same requests as keyfleet gets, so that the load generator's own cost is the same.
-    figures.push(await measure('bare node:http', barePort, requestPaths('/api/v1/config')));
-  } finally {
-    await stop(bare);
-  }
-
-  if (options.sqlite || both) {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
-    try {
-      figures.push(...(await benchKeyfleet('sqlite', { DATA_DIR: dataDir })));
-    } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
-  }
-
-  if (options.postgres || both) {
-    if (!(await postgresReachable())) {
-      if (options.postgres) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}`);
-      console.log(`postgres: skipped, not reachable at ${POSTGRES_URL}`);
-    } else {
-      const schema = `bench_${randomBytes(6).toString('hex')}`;
-      const url = new URL(POSTGRES_URL);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
-      await adminQuery(`CREATE SCHEMA ${schema}`);
-      try {
-        const env = { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') };
-        figures.push(...(await benchKeyfleet('postgres', env)));
-      } finally {
-        await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
-        fs.rmSync(dataDir, { recursive: true, force: true });
-      }
-    }
-  }
-
-  const bareRate = figures[0]!.requestsPerSecond;
   console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs, ${os.cpus().length} CPUs`);
   console.log('mix:', MIX.map((entry) => `${Math.round(entry.share * 100)}% ${entry.name}`).join('; '));
-  console.table(
-    figures.map((entry) => ({
-      target: entry.target,
-      'req/s': Math.round(entry.requestsPerSecond),
-      'p50 ms': entry.p50,
-      'p99 ms': entry.p99,
-      'ratio to bare': (entry.requestsPerSecond / bareRate).toFixed(2),
-      'non-2xx': entry.non2xx,
-      errors: entry.errors,
-    })),
-  );
+  printFigures(figures);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
