@@ -2,14 +2,15 @@ import type { Db } from '../db/database.ts';
 import { badRequest } from '../http/errors.ts';
 import { lockOkm, setOkmCustomer } from '../okm/admin-repository.ts';
 import { queueMessage } from '../okm/messages-repository.ts';
-import { canonicalList, findOkmCustomerId, setOkmAssetLists } from '../okm/repository.ts';
+import { canonicalTextDigest } from '../shared/canonical-json.ts';
+import { findOkmCustomerId, setOkmListDigests } from '../okm/repository.ts';
 import { findAclIdOfOkm, setAclOkm, type AclContent } from './repository.ts';
 
 export const DELETE_ASSETS = 'delete-assets';
 
 /** The OKM's lists are no longer configured, and its next poll tells the device to delete its assets. */
 async function releaseOkmAssets(trx: Db, serialNumber: string, now: number): Promise<void> {
-  await setOkmAssetLists(trx, serialNumber, null, now);
+  await setOkmListDigests(trx, serialNumber, null, now);
   await queueMessage(trx, serialNumber, DELETE_ASSETS, null, now);
 }
 
@@ -45,7 +46,9 @@ export async function linkAclToOkm(
   if (current !== null && current !== next) await releaseOkmAssets(trx, current, now);
   if (next !== current) await setAclOkm(trx, acl.id, next);
   if (next !== null) {
-    await setOkmAssetLists(trx, next, { assetList: canonicalList(content.locksJson), usersAssets: canonicalList(content.usersJson) }, now);
+    // The content is canonical JSON, so the digests are those of the lists.
+    const digests = { assetList: canonicalTextDigest(content.locksJson), usersAssets: canonicalTextDigest(content.usersJson) };
+    await setOkmListDigests(trx, next, digests, now);
   }
 }
 

@@ -1,9 +1,9 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { AclsTable } from '../db/schema.ts';
+import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import type { StoredAcl } from './model.ts';
 
-type AclRow = Selectable<AclsTable> & { customer_name: string };
+type AclRow = Selectable<AclsTable> & Omit<Selectable<AclContentsTable>, 'acl_id'> & { customer_name: string };
 
 /** What a write stores: everything but the link and the times. */
 export interface AclContent {
@@ -27,7 +27,12 @@ function toStoredAcl(row: AclRow): StoredAcl {
 const contentColumns = (content: AclContent) => ({ users: content.usersJson, locks: content.locksJson, user_data: content.userDataJson });
 
 const selectAcls = (db: Db) =>
-  db.selectFrom('acls').innerJoin('customers', 'customers.id', 'acls.customer_id').selectAll('acls').select('customers.name as customer_name');
+  db
+    .selectFrom('acls')
+    .innerJoin('customers', 'customers.id', 'acls.customer_id')
+    .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+    .selectAll('acls')
+    .select(['customers.name as customer_name', 'acl_contents.users', 'acl_contents.locks', 'acl_contents.user_data']);
 
 export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined> {
   const row = await selectAcls(db).where('acls.id', '=', id).executeTakeFirst();
@@ -54,9 +59,11 @@ export async function listAcls(db: Db, customerId: number, page: number, perPage
 
 /** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */
 export async function insertAcl(db: Db, id: string, customerId: number, content: AclContent, now: number): Promise<boolean> {
-  const row: Insertable<AclsTable> = { id, customer_id: customerId, okm_serial: null, ...contentColumns(content), created_at: now, updated_at: now };
+  const row: Insertable<AclsTable> = { id, customer_id: customerId, okm_serial: null, created_at: now, updated_at: now };
   const result = await db.insertInto('acls').values(row).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) return false;
+  await db.insertInto('acl_contents').values({ acl_id: id, ...contentColumns(content) }).execute();
+  return true;
 }
 
 /**
@@ -74,8 +81,10 @@ export async function lockAcl(db: Db, id: string): Promise<{ customerId: number;
   return row && { customerId: row.customer_id, okmSerial: row.okm_serial };
 }
 
+/** Replaces the content of an ACL whose row lock the transaction holds. */
 export async function updateAclContent(db: Db, id: string, content: AclContent, now: number): Promise<void> {
-  await db.updateTable('acls').set({ ...contentColumns(content), updated_at: now }).where('id', '=', id).execute();
+  await db.updateTable('acl_contents').set(contentColumns(content)).where('acl_id', '=', id).execute();
+  await db.updateTable('acls').set({ updated_at: now }).where('id', '=', id).execute();
 }
 
 export async function setAclOkm(db: Db, id: string, okmSerial: string | null): Promise<void> {
@@ -88,6 +97,7 @@ export async function findAclIdOfOkm(db: Db, okmSerial: string): Promise<string 
   return row?.id;
 }
 
+/** Deletes the ACL with its content. */
 export async function deleteAcl(db: Db, id: string): Promise<void> {
   await db.deleteFrom('acls').where('id', '=', id).execute();
 }

@@ -20,6 +20,7 @@ export interface Database {
   dlock_secret: DlockSecretTable;
   dlocks: DlocksTable;
   acls: AclsTable;
+  acl_contents: AclContentsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -161,12 +162,16 @@ export interface AclsTable {
   customer_id: number;
   /** The OKM whose asset lists this ACL sets; unique, so an OKM has at most one ACL. */
   okm_serial: string | null;
-  /** JSON array of user objects, in RFC 8785 canonical form (the OKM's user asset list when linked). */
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AclContentsTable {
+  acl_id: string;
+  /** JSON array of user objects, in RFC 8785 canonical form (the linked OKM's user asset list). */
   users: string;
-  /** JSON array of lock serial numbers (canonical too: the OKM's asset list when linked). */
+  /** JSON array of lock serial numbers, canonical too (the linked OKM's asset list). */
   locks: string;
   /** The caller's user_data JSON text exactly as sent; null when it sent none. */
   user_data: string | null;
-  created_at: number;
-  updated_at: number;
 }

@@ -60,11 +60,25 @@ const selectOwnedOkms = (db: Db) =>
     .selectFrom('okms')
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
+    .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
     .selectAll('okms')
-    .select(['customers.name as customer_name', 'acls.id as acl_id']);
+    .select(['customers.name as customer_name', 'acls.id as acl_id', 'acl_contents.locks as acl_locks', 'acl_contents.users as acl_users']);
 
-function toOwnedOkm({ customer_name, acl_id, ...row }: Selectable<OkmsTable> & { customer_name: string | null; acl_id: string | null }): OwnedOkm {
-  return { okm: toOkm(row), customerName: customer_name, aclId: acl_id };
+interface OwnedOkmRow extends Selectable<OkmsTable> {
+  customer_name: string | null;
+  acl_id: string | null;
+  acl_locks: string | null;
+  acl_users: string | null;
+}
+
+/** A linked OKM's lists are its ACL's locks and users. */
+function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: OwnedOkmRow): OwnedOkm {
+  const okm = toOkm(row);
+  if (acl_id !== null) {
+    okm.assetList = JSON.parse(acl_locks!) as unknown[];
+    okm.usersAssets = JSON.parse(acl_users!) as unknown[];
+  }
+  return { okm, customerName: customer_name, aclId: acl_id };
 }
 
 /** One page (from 1) of the OKMs that match, ordered by serial number, and how many match in all. */

@@ -139,15 +139,11 @@ async function checkNewFirmwarePins(
 
 const ACL_MANAGED_FIELDS = ['asset_list', 'users_assets'] as const;
 
-/**
- * While an ACL is linked, its locks and users are the OKM's two lists: a body that names
- * either is refused (409), and a PUT without them keeps them.
- */
-function keepAclLists(owned: OwnedOkm, body: object, desired: OkmSettings): OkmSettings {
-  if (owned.aclId === null) return desired;
+/** While an ACL is linked, its locks and users are the OKM's two lists: a body that names either is refused. */
+function rejectAclManagedFields(owned: OwnedOkm, body: object): void {
+  if (owned.aclId === null) return;
   const field = ACL_MANAGED_FIELDS.find((name) => Object.hasOwn(body, name));
   if (field !== undefined) throw conflict(`${field}: set by the linked ACL ${owned.aclId}; change that ACL, or unlink it, instead`);
-  return { ...desired, assetList: owned.okm.assetList, usersAssets: owned.okm.usersAssets };
 }
 
 const isVisibleTo = (owned: OwnedOkm, acting: Customer | null) => acting === null || owned.okm.customerId === acting.id;
@@ -228,8 +224,9 @@ export async function replaceOkm(
     if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
     const claimed = acting !== null && ownerId === null;
     if (claimed) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
+    rejectAclManagedFields(current, body);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, keepAclLists(current, body, desired), request.now);
+    await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
     return { record: await currentRecord(request, trx, serialNumber), created: claimed };
   });
 }
@@ -238,10 +235,14 @@ export async function patchOkm(request: OkmRequest, serialNumber: string, patch:
   const acting = await actingFor(request);
   return request.db.transaction().execute(async (trx) => {
     const current = await lockedVisibleOkm(trx, acting, serialNumber);
-    const desired = keepAclLists(current, patch, parseMergedSettings(applyMergePatch(settingsDocument(current.okm), patch)));
+    rejectAclManagedFields(current, patch);
+    const linked = current.aclId !== null;
+    // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).
+    const document = settingsDocument(linked ? { ...current.okm, assetList: null, usersAssets: null } : current.okm);
+    const desired = parseMergedSettings(applyMergePatch(document, patch));
     checkStatusUrls(desired.statusUrls);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now);
+    await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
     return currentRecord(request, trx, serialNumber);
   });
 }

@@ -1,7 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { OkmsTable } from '../db/schema.ts';
-import { canonicalDigest, canonicalTextDigest } from '../shared/canonical-json.ts';
+import { canonicalDigest } from '../shared/canonical-json.ts';
 import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
 
 type OkmRow = Selectable<OkmsTable>;
@@ -57,30 +57,23 @@ export function settingsColumns(settings: OkmSettings): Updateable<OkmsTable> {
   };
 }
 
-/** A list as an OKM stores it: canonical JSON text and its digest. */
-export interface CanonicalList {
-  json: string;
-  digest: string;
-}
-
-export function canonicalList(canonicalText: string): CanonicalList {
-  return { json: canonicalText, digest: canonicalTextDigest(canonicalText) };
-}
-
-/** Sets the asset list and user asset list (both, or with null neither) without touching the other settings. */
-export async function setOkmAssetLists(
+/**
+ * Makes the OKM's two lists those of the ACL linked to it, which it reads from there, keeping
+ * only their digests; null: neither list is configured any more.
+ */
+export async function setOkmListDigests(
   db: Db,
   serialNumber: string,
-  lists: { assetList: CanonicalList; usersAssets: CanonicalList } | null,
+  digests: { assetList: string; usersAssets: string } | null,
   now: number,
 ): Promise<void> {
   await db
     .updateTable('okms')
     .set({
-      asset_list: lists?.assetList.json ?? null,
-      asset_list_digest: lists?.assetList.digest ?? null,
-      users_assets: lists?.usersAssets.json ?? null,
-      users_assets_digest: lists?.usersAssets.digest ?? null,
+      asset_list: null,
+      asset_list_digest: digests?.assetList ?? null,
+      users_assets: null,
+      users_assets_digest: digests?.usersAssets ?? null,
       updated_at: now,
     })
     .where('serial_number', '=', serialNumber)
@@ -117,10 +110,13 @@ export async function insertOkm(
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export async function updateOkmSettings(db: Db, serialNumber: string, settings: OkmSettings, now: number): Promise<void> {
+/** Writes the settings; with keepLists (an ACL sets them) the asset lists and their digests stay as they are. */
+export async function updateOkmSettings(db: Db, serialNumber: string, settings: OkmSettings, now: number, keepLists = false): Promise<void> {
+  const { asset_list, asset_list_digest, users_assets, users_assets_digest, ...otherColumns } = settingsColumns(settings);
+  const columns = keepLists ? otherColumns : { ...otherColumns, asset_list, asset_list_digest, users_assets, users_assets_digest };
   await db
     .updateTable('okms')
-    .set({ ...settingsColumns(settings), updated_at: now })
+    .set({ ...columns, updated_at: now })
     .where('serial_number', '=', serialNumber)
     .execute();
 }
