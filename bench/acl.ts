@@ -1,0 +1,238 @@
+/**
+ * ACL benchmark: one ACL of 5 000 users × 1 000 locks (linked to an OKM), its POST and GET
+ * latency and the server's peak RSS growth meanwhile; then list throughput with 100 000
+ * ACLs stored, against a bare node:http server under the same requests. SQLite, and
+ * PostgreSQL when reachable.
+ *
+ *   npx tsx bench/acl.ts [--sqlite] [--postgres] [--acls 100000] [--users 5000] [--locks 1000]
+ *                        [--repeat 3] [--duration 10] [--connections 100]
+ *
+ * The server's peak RSS comes from Linux's /proc/<pid>/status (VmHWM, reset through
+ * clear_refs before the big requests).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import type { Insertable } from 'kysely';
+import { canonicalUsersJson } from '../src/acl/model.ts';
+import type { AclUser } from '../src/acl/schemas.ts';
+import { issueToken } from '../src/auth/tokens.ts';
+import { loadSettings } from '../src/config/settings.ts';
+import { createCustomer } from '../src/customers/repository.ts';
+import { dialectFor, openDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import type { AclsTable } from '../src/db/schema.ts';
+import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
+import { insertOkm } from '../src/okm/repository.ts';
+import { loadMasterKey } from '../src/secrets/master-key.ts';
+import {
+  forEachBenchDatabase,
+  freePort,
+  measure,
+  measureBare,
+  printFigures,
+  startKeyfleet,
+  stop,
+  waitUntilServing,
+  type Figures,
+  type LoadOptions,
+} from './harness.ts';
+
+const { values: options } = parseArgs({
+  options: {
+    sqlite: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
+    acls: { type: 'string', default: '100000' },
+    users: { type: 'string', default: '5000' },
+    locks: { type: 'string', default: '1000' },
+    repeat: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '100' },
+  },
+});
+const ACL_COUNT = Number(options.acls);
+const USERS = Number(options.users);
+const LOCKS = Number(options.locks);
+const REPEAT = Number(options.repeat);
+const LOAD: LoadOptions = { connections: Number(options.connections), durationS: Number(options.duration), warmUpS: 2 };
+const PER_PAGE = 30;
+const LISTED = 'bench';
+const BIG = 'big';
+const BIG_OKM = 'OKM-BIG-ACL';
+
+// ---- the ACLs ----
+
+const lockSerials = (count: number) => Array.from({ length: count }, (_, index) => `LOCK-${String(index).padStart(6, '0')}`);
+
+function users(count: number, lockCount: number): AclUser[] {
+  return Array.from({ length: count }, (_, index) => ({
+    user_id: 100_000 + index,
+    pin_hash: randomBytes(16).toString('hex'),
+    auth_time: 8,
+    sounder: index % 2 === 0,
+    sounder_delay: 10,
+    sounder_duration: 30,
+    sounder_volume: 2,
+    permissions: Array.from({ length: lockCount }, (_, lock) => ([0, 1, 17] as const)[(index + lock) % 3]!),
+  }));
+}
+
+/** The body of the big ACL, linked to the OKM, as a client sends it. */
+const bigAclBody = (id: string) =>
+  JSON.stringify({ id, customer: BIG, users: users(USERS, LOCKS), locks: lockSerials(LOCKS), user_data: { site: 'bench', note: 'x'.repeat(1000) }, okm_id: BIG_OKM });
+
+const ROWS_PER_INSERT = 500;
+const ROWS_PER_TRANSACTION = 10_000;
+
+interface Seeded {
+  listToken: string;
+  bigToken: string;
+}
+
+/** Migrates a fresh database; stores ACL_COUNT small ACLs (2 users × 3 locks) of one customer and an OKM of another; issues their tokens. */
+async function seed(env: Record<string, string>): Promise<Seeded> {
+  const settings = loadSettings({ ...env, LOG_LEVEL: 'silent' });
+  const { db, dialect } = openDatabase(dialectFor(settings));
+  try {
+    await migrateToLatest(db, dialect);
+    const masterKey = loadMasterKey(settings);
+    const listed = await createCustomer(db, LISTED);
+    const big = await createCustomer(db, BIG);
+    const now = Date.now();
+    await insertOkm(db, BIG_OKM, big.id, UNCONFIGURED_OKM, now);
+    const locks = lockSerials(3);
+    const small = { users: canonicalUsersJson(users(2, 3)), locks: JSON.stringify(locks), user_data: '{"site":"bench"}' };
+    for (let start = 0; start < ACL_COUNT; start += ROWS_PER_TRANSACTION) {
+      await db.transaction().execute(async (trx) => {
+        for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, ACL_COUNT); batch += ROWS_PER_INSERT) {
+          const rows: Insertable<AclsTable>[] = Array.from({ length: Math.min(ROWS_PER_INSERT, ACL_COUNT - batch) }, () => ({
+            id: randomUUID(),
+            customer_id: listed.id,
+            okm_serial: null,
+            ...small,
+            created_at: now,
+            updated_at: now,
+          }));
+          await trx.insertInto('acls').values(rows).execute();
+        }
+      });
+    }
+    const token = async (customer: string) =>
+      (await issueToken(db, masterKey, settings, { customer, scopes: ['acl:read', 'acl:create', 'acl:delete'], ttlSeconds: 3600 })).token;
+    return { listToken: await token(LISTED), bigToken: await token(BIG) };
+  } finally {
+    await db.destroy();
+  }
+}
+
+// ---- the big ACL ----
+
+const KIB = 1024;
+
+function memoryKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(match[1]);
+}
+
+async function timed(request: () => Promise<Response>, expectedStatus: number): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now();
+  const response = await request();
+  const body = await response.arrayBuffer();
+  const ms = performance.now() - started;
+  if (response.status !== expectedStatus) throw new Error(`expected ${expectedStatus}, got ${response.status}: ${Buffer.from(body).toString().slice(0, 300)}`);
+  return { ms, bytes: body.byteLength };
+}
+
+interface BigAclFigures {
+  database: string;
+  postMs: number[];
+  getMs: number[];
+  requestBytes: number;
+  responseBytes: number;
+  rssBeforeMiB: number;
+  peakRssMiB: number;
+}
+
+async function benchBigAcl(database: string, port: number, pid: number, token: string): Promise<BigAclFigures> {
+  const id = randomUUID();
+  const body = bigAclBody(id);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const url = `http://127.0.0.1:${port}/api/v1/acls`;
+  // Resets the peak (VmHWM) to the current RSS.
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  const rssBefore = memoryKiB(pid, 'VmRSS');
+  const postMs: number[] = [];
+  const getMs: number[] = [];
+  let responseBytes = 0;
+  for (let run = 0; run < REPEAT; run++) {
+    // The first POST creates the ACL, the others overwrite it.
+    postMs.push((await timed(() => fetch(`${url}/`, { method: 'POST', headers, body }), 201)).ms);
+    const fetched = await timed(() => fetch(`${url}/${id}`, { headers }), 200);
+    getMs.push(fetched.ms);
+    responseBytes = fetched.bytes;
+  }
+  return {
+    database,
+    postMs,
+    getMs,
+    requestBytes: Buffer.byteLength(body),
+    responseBytes,
+    rssBeforeMiB: rssBefore / KIB,
+    peakRssMiB: memoryKiB(pid, 'VmHWM') / KIB,
+  };
+}
+
+// ---- the list ----
+
+function listPaths(pageOf: () => number): string[] {
+  return Array.from({ length: 10_000 }, () => `/api/v1/acls?customer=${LISTED}&page=${pageOf()}&results_per_page=${PER_PAGE}`);
+}
+const pages = Math.max(1, Math.ceil(ACL_COUNT / PER_PAGE));
+const randomPagePaths = listPaths(() => 1 + Math.floor(Math.random() * pages));
+const firstPagePaths = listPaths(() => 1);
+
+async function benchDatabase(name: string, env: Record<string, string>, bigFigures: BigAclFigures[], listFigures: Figures[]): Promise<void> {
+  const seeding = Date.now();
+  const { listToken, bigToken } = await seed(env);
+  console.log(`${name}: stored ${ACL_COUNT} ACLs in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
+  const port = await freePort();
+  const child = startKeyfleet(port, env);
+  try {
+    await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
+    bigFigures.push(await benchBigAcl(name, port, child.pid!, bigToken));
+    const load = { ...LOAD, headers: { authorization: `Bearer ${listToken}` } };
+    listFigures.push(await measure(`keyfleet ${name}, list, random page of ${pages}`, port, randomPagePaths, load));
+    listFigures.push(await measure(`keyfleet ${name}, list, page 1`, port, firstPagePaths, load));
+  } finally {
+    await stop(child);
+  }
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const bigFigures: BigAclFigures[] = [];
+  const listFigures: Figures[] = [await measureBare(randomPagePaths, LOAD)];
+  await forEachBenchDatabase(options, (kind, env) => benchDatabase(kind, env, bigFigures, listFigures));
+
+  const ms = (values: number[]) => values.map((value) => Math.round(value)).join(' / ');
+  console.log(`\nbig ACL: ${USERS} users × ${LOCKS} locks, linked to an OKM; ${REPEAT} × (POST, GET); ${os.cpus().length} CPUs`);
+  console.table(
+    bigFigures.map((entry) => ({
+      database: entry.database,
+      'request MB': (entry.requestBytes / 1e6).toFixed(1),
+      'response MB': (entry.responseBytes / 1e6).toFixed(1),
+      'POST ms (create, overwrites)': ms(entry.postMs),
+      'GET ms': ms(entry.getMs),
+      'RSS before MiB': Math.round(entry.rssBeforeMiB),
+      'peak RSS MiB': Math.round(entry.peakRssMiB),
+      'RSS growth MiB': Math.round(entry.peakRssMiB - entry.rssBeforeMiB),
+    })),
+  );
+  console.log(`\nlist: ${LOAD.connections} connections, ${LOAD.durationS} s per target after ${LOAD.warmUpS} s warm-up, ${ACL_COUNT} ACLs of 2 users × 3 locks, ${PER_PAGE} a page`);
+  printFigures(listFigures);
+  console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+await main();
