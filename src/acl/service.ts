@@ -78,6 +78,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
 
 /** PUT: replaces an existing ACL of the customer; its customer cannot change. */
 export async function replaceAcl(request: AclRequest, id: string, customerName: string | undefined, write: AclWrite): Promise<StoredAcl> {
+  if (write.body.id !== undefined && write.body.id.toLowerCase() !== id) throw badRequest('id: must be the id in the path');
   const acting = await actingCustomer(request.db, request.principal, customerName);
   const owner = await ownerNamedIn(request, write.body);
   const content = contentOf(write);

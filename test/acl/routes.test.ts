@@ -151,6 +151,16 @@ forEachDatabase('ACL routes', (kind) => {
     assert.deepEqual(response.json().data, { ...replacement, id: acl.id });
   });
 
+  test('PUT with a body id other than the path\'s is a 400 naming id, and changes nothing', async () => {
+    const acl = sampleAcl('acme');
+    await post(acl);
+
+    const response = await call(t, 'PUT', `${ACLS}/${acl.id}`, { token: tokens.acme, payload: { ...sampleAcl('acme', { users: 1 }) } });
+
+    assert.deepEqual(response.json(), { error_code: 'BAD_REQUEST', error_msg: 'id: must be the id in the path' });
+    assert.deepEqual((await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).json().data, acl);
+  });
+
   test('PUT of a missing id is 404 "Access control list not found" and creates nothing', async () => {
     const acl = sampleAcl('acme');
 
