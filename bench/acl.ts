@@ -26,18 +26,7 @@ import type { AclsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
 import { insertOkm } from '../src/okm/repository.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
-import {
-  forEachBenchDatabase,
-  freePort,
-  measure,
-  measureBare,
-  printFigures,
-  startKeyfleet,
-  stop,
-  waitUntilServing,
-  type Figures,
-  type LoadOptions,
-} from './harness.ts';
+import { forEachBenchDatabase, measure, printFigures, startBare, startKeyfleet, stop, type Figures, type Load } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -55,7 +44,8 @@ const ACL_COUNT = Number(options.acls);
 const USERS = Number(options.users);
 const LOCKS = Number(options.locks);
 const REPEAT = Number(options.repeat);
-const LOAD: LoadOptions = { connections: Number(options.connections), durationS: Number(options.duration), warmUpS: 2 };
+const CONNECTIONS = Number(options.connections);
+const DURATION_S = Number(options.duration);
 const PER_PAGE = 30;
 const LISTED = 'bench';
 const BIG = 'big';
@@ -190,25 +180,27 @@ async function benchBigAcl(database: string, port: number, pid: number, token: s
 
 // ---- the list ----
 
-function listPaths(pageOf: () => number): string[] {
-  return Array.from({ length: 10_000 }, () => `/api/v1/acls?customer=${LISTED}&page=${pageOf()}&results_per_page=${PER_PAGE}`);
-}
 const pages = Math.max(1, Math.ceil(ACL_COUNT / PER_PAGE));
-const randomPagePaths = listPaths(() => 1 + Math.floor(Math.random() * pages));
-const firstPagePaths = listPaths(() => 1);
+const listPath = (page: number) => `/api/v1/acls?customer=${LISTED}&page=${page}&results_per_page=${PER_PAGE}`;
 
-async function benchDatabase(name: string, env: Record<string, string>, bigFigures: BigAclFigures[], listFigures: Figures[]): Promise<void> {
+const listLoad = (token: string, pageOf: () => number): Load => ({
+  connections: CONNECTIONS,
+  seconds: DURATION_S,
+  next: () => ({ path: listPath(pageOf()), headers: { authorization: `Bearer ${token}` } }),
+});
+const randomPage = () => 1 + Math.floor(Math.random() * pages);
+
+async function benchDatabase(name: string, env: Record<string, string>, bigFigures: BigAclFigures[], listFigures: Figures[]): Promise<string> {
   const seeding = Date.now();
   const { listToken, bigToken } = await seed(env);
   console.log(`${name}: stored ${ACL_COUNT} ACLs in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
-  const port = await freePort();
-  const child = startKeyfleet(port, env);
+  const { port, child } = await startKeyfleet(env);
   try {
-    await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
     bigFigures.push(await benchBigAcl(name, port, child.pid!, bigToken));
-    const load = { ...LOAD, headers: { authorization: `Bearer ${listToken}` } };
-    listFigures.push(await measure(`keyfleet ${name}, list, random page of ${pages}`, port, randomPagePaths, load));
-    listFigures.push(await measure(`keyfleet ${name}, list, page 1`, port, firstPagePaths, load));
+    listFigures.push(await measure(`keyfleet ${name}, list, random page of ${pages}`, port, listLoad(listToken, randomPage)));
+    listFigures.push(await measure(`keyfleet ${name}, list, page 1`, port, listLoad(listToken, () => 1)));
+    const sample = await fetch(`http://127.0.0.1:${port}${listPath(1)}`, { headers: { authorization: `Bearer ${listToken}` } });
+    return await sample.text();
   } finally {
     await stop(child);
   }
@@ -217,8 +209,19 @@ async function benchDatabase(name: string, env: Record<string, string>, bigFigur
 async function main(): Promise<void> {
   const started = Date.now();
   const bigFigures: BigAclFigures[] = [];
-  const listFigures: Figures[] = [await measureBare(randomPagePaths, LOAD)];
-  await forEachBenchDatabase(options, (kind, env) => benchDatabase(kind, env, bigFigures, listFigures));
+  const listFigures: Figures[] = [];
+  let sampleBody = '{}';
+  await forEachBenchDatabase(options, async ({ name, env }) => {
+    sampleBody = await benchDatabase(name, env, bigFigures, listFigures);
+  });
+  // The bare server answers with a page of the list, so that both send as many bytes.
+  const bare = await startBare(sampleBody);
+  let bareFigures: Figures;
+  try {
+    bareFigures = await measure('bare node:http (same body as a page)', bare.port, listLoad('none', randomPage));
+  } finally {
+    await stop(bare.child);
+  }
 
   const ms = (values: number[]) => values.map((value) => Math.round(value)).join(' / ');
   console.log(`\nbig ACL: ${USERS} users × ${LOCKS} locks, linked to an OKM; ${REPEAT} × (POST, GET); ${os.cpus().length} CPUs`);
@@ -235,8 +238,8 @@ async function main(): Promise<void> {
       'peak growth over all MiB': Math.round(entry.peakRssMiB - entry.rssAtStartMiB),
     })),
   );
-  console.log(`\nlist: ${LOAD.connections} connections, ${LOAD.durationS} s per target after ${LOAD.warmUpS} s warm-up, ${ACL_COUNT} ACLs of 2 users × 3 locks, ${PER_PAGE} a page`);
-  printFigures(listFigures);
+  console.log(`\nlist: ${CONNECTIONS} connections, ${DURATION_S} s per target after a warm-up, ${ACL_COUNT} ACLs of 2 users × 3 locks, ${PER_PAGE} a page`);
+  printFigures([bareFigures, ...listFigures], () => bareFigures);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -1,8 +1,9 @@
 /**
- * What the benchmarks share: child-process servers (a bare node:http baseline and keyfleet),
- * fresh databases, and autocannon runs with their figures. Everything listens on 127.0.0.1.
+ * What every benchmark needs: servers as child processes on 127.0.0.1 (so that the load
+ * generator does not share their event loop), a bare node:http server to compare against,
+ * throwaway SQLite and PostgreSQL databases, autocannon runs and the table of figures.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -11,10 +12,9 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 
-export const POSTGRES_URL = process.env.KEYFLEET_BENCH_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
 export const REPO_ROOT = path.resolve(import.meta.dirname, '..');
-
-// ---- servers ----
+export const POSTGRES_URL = process.env.KEYFLEET_BENCH_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const WARM_UP_S = 2;
 
 export async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -48,36 +48,69 @@ export async function stop(child: ChildProcess): Promise<void> {
 }
 
 const BARE_SERVER = `
+const body = process.env.BARE_BODY;
 require('node:http')
   .createServer((request, response) => {
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    response.end('{}');
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      response.end(body);
+    });
   })
   .listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => process.exit(0));
 `;
 
-/** A node:http server that answers {} to everything: the ceiling a Node.js server reaches on this machine. */
-export function startBare(port: number): ChildProcess {
-  return spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, PORT: String(port) }, stdio: 'inherit' });
+/** A node:http server that answers every request with `body`: the ceiling keyfleet is compared with. */
+export async function startBare(body = '{}'): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, PORT: String(port), BARE_BODY: body }, stdio: 'inherit' });
+  await waitUntilServing(`http://127.0.0.1:${port}/`, child);
+  return { port, child };
 }
 
-/** `keyfleet serve` on the port; with cpuProfileDir, V8 CPU profiles are written there. */
-export function startKeyfleet(port: number, env: Record<string, string>, cpuProfileDir?: string): ChildProcess {
+/**
+ * `keyfleet serve` on a free port; resolves once it answers the bootstrap route. The rate
+ * limits are set too high to trigger (all load comes from one IP), so their cost is measured.
+ */
+export async function startKeyfleet(env: Record<string, string>, cpuProfileDir?: string): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
   // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
   const profile = cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProfileDir)}`] : [];
-  return spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      RATE_LIMIT_DEVICE_PER_MINUTE: '1000000000',
+      RATE_LIMIT_API_PER_MINUTE: '1000000000',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    },
     stdio: 'inherit',
+  });
+  await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
+  return { port, child };
+}
+
+/** `keyfleet ARGS --json` against the given settings; its JSON output. */
+export function keyfleetCli(env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['bin/keyfleet.js', ...args, '--json'], { cwd: REPO_ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'silent' } }, (error, stdout, stderr) =>
+      error ? reject(new Error(`keyfleet ${args.join(' ')}: ${stderr.trim()}`)) : resolve(JSON.parse(stdout) as Record<string, unknown>),
+    );
   });
 }
 
 // ---- databases ----
 
-export type DatabaseKind = 'sqlite' | 'postgres';
+export interface BenchDatabase {
+  name: 'sqlite' | 'postgres';
+  env: Record<string, string>;
+}
 
-export async function postgresReachable(): Promise<boolean> {
+async function postgresReachable(): Promise<boolean> {
   const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
   try {
     await client.connect();
@@ -100,50 +133,41 @@ async function adminQuery(sql: string): Promise<void> {
 }
 
 /**
- * The databases a run covers (--sqlite, --postgres, neither: both), each as the settings of a
- * fresh one (a temporary DATA_DIR; for PostgreSQL a schema dropped afterwards) given to
- * `run`. PostgreSQL is skipped when unreachable, unless it was asked for by name.
+ * Runs `body` on a throwaway SQLite data directory and then on a fresh PostgreSQL schema (or
+ * only on the ones asked for). PostgreSQL is skipped with a line when unreachable, unless it
+ * was asked for explicitly.
  */
-export async function forEachBenchDatabase(
-  selected: { sqlite: boolean; postgres: boolean },
-  run: (kind: DatabaseKind, env: Record<string, string>) => Promise<void>,
-): Promise<void> {
-  const both = !selected.sqlite && !selected.postgres;
-  if (selected.sqlite || both) {
+export async function forEachBenchDatabase(selection: { sqlite: boolean; postgres: boolean }, body: (database: BenchDatabase) => Promise<void>): Promise<void> {
+  const both = !selection.sqlite && !selection.postgres;
+  if (selection.sqlite || both) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
     try {
-      await run('sqlite', { DATA_DIR: dataDir });
+      await body({ name: 'sqlite', env: { DATA_DIR: dataDir } });
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }
-  if (!selected.postgres && !both) return;
-  if (!(await postgresReachable())) {
-    if (selected.postgres) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}`);
-    console.log(`postgres: skipped, not reachable at ${POSTGRES_URL}`);
-    return;
-  }
-  const schema = `bench_${randomBytes(6).toString('hex')}`;
-  const url = new URL(POSTGRES_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
-  await adminQuery(`CREATE SCHEMA ${schema}`);
-  try {
-    await run('postgres', { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') });
-  } finally {
-    await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+  if (selection.postgres || both) {
+    if (!(await postgresReachable())) {
+      if (selection.postgres) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}`);
+      console.log(`postgres: skipped, not reachable at ${POSTGRES_URL}`);
+      return;
+    }
+    const schema = `bench_${randomBytes(6).toString('hex')}`;
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
+    await adminQuery(`CREATE SCHEMA ${schema}`);
+    try {
+      await body({ name: 'postgres', env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') } });
+    } finally {
+      await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   }
 }
 
 // ---- load ----
-
-export interface LoadOptions {
-  connections: number;
-  durationS: number;
-  warmUpS: number;
-  headers?: Record<string, string>;
-}
 
 export interface Figures {
   target: string;
@@ -154,21 +178,26 @@ export interface Figures {
   errors: number;
 }
 
-function load(port: number, paths: string[], seconds: number, options: LoadOptions) {
-  let next = 0;
+export interface Load {
+  connections: number;
+  seconds: number;
+  /** The next request to send: called once per request. */
+  next: () => { method?: 'GET' | 'POST' | 'DELETE'; path: string; headers?: Record<string, string>; body?: string };
+}
+
+function run(port: number, load: Load, seconds: number) {
   return autocannon({
     url: `http://127.0.0.1:${port}`,
-    connections: options.connections,
+    connections: load.connections,
     duration: seconds,
-    ...(options.headers ? { headers: options.headers } : {}),
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length]! }) }],
+    requests: [{ setupRequest: (request) => ({ ...request, method: 'GET', ...load.next() }) }],
   });
 }
 
-/** GETs of the paths in turn, by `connections` clients: a warm-up, then the measured run. */
-export async function measure(target: string, port: number, paths: string[], options: LoadOptions): Promise<Figures> {
-  await load(port, paths, options.warmUpS, options);
-  const result = await load(port, paths, options.durationS, options);
+/** Figures of `load` after a warm-up run of the same load. */
+export async function measure(target: string, port: number, load: Load, warmUpSeconds = WARM_UP_S): Promise<Figures> {
+  if (warmUpSeconds > 0) await run(port, load, warmUpSeconds);
+  const result = await run(port, load, load.seconds);
   return {
     target,
     requestsPerSecond: result.requests.average,
@@ -179,30 +208,20 @@ export async function measure(target: string, port: number, paths: string[], opt
   };
 }
 
-/** The bare server's figures for the same paths, so that the load generator's own cost is the same. */
-export async function measureBare(paths: string[], options: LoadOptions): Promise<Figures> {
-  const port = await freePort();
-  const bare = startBare(port);
-  try {
-    await waitUntilServing(`http://127.0.0.1:${port}/`, bare);
-    return await measure('bare node:http', port, paths, options);
-  } finally {
-    await stop(bare);
-  }
-}
-
-/** The figures as a table, each rate also as a share of the first (the bare server's). */
-export function printFigures(figures: Figures[]): void {
-  const bareRate = figures[0]!.requestsPerSecond;
+/** The figures as a table, each rate also as a ratio to the bare server's figures named by `bareOf`. */
+export function printFigures(figures: Figures[], bareOf: (entry: Figures) => Figures | undefined): void {
   console.table(
-    figures.map((entry) => ({
-      target: entry.target,
-      'req/s': Math.round(entry.requestsPerSecond),
-      'p50 ms': entry.p50,
-      'p99 ms': entry.p99,
-      'ratio to bare': (entry.requestsPerSecond / bareRate).toFixed(2),
-      'non-2xx': entry.non2xx,
-      errors: entry.errors,
-    })),
+    figures.map((entry) => {
+      const bare = bareOf(entry);
+      return {
+        target: entry.target,
+        'req/s': Math.round(entry.requestsPerSecond),
+        'p50 ms': entry.p50,
+        'p99 ms': entry.p99,
+        'ratio to bare': bare ? (entry.requestsPerSecond / bare.requestsPerSecond).toFixed(2) : '',
+        'non-2xx': entry.non2xx,
+        errors: entry.errors,
+      };
+    }),
   );
 }

@@ -21,16 +21,16 @@ import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
 import {
+  WARM_UP_S,
   forEachBenchDatabase,
-  freePort,
   measure,
-  measureBare,
   printFigures,
+  startBare,
   startKeyfleet,
   stop,
-  waitUntilServing,
+  type BenchDatabase,
   type Figures,
-  type LoadOptions,
+  type Load,
 } from './harness.ts';
 
 const { values: options } = parseArgs({
@@ -46,7 +46,6 @@ const { values: options } = parseArgs({
 const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);
 const CONNECTIONS = Number(options.connections);
-const WARM_UP_S = 2;
 
 // ---- the fleet: a few configuration templates, OKM i uses template i % TEMPLATES.length ----
 
@@ -163,7 +162,10 @@ async function seed(env: Record<string, string>): Promise<void> {
 
 // ---- load ----
 
-const LOAD: LoadOptions = { connections: CONNECTIONS, durationS: DURATION_S, warmUpS: WARM_UP_S };
+function pollLoad(paths: string[]): Load {
+  let next = 0;
+  return { connections: CONNECTIONS, seconds: DURATION_S, next: () => ({ path: paths[next++ % paths.length]! }) };
+}
 
 /** What the mix really gets back: a sample of the paths, asked one by one. */
 async function observedMix(port: number, paths: string[]): Promise<Record<string, number>> {
@@ -176,18 +178,17 @@ async function observedMix(port: number, paths: string[]): Promise<Record<string
   return tally;
 }
 
-async function benchKeyfleet(name: string, env: Record<string, string>): Promise<Figures[]> {
+async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
+  const { name, env } = database;
   const seeding = Date.now();
   await seed(env);
   console.log(`${name}: stored ${OKM_COUNT} OKMs in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
-  const port = await freePort();
-  const child = startKeyfleet(port, env, options['cpu-prof'] && path.join(options['cpu-prof'], name));
+  const { port, child } = await startKeyfleet(env, options['cpu-prof'] && path.join(options['cpu-prof'], name));
   try {
-    await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
     console.log(`${name}: answers seen on a sample of 400 requests:`, await observedMix(port, requestPaths('/api/v1/config')));
-    const poll = await measure(`keyfleet ${name}`, port, requestPaths('/api/v1/config'), LOAD);
+    const poll = await measure(`keyfleet ${name}`, port, pollLoad(requestPaths('/api/v1/config')));
     // The bootstrap route does no database work: the framework's share of the cost.
-    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, requestPaths('/embeddedv1/kas/config'), LOAD);
+    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, pollLoad(requestPaths('/embeddedv1/kas/config')));
     return [poll, bootstrap];
   } finally {
     await stop(child);
@@ -196,15 +197,23 @@ async function benchKeyfleet(name: string, env: Record<string, string>): Promise
 
 async function main(): Promise<void> {
   const started = Date.now();
-  // The same requests as keyfleet gets, so that the load generator's own cost is the same.
-  const figures: Figures[] = [await measureBare(requestPaths('/api/v1/config'), LOAD)];
-  await forEachBenchDatabase(options, async (kind, env) => {
-    figures.push(...(await benchKeyfleet(kind, env)));
+  const figures: Figures[] = [];
+
+  const bare = await startBare();
+  try {
+    // The same requests as keyfleet gets, so that the load generator's own cost is the same.
+    figures.push(await measure('bare node:http', bare.port, pollLoad(requestPaths('/api/v1/config'))));
+  } finally {
+    await stop(bare.child);
+  }
+
+  await forEachBenchDatabase(options, async (database) => {
+    figures.push(...(await benchKeyfleet(database)));
   });
 
   console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs, ${os.cpus().length} CPUs`);
   console.log('mix:', MIX.map((entry) => `${Math.round(entry.share * 100)}% ${entry.name}`).join('; '));
-  printFigures(figures);
+  printFigures(figures, () => figures[0]);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

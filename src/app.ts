@@ -5,8 +5,12 @@ import type { Db } from './db/database.ts';
 import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
+import rateLimitsPlugin from './http/rate-limits.ts';
+import { registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
+import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';
+import openApiPlugin from './http/openapi.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
@@ -38,9 +42,13 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   app.decorate('dialect', options.dialect);
   app.decorate('masterKey', options.masterKey);
   registerErrorHandling(app);
+  registerRequestIdHeader(app);
   registerJsonBodies(app);
 
+  await app.register(openApiPlugin);
   await app.register(metricsPlugin);
+  await app.register(healthPlugin);
+  await app.register(rateLimitsPlugin);
   await app.register(authPlugin);
   await app.register(pkiPlugin);
   await app.register(dlockAuthPlugin);

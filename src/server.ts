@@ -5,6 +5,7 @@ import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
 import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { sendError } from './http/error-handler.ts';
+import { RequestLogController, requestIdOf } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
 
 export interface ServerDependencies {
@@ -23,8 +24,15 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     // proxy-addr takes a hop count too; Fastify's types only list the other forms.
     trustProxy: settings.trustProxy as boolean | string,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
-    requestIdHeader: 'x-request-id',
+    genReqId: requestIdOf,
+    logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
+    requestTimeout: settings.requestTimeoutSeconds * 1000,
+    http: {
+      headersTimeout: settings.headersTimeoutSeconds * 1000,
+      // Node checks the two timeouts above on this interval (30 s by default).
+      connectionsCheckingInterval: 1000,
+    },
     // Errors Fastify meets before routing (a URL that is not valid UTF-8, say) get the same JSON shape.
     frameworkErrors: sendError,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -2,6 +2,7 @@ import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, forbidden, unauthorized } from '../http/errors.ts';
+import { documentSecurity } from '../http/openapi.ts';
 
 export type Scope = 'acl:read' | 'acl:create' | 'acl:delete' | 'okm:read' | 'okm:write' | 'admin';
 
@@ -38,11 +39,14 @@ function bearerToken(request: FastifyRequest): string {
  * Sets request.principal.
  */
 export function requireScopes(...scopes: Scope[]): preHandlerAsyncHookHandler {
-  return async function guard(request) {
-    const principal = await request.server.tokenVerifier.verify(bearerToken(request));
-    if (!principal.isAdmin && !scopes.every((scope) => principal.scopes.has(scope))) throw forbidden();
-    request.principal = principal;
-  };
+  return documentSecurity(
+    async function guard(request) {
+      const principal = await request.server.tokenVerifier.verify(bearerToken(request));
+      if (!principal.isAdmin && !scopes.every((scope) => principal.scopes.has(scope))) throw forbidden();
+      request.principal = principal;
+    },
+    { jwt: scopes },
+  );
 }
 
 /** The principal set by requireScopes (throws if the route forgot the guard). */

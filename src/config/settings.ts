@@ -32,6 +32,14 @@ export interface Settings {
   pkiIntermediateValidityDays: number;
   /** Validity of DLock key certificates issued by POST /v1/dlock, in days. */
   dlockCertificateValidityDays: number;
+  /** Requests per minute per client IP on the device routes (config poll, audit intake); 0 = no limit. */
+  deviceRateLimitPerMinute: number;
+  /** Requests per minute per credential (or per IP without one) on the APIs; 0 = no limit. */
+  apiRateLimitPerMinute: number;
+  /** Time a client has to send a request's headers, in seconds (slow-loris clients are cut off). */
+  headersTimeoutSeconds: number;
+  /** Time a client has to send a whole request, body included, in seconds. */
+  requestTimeoutSeconds: number;
   /** Most users one ACL may hold. */
   aclMaxUsers: number;
   /** Most locks one ACL may hold (and so permissions per user). */
@@ -157,6 +165,11 @@ export function loadSettings(env: Env = process.env): Settings {
     throw new SettingsError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
   const publicBaseUrl = env.PUBLIC_BASE_URL ? httpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) : undefined;
+  const headersTimeoutSeconds = integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600);
+  const requestTimeoutSeconds = integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 300, 1, 86_400);
+  if (requestTimeoutSeconds < headersTimeoutSeconds) {
+    throw new SettingsError('HTTP_REQUEST_TIMEOUT_SECONDS', `expected at least HTTP_HEADERS_TIMEOUT_SECONDS (${headersTimeoutSeconds}), got ${requestTimeoutSeconds}`);
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: text(env, 'HOST', '0.0.0.0'),
@@ -178,6 +191,10 @@ export function loadSettings(env: Env = process.env): Settings {
     pkiRootValidityDays: integer(env, 'PKI_ROOT_VALIDITY_DAYS', 7305, 1, 36_525),
     pkiIntermediateValidityDays: integer(env, 'PKI_INTERMEDIATE_VALIDITY_DAYS', 3653, 1, 36_525),
     dlockCertificateValidityDays: integer(env, 'DLOCK_CERTIFICATE_VALIDITY_DAYS', 365, 1, 36_525),
+    deviceRateLimitPerMinute: integer(env, 'RATE_LIMIT_DEVICE_PER_MINUTE', 600, 0, 1_000_000_000),
+    apiRateLimitPerMinute: integer(env, 'RATE_LIMIT_API_PER_MINUTE', 1200, 0, 1_000_000_000),
+    headersTimeoutSeconds,
+    requestTimeoutSeconds,
     aclMaxUsers: integer(env, 'ACL_MAX_USERS', 5000, 1, 100_000),
     aclMaxLocks: integer(env, 'ACL_MAX_LOCKS', 1000, 1, 10_000),
   };

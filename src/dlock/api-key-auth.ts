@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { unauthorized } from '../http/errors.ts';
+import { documentSecurity } from '../http/openapi.ts';
 import { checkApiKey, type ApiKeyOwner } from './api-keys.ts';
 
 declare module 'fastify' {
@@ -19,7 +20,7 @@ export const INVALID_KEY = 'Access token invalid or revoked';
  * or answers 401. Routes that use it set `config: { errorShape: 'dlock' }` so that the error
  * handler renders `{status, msg}`.
  */
-export async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+export const requireApiKey = documentSecurity(async function requireApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const header = request.headers.authorization;
   if (header === undefined || header.trim() === '') throw unauthorized(MISSING_KEY);
   const match = /^Bearer +(\S+) *$/i.exec(header);
@@ -27,7 +28,7 @@ export async function requireApiKey(request: FastifyRequest, _reply: FastifyRepl
   const result = await checkApiKey(request.server.db, match[1]!);
   if (!result.ok) throw unauthorized(result.reason === 'malformed' ? MALFORMED_KEY : INVALID_KEY);
   request.apiKeyOwner = result.owner;
-}
+}, { apiKey: [] });
 
 async function dlockAuthPlugin(app: FastifyInstance): Promise<void> {
   app.decorateRequest('apiKeyOwner', undefined);

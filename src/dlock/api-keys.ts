@@ -1,6 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
+import type { ApiKeysTable } from '../db/schema.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 
 /**
@@ -30,6 +32,8 @@ export interface ApiKeyOwner {
   customerId: number;
   customer: string;
 }
+
+type ApiKeyRow = Pick<ApiKeysTable, 'id' | 'customer_id' | 'secret_hash' | 'last_used_at' | 'revoked_at'> & { customer: string };
 
 export type ApiKeyCheck = { ok: true; owner: ApiKeyOwner } | { ok: false; reason: 'malformed' | 'invalid' };
 
@@ -63,6 +67,14 @@ export async function revokeApiKey(db: Db, id: string): Promise<{ id: string; re
   return { id: row.id, revokedAt: Number(row.revoked_at) };
 }
 
+const apiKeyQuery = precompiledQuery<ApiKeyRow, [string]>(1, (db, [id]) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('customers', 'customers.id', 'api_keys.customer_id')
+    .select(['api_keys.id', 'api_keys.customer_id', 'customers.name as customer', 'api_keys.secret_hash', 'api_keys.last_used_at', 'api_keys.revoked_at'])
+    .where('api_keys.id', '=', id as string),
+);
+
 /**
  * Checks a presented key: the id finds the row, the hashes are compared in constant time,
  * revoked keys fail. Records the last use, at most once per LAST_USED_RESOLUTION_MS.
@@ -70,12 +82,7 @@ export async function revokeApiKey(db: Db, id: string): Promise<{ id: string; re
 export async function checkApiKey(db: Db, presented: string, now = Date.now()): Promise<ApiKeyCheck> {
   const match = API_KEY.exec(presented);
   if (!match) return { ok: false, reason: 'malformed' };
-  const row = await db
-    .selectFrom('api_keys')
-    .innerJoin('customers', 'customers.id', 'api_keys.customer_id')
-    .select(['api_keys.id', 'api_keys.customer_id', 'customers.name as customer', 'api_keys.secret_hash', 'api_keys.last_used_at', 'api_keys.revoked_at'])
-    .where('api_keys.id', '=', match[1]!)
-    .executeTakeFirst();
+  const [row] = (await apiKeyQuery(db, match[1]!)).rows;
   const stored = row ? Buffer.from(row.secret_hash, 'hex') : NO_HASH;
   const equal = stored.length === 32 && timingSafeEqual(hashKey(presented), stored);
   if (!row || !equal || row.revoked_at !== null) return { ok: false, reason: 'invalid' };

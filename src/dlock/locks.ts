@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
 import { HttpError, badRequest, notFound } from '../http/errors.ts';
-import { findIntermediate, loadIntermediatePrivateKey } from '../pki/intermediates.ts';
+import { findIntermediate, intermediateSigningKey } from '../pki/intermediates.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import type { ApiKeyOwner } from './api-keys.ts';
 import { deriveLockKey, issueKeyCertificate, type KeyCertificate } from './key-certificate.ts';
@@ -34,6 +35,28 @@ export async function ownIntermediate(db: Db, owner: ApiKeyOwner, name: string) 
   return certificate;
 }
 
+// The enrolment and fetch queries, built once: Kysely's building cost more than running them.
+const insertLockQuery = precompiledQuery<{ serial_no: string }, [string, number, string, string, string, number]>(
+  6,
+  (db, [serialNo, customerId, certificateName, certificateJson, keySealed, createdAt]) =>
+    db
+      .insertInto('dlocks')
+      .values({
+        serial_no: serialNo as string,
+        customer_id: customerId as number,
+        certificate_name: certificateName as string,
+        certificate_json: certificateJson as string,
+        key_sealed: keySealed as string,
+        created_at: createdAt as number,
+      })
+      .onConflict((oc) => oc.column('serial_no').doNothing())
+      .returning('serial_no'),
+);
+
+const lockQuery = precompiledQuery<{ certificate_json: string; key_sealed: string }, [string, number]>(2, (db, [serialNo, customerId]) =>
+  db.selectFrom('dlocks').select(['certificate_json', 'key_sealed']).where('serial_no', '=', serialNo as string).where('customer_id', '=', customerId as number),
+);
+
 /**
  * Enrols a lock: derives its key, issues the key certificate and stores it. The serial number
  * is the primary key and the insert does nothing on conflict, so of two concurrent enrolments
@@ -42,7 +65,7 @@ export async function ownIntermediate(db: Db, owner: ApiKeyOwner, name: string) 
 export async function registerLock(context: LockContext, owner: ApiKeyOwner, request: RegisterLock, now = Date.now()): Promise<KeyCertificate> {
   const intermediate = await ownIntermediate(context.db, owner, request.certificate);
   if (intermediate.notAfter <= now) throw badRequest(`certificate: ${request.certificate} has expired`);
-  const signingKey = await loadIntermediatePrivateKey(context.db, context.masterKey, intermediate.name);
+  const signingKey = await intermediateSigningKey(context.db, context.masterKey, intermediate);
   const lockKey = deriveLockKey(Buffer.from(request.enrolment_code, 'hex'), context.deploymentSecret, request.serial_no);
   const certificate = issueKeyCertificate({
     issuer: intermediate.name,
@@ -53,31 +76,22 @@ export async function registerLock(context: LockContext, owner: ApiKeyOwner, req
     now,
   });
   const { key: _key, ...withoutKey } = certificate;
-  const inserted = await context.db
-    .insertInto('dlocks')
-    .values({
-      serial_no: request.serial_no,
-      customer_id: owner.customerId,
-      certificate_name: intermediate.name,
-      certificate_json: JSON.stringify(withoutKey),
-      key_sealed: seal(context.masterKey, lockKey, lockKeyAssociatedData(request.serial_no)),
-      created_at: now,
-    })
-    .onConflict((oc) => oc.column('serial_no').doNothing())
-    .returning('serial_no')
-    .executeTakeFirst();
-  if (!inserted) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
+  const inserted = await insertLockQuery(
+    context.db,
+    request.serial_no,
+    owner.customerId,
+    intermediate.name,
+    JSON.stringify(withoutKey),
+    seal(context.masterKey, lockKey, lockKeyAssociatedData(request.serial_no)),
+    now,
+  );
+  if (inserted.rows.length === 0) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
   return certificate;
 }
 
 /** The stored key certificate of one of the caller's locks, with its key unsealed; else 404. */
 export async function findLock(context: Pick<LockContext, 'db' | 'masterKey'>, owner: ApiKeyOwner, serialNo: string): Promise<KeyCertificate> {
-  const row = await context.db
-    .selectFrom('dlocks')
-    .select(['certificate_json', 'key_sealed'])
-    .where('serial_no', '=', serialNo)
-    .where('customer_id', '=', owner.customerId)
-    .executeTakeFirst();
+  const [row] = (await lockQuery(context.db, serialNo, owner.customerId)).rows;
   if (!row) throw notFound(LOCK_NOT_FOUND);
   const stored = JSON.parse(row.certificate_json) as Omit<KeyCertificate, 'key'>;
   const key = open(context.masterKey, row.key_sealed, lockKeyAssociatedData(serialNo)).toString('base64');

@@ -23,6 +23,9 @@ const RegisterBody = Type.Object(
 );
 type RegisterBody = Static<typeof RegisterBody>;
 
+/** Far above any valid body (the enrolment code is at most 512 hex digits). */
+const REGISTER_BODY_LIMIT = 16 * 1024;
+
 const FetchQuery = Type.Object({ base64: Type.Optional(Type.Boolean()) });
 
 const DLOCK = { errorShape: 'dlock' } as const;
@@ -47,7 +50,7 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<{ Body: RegisterBody }>(
     '/v1/dlock',
-    { config: DLOCK, preHandler: requireApiKey, schema: { body: RegisterBody } },
+    { config: DLOCK, preHandler: requireApiKey, schema: { body: RegisterBody }, bodyLimit: REGISTER_BODY_LIMIT },
     async (request, reply) => {
       const certificate = await registerLock(context, request.apiKeyOwner!, request.body);
       return keyResponse(reply, 'DLock registered successfully', certificate, request.body.base64);

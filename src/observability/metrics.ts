@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -34,6 +34,17 @@ async function metricsPlugin(app: FastifyInstance): Promise<void> {
       },
       reply.elapsedTime / 1000,
     );
+  });
+
+  new Gauge({
+    name: 'keyfleet_db_pool_connections',
+    help: 'PostgreSQL connection pool: connections by state (total, idle, and requests waiting for one); absent on SQLite',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const pool = app.dialect.poolState();
+      if (pool) for (const [state, count] of Object.entries(pool)) this.set({ state }, count);
+    },
   });
 
   app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Counter } from 'prom-client';
 import { Type } from 'typebox';
 import { badRequest, notFound } from '../http/errors.ts';
 import { appendAuditRecords } from './audit-repository.ts';
@@ -23,6 +24,18 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   const { configPath, auditUrl } = app.settings;
 
   const handlePoll = createPollHandler(app.db, app.settings, app.dialect.writeGrouping);
+  const polls = new Counter({
+    name: 'keyfleet_okm_polls_total',
+    help: 'Config polls answered, by outcome: enrolled (unknown OKM inserted, 204), in_step ({}), corrected',
+    labelNames: ['outcome'] as const,
+    registers: [app.metrics],
+  });
+  const corrections = new Counter({
+    name: 'keyfleet_okm_corrections_total',
+    help: 'Corrections sent to OKMs, by the resolver that fired (named by the reply key it sets)',
+    labelNames: ['resolver'] as const,
+    registers: [app.metrics],
+  });
 
   const bootstrap = async () => ({ configUrl: configPath });
   app.get(BOOTSTRAP_PATH, bootstrap);
@@ -36,7 +49,13 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
       query: request.query as Record<string, unknown>,
       now: Date.now(),
     });
-    if (result.kind === 'enrolled') return reply.code(204).send();
+    if (result.kind === 'enrolled') {
+      polls.inc({ outcome: 'enrolled' });
+      return reply.code(204).send();
+    }
+    const resolver = Object.keys(result.body)[0];
+    polls.inc({ outcome: resolver === undefined ? 'in_step' : 'corrected' });
+    if (resolver !== undefined) corrections.inc({ resolver });
     return result.body;
   });
 

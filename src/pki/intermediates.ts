@@ -2,7 +2,10 @@ import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import type { Settings } from '../config/settings.ts';
 import type { Customer } from '../customers/repository.ts';
 import { findCustomerByName } from '../customers/repository.ts';
+import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { IntermediateCertificatesTable } from '../db/schema.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { ensureRootCa, loadRootPrivateKey } from './root-ca.ts';
@@ -148,13 +151,18 @@ export async function importIntermediate(
 }
 
 /** Looks a certificate up by name across the deployment (names are unique globally). */
-export async function findIntermediate(db: Db, name: string): Promise<IntermediateCertificate | undefined> {
-  const row = await db
+type IntermediateRow = Omit<Selectable<IntermediateCertificatesTable>, 'private_key_sealed' | 'created_at'> & { customer: string };
+
+const intermediateQuery = precompiledQuery<IntermediateRow, [string]>(1, (db, [name]) =>
+  db
     .selectFrom('intermediate_certificates as c')
     .innerJoin('customers', 'customers.id', 'c.customer_id')
     .select(['c.id', 'c.name', 'c.customer_id', 'customers.name as customer', 'c.serial', 'c.certificate_pem', 'c.not_after', 'c.imported'])
-    .where('c.name', '=', name)
-    .executeTakeFirst();
+    .where('c.name', '=', name as string),
+);
+
+export async function findIntermediate(db: Db, name: string): Promise<IntermediateCertificate | undefined> {
+  const [row] = (await intermediateQuery(db, name)).rows;
   return (
     row && {
       id: row.id,
@@ -183,4 +191,28 @@ export async function loadIntermediatePrivateKey(db: Db, masterKey: Buffer, name
   const row = await db.selectFrom('intermediate_certificates').select(['serial', 'private_key_sealed']).where('name', '=', name).executeTakeFirst();
   if (!row) throw notFound(`certificate ${name} not found`);
   return createPrivateKey(open(masterKey, row.private_key_sealed, intermediateKeyAssociatedData(name, row.serial)));
+}
+
+/**
+ * Unsealed signing keys by certificate name and serial. Unsealing and parsing a key cost more
+ * than the rest of an enrolment; a certificate's key never changes and a replacement has a new
+ * serial, so an entry stays correct whatever other processes do. One entry per intermediate.
+ */
+const signingKeys = new Map<string, KeyObject>();
+
+const sealedKeyQuery = precompiledQuery<{ private_key_sealed: string }, [string, string]>(2, (db, [name, serial]) =>
+  db.selectFrom('intermediate_certificates').select('private_key_sealed').where('name', '=', name as string).where('serial', '=', serial as string),
+);
+
+/** The private key of a certificate found with findIntermediate, unsealed once per process. */
+export async function intermediateSigningKey(db: Db, masterKey: Buffer, certificate: Pick<IntermediateCertificate, 'name' | 'serial'>): Promise<KeyObject> {
+  const cacheKey = `${certificate.name}\n${certificate.serial}`;
+  let key = signingKeys.get(cacheKey);
+  if (!key) {
+    const [row] = (await sealedKeyQuery(db, certificate.name, certificate.serial)).rows;
+    if (!row) throw notFound(`certificate ${certificate.name} not found`);
+    key = createPrivateKey(open(masterKey, row.private_key_sealed, intermediateKeyAssociatedData(certificate.name, certificate.serial)));
+    signingKeys.set(cacheKey, key);
+  }
+  return key;
 }

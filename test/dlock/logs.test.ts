@@ -1,46 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import type { Db } from '../../src/db/database.ts';
 import { loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
+import { serveProcess } from '../helpers/server-process.ts';
 import type { TestDatabase } from '../helpers/databases.ts';
 import { privateKeyForms } from '../pki/helpers.ts';
 
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ENROLMENT_CODE = 'c0ffee00'.repeat(4);
-
-/** `keyfleet serve` at trace level on a free port; resolves with its base URL and captured output. */
-function serve(env: Record<string, string>) {
-  const child = spawn('node', ['bin/keyfleet.js', 'serve'], {
-    cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH, ...env, LOG_LEVEL: 'trace', PORT: '0', HOST: '127.0.0.1' },
-  });
-  let output = '';
-  const collect = (chunk: Buffer) => (output += chunk.toString('utf8'));
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const listening = new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match) resolve(match[1]!);
-    };
-    child.stdout.on('data', check);
-    child.once('exit', () => reject(new Error(`server exited: ${output}`)));
-  });
-  return {
-    listening,
-    output: () => output,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 forEachDatabase('DLock secrets in the logs', (kind) => {
   let store: TestStore;
@@ -59,7 +27,7 @@ forEachDatabase('DLock secrets in the logs', (kind) => {
     assert.equal((await keyfleet('cert', 'create', '--customer', 'acme', '--name', 'acme-main')).exitCode, 0);
     const apiKey: string = JSON.parse((await keyfleet('apikey', 'create', '--customer', 'acme', '--json')).stdout).key;
 
-    const server = serve(database.env);
+    const server = serveProcess({ ...database.env, LOG_LEVEL: 'trace' });
     const base = await server.listening;
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
     const lockKeys: string[] = [];

@@ -27,7 +27,8 @@ export async function buildTestApp(
   beforeReady?: (app: FastifyInstance) => void | Promise<void>,
 ): Promise<TestApp> {
   const database = await createTestDatabase(kind);
-  const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, ...env });
+  // Rate limits are off unless a test sets them: suites poll far faster than any device.
+  const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...database.env, ...env });
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);

@@ -22,4 +22,22 @@ forEachDatabase('metrics', (kind) => {
     );
     assert.match(response.body, /process_resident_memory_bytes/);
   });
+
+  test('polls are counted by outcome and corrections by the resolver that fired', async () => {
+    await subject.app.inject({ method: 'GET', url: '/api/v1/config/METRICS-2' });
+    await subject.app.inject({ method: 'GET', url: '/api/v1/config/METRICS-2?kasDateTime=1' });
+
+    const body = (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
+
+    assert.match(body, /keyfleet_okm_polls_total\{outcome="enrolled"\} [1-9]/);
+    assert.match(body, /keyfleet_okm_polls_total\{outcome="corrected"\} 1/);
+    assert.match(body, /keyfleet_okm_corrections_total\{resolver="kasDateTime"\} 1/);
+  });
+
+  test('the PostgreSQL connection pool is reported by state', { skip: kind !== 'postgres' && 'SQLite has one connection, no pool' }, async () => {
+    const body = (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
+
+    assert.match(body, /keyfleet_db_pool_connections\{state="total"\} [1-9]/);
+    assert.match(body, /keyfleet_db_pool_connections\{state="waiting"\} 0/);
+  });
 });

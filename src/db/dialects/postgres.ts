@@ -13,13 +13,14 @@ export interface PostgresOptions {
 }
 
 export function postgresStrategy(options: PostgresOptions): DialectStrategy {
+  let pool: pg.Pool | undefined;
   return {
     name: 'postgres',
     binaryType: 'bytea',
     idType: 'bigint',
     writeGrouping: { kind: 'autocommit' },
     createDialect() {
-      const pool = new pg.Pool({
+      pool = new pg.Pool({
         connectionString: options.connectionString,
         max: options.poolSize ?? 10,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
@@ -31,6 +32,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       });
       return new PostgresDialect({ pool });
     },
+    poolState: () => pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount },
     async migrationTableSchema(db) {
       const result = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
       return result.rows[0]?.schema;

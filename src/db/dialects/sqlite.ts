@@ -24,6 +24,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       checkpointInBackground(database, file);
       return new SqliteDialect({ database });
     },
+    poolState: () => undefined,
     migrationTableSchema: async () => undefined,
     isRetryableMigrationError: () => false,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),

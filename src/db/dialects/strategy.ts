@@ -1,6 +1,12 @@
 import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely } from 'kysely';
 import type { WriteGrouping } from '../write-batcher.ts';
 
+export interface PoolState {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
 /** What differs between the supported databases, kept in one place per dialect. */
 export interface DialectStrategy {
   readonly name: 'sqlite' | 'postgres';
@@ -19,6 +25,8 @@ export interface DialectStrategy {
    * parallel test's, staging beside production) for this one's.
    */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
+  /** The connection pool's state, where the dialect has a pool (SQLite uses one connection). */
+  poolState(): PoolState | undefined;
   /** An error of a migration run that a second run may not meet (a race with another client). */
   isRetryableMigrationError(error: unknown): boolean;
 }

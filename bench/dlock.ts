@@ -1,0 +1,113 @@
+/**
+ * DLock benchmark: enrolments per second (POST /v1/dlock, each with a new serial number) and
+ * key certificate fetches (GET /v1/dlock/{serial}, half of them ?base64=true) against a bare
+ * node:http server that answers every request with a real GET response body, on SQLite and
+ * PostgreSQL.
+ *
+ *   npx tsx bench/dlock.ts [--sqlite] [--postgres] [--duration 10] [--connections 100]
+ *                          [--cpu-prof DIR]
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  WARM_UP_S,
+  forEachBenchDatabase,
+  keyfleetCli,
+  measure,
+  printFigures,
+  startBare,
+  startKeyfleet,
+  stop,
+  type Figures,
+  type Load,
+} from './harness.ts';
+
+const { values: options } = parseArgs({
+  options: {
+    sqlite: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '100' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+const DURATION_S = Number(options.duration);
+const CONNECTIONS = Number(options.connections);
+const CERTIFICATE = 'bench-ca';
+
+/** POSTs of new serial numbers; `enrolled` collects every serial sent. */
+function enrolmentLoad(apiKey: string, enrolled: string[]): Load {
+  const run = randomBytes(4).toString('hex');
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/json', 'accept-charset': 'utf-8' };
+  return {
+    connections: CONNECTIONS,
+    seconds: DURATION_S,
+    next: () => {
+      const serial = `LOCK-${run}-${enrolled.length}`;
+      enrolled.push(serial);
+      const body = JSON.stringify({ serial_no: serial, type: 'padlock', certificate: CERTIFICATE, enrolment_code: randomBytes(16).toString('hex'), base64: false });
+      return { method: 'POST', path: '/v1/dlock', headers, body };
+    },
+  };
+}
+
+/** GETs of random enrolled locks, every other one in the base64 form. */
+function fetchLoad(apiKey: string, enrolled: string[]): Load {
+  const headers = { authorization: `Bearer ${apiKey}`, accept: 'application/json' };
+  let count = 0;
+  return {
+    connections: CONNECTIONS,
+    seconds: DURATION_S,
+    next: () => {
+      const serial = enrolled[Math.floor(Math.random() * enrolled.length)]!;
+      return { path: `/v1/dlock/${serial}${count++ % 2 === 0 ? '?base64=true' : ''}`, headers };
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const figures: Figures[] = [];
+  let sampleBody = '';
+
+  await forEachBenchDatabase(options, async ({ name, env }) => {
+    const { port, child } = await startKeyfleet(env, options['cpu-prof'] && path.join(options['cpu-prof'], name));
+    try {
+      await keyfleetCli(env, 'customer', 'create', 'bench');
+      await keyfleetCli(env, 'cert', 'create', '--customer', 'bench', '--name', CERTIFICATE);
+      const { key } = (await keyfleetCli(env, 'apikey', 'create', '--customer', 'bench')) as { key: string };
+
+      const enrolled: string[] = [];
+      figures.push(await measure(`keyfleet ${name} POST /v1/dlock (enrolments)`, port, enrolmentLoad(key, enrolled)));
+      // Only serials whose enrolment was answered 200 are fetched; a failed one would show as non-2xx below.
+      const registered = [];
+      for (const serial of enrolled.slice(0, 200)) {
+        const response = await fetch(`http://127.0.0.1:${port}/v1/dlock/${serial}`, { headers: { authorization: `Bearer ${key}` } });
+        if (response.ok) registered.push(serial);
+        sampleBody ||= response.ok ? await response.text() : '';
+      }
+      console.log(`${name}: ${enrolled.length} enrolments sent; of the first 200, ${registered.length} fetch 200`);
+      figures.push(await measure(`keyfleet ${name} GET /v1/dlock/{serial}`, port, fetchLoad(key, enrolled.slice(0, Math.floor(enrolled.length * 0.9)))));
+    } finally {
+      await stop(child);
+    }
+  });
+
+  // The ceiling: the same GET requests answered with a real key certificate body, no work.
+  const bare = await startBare(sampleBody);
+  let bareFigures: Figures;
+  try {
+    bareFigures = await measure('bare node:http (same body as a GET)', bare.port, fetchLoad('none', ['LOCK-0']));
+    figures.unshift(bareFigures);
+  } finally {
+    await stop(bare.child);
+  }
+
+  console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${os.cpus().length} CPUs; GET body ${sampleBody.length} bytes`);
+  printFigures(figures, (entry) => (entry.target.includes('GET') ? bareFigures : undefined));
+  console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+await main();

@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Query parameters whose values are secrets: the installer code an OKM sends on every poll. */
+const SECRET_QUERY_PARAMETER = /([?&]installCode=)[^&#]*/gi;
+
+/** Fastify's genReqId: the caller's (or proxy's) X-Request-Id when it is a sane token, else a new UUID. */
+export function requestIdOf(request: IncomingMessage): string {
+  const offered = request.headers[REQUEST_ID_HEADER];
+  return typeof offered === 'string' && ACCEPTABLE_REQUEST_ID.test(offered) ? offered : randomUUID();
+}
+
+export const redactUrl = (url: string) => url.replace(SECRET_QUERY_PARAMETER, '$1[redacted]');
+
+/**
+ * One log line per request, when the response is done, with the URL's secrets redacted
+ * (Fastify's default writes two lines and logs the raw URL). Headers and bodies are never logged.
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      req: { method: request.method, url: redactUrl(request.url), route: request.routeOptions?.url, remoteAddress: request.ip },
+      res: { statusCode: reply.statusCode },
+      responseTime: Math.round(reply.elapsedTime * 10) / 10,
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
+/** The request id on every response, so that a caller can quote it. */
+export function registerRequestIdHeader(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+}
