@@ -52,13 +52,21 @@ export async function listAcls(db: Db, customerId: number, page: number, perPage
     .offset((page - 1) * perPage);
   const [rows, count] = await Promise.all([
     selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute(),
-    db
-      .selectFrom('acls')
-      .select((eb) => eb.fn.countAll<number | string>().as('total'))
-      .where('customer_id', '=', customerId)
-      .executeTakeFirstOrThrow(),
+    db.selectFrom('acl_counts').select('total').where('customer_id', '=', customerId).executeTakeFirst(),
   ]);
-  return { acls: rows.map(toStoredAcl), total: Number(count.total) };
+  return { acls: rows.map(toStoredAcl), total: Number(count?.total ?? 0) };
+}
+
+/**
+ * Adds delta to the customer's number of ACLs. Its row stays locked until the transaction
+ * ends, so writes call this last.
+ */
+export async function countAcls(db: Db, customerId: number, delta: number): Promise<void> {
+  await db
+    .insertInto('acl_counts')
+    .values({ customer_id: customerId, total: delta })
+    .onConflict((oc) => oc.column('customer_id').doUpdateSet((eb) => ({ total: eb('acl_counts.total', '+', delta) })))
+    .execute();
 }
 
 /** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */

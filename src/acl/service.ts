@@ -7,7 +7,7 @@ import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
-import { deleteAcl, findAcl, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
+import { countAcls, deleteAcl, findAcl, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
 import type { AclBody, AclListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
@@ -64,7 +64,8 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
   const id = (write.body.id ?? randomUUID()).toLowerCase();
   return request.db.transaction().execute(async (trx) => {
     let current: string | null = null;
-    if (!(await insertAcl(trx, id, owner.id, content, request.now))) {
+    const created = await insertAcl(trx, id, owner.id, content, request.now);
+    if (!created) {
       const locked = await lockAcl(trx, id);
       // Not there any more: deleted since the insert met it; the client may retry.
       if (!locked || locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
@@ -72,6 +73,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
       current = locked.okmSerial;
     }
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
+    if (created) await countAcls(trx, owner.id, 1);
     return storedAcl(id, owner, write.body.okm_id === undefined ? current : write.body.okm_id, content);
   });
 }
@@ -110,5 +112,6 @@ export async function removeAcl(request: AclRequest, id: string, customerName: s
     const locked = await lockVisibleAcl(trx, acting, id);
     await deleteAcl(trx, id);
     if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);
+    await countAcls(trx, locked.customerId, -1);
   });
 }

@@ -21,6 +21,7 @@ export interface Database {
   dlocks: DlocksTable;
   acls: AclsTable;
   acl_contents: AclContentsTable;
+  acl_counts: AclCountsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -174,4 +175,10 @@ export interface AclContentsTable {
   locks: string;
   /** The caller's user_data JSON text exactly as sent; null when it sent none. */
   user_data: string | null;
+}
+
+export interface AclCountsTable {
+  customer_id: number;
+  /** How many ACLs the customer has, kept by the transactions that create and delete them. */
+  total: number;
 }

@@ -235,6 +235,21 @@ forEachDatabase('ACL routes', (kind) => {
     assert.equal((await call(t, 'DELETE', `${ACLS}/${acl.id}/`, { token: tokens.acme })).statusCode, 204);
   });
 
+  test('total_results counts creations and deletions, concurrent ones too, and not overwrites or failed writes', async () => {
+    const customer = 'counted';
+    const token = await issueTestToken(t, { customer, scopes: ['acl:read', 'acl:create', 'acl:delete'] });
+    const total = async () => (await call(t, 'GET', `${ACLS}?customer=${customer}`, { token })).json().pagination.total_results;
+    const acls = Array.from({ length: 10 }, () => sampleAcl(customer, { users: 1, locks: 1 }));
+
+    await Promise.all(acls.map((acl) => post(acl, token)));
+    await post({ ...acls[0]!, user_data: { overwritten: true } }, token);
+    await post({ ...sampleAcl(customer), okm_id: 'NO-SUCH-OKM' }, token);
+    await Promise.all(acls.slice(0, 3).map((acl) => call(t, 'DELETE', `${ACLS}/${acl.id}`, { token })));
+    await call(t, 'DELETE', `${ACLS}/${acls[0]!.id}`, { token });
+
+    assert.equal(await total(), '7');
+  });
+
   test('concurrent PUTs of one ACL never interleave: the stored ACL is one of the bodies, whole', async () => {
     const acl = sampleAcl('acme', { users: 50, locks: 40 });
     await post(acl);

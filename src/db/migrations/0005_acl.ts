@@ -5,6 +5,7 @@ import type { AnyDb } from '../migrate.ts';
  * Access control lists. `acls` is small (owner, link, times) so that locking it is cheap;
  * the lists, which reach megabytes, are in `acl_contents`. An OKM linked to an ACL reads its
  * asset lists from there (its own row keeps only their digests), so polls never rewrite them.
+ * `acl_counts` keeps each customer's number of ACLs, so that a list page need not count them.
  */
 export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   await db.schema
@@ -25,5 +26,11 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addColumn('users', 'text', (c) => c.notNull())
     .addColumn('locks', 'text', (c) => c.notNull())
     .addColumn('user_data', 'text')
+    .execute();
+
+  await db.schema
+    .createTable('acl_counts')
+    .addColumn('customer_id', dialect.idType, (c) => c.primaryKey().references('customers.id'))
+    .addColumn('total', 'bigint', (c) => c.notNull())
     .execute();
 }
