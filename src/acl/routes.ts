@@ -106,8 +106,9 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   // The seed's PATCH is 405 whoever asks, before authentication.
-  app.patch('/', refusePatch('GET, HEAD, POST'));
-  app.patch('/:id', refusePatch('GET, HEAD, PUT, DELETE'));
+  const notAllowed = { summary: 'Not a method of this resource: 405 "Cannot PATCH" with Allow' };
+  app.patch('/', { schema: notAllowed }, refusePatch('GET, HEAD, POST'));
+  app.patch('/:id', { schema: notAllowed }, refusePatch('GET, HEAD, PUT, DELETE'));
 };
 
 export default aclRoutes;

@@ -1,5 +1,6 @@
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet, type JWK } from 'jose';
+import { calculateJwkThumbprint, createLocalJWKSet, errors, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet, type JWK, type JWTVerifyGetKey } from 'jose';
 import type { Db } from '../db/database.ts';
+import { badRequest, notFound } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
@@ -10,6 +11,21 @@ export interface ActiveSigningKey {
   privateKey: CryptoKey;
 }
 
+async function newSigningKeyRow(masterKey: Buffer, now: number) {
+  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALGORITHM, { extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    kid,
+    algorithm: SIGNING_ALGORITHM,
+    public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALGORITHM, use: 'sig' }),
+    // The kid as associated data ties the sealed private key to its row.
+    private_jwk_sealed: seal(masterKey, JSON.stringify(await exportJWK(privateKey)), kid),
+    created_at: now,
+    retired_at: null,
+  };
+}
+
 /**
  * Creates the deployment's signing key unless one is active. Several processes may start at
  * once: a unique index admits only one active key, so a losing insert does nothing and every
@@ -18,27 +34,56 @@ export interface ActiveSigningKey {
 export async function ensureActiveSigningKey(db: Db, masterKey: Buffer): Promise<void> {
   const active = await db.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst();
   if (active) return;
-  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALGORITHM, { extractable: true });
-  const publicJwk = await exportJWK(publicKey);
-  const kid = await calculateJwkThumbprint(publicJwk);
   await db
     .insertInto('signing_keys')
-    .values({
-      kid,
-      algorithm: SIGNING_ALGORITHM,
-      public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALGORITHM, use: 'sig' }),
-      // The kid as associated data ties the sealed private key to its row.
-      private_jwk_sealed: seal(masterKey, JSON.stringify(await exportJWK(privateKey)), kid),
-      created_at: Date.now(),
-      retired_at: null,
-    })
+    .values(await newSigningKeyRow(masterKey, Date.now()))
     .onConflict((oc) => oc.doNothing())
     .execute();
 }
 
-/** The public keys that verify the deployment's own tokens: every key not retired. */
-export async function loadPublicJwks(db: Db): Promise<JSONWebKeySet> {
-  const rows = await db.selectFrom('signing_keys').select('public_jwk').where('retired_at', 'is', null).orderBy('kid').execute();
+/**
+ * Makes a new key the active (signing) one. The previous key stops signing now and keeps
+ * verifying for `graceSeconds`, so that the tokens it signed stay valid until then
+ * (retired_at in the future means "verifies only").
+ */
+export async function rotateSigningKey(db: Db, masterKey: Buffer, graceSeconds: number, now = Date.now()): Promise<{ kid: string; previous: string | null; previousVerifiesUntil: number }> {
+  const row = await newSigningKeyRow(masterKey, now);
+  const previousVerifiesUntil = now + graceSeconds * 1000;
+  return db.transaction().execute(async (tx) => {
+    const previous = await tx.updateTable('signing_keys').set({ retired_at: previousVerifiesUntil }).where('retired_at', 'is', null).returning('kid').executeTakeFirst();
+    await tx.insertInto('signing_keys').values(row).execute();
+    return { kid: row.kid, previous: previous?.kid ?? null, previousVerifiesUntil };
+  });
+}
+
+/** Stops a key that no longer signs from verifying tokens too (a leaked key, or an early end to its grace). */
+export async function retireSigningKey(db: Db, kid: string, now = Date.now()): Promise<void> {
+  const row = await db.selectFrom('signing_keys').select('retired_at').where('kid', '=', kid).executeTakeFirst();
+  if (!row) throw notFound(`signing key ${kid} not found`);
+  if (row.retired_at === null) throw badRequest(`signing key ${kid} is the active key: rotate first`);
+  await db.updateTable('signing_keys').set({ retired_at: now }).where('kid', '=', kid).where('retired_at', '>', now).execute();
+}
+
+export interface SigningKeyState {
+  kid: string;
+  createdAt: number;
+  /** null for the active key; when a key stops verifying. */
+  retiredAt: number | null;
+}
+
+export async function listSigningKeys(db: Db): Promise<SigningKeyState[]> {
+  const rows = await db.selectFrom('signing_keys').select(['kid', 'created_at', 'retired_at']).orderBy('created_at').execute();
+  return rows.map((row) => ({ kid: row.kid, createdAt: Number(row.created_at), retiredAt: row.retired_at === null ? null : Number(row.retired_at) }));
+}
+
+/** The public keys that verify the deployment's own tokens: the active key and those still in their grace. */
+export async function loadPublicJwks(db: Db, now = Date.now()): Promise<JSONWebKeySet> {
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select('public_jwk')
+    .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', now)]))
+    .orderBy('kid')
+    .execute();
   return { keys: rows.map((row) => JSON.parse(row.public_jwk) as JWK) };
 }
 
@@ -51,4 +96,52 @@ export async function loadActiveSigningKey(db: Db, masterKey: Buffer): Promise<A
   if (!row) throw new Error('no active signing key: ensureActiveSigningKey has not run on this database');
   const privateJwk = JSON.parse(open(masterKey, row.private_jwk_sealed, row.kid).toString('utf8')) as JWK;
   return { kid: row.kid, algorithm: row.algorithm, privateKey: (await importJWK(privateJwk, row.algorithm)) as CryptoKey };
+}
+
+/** How often a process rereads its own public keys, so that a retired key stops verifying everywhere. */
+const KEY_SET_REFRESH_MS = 60_000;
+/** A token with an unknown kid rereads the keys at most this often (a rotation in another process). */
+const UNKNOWN_KID_RELOAD_MS = 5_000;
+
+export interface OwnKeySet {
+  /** The current public keys: what /.well-known/jwks.json serves. */
+  jwks(): Promise<JSONWebKeySet>;
+  /** jose's key lookup for jwtVerify. */
+  getKey: JWTVerifyGetKey;
+}
+
+/**
+ * The deployment's public keys, kept current across processes: reread every minute, and at
+ * once (at most every 5 s) when a token names a key this process has not seen.
+ */
+export async function loadOwnKeySet(db: Db, clock: () => number = Date.now): Promise<OwnKeySet> {
+  let keys = await loadPublicJwks(db, clock());
+  let lookup = createLocalJWKSet(keys);
+  let loadedAt = clock();
+  let unknownKidReloadAt = -Infinity;
+  const reload = async () => {
+    keys = await loadPublicJwks(db, clock());
+    lookup = createLocalJWKSet(keys);
+    loadedAt = clock();
+  };
+  const fresh = async () => {
+    if (clock() - loadedAt >= KEY_SET_REFRESH_MS) await reload();
+  };
+  return {
+    async jwks() {
+      await fresh();
+      return keys;
+    },
+    async getKey(header, token) {
+      await fresh();
+      try {
+        return await lookup(header, token);
+      } catch (error) {
+        if (!(error instanceof errors.JWKSNoMatchingKey) || clock() - unknownKidReloadAt < UNKNOWN_KID_RELOAD_MS) throw error;
+        unknownKidReloadAt = clock();
+        await reload();
+        return lookup(header, token);
+      }
+    },
+  };
 }

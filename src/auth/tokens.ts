@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import {
   SignJWT,
-  createLocalJWKSet,
   createRemoteJWKSet,
   decodeJwt,
   errors,
   jwtVerify,
-  type JSONWebKeySet,
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
@@ -16,7 +14,7 @@ import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, unauthorized } from '../http/errors.ts';
 import type { Principal, Scope } from './guard.ts';
-import { ensureActiveSigningKey, loadActiveSigningKey } from './signing-keys.ts';
+import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
 
 export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'admin'];
 
@@ -85,12 +83,12 @@ interface TrustedIssuer {
  * Verifies the deployment's own tokens against its public keys, and external identity
  * providers' tokens against their JWKS URLs; the token's (unverified) `iss` picks which.
  */
-export function createTokenVerifier(db: Db, settings: Settings, ownKeys: JSONWebKeySet, log: FastifyBaseLogger): TokenVerifier {
+export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeySet, log: FastifyBaseLogger): TokenVerifier {
   const trustedIssuers = new Map<string, TrustedIssuer>();
   for (const external of settings.jwtExternalIssuers) {
     trustedIssuers.set(external.issuer, { keys: createRemoteJWKSet(new URL(external.jwksUrl)), audience: external.audience });
   }
-  trustedIssuers.set(settings.jwtIssuer, { keys: createLocalJWKSet(ownKeys), audience: settings.jwtAudience });
+  trustedIssuers.set(settings.jwtIssuer, { keys: ownKeys.getKey, audience: settings.jwtAudience });
 
   return {
     async verify(token) {

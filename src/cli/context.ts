@@ -31,3 +31,14 @@ export function printResult(json: boolean | undefined, result: Record<string, un
 export function commandGroup(program: Command, name: string, description: string) {
   return program.commands.find((command) => command.name() === name) ?? program.command(name).description(description);
 }
+
+const DURATION = /^(\d+)([smhd])$/;
+const SECONDS_PER_UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** An option's "30s", "15m", "1h" or "7d" → seconds. */
+export function parseDuration(option: string, text: string): number {
+  const match = DURATION.exec(text);
+  const seconds = match ? Number(match[1]) * SECONDS_PER_UNIT[match[2]!]! : 0;
+  if (seconds <= 0) throw new Error(`${option}: expected a positive duration such as 30s, 15m, 1h or 7d, got "${text}"`);
+  return seconds;
+}

@@ -9,6 +9,9 @@ import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
 import { register as migrate } from './migrate.ts';
 import { register as serve } from './serve.ts';
+import { register as signingKeyList } from './signing-key-list.ts';
+import { register as signingKeyRetire } from './signing-key-retire.ts';
+import { register as signingKeyRotate } from './signing-key-rotate.ts';
 import { register as tokenIssue } from './token-issue.ts';
 
 const program = new Command('keyfleet').description('keyfleet server and admin CLI').showHelpAfterError();
@@ -18,6 +21,9 @@ for (const register of [
   migrate,
   customerCreate,
   tokenIssue,
+  signingKeyList,
+  signingKeyRotate,
+  signingKeyRetire,
   apikeyCreate,
   apikeyRevoke,
   certCreate,

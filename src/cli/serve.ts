@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import { buildServer } from '../server.ts';
 import { openContext } from './context.ts';
 
+/** Requests still running this long after SIGTERM lose their connections, so that the process exits within 10 s. */
+const DRAIN_DEADLINE_MS = 8_000;
+
 export function register(program: Command): void {
   program
     .command('serve')
@@ -9,11 +12,25 @@ export function register(program: Command): void {
     .action(async () => {
       const context = await openContext();
       const server = await buildServer(context);
+      // Graceful shutdown: stop accepting, let in-flight requests finish (new requests on open
+      // keep-alive connections get 503), stop background work (the close hooks), close the database.
       const stop = async (signal: string) => {
         server.log.info({ signal }, 'shutting down');
-        await server.close();
-        await context.close();
-        process.exit(0);
+        const deadline = setTimeout(() => {
+          server.log.warn('requests still running at the shutdown deadline; closing their connections');
+          server.server.closeAllConnections();
+        }, DRAIN_DEADLINE_MS).unref();
+        try {
+          await server.close();
+          await context.close();
+          server.log.info('stopped');
+          process.exit(0);
+        } catch (error) {
+          server.log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        } finally {
+          clearTimeout(deadline);
+        }
       };
       process.once('SIGTERM', () => void stop('SIGTERM'));
       process.once('SIGINT', () => void stop('SIGINT'));

@@ -1,17 +1,6 @@
 import type { Command } from 'commander';
 import { issueToken } from '../auth/tokens.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
-
-const TTL = /^(\d+)([smhd])$/;
-const SECONDS_PER_UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
-
-/** "30s", "15m", "1h", "7d" → seconds. */
-function parseTtl(text: string): number {
-  const match = TTL.exec(text);
-  const seconds = match ? Number(match[1]) * SECONDS_PER_UNIT[match[2]!]! : 0;
-  if (seconds <= 0) throw new Error(`--ttl: expected a positive duration such as 30s, 15m, 1h or 7d, got "${text}"`);
-  return seconds;
-}
+import { commandGroup, openContext, parseDuration, printResult } from './context.ts';
 
 interface TokenIssueOptions {
   customer?: string;
@@ -29,7 +18,7 @@ export function register(program: Command): void {
     .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
     .option('--json', 'print one JSON object')
     .action(async (options: TokenIssueOptions) => {
-      const ttlSeconds = parseTtl(options.ttl);
+      const ttlSeconds = parseDuration('--ttl', options.ttl);
       const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
       const context = await openContext();
       try {

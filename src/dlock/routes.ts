@@ -73,8 +73,9 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
 
   // A method the resource does not have is 405 whoever asks, before authentication: the seed's
   // PUT and PATCH, and the other methods of the two paths, so that no method falls to a 404.
-  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/dlock', config: DLOCK, handler: refuseMethod('POST') });
-  app.route({ method: ['POST', 'PUT', 'PATCH'], url: '/v1/dlock/:serial', config: DLOCK, handler: refuseMethod('GET, HEAD, DELETE') });
+  const notAllowed = { summary: 'Not a method of this resource: 405 with Allow' };
+  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/dlock', config: DLOCK, schema: notAllowed, handler: refuseMethod('POST') });
+  app.route({ method: ['POST', 'PUT', 'PATCH'], url: '/v1/dlock/:serial', config: DLOCK, schema: notAllowed, handler: refuseMethod('GET, HEAD, DELETE') });
 
   app.get<{ Params: { name: string } }>('/v1/certificates/:name', { config: DLOCK, preHandler: requireApiKey }, async (request, reply) => {
     await ownIntermediate(app.db, request.apiKeyOwner!, request.params.name);

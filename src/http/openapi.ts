@@ -36,9 +36,20 @@ function hooksOf(route: RouteOptions): object[] {
   return [route.onRequest, route.preHandler].flatMap((hooks) => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]));
 }
 
-/** The route's schema as documented: its own, plus its security and the error responses it can give. */
-function documentedSchema(route: RouteOptions): Record<string, unknown> {
+/** Operations grouped by capability, by path prefix; the rest are operations endpoints. */
+function tagOf(url: string, devicePaths: string[]): string {
+  if (devicePaths.some((prefix) => url.startsWith(prefix))) return 'OKM device protocol';
+  if (url.startsWith('/api/v1/okms')) return 'OKM admin';
+  if (url.startsWith('/api/v1/firmware')) return 'Firmware catalog';
+  if (url.startsWith('/api/v1/acls')) return 'ACL';
+  if (url.startsWith('/v1/')) return 'DLock';
+  return 'Operations';
+}
+
+/** The route's schema as documented: its own, plus its tag, its security and the error responses it can give. */
+function documentedSchema(route: RouteOptions, devicePaths: string[]): Record<string, unknown> {
   const schema = { ...(route.schema as Record<string, unknown> | undefined) };
+  schema.tags ??= [tagOf(route.url, devicePaths)];
   const security = hooksOf(route)
     .map((handler) => securityOfHandler.get(handler))
     .find((requirement) => requirement !== undefined);
@@ -55,6 +66,7 @@ function documentedSchema(route: RouteOptions): Record<string, unknown> {
  * registered after it.
  */
 async function openApiPlugin(app: FastifyInstance): Promise<void> {
+  const devicePaths = ['/embeddedv1/', `${app.settings.configPath}/`, `${app.settings.auditUrl}/`];
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -71,7 +83,7 @@ async function openApiPlugin(app: FastifyInstance): Promise<void> {
         },
       },
     },
-    transform: ({ schema, url, route }) => ({ schema: schema?.hide ? schema : (documentedSchema(route) as typeof schema), url }),
+    transform: ({ schema, url, route }) => ({ schema: schema?.hide ? schema : (documentedSchema(route, devicePaths) as typeof schema), url }),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: false } });
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(app.swagger()));

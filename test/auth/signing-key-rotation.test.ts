@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
+import { listSigningKeys, loadOwnKeySet, retireSigningKey, rotateSigningKey } from '../../src/auth/signing-keys.ts';
+import { issueToken } from '../../src/auth/tokens.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { runKeyfleet } from '../helpers/cli.ts';
+import { createTestCustomer } from '../helpers/tokens.ts';
+
+forEachDatabase('signing key rotation', (kind) => {
+  let t: TestApp;
+  before(async () => {
+    t = await buildTestApp(kind);
+    await createTestCustomer(t, 'acme');
+  });
+  after(() => t.close());
+
+  const issue = async () => (await issueToken(t.db, t.app.masterKey, t.settings, { customer: 'acme', scopes: ['okm:read'], ttlSeconds: 600 })).token;
+  const listOkms = (token: string) => t.app.inject({ method: 'GET', url: '/api/v1/okms', headers: { authorization: `Bearer ${token}` } });
+
+  test('after a rotation, a running server accepts tokens of the new key at once and of the previous key during its grace', async () => {
+    const before = await issue();
+
+    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    const afterRotation = await issue();
+
+    assert.equal(decodeProtectedHeader(afterRotation).kid, rotated.kid);
+    assert.equal(decodeProtectedHeader(before).kid, rotated.previous);
+    assert.equal((await listOkms(afterRotation)).statusCode, 200);
+    assert.equal((await listOkms(before)).statusCode, 200);
+  });
+
+  test('the JWKS serves the active key and every key still in its grace, and stops serving a retired one', async () => {
+    const now = Date.now();
+    let clock = now;
+    const keySet = await loadOwnKeySet(t.db, () => clock);
+    const [active, previous] = await listSigningKeys(t.db).then((keys) => [keys.find((key) => key.retiredAt === null)!, keys.find((key) => key.retiredAt !== null)!]);
+
+    const during = (await keySet.jwks()).keys.map((key) => key.kid).sort();
+    await retireSigningKey(t.db, previous.kid, now);
+    clock = now + 61_000;
+    const afterRetirement = (await keySet.jwks()).keys.map((key) => key.kid);
+
+    assert.deepEqual(during, [active.kid, previous.kid].sort());
+    assert.deepEqual(afterRetirement, [active.kid]);
+  });
+
+  test('a token of a retired key is refused once the server has reread its keys (within a minute)', async () => {
+    const token = await issue();
+    let clock = Date.now();
+    const keySet = await loadOwnKeySet(t.db, () => clock);
+    const verify = () => jwtVerify(token, keySet.getKey, { issuer: t.settings.jwtIssuer, audience: t.settings.jwtAudience });
+    await verify();
+
+    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    await retireSigningKey(t.db, rotated.previous!);
+    clock += 61_000;
+
+    await assert.rejects(verify(), { code: 'ERR_JWKS_NO_MATCHING_KEY' });
+  });
+
+  test('the active key cannot be retired', async () => {
+    const [active] = (await listSigningKeys(t.db)).filter((key) => key.retiredAt === null);
+
+    await assert.rejects(retireSigningKey(t.db, active!.kid), /is the active key: rotate first/);
+  });
+
+  test('keyfleet signing-key rotate, list and retire', async () => {
+    const keyfleet = async (...args: string[]) => {
+      const run = await runKeyfleet(t.database.env, ...args, '--json');
+      assert.equal(run.exitCode, 0, run.stderr);
+      return JSON.parse(run.stdout);
+    };
+
+    const rotated = await keyfleet('signing-key', 'rotate', '--grace', '2h');
+    const listed: { keys: { kid: string; state: string }[] } = await keyfleet('signing-key', 'list');
+    await keyfleet('signing-key', 'retire', rotated.previous_kid);
+    const relisted: { keys: { kid: string; state: string }[] } = await keyfleet('signing-key', 'list');
+    const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<JSONWebKeySet>();
+
+    assert.equal(listed.keys.find((key) => key.kid === rotated.kid)!.state, 'active');
+    assert.equal(listed.keys.find((key) => key.kid === rotated.previous_kid)!.state, 'verifying');
+    assert.equal(relisted.keys.find((key) => key.kid === rotated.previous_kid)!.state, 'retired');
+    assert.ok(jwks.keys.length >= 1);
+  });
+});

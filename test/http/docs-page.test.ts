@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { chromium } from 'playwright-core';
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = path.join(PROJECT_ROOT, 'docs/images/api-docs.png');
+
+/** Debian's Chromium is a system package: CI installs it (.ci/run); elsewhere its absence skips this test. */
+function chromiumMissing(): string | false {
+  if (fs.existsSync(CHROMIUM)) return false;
+  if (process.env.CI) throw new Error(`${CHROMIUM} is missing, and CI requires it (apt-get install chromium)`);
+  return `${CHROMIUM} is not installed (apt-get install chromium)`;
+}
+
+test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API in a browser', { skip: chromiumMissing() }, async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-docs-'));
+  const server = spawn('npm', ['start'], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' },
+    detached: true,
+  });
+  let output = '';
+  server.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  server.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+  try {
+    const base = await new Promise<string>((resolve, reject) => {
+      server.stdout.on('data', () => {
+        const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+        if (match) resolve(match[1]!);
+      });
+      server.once('exit', () => reject(new Error(`npm start exited: ${output}`)));
+    });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+
+    await page.goto(`${base}/docs`);
+    await page.waitForSelector('.opblock-summary-path', { timeout: 20_000 });
+    const paths = await page.locator('.opblock-summary-path').allInnerTexts();
+    await page.screenshot({ path: SCREENSHOT });
+
+    assert.ok(paths.some((text) => text.includes('/v1/dlock')), `paths shown: ${paths.join(' ')}`);
+    assert.ok(paths.some((text) => text.includes('/api/v1/okms')));
+    assert.equal(await page.locator('.title').first().innerText().then((title) => title.startsWith('keyfleet')), true);
+  } finally {
+    await browser.close();
+    // npm start runs tsx, which runs node: signal the whole process group.
+    process.kill(-server.pid!, 'SIGTERM');
+    await new Promise((resolve) => (server.exitCode === null ? server.once('exit', resolve) : resolve(undefined)));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
