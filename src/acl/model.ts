@@ -1,12 +1,11 @@
 import { badRequest } from '../http/errors.ts';
 import { MAX_USER_DATA_BYTES, type AclBody, type AclUser } from './schemas.ts';
 
-/** An ACL as stored: its lists as canonical JSON text, user_data as the caller's own text. */
+/** An ACL as responses show it: its lists as canonical JSON text, user_data as the caller's own text. */
 export interface StoredAcl {
   id: string;
   customerId: number;
   customerName: string;
-  okmSerial: string | null;
   usersJson: string;
   locksJson: string;
   userDataJson: string | null;

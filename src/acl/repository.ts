@@ -17,7 +17,6 @@ function toStoredAcl(row: AclRow): StoredAcl {
     id: row.id,
     customerId: row.customer_id,
     customerName: row.customer_name,
-    okmSerial: row.okm_serial,
     usersJson: row.users,
     locksJson: row.locks,
     userDataJson: row.user_data,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Customer } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
-import { badRequest, notFound } from '../http/errors.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
@@ -32,13 +32,7 @@ function contentOf({ body, jsonText }: AclWrite): AclContent {
   return { usersJson: canonicalUsersJson(body.users), locksJson: JSON.stringify(body.locks), userDataJson };
 }
 
-const storedAcl = (id: string, owner: Customer, okmSerial: string | null, content: AclContent): StoredAcl => ({
-  id,
-  customerId: owner.id,
-  customerName: owner.name,
-  okmSerial,
-  ...content,
-});
+const storedAcl = (id: string, owner: Customer, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, ...content });
 
 /** The customer named in the body, which a customer-bound token can only name as its own. */
 async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Customer> {
@@ -67,14 +61,14 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
     const created = await insertAcl(trx, id, owner.id, content, request.now);
     if (!created) {
       const locked = await lockAcl(trx, id);
-      // Not there any more: deleted since the insert met it; the client may retry.
-      if (!locked || locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
+      if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
+      if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
     }
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
     if (created) await countAcls(trx, owner.id, 1);
-    return storedAcl(id, owner, write.body.okm_id === undefined ? current : write.body.okm_id, content);
+    return storedAcl(id, owner, content);
   });
 }
 
@@ -89,7 +83,7 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
     await updateAclContent(trx, id, content, request.now);
     await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
-    return storedAcl(id, owner, write.body.okm_id === undefined ? locked.okmSerial : write.body.okm_id, content);
+    return storedAcl(id, owner, content);
   });
 }
 
