@@ -6,7 +6,7 @@ import { canonicalTextDigest } from '../shared/canonical-json.ts';
 import { findOkmCustomerId, setOkmListDigests } from '../okm/repository.ts';
 import { findAclIdOfOkm, setAclOkm, type AclContent } from './repository.ts';
 
-export const DELETE_ASSETS = 'delete-assets';
+const DELETE_ASSETS = 'delete-assets';
 
 /** The OKM's lists are no longer configured, and its next poll tells the device to delete its assets. */
 async function releaseOkmAssets(trx: Db, serialNumber: string, now: number): Promise<void> {
