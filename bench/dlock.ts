@@ -4,7 +4,7 @@
  * node:http server that answers every request with a real GET response body, on SQLite and
  * PostgreSQL.
  *
- *   npx tsx bench/dlock.ts [--sqlite] [--postgres] [--duration 10] [--connections 100]
+ *   npm run bench:dlock -- [--sqlite] [--postgres] [--duration 10] [--connections 100]
  *                          [--cpu-prof DIR]
  */
 import { randomBytes } from 'node:crypto';

@@ -18,6 +18,7 @@ import firmwareRoutes from './firmware/routes.ts';
 import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
 import dlockRoutes from './dlock/routes.ts';
+import aclRoutes from './acl/routes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,6 +58,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
   await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
+  await app.register(aclRoutes, { prefix: '/api/v1/acls' });
 }
 
 export default fp(keyfleetApp, { name: 'keyfleet' });

@@ -44,6 +44,10 @@ export interface Settings {
   headersTimeoutSeconds: number;
   /** Time a client has to send a whole request, body included, in seconds. */
   requestTimeoutSeconds: number;
+  /** Most users one ACL may hold. */
+  aclMaxUsers: number;
+  /** Most locks one ACL may hold (and so permissions per user). */
+  aclMaxLocks: number;
 }
 
 const DEVICE_TOKEN_MODES = ['off', 'required'] as const;
@@ -205,5 +209,7 @@ export function loadSettings(env: Env = process.env): Settings {
     apiRateLimitPerMinute: integer(env, 'RATE_LIMIT_API_PER_MINUTE', 1200, 0, 1_000_000_000),
     headersTimeoutSeconds,
     requestTimeoutSeconds,
+    aclMaxUsers: integer(env, 'ACL_MAX_USERS', 5000, 1, 100_000),
+    aclMaxLocks: integer(env, 'ACL_MAX_LOCKS', 1000, 1, 10_000),
   };
 }

@@ -20,6 +20,9 @@ export interface Database {
   api_keys: ApiKeysTable;
   dlock_secret: DlockSecretTable;
   dlocks: DlocksTable;
+  acls: AclsTable;
+  acl_contents: AclContentsTable;
+  acl_counts: AclCountsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -167,4 +170,30 @@ export interface DlocksTable {
   /** The lock key (16 bytes), sealed with the master key; associated data `dlock-key:<serial_no>`. */
   key_sealed: string;
   created_at: number;
+}
+
+export interface AclsTable {
+  /** Lowercase UUID. */
+  id: string;
+  customer_id: number;
+  /** The OKM whose asset lists this ACL sets; unique, so an OKM has at most one ACL. */
+  okm_serial: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AclContentsTable {
+  acl_id: string;
+  /** JSON array of user objects, in RFC 8785 canonical form (the linked OKM's user asset list). */
+  users: string;
+  /** JSON array of lock serial numbers, canonical too (the linked OKM's asset list). */
+  locks: string;
+  /** The caller's user_data JSON text exactly as sent; null when it sent none. */
+  user_data: string | null;
+}
+
+export interface AclCountsTable {
+  customer_id: number;
+  /** How many ACLs the customer has, kept by the transactions that create and delete them. */
+  total: number;
 }

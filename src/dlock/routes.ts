@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import { Type, type Static } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HttpError } from '../http/errors.ts';
+import { methodNotAllowed } from '../http/errors.ts';
 import { FreeText } from '../http/schemas.ts';
 import { CERTIFICATE_NAME_PATTERN, exportChain } from '../pki/intermediates.ts';
 import { requireApiKey } from './api-key-auth.ts';
@@ -30,8 +30,8 @@ const FetchQuery = Type.Object({ base64: Type.Optional(Type.Boolean()) });
 
 const DLOCK = { errorShape: 'dlock' } as const;
 
-const methodNotAllowed = (allow: string) => async (request: FastifyRequest) => {
-  throw new HttpError(405, 'METHOD_NOT_ALLOWED', `Method ${request.method} not allowed`, { allow });
+const refuseMethod = (allow: string) => async (request: FastifyRequest) => {
+  throw methodNotAllowed(`Method ${request.method} not allowed`, allow);
 };
 
 const keyResponse = (reply: FastifyReply, msg: string, certificate: KeyCertificate, base64: boolean) =>
@@ -74,8 +74,8 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
   // A method the resource does not have is 405 whoever asks, before authentication: the seed's
   // PUT and PATCH, and the other methods of the two paths, so that no method falls to a 404.
   const notAllowed = { summary: 'Not a method of this resource: 405 with Allow' };
-  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/dlock', config: DLOCK, schema: notAllowed, handler: methodNotAllowed('POST') });
-  app.route({ method: ['POST', 'PUT', 'PATCH'], url: '/v1/dlock/:serial', config: DLOCK, schema: notAllowed, handler: methodNotAllowed('GET, HEAD, DELETE') });
+  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/dlock', config: DLOCK, schema: notAllowed, handler: refuseMethod('POST') });
+  app.route({ method: ['POST', 'PUT', 'PATCH'], url: '/v1/dlock/:serial', config: DLOCK, schema: notAllowed, handler: refuseMethod('GET, HEAD, DELETE') });
 
   app.get<{ Params: { name: string } }>('/v1/certificates/:name', { config: DLOCK, preHandler: requireApiKey }, async (request, reply) => {
     await ownIntermediate(app.db, request.apiKeyOwner!, request.params.name);

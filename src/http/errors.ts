@@ -17,4 +17,5 @@ export const conflict = (message: string) => new HttpError(409, 'CONFLICT', mess
 export const forbidden = (message = 'Missing required scopes') => new HttpError(403, 'UNAUTHORIZED_ACCESS', message);
 export const unauthorized = (message: string) =>
   new HttpError(401, 'UNAUTHORIZED', message, { 'www-authenticate': 'Bearer error="invalid_token"' });
+export const methodNotAllowed = (message: string, allow: string) => new HttpError(405, 'METHOD_NOT_ALLOWED', message, { allow });
 export const unsupportedMediaType = (message: string) => new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', message);

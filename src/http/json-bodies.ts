@@ -22,6 +22,13 @@ export function jsonNestingDepth(text: string): number {
   return deepest;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body as text, for routes that must keep part of it exactly as sent. */
+    jsonText: string | undefined;
+  }
+}
+
 /** Media types whose bodies are JSON documents. */
 export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'];
 
@@ -42,6 +49,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
     }
   });
 
+  app.decorateRequest('jsonText', undefined);
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(JSON_MEDIA_TYPES, { parseAs: 'buffer' }, (request, body: Buffer, done) => {
@@ -55,6 +63,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
     if (!isUtf8(body)) return done(badRequest('body: not valid UTF-8'));
     const text = body.toString('utf8');
     if (jsonNestingDepth(text) > MAX_JSON_DEPTH) return done(badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels`));
+    request.jsonText = text;
     parseJson(request, text, done);
   });
 }

@@ -1,13 +1,15 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { Database } from '../db/schema.ts';
+import type { Database, OkmsTable } from '../db/schema.ts';
 import type { Okm } from './model.ts';
 import { toOkm } from './repository.ts';
 
-/** An OKM with the name of the customer it belongs to. */
+/** An OKM with the name of the customer it belongs to and the ACL linked to it. */
 export interface OwnedOkm {
   okm: Okm;
   customerName: string | null;
+  /** The ACL whose locks and users are this OKM's asset lists, if one is linked. */
+  aclId: string | null;
 }
 
 /** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
@@ -53,14 +55,36 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
   return eb.and(conditions);
 }
 
+const selectOwnedOkms = (db: Db) =>
+  db
+    .selectFrom('okms')
+    .leftJoin('customers', 'customers.id', 'okms.customer_id')
+    .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
+    .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+    .selectAll('okms')
+    .select(['customers.name as customer_name', 'acls.id as acl_id', 'acl_contents.locks as acl_locks', 'acl_contents.users as acl_users']);
+
+interface OwnedOkmRow extends Selectable<OkmsTable> {
+  customer_name: string | null;
+  acl_id: string | null;
+  acl_locks: string | null;
+  acl_users: string | null;
+}
+
+/** A linked OKM's lists are its ACL's locks and users. */
+function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: OwnedOkmRow): OwnedOkm {
+  const okm = toOkm(row);
+  if (acl_id !== null) {
+    okm.assetList = JSON.parse(acl_locks!) as unknown[];
+    okm.usersAssets = JSON.parse(acl_users!) as unknown[];
+  }
+  return { okm, customerName: customer_name, aclId: acl_id };
+}
+
 /** One page (from 1) of the OKMs that match, ordered by serial number, and how many match in all. */
 export async function listOkms(db: Db, filter: OkmListFilter, page: number, perPage: number): Promise<OkmPage> {
   const [rows, count] = await Promise.all([
-    db
-      .selectFrom('okms')
-      .leftJoin('customers', 'customers.id', 'okms.customer_id')
-      .selectAll('okms')
-      .select('customers.name as customer_name')
+    selectOwnedOkms(db)
       .where((eb) => listConditions(eb, filter))
       .orderBy('okms.serial_number')
       .limit(perPage)
@@ -73,22 +97,14 @@ export async function listOkms(db: Db, filter: OkmListFilter, page: number, perP
       .executeTakeFirstOrThrow(),
   ]);
   return {
-    okms: rows.map(({ customer_name, ...row }) => ({ okm: toOkm(row), customerName: customer_name })),
+    okms: rows.map(toOwnedOkm),
     total: Number(count.total),
   };
 }
 
 export async function findOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm | undefined> {
-  const row = await db
-    .selectFrom('okms')
-    .leftJoin('customers', 'customers.id', 'okms.customer_id')
-    .selectAll('okms')
-    .select('customers.name as customer_name')
-    .where('okms.serial_number', '=', serialNumber)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const { customer_name, ...okmRow } = row;
-  return { okm: toOkm(okmRow), customerName: customer_name };
+  const row = await selectOwnedOkms(db).where('okms.serial_number', '=', serialNumber).executeTakeFirst();
+  return row && toOwnedOkm(row);
 }
 
 /**

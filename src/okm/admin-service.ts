@@ -8,6 +8,7 @@ import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
+import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
 import { deleteOkmHistory, findOwnedOkm, isOverdue, listOkms, lockOkm, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
@@ -44,7 +45,7 @@ const OKM_NOT_FOUND = 'OKM not found';
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
-export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
+export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
   const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
   return {
     serial_number: okm.serialNumber,
@@ -58,6 +59,7 @@ export function toOkmRecord({ okm, customerName }: OwnedOkm, fleetPollingInterva
     effective_polling_interval: effectivePollingInterval,
     firmware: { ...okm.firmware },
     subscribe_urls: { status: okm.statusUrls },
+    acl_id: aclId,
     reported: okm.reported,
     install_code: okm.installCode,
     last_sync_time: okm.lastSyncTime === null ? null : iso(okm.lastSyncTime),
@@ -134,6 +136,15 @@ async function checkNewFirmwarePins(
       throw badRequest(`firmware.${kind}: no ${kind} release ${version} in the firmware catalog`);
     }
   }
+}
+
+const ACL_MANAGED_FIELDS = ['asset_list', 'users_assets'] as const;
+
+/** While an ACL is linked, its locks and users are the OKM's two lists: a body that names either is refused. */
+function rejectAclManagedFields(owned: OwnedOkm, body: object): void {
+  if (owned.aclId === null) return;
+  const field = ACL_MANAGED_FIELDS.find((name) => Object.hasOwn(body, name));
+  if (field !== undefined) throw conflict(`${field}: set by the linked ACL ${owned.aclId}; change that ACL, or unlink it, instead`);
 }
 
 const isVisibleTo = (owned: OwnedOkm, acting: Customer | null) => acting === null || owned.okm.customerId === acting.id;
@@ -214,8 +225,9 @@ export async function replaceOkm(
     if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
     const claimed = acting !== null && ownerId === null;
     if (claimed) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
+    rejectAclManagedFields(current, body);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now);
+    await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
     return { record: await currentRecord(request, trx, serialNumber), created: claimed };
   });
 }
@@ -224,10 +236,14 @@ export async function patchOkm(request: OkmRequest, serialNumber: string, patch:
   const acting = await actingFor(request);
   return request.db.transaction().execute(async (trx) => {
     const current = await lockedVisibleOkm(trx, acting, serialNumber);
-    const desired = parseMergedSettings(applyMergePatch(settingsDocument(current.okm), patch));
+    rejectAclManagedFields(current, patch);
+    const linked = current.aclId !== null;
+    // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).
+    const document = settingsDocument(linked ? { ...current.okm, assetList: null, usersAssets: null } : current.okm);
+    const desired = parseMergedSettings(applyMergePatch(document, patch));
     checkStatusUrls(desired.statusUrls);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now);
+    await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
     return currentRecord(request, trx, serialNumber);
   });
 }
@@ -246,7 +262,8 @@ export async function removeOkm(request: OkmRequest, serialNumber: string): Prom
  * none. Moving it away from a customer resets its desired configuration and deletes its
  * messages and audit records, so that neither the previous customer's webhooks, lists and
  * pins nor its history and undelivered messages follow the device to the next owner;
- * claiming an unassigned OKM keeps all of it.
+ * an ACL linked to it is unlinked and the device told to delete its assets.
+ * Claiming an unassigned OKM keeps all of it.
  */
 export async function assignOkm(request: OkmRequest, serialNumber: string, customerName: string | null): Promise<OkmRecord> {
   return request.db.transaction().execute(async (trx) => {
@@ -261,6 +278,7 @@ export async function assignOkm(request: OkmRequest, serialNumber: string, custo
       if (previousId !== null) {
         await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
         await deleteOkmHistory(trx, serialNumber);
+        await unlinkAclOfOkm(trx, serialNumber, request.now);
       }
       await setOkmCustomer(trx, serialNumber, nextId, request.now);
     }

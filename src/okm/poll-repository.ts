@@ -114,11 +114,17 @@ export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record
   return Object.fromEntries(rows.map((row) => [row.kind, toRelease(row)]));
 }
 
-/** A configured list as stored now, with its digest; null when it is no longer configured. */
+/** A configured list as stored now (on the OKM, or on the ACL linked to it), with its digest; null when it is no longer configured. */
 export async function loadList(db: Db, serialNumber: string, column: 'asset_list' | 'users_assets'): Promise<ConfiguredList | null> {
-  const digestColumn = column === 'asset_list' ? 'asset_list_digest' : 'users_assets_digest';
-  const row = await db.selectFrom('okms').select([column, digestColumn]).where('serial_number', '=', serialNumber).executeTakeFirst();
-  const items = row?.[column] ?? null;
-  const digest = row?.[digestColumn] ?? null;
+  const [digestColumn, aclColumn] = column === 'asset_list' ? (['asset_list_digest', 'locks'] as const) : (['users_assets_digest', 'users'] as const);
+  const row = await db
+    .selectFrom('okms')
+    .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
+    .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+    .select([`okms.${column} as own_items`, `okms.${digestColumn} as digest`, `acl_contents.${aclColumn} as acl_items`])
+    .where('okms.serial_number', '=', serialNumber)
+    .executeTakeFirst();
+  const items = row?.own_items ?? row?.acl_items ?? null;
+  const digest = row?.digest ?? null;
   return items === null || digest === null ? null : { items: JSON.parse(items) as unknown[], digest };
 }

@@ -58,6 +58,35 @@ export function settingsColumns(settings: OkmSettings): Updateable<OkmsTable> {
   };
 }
 
+/**
+ * Makes the OKM's two lists those of the ACL linked to it, which it reads from there, keeping
+ * only their digests; null: neither list is configured any more.
+ */
+export async function setOkmListDigests(
+  db: Db,
+  serialNumber: string,
+  digests: { assetList: string; usersAssets: string } | null,
+  now: number,
+): Promise<void> {
+  await db
+    .updateTable('okms')
+    .set({
+      asset_list: null,
+      asset_list_digest: digests?.assetList ?? null,
+      users_assets: null,
+      users_assets_digest: digests?.usersAssets ?? null,
+      updated_at: now,
+    })
+    .where('serial_number', '=', serialNumber)
+    .execute();
+}
+
+/** The OKM's customer (null: none yet), or undefined when there is no such OKM. */
+export async function findOkmCustomerId(db: Db, serialNumber: string): Promise<number | null | undefined> {
+  const row = await db.selectFrom('okms').select('customer_id').where('serial_number', '=', serialNumber).executeTakeFirst();
+  return row?.customer_id;
+}
+
 export async function findOkm(db: Db, serialNumber: string): Promise<Okm | undefined> {
   const row = await db.selectFrom('okms').selectAll().where('serial_number', '=', serialNumber).executeTakeFirst();
   return row && toOkm(row);
@@ -82,10 +111,13 @@ export async function insertOkm(
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export async function updateOkmSettings(db: Db, serialNumber: string, settings: OkmSettings, now: number): Promise<void> {
+/** Writes the settings; with keepLists (an ACL sets them) the asset lists and their digests stay as they are. */
+export async function updateOkmSettings(db: Db, serialNumber: string, settings: OkmSettings, now: number, keepLists = false): Promise<void> {
+  const { asset_list, asset_list_digest, users_assets, users_assets_digest, ...otherColumns } = settingsColumns(settings);
+  const columns = keepLists ? otherColumns : { ...otherColumns, asset_list, asset_list_digest, users_assets, users_assets_digest };
   await db
     .updateTable('okms')
-    .set({ ...settingsColumns(settings), updated_at: now })
+    .set({ ...columns, updated_at: now })
     .where('serial_number', '=', serialNumber)
     .execute();
 }

@@ -151,6 +151,7 @@ export const OkmRecord = Type.Object({
   effective_polling_interval: Type.Integer({ description: 'polling_interval, else the fleet default' }),
   firmware: Type.Object({ kas: Nullable(Type.String()), batch_key: Nullable(Type.String()), wireless_key: Nullable(Type.String()) }),
   subscribe_urls: Type.Object({ status: Type.Array(Type.String()) }),
+  acl_id: Nullable(Type.String({ description: 'the linked ACL, whose locks and users are asset_list and users_assets' })),
   reported: Nullable(Type.Record(Type.String(), Type.String(), { description: "the device's query parameters of its last poll" })),
   install_code: Nullable(Type.String()),
   last_sync_time: Nullable(IsoTime),

@@ -11,7 +11,12 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/** Lowercase hex SHA-256 of a text that is already canonical JSON. */
+export function canonicalTextDigest(canonicalText: string): string {
+  return createHash('sha256').update(canonicalText).digest('hex');
+}
+
 /** Lowercase hex SHA-256 of a value's canonical JSON: how asset list digests are made. */
 export function canonicalDigest(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  return canonicalTextDigest(canonicalJson(value));
 }

@@ -32,6 +32,8 @@ describe('settings', () => {
     assert.equal(settings.fleetPollingInterval, 150);
     assert.equal(settings.okmAutoEnrol, true);
     assert.equal(settings.okmDeviceTokens, 'off');
+    assert.equal(settings.aclMaxUsers, 5000);
+    assert.equal(settings.aclMaxLocks, 1000);
   });
 
   test('each bad value is reported with the name of its variable', () => {
@@ -50,6 +52,9 @@ describe('settings', () => {
       [{ FLEET_POLLING_INTERVAL: '4' }, 'FLEET_POLLING_INTERVAL'],
       [{ OKM_AUTO_ENROL: 'no' }, 'OKM_AUTO_ENROL'],
       [{ OKM_DEVICE_TOKENS: 'on' }, 'OKM_DEVICE_TOKENS'],
+      [{ ACL_MAX_USERS: '0' }, 'ACL_MAX_USERS'],
+      [{ ACL_MAX_USERS: 'many' }, 'ACL_MAX_USERS'],
+      [{ ACL_MAX_LOCKS: '10001' }, 'ACL_MAX_LOCKS'],
     ];
     for (const [env, variable] of cases) {
       const error = errorFor(env);

@@ -18,7 +18,8 @@ forEachDatabase('operations endpoints of keyfleet serve on a real port', (kind) 
   });
 
   test('/healthz, /readyz, /metrics and /openapi.json answer', async () => {
-    const [health, ready, metrics, openapi] = await Promise.all(['/healthz', '/readyz', '/metrics', '/openapi.json'].map((path) => fetch(`${base}${path}`)));
+    const get = (path: string) => fetch(`${base}${path}`);
+    const [health, ready, metrics, openapi] = await Promise.all([get('/healthz'), get('/readyz'), get('/metrics'), get('/openapi.json')]);
 
     assert.deepEqual([health.status, ready.status, metrics.status, openapi.status], [200, 200, 200, 200]);
     assert.match(await metrics.text(), /keyfleet_http_request_duration_seconds_bucket/);

@@ -41,6 +41,7 @@ forEachDatabase('OKM admin API routes', (kind) => {
       effective_polling_interval: 60,
       firmware: { kas: null, batch_key: null, wireless_key: null },
       subscribe_urls: { status: ['https://hooks.example/okm'] },
+      acl_id: null,
       reported: null,
       install_code: null,
       last_sync_time: null,

@@ -1,0 +1,114 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { AclContentsTable, AclsTable } from '../db/schema.ts';
+import type { StoredAcl } from './model.ts';
+
+type AclRow = Selectable<AclsTable> & Omit<Selectable<AclContentsTable>, 'acl_id'> & { customer_name: string };
+
+/** What a write stores: everything but the link and the times. */
+export interface AclContent {
+  usersJson: string;
+  locksJson: string;
+  userDataJson: string | null;
+}
+
+function toStoredAcl(row: AclRow): StoredAcl {
+  return {
+    id: row.id,
+    customerId: row.customer_id,
+    customerName: row.customer_name,
+    usersJson: row.users,
+    locksJson: row.locks,
+    userDataJson: row.user_data,
+  };
+}
+
+const contentColumns = (content: AclContent) => ({ users: content.usersJson, locks: content.locksJson, user_data: content.userDataJson });
+
+const selectAcls = (db: Db) =>
+  db
+    .selectFrom('acls')
+    .innerJoin('customers', 'customers.id', 'acls.customer_id')
+    .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+    .selectAll('acls')
+    .select(['customers.name as customer_name', 'acl_contents.users', 'acl_contents.locks', 'acl_contents.user_data']);
+
+export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined> {
+  const row = await selectAcls(db).where('acls.id', '=', id).executeTakeFirst();
+  return row && toStoredAcl(row);
+}
+
+/** One page (from 1) of the customer's ACLs ordered by id, and how many it has in all. */
+export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
+  // The page's ids come from the (customer_id, id) index alone, so that the rows an offset
+  // skips are not joined with their contents first.
+  const pageIds = db
+    .selectFrom('acls')
+    .select('id')
+    .where('customer_id', '=', customerId)
+    .orderBy('id')
+    .limit(perPage)
+    .offset((page - 1) * perPage);
+  const [rows, count] = await Promise.all([
+    selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute(),
+    db.selectFrom('acl_counts').select('total').where('customer_id', '=', customerId).executeTakeFirst(),
+  ]);
+  return { acls: rows.map(toStoredAcl), total: Number(count?.total ?? 0) };
+}
+
+/**
+ * Adds delta to the customer's number of ACLs. Its row stays locked until the transaction
+ * ends, so writes call this last.
+ */
+export async function countAcls(db: Db, customerId: number, delta: number): Promise<void> {
+  await db
+    .insertInto('acl_counts')
+    .values({ customer_id: customerId, total: delta })
+    .onConflict((oc) => oc.column('customer_id').doUpdateSet((eb) => ({ total: eb('acl_counts.total', '+', delta) })))
+    .execute();
+}
+
+/** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */
+export async function insertAcl(db: Db, id: string, customerId: number, content: AclContent, now: number): Promise<boolean> {
+  const row: Insertable<AclsTable> = { id, customer_id: customerId, okm_serial: null, created_at: now, updated_at: now };
+  const result = await db.insertInto('acls').values(row).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
+  if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) return false;
+  await db.insertInto('acl_contents').values({ acl_id: id, ...contentColumns(content) }).execute();
+  return true;
+}
+
+/**
+ * Takes the ACL's row lock for the rest of the transaction (a no-op update, as lockOkm does),
+ * so that writes of one ACL apply one after the other; returns its owner and link, or
+ * undefined when there is no such ACL.
+ */
+export async function lockAcl(db: Db, id: string): Promise<{ customerId: number; okmSerial: string | null } | undefined> {
+  const row = await db
+    .updateTable('acls')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', id)
+    .returning(['customer_id', 'okm_serial'])
+    .executeTakeFirst();
+  return row && { customerId: row.customer_id, okmSerial: row.okm_serial };
+}
+
+/** Replaces the content of an ACL whose row lock the transaction holds. */
+export async function updateAclContent(db: Db, id: string, content: AclContent, now: number): Promise<void> {
+  await db.updateTable('acl_contents').set(contentColumns(content)).where('acl_id', '=', id).execute();
+  await db.updateTable('acls').set({ updated_at: now }).where('id', '=', id).execute();
+}
+
+export async function setAclOkm(db: Db, id: string, okmSerial: string | null): Promise<void> {
+  await db.updateTable('acls').set({ okm_serial: okmSerial }).where('id', '=', id).execute();
+}
+
+/** The id of the ACL linked to the OKM, if any. */
+export async function findAclIdOfOkm(db: Db, okmSerial: string): Promise<string | undefined> {
+  const row = await db.selectFrom('acls').select('id').where('okm_serial', '=', okmSerial).executeTakeFirst();
+  return row?.id;
+}
+
+/** Deletes the ACL with its content. */
+export async function deleteAcl(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('acls').where('id', '=', id).execute();
+}

@@ -1,0 +1,114 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { principalOf, requireScopes } from '../auth/guard.ts';
+import { methodNotAllowed } from '../http/errors.ts';
+import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
+import { aclJson, type StoredAcl } from './model.ts';
+import { createAcl, getAcl, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
+import { AclCustomerQuery, AclListQuery, AclParams, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
+
+const errorResponses = { '4xx': ErrorResponse };
+
+/** Room for the largest valid body the caps allow, written with a space after each comma. */
+const bodyLimitFor = (limits: AclLimits) => 128 * 1024 + MAX_USER_DATA_BYTES + limits.maxLocks * 70 + limits.maxUsers * (400 + limits.maxLocks * 4);
+
+/** Responses are written from the stored JSON texts, so user_data goes back exactly as it came. */
+function sendJson(reply: FastifyReply, statusCode: number, json: string) {
+  return reply.code(statusCode).type('application/json; charset=utf-8').send(json);
+}
+
+const resourceJson = (message: string, acl: StoredAcl) => `{"message":${JSON.stringify(message)},"data":${aclJson(acl)}}`;
+
+function pageJson(query: AclListQuery, acls: StoredAcl[], total: number): string {
+  const { message, pagination } = paginated(query, [], total);
+  return `{"message":${JSON.stringify(message)},"pagination":${JSON.stringify(pagination)},"data":[${acls.map(aclJson).join(',')}]}`;
+}
+
+const refusePatch = (allow: string) => async () => {
+  throw methodNotAllowed('Cannot PATCH', allow);
+};
+
+/** The ACL resource (seed "ACL", SPEC §8), mounted at /api/v1/acls. */
+const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const limits: AclLimits = { maxUsers: app.settings.aclMaxUsers, maxLocks: app.settings.aclMaxLocks };
+  const AclBody = aclBody(limits);
+  const bodyLimit = bodyLimitFor(limits);
+  const canRead = requireScopes('acl:read');
+  const canCreate = requireScopes('acl:read', 'acl:create');
+  const canDelete = requireScopes('acl:read', 'acl:delete');
+
+  const aclRequest = (request: FastifyRequest): AclRequest => ({ db: app.db, principal: principalOf(request), now: Date.now() });
+  const aclWrite = (request: FastifyRequest, body: AclBody): AclWrite => ({ body, jsonText: request.jsonText ?? JSON.stringify(body) });
+
+  app.post(
+    '/',
+    {
+      onRequest: canCreate,
+      bodyLimit,
+      schema: { body: AclBody, response: { 201: resourceResponse(AclView), ...errorResponses } },
+    },
+    async (request, reply) => sendJson(reply, 201, resourceJson(MESSAGES.created, await createAcl(aclRequest(request), aclWrite(request, request.body)))),
+  );
+
+  app.get(
+    '/',
+    {
+      onRequest: canRead,
+      schema: { querystring: AclListQuery, response: { 200: pageResponse(AclView), ...errorResponses } },
+    },
+    async (request, reply) => {
+      const { acls, total } = await listCustomerAcls(aclRequest(request), request.query);
+      return sendJson(reply, 200, pageJson(request.query, acls, total));
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      onRequest: canRead,
+      schema: { params: AclParams, querystring: AclCustomerQuery, response: { 200: resourceResponse(AclView), ...errorResponses } },
+    },
+    async (request, reply) => {
+      const acl = await getAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
+      return sendJson(reply, 200, resourceJson(MESSAGES.fetched, acl));
+    },
+  );
+
+  app.put(
+    '/:id',
+    {
+      onRequest: canCreate,
+      bodyLimit,
+      schema: {
+        params: AclParams,
+        querystring: AclCustomerQuery,
+        body: AclBody,
+        response: { 200: resourceResponse(AclView), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const acl = await replaceAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer, aclWrite(request, request.body));
+      return sendJson(reply, 200, resourceJson(MESSAGES.updated, acl));
+    },
+  );
+
+  app.delete(
+    '/:id',
+    {
+      onRequest: canDelete,
+      schema: { params: AclParams, querystring: AclCustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
+    },
+    async (request, reply) => {
+      await removeAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
+      return reply.code(204).send(null);
+    },
+  );
+
+  // The seed's PATCH is 405 whoever asks, before authentication.
+  const notAllowed = { summary: 'Not a method of this resource: 405 "Cannot PATCH" with Allow' };
+  app.patch('/', { schema: notAllowed }, refusePatch('GET, HEAD, POST'));
+  app.patch('/:id', { schema: notAllowed }, refusePatch('GET, HEAD, PUT, DELETE'));
+};
+
+export default aclRoutes;

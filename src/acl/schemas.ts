@@ -1,0 +1,88 @@
+import { Type, type Static } from 'typebox';
+import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
+import { paginationQueryProperties } from '../http/schemas.ts';
+import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
+
+/** A UUID in its hyphenated form, any version, either letter case (stored in lowercase). */
+export const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
+
+/** Most bytes of `user_data` JSON text one ACL may carry. */
+export const MAX_USER_DATA_BYTES = 64 * 1024;
+
+export const USER_ID_MAX = 999_999_999;
+export const AUTH_TIMES = [1, 4, 8, 12, 24] as const;
+export const PERMISSIONS = [0, 1, 17] as const;
+
+export interface AclLimits {
+  maxUsers: number;
+  maxLocks: number;
+}
+
+const CustomerName = Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer name' });
+
+const aclUser = (limits: AclLimits) =>
+  Type.Object(
+    {
+      user_id: Type.Integer({ minimum: 0, maximum: USER_ID_MAX, description: 'vendor-assigned user id, at most 9 digits, unique in the ACL' }),
+      pin_hash: Type.String({ pattern: '^[A-Za-z0-9]{1,128}$', description: 'PIN hash as the OKM expects it, 1–128 alphanumerics' }),
+      auth_time: Type.Enum([...AUTH_TIMES], { description: 'hours the key is valid' }),
+      sounder: Type.Boolean({ description: 'Restricted Mode' }),
+      sounder_delay: Type.Integer({ minimum: 0, maximum: 120, description: 'seconds' }),
+      sounder_duration: Type.Integer({ minimum: 0, maximum: 255, description: 'seconds' }),
+      sounder_volume: Type.Enum([0, 1, 2], { description: '0 off, 1 low, 2 normal' }),
+      permissions: Type.Array(Type.Enum([...PERMISSIONS]), {
+        maxItems: limits.maxLocks,
+        description: 'one per lock, by index: 0 no access, 1 access, 17 dual authentication',
+      }),
+    },
+    { additionalProperties: false },
+  );
+export type AclUser = Static<ReturnType<typeof aclUser>>;
+
+/** POST and PUT body; the caps come from the settings. */
+export const aclBody = (limits: AclLimits) =>
+  Type.Object(
+    {
+      id: Type.Optional(Type.String({ pattern: UUID_PATTERN, description: 'UUID; generated (v4) when absent' })),
+      customer: CustomerName,
+      users: Type.Array(aclUser(limits), { maxItems: limits.maxUsers }),
+      locks: Type.Array(Type.String({ pattern: SERIAL_NUMBER_PATTERN }), {
+        maxItems: limits.maxLocks,
+        description: 'lock serial numbers, strictly ascending',
+      }),
+      user_data: Type.Optional(
+        Type.Object({}, { additionalProperties: true, description: `free JSON object, at most ${MAX_USER_DATA_BYTES} bytes, returned as sent` }),
+      ),
+      okm_id: Type.Optional(
+        Type.Union([Type.String({ pattern: SERIAL_NUMBER_PATTERN }), Type.Null()], {
+          description: 'serial number of the OKM to link; null unlinks; absent keeps the current link',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+export type AclBody = Static<ReturnType<typeof aclBody>>;
+
+/** An ACL as responses show it (never with okm_id). */
+export const AclView = Type.Object({
+  id: Type.String(),
+  customer: Type.String(),
+  users: Type.Array(Type.Object({}, { additionalProperties: true })),
+  locks: Type.Array(Type.String()),
+  user_data: Type.Optional(Type.Object({}, { additionalProperties: true })),
+});
+
+export const AclParams = Type.Object({ id: Type.String({ pattern: UUID_PATTERN }) }, { additionalProperties: false });
+export type AclParams = Static<typeof AclParams>;
+
+export const AclCustomerQuery = Type.Object(
+  { customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'the ACL\'s customer' })) },
+  { additionalProperties: false },
+);
+export type AclCustomerQuery = Static<typeof AclCustomerQuery>;
+
+export const AclListQuery = Type.Object(
+  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...paginationQueryProperties },
+  { additionalProperties: false },
+);
+export type AclListQuery = Static<typeof AclListQuery>;

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { actingCustomer, type Principal } from '../auth/guard.ts';
+import type { Customer } from '../customers/repository.ts';
+import type { Db } from '../db/database.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { pageOf, perPageOf } from '../http/schemas.ts';
+import { memberSource } from '../shared/raw-json.ts';
+import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
+import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
+import { countAcls, deleteAcl, findAcl, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
+import type { AclBody, AclListQuery } from './schemas.ts';
+
+/** Who asks, and when. */
+export interface AclRequest {
+  db: Db;
+  principal: Principal;
+  now: number;
+}
+
+/** A POST or PUT body, parsed and as the JSON text it came in (user_data is kept as written). */
+export interface AclWrite {
+  body: AclBody;
+  jsonText: string;
+}
+
+const ACL_NOT_FOUND = 'Access control list not found';
+const DUPLICATE_KEY = 'id: duplicate key value violates unique constraint on ACL id and customer';
+
+function contentOf({ body, jsonText }: AclWrite): AclContent {
+  const userDataJson = body.user_data === undefined ? null : memberSource(jsonText, 'user_data')!;
+  checkAclRules(body, userDataJson);
+  return { usersJson: canonicalUsersJson(body.users), locksJson: JSON.stringify(body.locks), userDataJson };
+}
+
+const storedAcl = (id: string, owner: Customer, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, ...content });
+
+/** The customer named in the body, which a customer-bound token can only name as its own. */
+async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Customer> {
+  return (await actingCustomer(request.db, request.principal, body.customer))!;
+}
+
+const visibleTo = (acting: Customer | null, customerId: number) => acting === null || acting.id === customerId;
+
+/** As lockAcl, but an ACL the acting customer may not see is "not found" like a missing one. */
+async function lockVisibleAcl(trx: Db, acting: Customer | null, id: string) {
+  const locked = await lockAcl(trx, id);
+  if (!locked || !visibleTo(acting, locked.customerId)) throw notFound(ACL_NOT_FOUND);
+  return locked;
+}
+
+/**
+ * POST: creates the ACL, or overwrites the customer's own ACL with that id (both 201). An id
+ * held by another customer is the duplicate-key 400.
+ */
+export async function createAcl(request: AclRequest, write: AclWrite): Promise<StoredAcl> {
+  const owner = await ownerNamedIn(request, write.body);
+  const content = contentOf(write);
+  const id = (write.body.id ?? randomUUID()).toLowerCase();
+  return request.db.transaction().execute(async (trx) => {
+    let current: string | null = null;
+    const created = await insertAcl(trx, id, owner.id, content, request.now);
+    if (!created) {
+      const locked = await lockAcl(trx, id);
+      if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
+      if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
+      await updateAclContent(trx, id, content, request.now);
+      current = locked.okmSerial;
+    }
+    await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
+    if (created) await countAcls(trx, owner.id, 1);
+    return storedAcl(id, owner, content);
+  });
+}
+
+/** PUT: replaces an existing ACL of the customer; its customer cannot change. */
+export async function replaceAcl(request: AclRequest, id: string, customerName: string | undefined, write: AclWrite): Promise<StoredAcl> {
+  if (write.body.id !== undefined && write.body.id.toLowerCase() !== id) throw badRequest('id: must be the id in the path');
+  const acting = await actingCustomer(request.db, request.principal, customerName);
+  const owner = await ownerNamedIn(request, write.body);
+  const content = contentOf(write);
+  return request.db.transaction().execute(async (trx) => {
+    const locked = await lockVisibleAcl(trx, acting, id);
+    if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
+    await updateAclContent(trx, id, content, request.now);
+    await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
+    return storedAcl(id, owner, content);
+  });
+}
+
+export async function getAcl(request: AclRequest, id: string, customerName: string | undefined): Promise<StoredAcl> {
+  const acting = await actingCustomer(request.db, request.principal, customerName);
+  const acl = await findAcl(request.db, id);
+  if (!acl || !visibleTo(acting, acl.customerId)) throw notFound(ACL_NOT_FOUND);
+  return acl;
+}
+
+export async function listCustomerAcls(request: AclRequest, query: AclListQuery): Promise<{ acls: StoredAcl[]; total: number }> {
+  const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
+  return listAcls(request.db, customer.id, pageOf(query), perPageOf(query));
+}
+
+/** DELETE: the ACL goes; the OKM it was linked to gets a delete-assets message. */
+export async function removeAcl(request: AclRequest, id: string, customerName: string | undefined): Promise<void> {
+  const acting = await actingCustomer(request.db, request.principal, customerName);
+  await request.db.transaction().execute(async (trx) => {
+    const locked = await lockVisibleAcl(trx, acting, id);
+    await deleteAcl(trx, id);
+    if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);
+    await countAcls(trx, locked.customerId, -1);
+  });
+}
