@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -34,9 +33,10 @@ async function rateLimitsPlugin(app: FastifyInstance): Promise<void> {
     max: (request) => limitOf(request)!.max,
     keyGenerator: (request) => {
       const credential = limitOf(request)?.group === 'api' ? request.headers.authorization : undefined;
-      // A digest keeps the credential itself out of the limiter's memory.
-      return credential ? `api:${createHash('sha256').update(credential).digest('base64url')}` : `${limitOf(request)?.group}:${request.ip}`;
+      return credential ? `api:${credential}` : `${limitOf(request)?.group}:${request.ip}`;
     },
+    // Within the limit, no headers: devices and clients do not read them, and every poll would carry them.
+    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
     errorResponseBuilder: (_request, context) => new HttpError(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded, retry in ${context.after}`),
   });
 }

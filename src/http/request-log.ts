@@ -14,6 +14,8 @@ export function requestIdOf(request: IncomingMessage): string {
   return typeof offered === 'string' && ACCEPTABLE_REQUEST_ID.test(offered) ? offered : randomUUID();
 }
 
+const LEVELS_THAT_LOG_INFO = new Set(['info', 'debug', 'trace']);
+
 export const redactUrl = (url: string) => url.replace(SECRET_QUERY_PARAMETER, '$1[redacted]');
 
 /**
@@ -24,6 +26,7 @@ export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (!error && !LEVELS_THAT_LOG_INFO.has(reply.log.level)) return;
     const line = {
       req: { method: request.method, url: redactUrl(request.url), route: request.routeOptions?.url, remoteAddress: request.ip },
       res: { statusCode: reply.statusCode },
