@@ -13,6 +13,8 @@ import firmwareRoutes from './firmware/routes.ts';
 import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
 import dlockRoutes from './dlock/routes.ts';
+import statusEventsPlugin from './webhooks/plugin.ts';
+import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -44,8 +46,10 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(pkiPlugin);
   await app.register(dlockAuthPlugin);
   await app.register(dlockRoutes);
+  await app.register(statusEventsPlugin, { dispatch: options.settings.webhookDispatchInServer });
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
+  await app.register(deliveriesRoutes, { prefix: '/api/v1/okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
 }
 

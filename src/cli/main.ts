@@ -7,14 +7,17 @@ import { register as certImport } from './cert-import.ts';
 import { register as certImportRoot } from './cert-import-root.ts';
 import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
+import { register as dispatch } from './dispatch.ts';
 import { register as migrate } from './migrate.ts';
 import { register as serve } from './serve.ts';
 import { register as tokenIssue } from './token-issue.ts';
+import { register as webhookSecret } from './webhook-secret.ts';
 
 const program = new Command('keyfleet').description('keyfleet server and admin CLI').showHelpAfterError();
 
 for (const register of [
   serve,
+  dispatch,
   migrate,
   customerCreate,
   tokenIssue,
@@ -25,6 +28,7 @@ for (const register of [
   certImportRoot,
   certExport,
   certVerify,
+  webhookSecret,
 ]) register(program);
 
 try {

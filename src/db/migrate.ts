@@ -4,6 +4,7 @@ import * as initial from './migrations/0001_initial.ts';
 import * as pki from './migrations/0002_pki.ts';
 import * as apiKeys from './migrations/0003_api_keys.ts';
 import * as dlock from './migrations/0004_dlock.ts';
+import * as statusEvents from './migrations/0006_status_events.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0002_pki': pki,
   '0003_api_keys': apiKeys,
   '0004_dlock': dlock,
+  '0006_status_events': statusEvents,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

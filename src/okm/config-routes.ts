@@ -22,7 +22,7 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { configPath, auditUrl } = app.settings;
 
-  const handlePoll = createPollHandler(app.db, app.settings, app.dialect.writeGrouping);
+  const handlePoll = createPollHandler(app.db, app.settings, app.dialect.writeGrouping, app.statusEvents.queued);
 
   const bootstrap = async () => ({ configUrl: configPath });
   app.get(BOOTSTRAP_PATH, bootstrap);

@@ -24,6 +24,9 @@ export function sqliteStrategy(file: string): DialectStrategy {
       checkpointInBackground(database, file);
       return new SqliteDialect({ database });
     },
+    // SQLite runs one write at a time (one per database file, across processes), so a claiming
+    // UPDATE is atomic as it stands, and FOR UPDATE does not exist.
+    skipRowsClaimedByOthers: (query) => query,
     migrationTableSchema: async () => undefined,
     isRetryableMigrationError: () => false,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),

@@ -1,4 +1,4 @@
-import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely } from 'kysely';
+import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
 import type { WriteGrouping } from '../write-batcher.ts';
 
 /** What differs between the supported databases, kept in one place per dialect. */
@@ -9,6 +9,12 @@ export interface DialectStrategy {
   readonly binaryType: ColumnDataType;
   /** How small writes that arrive close together (config polls) are committed. */
   readonly writeGrouping: WriteGrouping;
+  /**
+   * Makes the row selection of a claiming `UPDATE … WHERE id IN (<query>)` pass over rows
+   * that another process is claiming at the same moment, so that several dispatchers on one
+   * database take disjoint rows without waiting for one another.
+   */
+  skipRowsClaimedByOthers<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** Column type of auto-incrementing ids. */
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */
