@@ -54,17 +54,29 @@ const IDLE_CHECK_MS = 250;
 /** A wake-up waits this long, so that the polls of a burst are claimed together. */
 const WAKE_DELAY_MS = 5;
 const MAX_CLAIM = 200;
-/** A claim outlives the longest attempt by this much before another dispatcher may take the row. */
+/**
+ * Rows a process holds per host: this many times its concurrency (in flight, and waiting
+ * for a slot), so that claims come in batches rather than one per finished delivery.
+ */
+const HOST_BACKLOG_FACTOR = 4;
+/** A claim outlives the longest wait and attempt by this much before another dispatcher may take the row. */
 const CLAIM_MARGIN_MS = 15_000;
 /** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
 const SECRET_CACHE_MS = 30_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
 const DAY_MS = 86_400_000;
 
+/** The rows of one destination host that this process holds. */
+interface HostLane {
+  inFlight: number;
+  waiting: ClaimedEvent[];
+}
+
 /**
- * Delivers queued status events: claims due rows in batches, POSTs each (at most
- * webhookConcurrency at once, at most webhookConcurrencyPerHost per destination host), and
- * records the outcomes in batches. Any number of dispatchers may share one database.
+ * Delivers queued status events: claims due rows in batches into one lane per destination
+ * host, POSTs them (at most webhookConcurrency at once, at most webhookConcurrencyPerHost per
+ * host, so a hanging host holds only its own lane), and records the outcomes in batches. Any
+ * number of dispatchers may share one database.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { db, dialect, masterKey, settings, metrics, log } = options;
@@ -75,14 +87,23 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     timeoutMs: settings.webhookTimeoutMs,
   });
 
+  const perHost = settings.webhookConcurrencyPerHost;
+  const maxHeldPerHost = perHost * HOST_BACKLOG_FACTOR;
+  const maxHeld = settings.webhookConcurrency * HOST_BACKLOG_FACTOR;
   let stopping = false;
   let pumping = false;
+  let pumpScheduled = false;
   let mayHaveDueWork = true;
+  let claimLimit = MAX_CLAIM;
   let idleTimer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
+  const lanes = new Map<string, HostLane>();
   const inFlight = new Set<Promise<void>>();
-  const inFlightByHost = new Map<string, number>();
+  /** Claimed rows not finished yet: in flight or waiting in a lane. */
+  let held = 0;
+  /** Each claim's token, by row id, for recording its outcome or releasing it. */
+  const tokens = new Map<number, string>();
   let outcomes: AttemptRecord[] = [];
   let recording: Promise<void> = Promise.resolve();
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
@@ -164,46 +185,77 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     );
   }
 
-  function start(row: ClaimedEvent, token: string): void {
-    inFlightByHost.set(row.host, (inFlightByHost.get(row.host) ?? 0) + 1);
-    const delivery = attempt(row, token).finally(() => {
+  const laneHeld = (lane: HostLane | undefined) => (lane ? lane.inFlight + lane.waiting.length : 0);
+
+  function launch(row: ClaimedEvent, lane: HostLane): void {
+    lane.inFlight++;
+    const delivery = attempt(row, tokens.get(row.id)!).finally(() => {
       inFlight.delete(delivery);
-      const left = inFlightByHost.get(row.host)! - 1;
-      if (left === 0) inFlightByHost.delete(row.host);
-      else inFlightByHost.set(row.host, left);
-      if (mayHaveDueWork) void pump();
+      tokens.delete(row.id);
+      lane.inFlight--;
+      held--;
+      if (laneHeld(lane) === 0) lanes.delete(row.host);
+      startWaiting();
+      // Refill before the lane runs dry, in batches rather than one claim per delivery.
+      if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2) schedulePump();
     });
     inFlight.add(delivery);
   }
 
-  const hostIsFull = (host: string) => (inFlightByHost.get(host) ?? 0) >= settings.webhookConcurrencyPerHost;
+  /** Starts waiting rows wherever a host slot and a process slot are free. */
+  function startWaiting(): void {
+    for (const lane of lanes.values()) {
+      while (lane.waiting.length > 0 && lane.inFlight < perHost && inFlight.size < settings.webhookConcurrency) launch(lane.waiting.shift()!, lane);
+    }
+  }
 
-  /** Claims and starts due events while there is room; sleeps until the idle check when none are due. */
+  function schedulePump(): void {
+    if (pumpScheduled) return;
+    pumpScheduled = true;
+    setImmediate(() => {
+      pumpScheduled = false;
+      void pump();
+    });
+  }
+
+  /** Claims due events while there is room and starts them; sleeps until the idle check when none are due. */
   async function pump(): Promise<void> {
     if (pumping || stopping) return;
     pumping = true;
     try {
       while (!stopping) {
-        const room = settings.webhookConcurrency - inFlight.size;
+        const room = maxHeld - held;
         if (room <= 0) return;
         const now = Date.now();
         const token = randomUUID();
-        const limit = Math.min(room, MAX_CLAIM);
+        const limit = Math.min(room, claimLimit);
+        const excludedHosts = [...lanes].filter(([, lane]) => laneHeld(lane) >= maxHeldPerHost).map(([host]) => host);
         const claimed = await claimDueEvents(db, dialect, {
           now,
           limit,
           token,
-          claimedUntil: now + settings.webhookTimeoutMs + CLAIM_MARGIN_MS,
-          excludedHosts: [...inFlightByHost.keys()].filter(hostIsFull),
+          claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS,
+          excludedHosts,
         });
-        const busy = claimed.filter((row) => {
-          if (hostIsFull(row.host)) return true;
-          start(row, token);
-          return false;
-        });
-        await releaseClaims(db, busy.map((row) => row.id), token);
-        mayHaveDueWork = claimed.length === limit;
-        if (!mayHaveDueWork) return;
+        // A claim may bring more rows for a host than it may hold: those go back at once.
+        const released: number[] = [];
+        for (const row of claimed) {
+          const lane = lanes.get(row.host) ?? { inFlight: 0, waiting: [] };
+          if (laneHeld(lane) >= maxHeldPerHost) {
+            released.push(row.id);
+            continue;
+          }
+          lanes.set(row.host, lane);
+          lane.waiting.push(row);
+          tokens.set(row.id, token);
+          held++;
+        }
+        startWaiting();
+        await releaseClaims(db, released, token);
+        const accepted = claimed.length - released.length;
+        claimLimit = released.length > 0 ? Math.max(perHost, accepted) : claimed.length === limit ? Math.min(MAX_CLAIM, claimLimit * 2) : claimLimit;
+        mayHaveDueWork = claimed.length === limit || excludedHosts.length > 0;
+        if (claimed.length < limit) return;
       }
     } catch (error) {
       log.error({ err: error }, 'could not claim status events');
@@ -252,6 +304,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       clearTimeout(wakeTimer);
       clearInterval(pruneTimer);
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
+      // Rows not started yet go back to the queue for the next dispatcher.
+      for (const lane of lanes.values()) {
+        const waiting = lane.waiting.splice(0);
+        held -= waiting.length;
+        for (const row of waiting) {
+          await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => log.warn({ err: error }, 'could not release a claim'));
+          tokens.delete(row.id);
+        }
+      }
       await Promise.all(inFlight);
       await recording;
       await agent.close();
