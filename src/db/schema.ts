@@ -159,7 +159,11 @@ export interface DlocksTable {
 
 export type StatusEventState = 'pending' | 'delivered' | 'failed' | 'gone';
 
-/** One row per OKM and subscriber URL: the newest status not yet delivered, or what happened to the last one. */
+/**
+ * One row per OKM and subscriber URL. 'pending': the OKM's status as now on its row (last
+ * sync time, IP, firmware) is to be delivered; 'delivered' / 'failed': what happened to the
+ * last one; 'gone': the URL answered 410, nothing more is sent.
+ */
 export interface StatusEventsTable {
   id: Generated<number> & Id;
   okm_serial: string;
@@ -167,18 +171,14 @@ export interface StatusEventsTable {
   /** host[:port] of the URL: concurrency is bounded per destination host. */
   host: string;
   state: StatusEventState;
-  /** The `webhook-id` of the current event; a newer poll replaces it. */
-  event_id: string;
-  queued_at: number;
-  last_sync_time: number;
-  last_ip: string;
-  firmware_version: string | null;
   /** Attempts made so far for this URL since it was last delivered, failed or added. */
   attempts: number;
   next_attempt_at: number;
   /** Set while a dispatcher holds the row; another may take it only after claimed_until. */
   claim_token: string | null;
   claimed_until: number | null;
+  /** The `webhook-id` of the last attempt. */
+  last_event_id: string | null;
   last_attempt_at: number | null;
   last_status_code: number | null;
   last_error: string | null;

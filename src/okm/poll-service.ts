@@ -136,7 +136,7 @@ const NO_STATUS_URLS = '[]';
 async function queueStatus(db: Db, serialNumber: string, row: PolledOkmRow, observation: PollObservation): Promise<number> {
   if (row.status_urls === NO_STATUS_URLS) return 0;
   const urls = JSON.parse(row.status_urls) as string[];
-  if (urls.length > 0) await queueStatusEvents(db, serialNumber, urls, observation);
+  if (urls.length > 0) await queueStatusEvents(db, serialNumber, urls, observation.now);
   return urls.length;
 }
 

@@ -11,9 +11,7 @@ const NullableTime = Nullable(IsoTime);
 const Subscription = Type.Object({
   url: Type.String(),
   state: Type.Enum(['pending', 'delivered', 'failed', 'gone']),
-  event_id: Type.String({ description: 'webhook-id of the newest event for this URL' }),
-  queued_at: IsoTime,
-  status: Type.Object({ last_sync_time: IsoTime, last_ip: Type.String(), firmware_version: Nullable(Type.String()) }),
+  last_event_id: Nullable(Type.String({ description: 'webhook-id of the last attempt' })),
   attempts: Type.Integer({ description: 'attempts since the last delivery (0 once delivered)' }),
   next_attempt_at: NullableTime,
   last_attempt_at: NullableTime,
@@ -57,9 +55,7 @@ const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         subscriptions: log.subscriptions.map((row) => ({
           url: row.url,
           state: row.state,
-          event_id: row.event_id,
-          queued_at: iso(row.queued_at)!,
-          status: { last_sync_time: iso(row.last_sync_time)!, last_ip: row.last_ip, firmware_version: row.firmware_version },
+          last_event_id: row.last_event_id,
           attempts: row.attempts,
           next_attempt_at: row.state === 'pending' ? iso(row.next_attempt_at) : null,
           last_attempt_at: iso(row.last_attempt_at),

@@ -8,6 +8,7 @@ import { postStatusEvent, type AttemptResult, type StatusEvent } from './deliver
 import type { StatusEventMetrics } from './metrics.ts';
 import {
   claimDueEvents,
+  hostsWithPendingEvents,
   pruneDeliveryFailures,
   recordAttempts,
   releaseClaims,
@@ -49,11 +50,12 @@ export interface Dispatcher {
   stop(): Promise<void>;
 }
 
-/** How often an idle dispatcher looks for due events (other processes queue them too). */
+/** How often a dispatcher looks for due events when nothing woke it (other processes queue them too). */
 const IDLE_CHECK_MS = 250;
 /** A wake-up waits this long, so that the polls of a burst are claimed together. */
 const WAKE_DELAY_MS = 5;
-const MAX_CLAIM = 200;
+/** How long the list of hosts with pending events is used before it is read again. */
+const HOSTS_REFRESH_MS = 100;
 /**
  * Rows a process holds per host: this many times its concurrency (in flight, and waiting
  * for a slot), so that claims come in batches rather than one per finished delivery.
@@ -94,7 +96,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let pumping = false;
   let pumpScheduled = false;
   let mayHaveDueWork = true;
-  let claimLimit = MAX_CLAIM;
+  /** Hosts with pending events and when each has one due; read every HOSTS_REFRESH_MS. */
+  let hosts: { host: string; firstDueAt: number }[] = [];
+  let hostsReadAt = 0;
   let idleTimer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
@@ -124,7 +128,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return {
       id: row.eventId,
       type: 'okm.status',
-      timestamp: new Date(row.queuedAt).toISOString(),
+      timestamp: new Date(row.lastSyncTime).toISOString(),
       data: {
         serial_number: row.okmSerial,
         last_sync_time: new Date(row.lastSyncTime).toISOString(),
@@ -218,54 +222,55 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     });
   }
 
-  /** Claims due events while there is room and starts them; sleeps until the idle check when none are due. */
+  /**
+   * Claims due events for each host whose lane has room, at most what the lane may hold, and
+   * starts them; sleeps until the idle check when nothing more is due.
+   */
   async function pump(): Promise<void> {
     if (pumping || stopping) return;
     pumping = true;
     try {
-      while (!stopping) {
-        const room = maxHeld - held;
-        if (room <= 0) return;
-        const now = Date.now();
-        const token = randomUUID();
-        const limit = Math.min(room, claimLimit);
-        const excludedHosts = [...lanes].filter(([, lane]) => laneHeld(lane) >= maxHeldPerHost).map(([host]) => host);
+      let now = Date.now();
+      if (now - hostsReadAt >= HOSTS_REFRESH_MS) {
+        hosts = await hostsWithPendingEvents(db);
+        hostsReadAt = now = Date.now();
+      }
+      const token = randomUUID();
+      mayHaveDueWork = false;
+      for (const entry of hosts) {
+        const lane = lanes.get(entry.host) ?? { inFlight: 0, waiting: [] };
+        const limit = Math.min(maxHeldPerHost - laneHeld(lane), maxHeld - held);
+        if (stopping || entry.firstDueAt > now || limit <= 0) {
+          // A full lane refills as its deliveries finish.
+          mayHaveDueWork ||= limit <= 0 && entry.firstDueAt <= now;
+          continue;
+        }
         const claimed = await claimDueEvents(db, dialect, {
+          host: entry.host,
           now,
           limit,
           token,
           claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS,
-          excludedHosts,
         });
-        // A claim may bring more rows for a host than it may hold: those go back at once.
-        const released: number[] = [];
-        for (const row of claimed) {
-          const lane = lanes.get(row.host) ?? { inFlight: 0, waiting: [] };
-          if (laneHeld(lane) >= maxHeldPerHost) {
-            released.push(row.id);
-            continue;
-          }
-          lanes.set(row.host, lane);
-          lane.waiting.push(row);
-          tokens.set(row.id, token);
-          held++;
-        }
+        if (claimed.length > 0) lanes.set(entry.host, lane);
+        for (const row of claimed) tokens.set(row.id, token);
+        lane.waiting.push(...claimed);
+        held += claimed.length;
         startWaiting();
-        await releaseClaims(db, released, token);
-        const accepted = claimed.length - released.length;
-        claimLimit = released.length > 0 ? Math.max(perHost, accepted) : claimed.length === limit ? Math.min(MAX_CLAIM, claimLimit * 2) : claimLimit;
-        mayHaveDueWork = claimed.length === limit || excludedHosts.length > 0;
-        if (claimed.length < limit) return;
+        // Fewer than asked: nothing else of this host is due until the list is read again.
+        if (claimed.length < limit) entry.firstDueAt = Infinity;
+        else mayHaveDueWork = true;
       }
     } catch (error) {
       log.error({ err: error }, 'could not claim status events');
       mayHaveDueWork = false;
     } finally {
       pumping = false;
-      if (!stopping && !mayHaveDueWork) {
+      // Other processes queue events too, and retries fall due: look again after a while in any case.
+      if (!stopping) {
         clearTimeout(idleTimer);
         idleTimer = setTimeout(() => {
-          mayHaveDueWork = true;
+          hostsReadAt = 0;
           void pump();
         }, IDLE_CHECK_MS);
       }
@@ -283,7 +288,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   return {
     start() {
       stopping = false;
-      mayHaveDueWork = true;
       void pump();
       void prune();
       pruneTimer = setInterval(() => void prune(), PRUNE_EVERY_MS);
@@ -293,7 +297,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (stopping || wakeTimer) return;
       wakeTimer = setTimeout(() => {
         wakeTimer = undefined;
-        mayHaveDueWork = true;
         clearTimeout(idleTimer);
         void pump();
       }, WAKE_DELAY_MS);

@@ -1,21 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { StatusDeliveryFailuresTable, StatusEventState, StatusEventsTable } from '../db/schema.ts';
 
-/** The status a poll reports to the OKM's subscribers. */
-export interface PolledStatus {
-  now: number;
-  ip: string;
-  firmwareVersion: string | null;
-}
-
 // Literal, not a parameter, so that SQLite can use the partial index on pending rows.
 const PENDING = sql.lit<StatusEventState>('pending');
-
-const newEventId = () => `msg_${randomUUID().replaceAll('-', '')}`;
 
 const hostCache = new Map<string, string>();
 /** host[:port] of a URL; the few distinct URLs of a fleet are parsed once. */
@@ -29,33 +20,22 @@ function hostOf(url: string): string {
   return host;
 }
 
-const SHARED_ARGS = 4;
-const ARGS_PER_URL = 3;
+const SHARED_ARGS = 2;
+const ARGS_PER_URL = 2;
 
 /**
- * The upsert of one poll's events, one row per URL: a new row is due at once; a pending row
- * takes the newer status and event id but keeps its retry schedule (the subscriber is still
- * catching up or down); a delivered or failed row starts again; a URL that answered 410 stays
- * stopped. Built once per number of URLs.
+ * The upsert of one poll's events, one row per URL: a new row is pending and due at once; a
+ * delivered or failed row becomes pending again, due at once; a pending row is left as it
+ * is (its next attempt will send the status as it is then, the newest); a URL that answered
+ * 410 stays stopped. A left row is not written at all, so a subscriber that is down or slow
+ * costs its polls nothing. Built once per number of URLs.
  */
 function buildQueueQuery(urlCount: number) {
   return precompiledQuery<never, unknown[]>(SHARED_ARGS + ARGS_PER_URL * urlCount, (db, args) => {
-    const [serial, now, ip, firmwareVersion] = args;
+    const [serial, now] = args;
     const rows = Array.from({ length: urlCount }, (_, index) => {
-      const [url, host, eventId] = args.slice(SHARED_ARGS + ARGS_PER_URL * index);
-      return {
-        okm_serial: serial as string,
-        url: url as string,
-        host: host as string,
-        state: 'pending' as const,
-        event_id: eventId as string,
-        queued_at: now as number,
-        last_sync_time: now as number,
-        last_ip: ip as string,
-        firmware_version: firmwareVersion as string | null,
-        attempts: 0,
-        next_attempt_at: now as number,
-      };
+      const [url, host] = args.slice(SHARED_ARGS + ARGS_PER_URL * index);
+      return { okm_serial: serial as string, url: url as string, host: host as string, state: 'pending' as const, attempts: 0, next_attempt_at: now as number };
     });
     return db
       .insertInto('status_events')
@@ -63,40 +43,22 @@ function buildQueueQuery(urlCount: number) {
       .onConflict((oc) =>
         oc
           .columns(['okm_serial', 'url'])
-          .doUpdateSet((eb) => {
-            const wasPending = eb('status_events.state', '=', PENDING);
-            return {
-              event_id: eb.ref('excluded.event_id'),
-              queued_at: eb.ref('excluded.queued_at'),
-              last_sync_time: eb.ref('excluded.last_sync_time'),
-              last_ip: eb.ref('excluded.last_ip'),
-              firmware_version: eb.ref('excluded.firmware_version'),
-              attempts: eb.case().when(wasPending).then(eb.ref('status_events.attempts')).else(eb.ref('excluded.attempts')).end(),
-              next_attempt_at: eb
-                .case()
-                .when(wasPending)
-                .then(eb.ref('status_events.next_attempt_at'))
-                .else(eb.ref('excluded.next_attempt_at'))
-                .end(),
-              state: eb.ref('excluded.state'),
-            };
-          })
-          .where('status_events.state', '<>', sql.lit<StatusEventState>('gone')),
+          .doUpdateSet((eb) => ({ state: eb.ref('excluded.state'), attempts: eb.ref('excluded.attempts'), next_attempt_at: eb.ref('excluded.next_attempt_at') }))
+          .where('status_events.state', 'in', [sql.lit<StatusEventState>('delivered'), sql.lit<StatusEventState>('failed')]),
       );
   });
 }
 
 const queueQueries = new Map<number, ReturnType<typeof buildQueueQuery>>();
 
-/** Queues the poll's status for each URL (inside the poll's transaction). */
-export async function queueStatusEvents(db: Db, serialNumber: string, urls: readonly string[], status: PolledStatus): Promise<void> {
+/** Queues the poll's status for each URL (inside the poll's transaction, after the OKM's row is updated). */
+export async function queueStatusEvents(db: Db, serialNumber: string, urls: readonly string[], now: number): Promise<void> {
   let query = queueQueries.get(urls.length);
   if (!query) {
     query = buildQueueQuery(urls.length);
     queueQueries.set(urls.length, query);
   }
-  const perUrl = urls.flatMap((url) => [url, hostOf(url), newEventId()]);
-  await query(db, serialNumber, status.now, status.ip, status.firmwareVersion, ...perUrl);
+  await query(db, serialNumber, now, ...urls.flatMap((url) => [url, hostOf(url)]));
 }
 
 /** Drops the queue rows (and so the 410 stops) of URLs an OKM no longer lists. */
@@ -108,13 +70,14 @@ export async function forgetRemovedStatusUrls(db: Db, serialNumber: string, urls
     .execute();
 }
 
+/** A claimed row with the OKM's status as it was read by the claim. */
 export interface ClaimedEvent {
   id: number;
   okmSerial: string;
   url: string;
   host: string;
+  /** Derived from the URL and the status, so every attempt of one status has the same id and a newer status a new one. */
   eventId: string;
-  queuedAt: number;
   lastSyncTime: number;
   lastIp: string;
   firmwareVersion: string | null;
@@ -122,61 +85,90 @@ export interface ClaimedEvent {
   customerId: number | null;
 }
 
+function eventIdOf(serial: string, url: string, lastSyncTime: number, lastIp: string, firmwareVersion: string | null): string {
+  const digest = createHash('sha256').update(JSON.stringify([serial, url, lastSyncTime, lastIp, firmwareVersion])).digest('hex');
+  return `msg_${digest.slice(0, 32)}`;
+}
+
+/**
+ * The hosts that have pending events, with the earliest next attempt of each (due now or
+ * later, claimed or not), found by seeking from one host to the next in the
+ * pending index (a loose index scan), so the cost grows with the number of hosts, not with
+ * the events a dead host has piled up.
+ */
+export async function hostsWithPendingEvents(db: Db): Promise<{ host: string; firstDueAt: number }[]> {
+  const result = await sql<{ host: string; first_due_at: number | string }>`
+    with recursive hosts(host) as (
+      select min(host) from status_events where state = ${PENDING}
+      union all
+      select (select min(later.host) from status_events later where later.state = ${PENDING} and later.host > hosts.host)
+      from hosts where hosts.host is not null
+    )
+    select host, (select min(next_attempt_at) from status_events due where due.state = ${PENDING} and due.host = hosts.host) as first_due_at
+    from hosts where host is not null`.execute(db);
+  return result.rows.map((row) => ({ host: row.host, firstDueAt: Number(row.first_due_at) }));
+}
+
 export interface ClaimRequest {
+  host: string;
   now: number;
   limit: number;
   /** Identifies this claim: only its holder may record the outcome. */
   token: string;
   claimedUntil: number;
-  /** Hosts that already have as many deliveries in flight as allowed. */
-  excludedHosts: readonly string[];
 }
 
 /**
- * Takes up to `limit` due pending rows, oldest due first, that no other dispatcher holds (or
- * whose holder's claim has lapsed), in one statement.
+ * Takes up to `limit` due pending rows of one host, oldest due first, that no other
+ * dispatcher holds (or whose holder's claim has lapsed), in one statement.
  */
 export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedEvent[]> {
   const due = db
     .selectFrom('status_events')
     .select('id')
     .where('state', '=', PENDING)
+    .where('host', '=', claim.host)
     .where('next_attempt_at', '<=', claim.now)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', claim.now)]))
-    .$if(claim.excludedHosts.length > 0, (qb) => qb.where('host', 'not in', claim.excludedHosts))
     .orderBy('next_attempt_at')
     .limit(claim.limit);
   const rows = await db
     .updateTable('status_events')
     .set({ claim_token: claim.token, claimed_until: claim.claimedUntil })
     .where('id', 'in', dialect.skipRowsClaimedByOthers(due))
-    .returning((eb) => [
-      'id',
-      'okm_serial',
-      'url',
-      'host',
-      'event_id',
-      'queued_at',
-      'last_sync_time',
-      'last_ip',
-      'firmware_version',
-      'attempts',
-      eb.selectFrom('okms').select('okms.customer_id').whereRef('okms.serial_number', '=', 'status_events.okm_serial').as('customer_id'),
-    ])
+    .returning((eb) => {
+      const okm = eb.selectFrom('okms').whereRef('okms.serial_number', '=', 'status_events.okm_serial');
+      return [
+        'id',
+        'okm_serial',
+        'url',
+        'host',
+        'attempts',
+        okm.select('okms.customer_id').as('customer_id'),
+        okm.select('okms.last_sync_time').as('last_sync_time'),
+        okm.select('okms.last_ip').as('last_ip'),
+        okm.select('okms.firmware_version').as('firmware_version'),
+      ];
+    })
     .execute();
-  return rows.map((row) => ({
-    id: row.id,
-    okmSerial: row.okm_serial,
-    url: row.url,
-    host: row.host,
-    eventId: row.event_id,
-    queuedAt: row.queued_at,
-    lastSyncTime: row.last_sync_time,
-    lastIp: row.last_ip,
-    firmwareVersion: row.firmware_version,
-    attempts: row.attempts,
-    customerId: row.customer_id ?? null,
-  }));
+  return rows.map((row) => {
+    // A queued OKM has polled, so it has a sync time and an IP.
+    const lastSyncTime = Number(row.last_sync_time);
+    const lastIp = row.last_ip ?? '';
+    const firmwareVersion = row.firmware_version ?? null;
+    return {
+      id: row.id,
+      okmSerial: row.okm_serial,
+      url: row.url,
+      host: row.host,
+      eventId: eventIdOf(row.okm_serial, row.url, lastSyncTime, lastIp, firmwareVersion),
+      lastSyncTime,
+      lastIp,
+      firmwareVersion,
+      attempts: row.attempts,
+      customerId: row.customer_id ?? null,
+    };
+  });
 }
 
 /** Gives back claimed rows untouched (their host turned out to be busy). */
@@ -199,21 +191,32 @@ export interface AttemptRecord {
 }
 
 /**
- * Writes the outcome of attempts and releases their claims. A row whose event was superseded
- * by a newer poll during the attempt stays pending for that newer event. Only the claim's
+ * Writes the outcome of attempts and releases their claims. A row whose OKM polled again
+ * during a successful attempt stays pending, so the newer status follows. Only the claim's
  * holder writes: a dispatcher whose claim lapsed and was taken over changes nothing.
  */
 export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<void> {
   await db.transaction().execute(async (tx) => {
     for (const { event, token, attemptedAt, outcome } of records) {
       const attempt = event.attempts + 1;
-      const common = { claim_token: null, claimed_until: null, last_attempt_at: attemptedAt, last_status_code: outcome.statusCode };
+      const common = {
+        claim_token: null,
+        claimed_until: null,
+        last_event_id: event.eventId,
+        last_attempt_at: attemptedAt,
+        last_status_code: outcome.statusCode,
+      };
       const update = tx.updateTable('status_events').where('id', '=', event.id).where('claim_token', '=', token);
       if (outcome.kind === 'delivered') {
         await update
           .set((eb) => ({
             ...common,
-            state: eb.case().when('event_id', '=', event.eventId).then(sql.lit<StatusEventState>('delivered')).else(PENDING).end(),
+            state: eb
+              .case()
+              .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', event.lastSyncTime)
+              .then(sql.lit<StatusEventState>('delivered'))
+              .else(PENDING)
+              .end(),
             attempts: 0,
             next_attempt_at: attemptedAt,
             last_error: null,

@@ -32,11 +32,22 @@ forEachDatabase('two keyfleet dispatch processes on one database', (kind) => {
       const serials = Array.from({ length: EVENT_COUNT }, (_, index) => `MULTI-${process.pid}-${index}`);
       await store.db
         .insertInto('okms')
-        .values(serials.map((serial) => ({ serial_number: serial, customer_id: null, auditing_enabled: 0, status_urls: '[]', created_at: now, updated_at: now })))
+        .values(
+          serials.map((serial) => ({
+            serial_number: serial,
+            customer_id: null,
+            auditing_enabled: 0,
+            status_urls: '[]',
+            last_sync_time: now,
+            last_ip: '192.0.2.1',
+            created_at: now,
+            updated_at: now,
+          })),
+        )
         .execute();
 
       await store.db.transaction().execute(async (tx) => {
-        for (const serial of serials) await queueStatusEvents(tx, serial, [receiver.url(`/${serial}`)], { now, ip: '192.0.2.1', firmwareVersion: '1.0' });
+        for (const serial of serials) await queueStatusEvents(tx, serial, [receiver.url(`/${serial}`)], now);
       });
       const queuedAt = Date.now();
 

@@ -3,9 +3,10 @@ import type { DialectStrategy } from '../dialects/strategy.ts';
 import type { AnyDb } from '../migrate.ts';
 
 /**
- * Status events (SPEC §6): one queue row per OKM and subscriber URL holding the newest
- * status not yet delivered (and, once delivered, what happened last), the failed attempts
- * log, and the whsec_ signing secrets (per customer, and one for OKMs with no customer).
+ * Status events (SPEC §6): one queue row per OKM and subscriber URL saying whether the OKM's
+ * current status (on its own row) still has to be delivered there, and what happened last;
+ * the failed attempts log; and the whsec_ signing secrets (per customer, and one for OKMs
+ * with no customer).
  */
 export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   await db.schema
@@ -15,26 +16,23 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addColumn('url', 'text', (c) => c.notNull())
     .addColumn('host', 'text', (c) => c.notNull())
     .addColumn('state', 'text', (c) => c.notNull())
-    .addColumn('event_id', 'text', (c) => c.notNull())
-    .addColumn('queued_at', 'bigint', (c) => c.notNull())
-    .addColumn('last_sync_time', 'bigint', (c) => c.notNull())
-    .addColumn('last_ip', 'text', (c) => c.notNull())
-    .addColumn('firmware_version', 'text')
     .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
     .addColumn('claim_token', 'text')
     .addColumn('claimed_until', 'bigint')
+    .addColumn('last_event_id', 'text')
     .addColumn('last_attempt_at', 'bigint')
     .addColumn('last_status_code', 'integer')
     .addColumn('last_error', 'text')
     .addColumn('delivered_at', 'bigint')
     .addUniqueConstraint('status_events_okm_url_key', ['okm_serial', 'url'])
     .execute();
-  // The dispatcher's claim reads due pending rows in order; other states are not indexed.
+  // The dispatcher claims the due pending rows of one host at a time, oldest due first, and
+  // finds the hosts by seeking through this index; other states are not indexed.
   await db.schema
-    .createIndex('status_events_due_idx')
+    .createIndex('status_events_pending_idx')
     .on('status_events')
-    .column('next_attempt_at')
+    .columns(['host', 'next_attempt_at'])
     .where(sql.ref('state'), '=', sql.lit('pending'))
     .execute();
 
