@@ -12,9 +12,12 @@
  *    dispatcher in the server, shows what queueing alone costs the poll.
  *
  *   npx tsx bench/events.ts [--sqlite] [--postgres] [--events 20000] [--okms 100000]
- *                           [--duration 10] [--connections 100]
+ *                           [--duration 10] [--connections 100] [--cpu-prof DIR]
+ *
+ * --cpu-prof profiles the server of the run with subscribers and its dispatcher.
  */
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Db } from '../src/db/database.ts';
 import { queueStatusEvents } from '../src/webhooks/queue-repository.ts';
@@ -43,6 +46,7 @@ const { values: options } = parseArgs({
     okms: { type: 'string', default: '100000' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '100' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const EVENT_COUNT = Number(options.events);
@@ -150,9 +154,9 @@ async function pollRates(kind: DatabaseKind, env: Record<string, string>): Promi
   await seedFleet(env, OKM_COUNT);
   const receivers = await startReceivers();
   try {
-    const run = async (target: string, extraEnv: Record<string, string> = {}) => {
+    const run = async (target: string, extraEnv: Record<string, string> = {}, cpuProfileDir?: string) => {
       const port = await freePort();
-      const server = startKeyfleet(port, { ...env, ...WEBHOOK_ENV, ...extraEnv });
+      const server = startKeyfleet(port, { ...env, ...WEBHOOK_ENV, ...extraEnv }, cpuProfileDir ? { cpuProfileDir } : {});
       try {
         await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, server);
         return await measure(target, port, requestPaths('/api/v1/config', OKM_COUNT), LOAD);
@@ -164,7 +168,8 @@ async function pollRates(kind: DatabaseKind, env: Record<string, string>): Promi
     await withDb(env, (db) => subscribeFleet(db, receivers));
     const queueingOnly = await run(`keyfleet ${kind}, 2 subscribers per OKM, no dispatcher`, { WEBHOOK_DISPATCH_IN_SERVER: 'false' });
     const deliveredBefore = await receivers.received();
-    const withEvents = await run(`keyfleet ${kind}, 2 subscribers per OKM (1 hanging)`);
+    const profileDir = options['cpu-prof'] && path.join(options['cpu-prof'], kind);
+    const withEvents = await run(`keyfleet ${kind}, 2 subscribers per OKM (1 hanging)`, {}, profileDir);
     return { without, with: withEvents, queueingOnly, delivered: (await receivers.received()) - deliveredBefore };
   } finally {
     await receivers.stop();

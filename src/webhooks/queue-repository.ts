@@ -191,6 +191,35 @@ export interface AttemptRecord {
 }
 
 /**
+ * A delivered attempt, the common outcome (one per event), compiled once: the row is
+ * delivered unless its OKM polled again since the status was read, in which case the newer
+ * status is due at once.
+ */
+const recordDeliveredQuery = precompiledQuery<never, [number, string, string, number, number, number]>(6, (db, [id, token, eventId, attemptedAt, statusCode, sentSyncTime]) =>
+  db
+    .updateTable('status_events')
+    .set((eb) => ({
+      state: eb
+        .case()
+        .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', sentSyncTime as number)
+        .then(sql.lit<StatusEventState>('delivered'))
+        .else(PENDING)
+        .end(),
+      attempts: 0,
+      next_attempt_at: attemptedAt as number,
+      claim_token: null,
+      claimed_until: null,
+      last_event_id: eventId as string,
+      last_attempt_at: attemptedAt as number,
+      last_status_code: statusCode as number,
+      last_error: null,
+      delivered_at: attemptedAt as number,
+    }))
+    .where('id', '=', id as number)
+    .where('claim_token', '=', token as string),
+);
+
+/**
  * Writes the outcome of attempts and releases their claims. A row whose OKM polled again
  * during a successful attempt stays pending, so the newer status follows. Only the claim's
  * holder writes: a dispatcher whose claim lapsed and was taken over changes nothing.
@@ -198,41 +227,26 @@ export interface AttemptRecord {
 export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<void> {
   await db.transaction().execute(async (tx) => {
     for (const { event, token, attemptedAt, outcome } of records) {
-      const attempt = event.attempts + 1;
-      const common = {
-        claim_token: null,
-        claimed_until: null,
-        last_event_id: event.eventId,
-        last_attempt_at: attemptedAt,
-        last_status_code: outcome.statusCode,
-      };
-      const update = tx.updateTable('status_events').where('id', '=', event.id).where('claim_token', '=', token);
       if (outcome.kind === 'delivered') {
-        await update
-          .set((eb) => ({
-            ...common,
-            state: eb
-              .case()
-              .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', event.lastSyncTime)
-              .then(sql.lit<StatusEventState>('delivered'))
-              .else(PENDING)
-              .end(),
-            attempts: 0,
-            next_attempt_at: attemptedAt,
-            last_error: null,
-            delivered_at: attemptedAt,
-          }))
-          .execute();
+        await recordDeliveredQuery(tx, event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime);
         continue;
       }
+      const attempt = event.attempts + 1;
       const nextAttemptAt = outcome.kind === 'retrying' ? outcome.nextAttemptAt : null;
-      const result = await update
+      const result = await tx
+        .updateTable('status_events')
         .set({
-          ...common,
           ...(outcome.kind === 'retrying' ? { next_attempt_at: outcome.nextAttemptAt } : { state: outcome.kind }),
           attempts: attempt,
+          claim_token: null,
+          claimed_until: null,
+          last_event_id: event.eventId,
+          last_attempt_at: attemptedAt,
+          last_status_code: outcome.statusCode,
           last_error: outcome.error,
         })
+        .where('id', '=', event.id)
+        .where('claim_token', '=', token)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) continue;
       await tx
