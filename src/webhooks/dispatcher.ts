@@ -4,13 +4,14 @@ import type { Agent } from 'undici';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
+import { createWriteBatcher } from '../db/write-batcher.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
 import type { StatusEventMetrics } from './metrics.ts';
 import {
   claimDueEvents,
   hostsWithPendingEvents,
   pruneDeliveryFailures,
-  recordAttempts,
+  recordAttempt,
   releaseClaims,
   type AttemptOutcome,
   type AttemptRecord,
@@ -77,7 +78,7 @@ interface HostLane {
 /**
  * Delivers queued status events: claims due rows in batches into one lane per destination
  * host, POSTs them (at most webhookConcurrency at once, at most webhookConcurrencyPerHost per
- * host, so a hanging host holds only its own lane), and records the outcomes in batches. Any
+ * host, so a hanging host holds only its own lane), and records each outcome. Any
  * number of dispatchers may share one database.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
@@ -108,8 +109,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let held = 0;
   /** Each claim's token, by row id, for recording its outcome or releasing it. */
   const tokens = new Map<number, string>();
-  let outcomes: AttemptRecord[] = [];
-  let recording: Promise<void> = Promise.resolve();
+  /** Outcomes are written as the dialect groups background writes (SQLite: those of one event-loop turn together). */
+  const record = createWriteBatcher(db, dialect.backgroundWriteGrouping, (tx, outcome: AttemptRecord) => recordAttempt(tx, outcome));
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
 
   function signingKeys(customerId: number | null, now: number): Promise<Buffer[]> {
@@ -164,29 +165,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const outcome = outcomeOf(row, result, attemptedAt);
     count(outcome);
     if (outcome.kind !== 'delivered') log.debug({ okm: row.okmSerial, url: row.url, outcome }, 'status event not delivered');
-    outcomes.push({ event: row, token, attemptedAt, outcome });
-    scheduleRecording();
-  }
-
-  /** Outcomes are written in batches: one transaction for all that finished since the last write. */
-  function scheduleRecording(): void {
-    if (outcomes.length !== 1) return;
-    recording = recording.then(
-      () =>
-        new Promise<void>((resolve) =>
-          setImmediate(async () => {
-            const batch = outcomes;
-            outcomes = [];
-            try {
-              await recordAttempts(db, batch);
-            } catch (error) {
-              // The claims lapse and the events are attempted again: at least once, never lost.
-              log.error({ err: error, count: batch.length }, 'could not record status event outcomes');
-            }
-            resolve();
-          }),
-        ),
-    );
+    try {
+      await record({ event: row, token, attemptedAt, outcome });
+    } catch (error) {
+      // The claim lapses and the event is attempted again: at least once, never lost.
+      log.error({ err: error, okm: row.okmSerial, url: row.url }, 'could not record a status event outcome');
+    }
   }
 
   const laneHeld = (lane: HostLane | undefined) => (lane ? lane.inFlight + lane.waiting.length : 0);
@@ -317,7 +301,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         }
       }
       await Promise.all(inFlight);
-      await recording;
       await agent.close();
     },
   };

@@ -220,51 +220,47 @@ const recordDeliveredQuery = precompiledQuery<never, [number, string, string, nu
 );
 
 /**
- * Writes the outcome of attempts and releases their claims. A row whose OKM polled again
+ * Writes the outcome of an attempt and releases its claim. A row whose OKM polled again
  * during a successful attempt stays pending, so the newer status follows. Only the claim's
  * holder writes: a dispatcher whose claim lapsed and was taken over changes nothing.
  */
-export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    for (const { event, token, attemptedAt, outcome } of records) {
-      if (outcome.kind === 'delivered') {
-        await recordDeliveredQuery(tx, event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime);
-        continue;
-      }
-      const attempt = event.attempts + 1;
-      const nextAttemptAt = outcome.kind === 'retrying' ? outcome.nextAttemptAt : null;
-      const result = await tx
-        .updateTable('status_events')
-        .set({
-          ...(outcome.kind === 'retrying' ? { next_attempt_at: outcome.nextAttemptAt } : { state: outcome.kind }),
-          attempts: attempt,
-          claim_token: null,
-          claimed_until: null,
-          last_event_id: event.eventId,
-          last_attempt_at: attemptedAt,
-          last_status_code: outcome.statusCode,
-          last_error: outcome.error,
-        })
-        .where('id', '=', event.id)
-        .where('claim_token', '=', token)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) continue;
-      await tx
-        .insertInto('status_delivery_failures')
-        .values({
-          okm_serial: event.okmSerial,
-          url: event.url,
-          event_id: event.eventId,
-          attempt,
-          attempted_at: attemptedAt,
-          status_code: outcome.statusCode,
-          error: outcome.error,
-          outcome: outcome.kind,
-          next_attempt_at: nextAttemptAt,
-        })
-        .execute();
-    }
-  });
+export async function recordAttempt(db: Db, { event, token, attemptedAt, outcome }: AttemptRecord): Promise<void> {
+  if (outcome.kind === 'delivered') {
+    await recordDeliveredQuery(db, event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime);
+    return;
+  }
+  const attempt = event.attempts + 1;
+  const nextAttemptAt = outcome.kind === 'retrying' ? outcome.nextAttemptAt : null;
+  const result = await db
+    .updateTable('status_events')
+    .set({
+      ...(outcome.kind === 'retrying' ? { next_attempt_at: outcome.nextAttemptAt } : { state: outcome.kind }),
+      attempts: attempt,
+      claim_token: null,
+      claimed_until: null,
+      last_event_id: event.eventId,
+      last_attempt_at: attemptedAt,
+      last_status_code: outcome.statusCode,
+      last_error: outcome.error,
+    })
+    .where('id', '=', event.id)
+    .where('claim_token', '=', token)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return;
+  await db
+    .insertInto('status_delivery_failures')
+    .values({
+      okm_serial: event.okmSerial,
+      url: event.url,
+      event_id: event.eventId,
+      attempt,
+      attempted_at: attemptedAt,
+      status_code: outcome.statusCode,
+      error: outcome.error,
+      outcome: outcome.kind,
+      next_attempt_at: nextAttemptAt,
+    })
+    .execute();
 }
 
 /** Status events waiting to be delivered, over all OKMs. */

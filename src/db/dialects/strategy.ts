@@ -10,6 +10,12 @@ export interface DialectStrategy {
   /** How small writes that arrive close together (config polls) are committed. */
   readonly writeGrouping: WriteGrouping;
   /**
+   * How background writes of rows that polls may be writing at the same time (status event
+   * outcomes) are committed: grouping them must not let a transaction hold one such row
+   * while it waits for another that a poll batch holds (a deadlock, where rows are locked).
+   */
+  readonly backgroundWriteGrouping: WriteGrouping;
+  /**
    * Makes the row selection of a claiming `UPDATE … WHERE id IN (<query>)` pass over rows
    * that another process is claiming at the same moment, so that several dispatchers on one
    * database take disjoint rows without waiting for one another.
