@@ -4,10 +4,12 @@ import type { Db } from './database.ts';
  * How a dialect commits small writes that arrive close together (the config poll's):
  * - `batch`: the work of the calls that arrive in the same event-loop turn (up to maxSize)
  *   runs in one transaction, so they share one commit;
- * - `transaction`: one transaction per call.
+ * - `transaction`: one transaction per call;
+ * - `sequential`: one transaction per call, one call at a time (a background writer that
+ *   must not take more than one pooled connection from the polls).
  * Every call's writes commit together (a poll and its status events).
  */
-export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' };
+export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' } | { kind: 'sequential' };
 
 /** Values computed once per transaction and shared by the calls in it (e.g. a fleet-wide read). */
 export class BatchScope {
@@ -41,6 +43,14 @@ interface Pending<In, Out> {
 export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, work: WriteWork<In, Out>): (input: In) => Promise<Out> {
   const alone = (input: In) => db.transaction().execute((tx) => work(tx, input, new BatchScope()));
   if (grouping.kind === 'transaction') return alone;
+  if (grouping.kind === 'sequential') {
+    let previous: Promise<unknown> = Promise.resolve();
+    return (input) => {
+      const next = previous.then(() => alone(input));
+      previous = next.catch(() => {});
+      return next;
+    };
+  }
 
   let queue: Pending<In, Out>[] = [];
 

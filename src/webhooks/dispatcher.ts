@@ -109,8 +109,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let held = 0;
   /** Each claim's token, by row id, for recording its outcome or releasing it. */
   const tokens = new Map<number, string>();
-  /** Outcomes are written as the dialect groups background writes (SQLite: those of one event-loop turn together). */
-  const record = createWriteBatcher(db, dialect.backgroundWriteGrouping, (tx, outcome: AttemptRecord) => recordAttempt(tx, outcome));
+  /**
+   * Outcomes are written as the dialect groups background writes (SQLite: those of one
+   * event-loop turn together), without waiting for a log flush: a lost outcome only means
+   * the event is sent again once its claim lapses.
+   */
+  const record = createWriteBatcher(db, dialect.backgroundWriteGrouping, async (tx, outcome: AttemptRecord) => {
+    await dialect.relaxCommitDurability(tx);
+    await recordAttempt(tx, outcome);
+  });
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
 
   function signingKeys(customerId: number | null, now: number): Promise<Buffer[]> {

@@ -7,7 +7,7 @@ import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 
-const GROUPINGS: WriteGrouping[] = [{ kind: 'batch', maxSize: 64 }, { kind: 'batch', maxSize: 3 }, { kind: 'transaction' }];
+const GROUPINGS: WriteGrouping[] = [{ kind: 'batch', maxSize: 64 }, { kind: 'batch', maxSize: 3 }, { kind: 'transaction' }, { kind: 'sequential' }];
 
 forEachDatabase('write batcher', (kind) => {
   let t: TestApp;

@@ -20,8 +20,12 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     // A poll's status events commit with its update, so a poll needs a transaction; sharing it
     // among the polls of one event-loop turn costs one commit (fsync) per batch.
     writeGrouping: { kind: 'batch', maxSize: 64 },
-    // Row locks: a batch of outcomes would lock its rows in another order than a batch of polls.
-    backgroundWriteGrouping: { kind: 'transaction' },
+    // Row locks: a batch of outcomes could lock its rows in another order than a batch of
+    // polls (a deadlock); one at a time, it also takes at most one connection from the polls.
+    backgroundWriteGrouping: { kind: 'sequential' },
+    relaxCommitDurability: async (trx) => {
+      await sql`set local synchronous_commit = off`.execute(trx);
+    },
     skipRowsClaimedByOthers: (query) => query.forUpdate().skipLocked(),
     createDialect() {
       const pool = new pg.Pool({

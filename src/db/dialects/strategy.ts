@@ -1,4 +1,5 @@
 import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
+import type { Db } from '../database.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
 
 /** What differs between the supported databases, kept in one place per dialect. */
@@ -15,6 +16,12 @@ export interface DialectStrategy {
    * while it waits for another that a poll batch holds (a deadlock, where rows are locked).
    */
   readonly backgroundWriteGrouping: WriteGrouping;
+  /**
+   * Lets the current transaction commit without waiting for its log to reach the disk, for
+   * writes that a crash may lose without harm (a lost delivery outcome means the event is
+   * sent again).
+   */
+  relaxCommitDurability(trx: Db): Promise<void>;
   /**
    * Makes the row selection of a claiming `UPDATE … WHERE id IN (<query>)` pass over rows
    * that another process is claiming at the same moment, so that several dispatchers on one
