@@ -4,12 +4,11 @@ import type { Db } from './database.ts';
  * How a dialect commits small writes that arrive close together (the config poll's):
  * - `batch`: the work of the calls that arrive in the same event-loop turn (up to maxSize)
  *   runs in one transaction, so they share one commit;
- * - `transaction`: one transaction per call;
- * - `sequential`: one transaction per call, one call at a time (a background writer that
- *   must not take more than one pooled connection from the polls).
+ * - `transaction`: one transaction per call, at most maxConcurrent at once if given (a
+ *   background writer that must leave pooled connections to the polls).
  * Every call's writes commit together (a poll and its status events).
  */
-export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' } | { kind: 'sequential' };
+export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction'; maxConcurrent?: number };
 
 /** Values computed once per transaction and shared by the calls in it (e.g. a fleet-wide read). */
 export class BatchScope {
@@ -42,15 +41,7 @@ interface Pending<In, Out> {
  */
 export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, work: WriteWork<In, Out>): (input: In) => Promise<Out> {
   const alone = (input: In) => db.transaction().execute((tx) => work(tx, input, new BatchScope()));
-  if (grouping.kind === 'transaction') return alone;
-  if (grouping.kind === 'sequential') {
-    let previous: Promise<unknown> = Promise.resolve();
-    return (input) => {
-      const next = previous.then(() => alone(input));
-      previous = next.catch(() => {});
-      return next;
-    };
-  }
+  if (grouping.kind === 'transaction') return grouping.maxConcurrent === undefined ? alone : limitConcurrency(alone, grouping.maxConcurrent);
 
   let queue: Pending<In, Out>[] = [];
 
@@ -83,4 +74,20 @@ export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, wor
       if (queue.length === 1) setImmediate(flush);
       else if (queue.length >= grouping.maxSize) flush();
     });
+}
+
+/** `run`, with at most `limit` calls in progress; the others wait their turn in order. */
+function limitConcurrency<In, Out>(run: (input: In) => Promise<Out>, limit: number): (input: In) => Promise<Out> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (input) => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+    try {
+      return await run(input);
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
 }

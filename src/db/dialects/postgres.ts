@@ -21,8 +21,8 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     // among the polls of one event-loop turn costs one commit (fsync) per batch.
     writeGrouping: { kind: 'batch', maxSize: 64 },
     // Row locks: a batch of outcomes could lock its rows in another order than a batch of
-    // polls (a deadlock); one at a time, it also takes at most one connection from the polls.
-    backgroundWriteGrouping: { kind: 'sequential' },
+    // polls (a deadlock). A few at a time, they leave most pooled connections to the polls.
+    backgroundWriteGrouping: { kind: 'transaction', maxConcurrent: 3 },
     relaxCommitDurability: async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
     },
