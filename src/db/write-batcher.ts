@@ -4,11 +4,10 @@ import type { Db } from './database.ts';
  * How a dialect commits small writes that arrive close together (the config poll's):
  * - `batch`: the work of the calls that arrive in the same event-loop turn (up to maxSize)
  *   runs in one transaction, so they share one commit;
- * - `transaction`: one transaction per call, at most maxConcurrent at once if given (a
- *   background writer that must leave pooled connections to the polls).
+ * - `transaction`: one transaction per call.
  * Every call's writes commit together (a poll and its status events).
  */
-export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction'; maxConcurrent?: number };
+export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' };
 
 /** Values computed once per transaction and shared by the calls in it (e.g. a fleet-wide read). */
 export class BatchScope {
@@ -41,7 +40,7 @@ interface Pending<In, Out> {
  */
 export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, work: WriteWork<In, Out>): (input: In) => Promise<Out> {
   const alone = (input: In) => db.transaction().execute((tx) => work(tx, input, new BatchScope()));
-  if (grouping.kind === 'transaction') return grouping.maxConcurrent === undefined ? alone : limitConcurrency(alone, grouping.maxConcurrent);
+  if (grouping.kind === 'transaction') return alone;
 
   let queue: Pending<In, Out>[] = [];
 
@@ -76,18 +75,3 @@ export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, wor
     });
 }
 
-/** `run`, with at most `limit` calls in progress; the others wait their turn in order. */
-function limitConcurrency<In, Out>(run: (input: In) => Promise<Out>, limit: number): (input: In) => Promise<Out> {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async (input) => {
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    running++;
-    try {
-      return await run(input);
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  };
-}

@@ -4,14 +4,13 @@ import type { Agent } from 'undici';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
-import { createWriteBatcher } from '../db/write-batcher.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
 import type { StatusEventMetrics } from './metrics.ts';
 import {
   claimDueEvents,
   hostsWithPendingEvents,
   pruneDeliveryFailures,
-  recordAttempt,
+  recordAttempts,
   releaseClaims,
   type AttemptOutcome,
   type AttemptRecord,
@@ -78,7 +77,7 @@ interface HostLane {
 /**
  * Delivers queued status events: claims due rows in batches into one lane per destination
  * host, POSTs them (at most webhookConcurrency at once, at most webhookConcurrencyPerHost per
- * host, so a hanging host holds only its own lane), and records each outcome. Any
+ * host, so a hanging host holds only its own lane), and records the outcomes in batches. Any
  * number of dispatchers may share one database.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
@@ -109,15 +108,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let held = 0;
   /** Each claim's token, by row id, for recording its outcome or releasing it. */
   const tokens = new Map<number, string>();
-  /**
-   * Outcomes are written as the dialect groups background writes (SQLite: those of one
-   * event-loop turn together), without waiting for a log flush: a lost outcome only means
-   * the event is sent again once its claim lapses.
-   */
-  const record = createWriteBatcher(db, dialect.backgroundWriteGrouping, async (tx, outcome: AttemptRecord) => {
-    await dialect.relaxCommitDurability(tx);
-    await recordAttempt(tx, outcome);
-  });
+  let outcomes: AttemptRecord[] = [];
+  let recording: Promise<void> = Promise.resolve();
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
 
   function signingKeys(customerId: number | null, now: number): Promise<Buffer[]> {
@@ -172,11 +164,21 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const outcome = outcomeOf(row, result, attemptedAt);
     count(outcome);
     if (outcome.kind !== 'delivered') log.debug({ okm: row.okmSerial, url: row.url, outcome }, 'status event not delivered');
+    outcomes.push({ event: row, token, attemptedAt, outcome });
+    if (outcomes.length === 1) recording = recording.then(recordOutcomes);
+    await recording;
+  }
+
+  /** Writes the outcomes that finished since the last write, in one batch; one batch at a time. */
+  async function recordOutcomes(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const batch = outcomes;
+    outcomes = [];
     try {
-      await record({ event: row, token, attemptedAt, outcome });
+      await recordAttempts(db, dialect, batch);
     } catch (error) {
-      // The claim lapses and the event is attempted again: at least once, never lost.
-      log.error({ err: error, okm: row.okmSerial, url: row.url }, 'could not record a status event outcome');
+      // The claims lapse and the events are attempted again: at least once, never lost.
+      log.error({ err: error, count: batch.length }, 'could not record status event outcomes');
     }
   }
 

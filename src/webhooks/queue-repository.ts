@@ -220,11 +220,35 @@ const recordDeliveredQuery = precompiledQuery<never, [number, string, string, nu
 );
 
 /**
+ * Writes the outcomes of a batch of attempts in one transaction that never waits for a row
+ * lock (so it cannot deadlock with a batch of polls locking the same rows in another
+ * order): rows another transaction holds are skipped and written afterwards one
+ * transaction each. None of these transactions waits for its commit to reach the disk: a
+ * lost outcome only means the claim lapses and the event is sent again.
+ */
+export async function recordAttempts(db: Db, dialect: DialectStrategy, records: readonly AttemptRecord[]): Promise<void> {
+  const ids = records.map((record) => record.event.id);
+  const held = await db.transaction().execute(async (tx) => {
+    await dialect.relaxCommitDurability(tx);
+    const lockable = await dialect.skipRowsClaimedByOthers(tx.selectFrom('status_events').select('id').where('id', 'in', ids)).execute();
+    const ours = new Set(lockable.map((row) => row.id));
+    for (const record of records) if (ours.has(record.event.id)) await recordAttempt(tx, record);
+    return records.filter((record) => !ours.has(record.event.id));
+  });
+  for (const record of held) {
+    await db.transaction().execute(async (tx) => {
+      await dialect.relaxCommitDurability(tx);
+      await recordAttempt(tx, record);
+    });
+  }
+}
+
+/**
  * Writes the outcome of an attempt and releases its claim. A row whose OKM polled again
  * during a successful attempt stays pending, so the newer status follows. Only the claim's
  * holder writes: a dispatcher whose claim lapsed and was taken over changes nothing.
  */
-export async function recordAttempt(db: Db, { event, token, attemptedAt, outcome }: AttemptRecord): Promise<void> {
+async function recordAttempt(db: Db, { event, token, attemptedAt, outcome }: AttemptRecord): Promise<void> {
   if (outcome.kind === 'delivered') {
     await recordDeliveredQuery(db, event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime);
     return;

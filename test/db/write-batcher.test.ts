@@ -7,7 +7,7 @@ import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 
-const GROUPINGS: WriteGrouping[] = [{ kind: 'batch', maxSize: 64 }, { kind: 'batch', maxSize: 3 }, { kind: 'transaction' }, { kind: 'transaction', maxConcurrent: 2 }];
+const GROUPINGS: WriteGrouping[] = [{ kind: 'batch', maxSize: 64 }, { kind: 'batch', maxSize: 3 }, { kind: 'transaction' }];
 
 forEachDatabase('write batcher', (kind) => {
   let t: TestApp;
@@ -35,12 +35,7 @@ forEachDatabase('write batcher', (kind) => {
   };
 
   for (const grouping of GROUPINGS) {
-    const name =
-      grouping.kind === 'batch'
-        ? `batch of ${grouping.maxSize}`
-        : grouping.maxConcurrent === undefined
-          ? 'transaction'
-          : `transaction, ${grouping.maxConcurrent} at once`;
+    const name = grouping.kind === 'batch' ? `batch of ${grouping.maxSize}` : grouping.kind;
 
     test(`${name}: concurrent calls each get their own answer`, async () => {
       const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());

@@ -20,9 +20,6 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     // A poll's status events commit with its update, so a poll needs a transaction; sharing it
     // among the polls of one event-loop turn costs one commit (fsync) per batch.
     writeGrouping: { kind: 'batch', maxSize: 64 },
-    // Row locks: a batch of outcomes could lock its rows in another order than a batch of
-    // polls (a deadlock). A few at a time, they leave most pooled connections to the polls.
-    backgroundWriteGrouping: { kind: 'transaction', maxConcurrent: 3 },
     relaxCommitDurability: async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
     },

@@ -13,8 +13,6 @@ export function sqliteStrategy(file: string): DialectStrategy {
     idType: 'integer',
     // One connection, one writer: a commit (WAL append) per poll cost more than the poll's own statements.
     writeGrouping: { kind: 'batch', maxSize: 64 },
-    // One writer at a time: no deadlock is possible, and a commit per outcome would cost more than the outcome.
-    backgroundWriteGrouping: { kind: 'batch', maxSize: 64 },
     createDialect() {
       fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       const database = new SQLite(file);

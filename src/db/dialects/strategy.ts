@@ -11,12 +11,6 @@ export interface DialectStrategy {
   /** How small writes that arrive close together (config polls) are committed. */
   readonly writeGrouping: WriteGrouping;
   /**
-   * How background writes of rows that polls may be writing at the same time (status event
-   * outcomes) are committed: grouping them must not let a transaction hold one such row
-   * while it waits for another that a poll batch holds (a deadlock, where rows are locked).
-   */
-  readonly backgroundWriteGrouping: WriteGrouping;
-  /**
    * Lets the current transaction commit without waiting for its log to reach the disk, for
    * writes that a crash may lose without harm (a lost delivery outcome means the event is
    * sent again).
