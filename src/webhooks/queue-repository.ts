@@ -298,7 +298,7 @@ export async function pruneDeliveryFailures(db: Db, before: number): Promise<voi
   await db.deleteFrom('status_delivery_failures').where('attempted_at', '<', before).execute();
 }
 
-export const DELIVERY_LOG_FAILURES = 100;
+const DELIVERY_LOG_FAILURES = 100;
 
 export interface DeliveryLog {
   subscriptions: Selectable<StatusEventsTable>[];

@@ -52,7 +52,7 @@ export function isForbiddenAddress(address: string): boolean {
   }
 }
 
-export class ForbiddenDestinationError extends Error {
+class ForbiddenDestinationError extends Error {
   readonly code = 'FORBIDDEN_DESTINATION';
   constructor(address: string) {
     super(`destination ${address} is a private, loopback or link-local address (WEBHOOK_ALLOW_PRIVATE_NETWORKS is false)`);
