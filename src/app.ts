@@ -19,6 +19,8 @@ import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
 import dlockRoutes from './dlock/routes.ts';
 import aclRoutes from './acl/routes.ts';
+import statusEventsPlugin from './webhooks/plugin.ts';
+import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -54,9 +56,11 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(pkiPlugin);
   await app.register(dlockAuthPlugin);
   await app.register(dlockRoutes);
+  await app.register(statusEventsPlugin, { dispatch: options.settings.webhookDispatchInServer });
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
   await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
+  await app.register(deliveriesRoutes, { prefix: '/api/v1/okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
 }

@@ -4,6 +4,7 @@ import { dialectFor, openDatabase, type Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { loadMasterKey } from '../secrets/master-key.ts';
+import { parseDuration } from '../shared/duration.ts';
 
 export interface CliContext {
   settings: Settings;
@@ -32,13 +33,9 @@ export function commandGroup(program: Command, name: string, description: string
   return program.commands.find((command) => command.name() === name) ?? program.command(name).description(description);
 }
 
-const DURATION = /^(\d+)([smhd])$/;
-const SECONDS_PER_UNIT: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
-
-/** An option's "30s", "15m", "1h" or "7d" → seconds. */
-export function parseDuration(option: string, text: string): number {
-  const match = DURATION.exec(text);
-  const seconds = match ? Number(match[1]) * SECONDS_PER_UNIT[match[2]!]! : 0;
-  if (seconds <= 0) throw new Error(`${option}: expected a positive duration such as 30s, 15m, 1h or 7d, got "${text}"`);
-  return seconds;
+/** An option's duration ("0s", "30s", "15m", "1h", "7d", also "ms") in milliseconds, at least `minimumMs`. */
+export function durationOption(option: string, text: string, minimumMs = 1): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms < minimumMs) throw new Error(`${option}: expected a ${minimumMs > 0 ? 'positive ' : ''}duration such as 30s, 15m, 1h or 7d, got "${text}"`);
+  return ms;
 }

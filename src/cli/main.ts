@@ -8,6 +8,7 @@ import { register as certImportRoot } from './cert-import-root.ts';
 import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
 import { register as masterKeyRotate } from './master-key-rotate.ts';
+import { register as dispatch } from './dispatch.ts';
 import { register as migrate } from './migrate.ts';
 import { register as okmAccept } from './okm-accept.ts';
 import { register as okmPending } from './okm-pending.ts';
@@ -17,11 +18,13 @@ import { register as signingKeyList } from './signing-key-list.ts';
 import { register as signingKeyRetire } from './signing-key-retire.ts';
 import { register as signingKeyRotate } from './signing-key-rotate.ts';
 import { register as tokenIssue } from './token-issue.ts';
+import { register as webhookSecret } from './webhook-secret.ts';
 
 const program = new Command('keyfleet').description('keyfleet server and admin CLI').showHelpAfterError();
 
 for (const register of [
   serve,
+  dispatch,
   migrate,
   customerCreate,
   tokenIssue,
@@ -39,6 +42,7 @@ for (const register of [
   okmPending,
   okmAccept,
   okmToken,
+  webhookSecret,
 ]) register(program);
 
 try {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ensureActiveSigningKey, rotateSigningKey } from '../auth/signing-keys.ts';
-import { commandGroup, openContext, parseDuration, printResult } from './context.ts';
+import { commandGroup, durationOption, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'signing-key', 'manage the key that signs the deployment’s JWTs')
@@ -9,7 +9,7 @@ export function register(program: Command): void {
     .option('--grace <duration>', 'how long tokens signed by the previous key stay valid: 30s, 15m, 1h, 7d', '1d')
     .option('--json', 'print one JSON object')
     .action(async (options: { grace: string; json?: boolean }) => {
-      const graceSeconds = parseDuration('--grace', options.grace);
+      const graceSeconds = Math.ceil(durationOption('--grace', options.grace) / 1000);
       const context = await openContext();
       try {
         await ensureActiveSigningKey(context.db, context.masterKey);

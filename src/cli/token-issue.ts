@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { issueToken } from '../auth/tokens.ts';
-import { commandGroup, openContext, parseDuration, printResult } from './context.ts';
+import { commandGroup, durationOption, openContext, printResult } from './context.ts';
 
 interface TokenIssueOptions {
   customer?: string;
@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
     .option('--json', 'print one JSON object')
     .action(async (options: TokenIssueOptions) => {
-      const ttlSeconds = parseDuration('--ttl', options.ttl);
+      const ttlSeconds = Math.ceil(durationOption('--ttl', options.ttl) / 1000);
       const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
       const context = await openContext();
       try {

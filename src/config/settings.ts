@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseDuration } from '../shared/duration.ts';
 
 export interface ExternalIssuer {
   issuer: string;
@@ -19,6 +20,17 @@ export interface Settings {
   /** false, true (trust every proxy), a hop count, or a comma-separated list of proxy addresses/CIDRs. */
   trustProxy: boolean | number | string;
   webhookAllowPrivateNetworks: boolean;
+  /** Time a subscriber has to answer a status event, in ms. */
+  webhookTimeoutMs: number;
+  /** Delays before each retry of a status event, in ms; after the last one the delivery has failed. */
+  webhookRetrySchedule: number[];
+  /** Status events in flight at once, per destination host and per process. */
+  webhookConcurrencyPerHost: number;
+  webhookConcurrency: number;
+  /** Whether `keyfleet serve` runs a dispatcher too (`keyfleet dispatch` runs one alone). */
+  webhookDispatchInServer: boolean;
+  /** How long failed delivery attempts stay in the delivery log, in days. */
+  webhookLogRetentionDays: number;
   jwtIssuer: string;
   jwtAudience: string;
   jwtClockToleranceSeconds: number;
@@ -94,6 +106,16 @@ function oneOf<const T extends string>(env: Env, name: string, values: readonly 
   const raw = text(env, name, fallback);
   if (!values.includes(raw as T)) throw new SettingsError(name, `expected one of ${values.join(', ')}, got "${raw}"`);
   return raw as T;
+}
+
+/** A comma-separated list of durations such as `5s,5m,30m,2h` (units ms, s, m, h, d), in ms. */
+function durationList(env: Env, name: string, fallback: string): number[] {
+  const raw = text(env, name, fallback);
+  return raw.split(',').map((item) => {
+    const duration = parseDuration(item);
+    if (duration === undefined) throw new SettingsError(name, `expected comma-separated durations such as 5s,5m,2h (units ms, s, m, h, d), got "${raw}"`);
+    return duration;
+  });
 }
 
 function trustProxy(env: Env): boolean | number | string {
@@ -194,6 +216,12 @@ export function loadSettings(env: Env = process.env): Settings {
     auditUrl: urlPath(env, 'AUDIT_URL', '/api/v1/audit'),
     trustProxy: trustProxy(env),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+    webhookRetrySchedule: durationList(env, 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),
+    webhookConcurrencyPerHost: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOST', 16, 1, 1000),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 256, 1, 10_000),
+    webhookDispatchInServer: boolean(env, 'WEBHOOK_DISPATCH_IN_SERVER', true),
+    webhookLogRetentionDays: integer(env, 'WEBHOOK_LOG_RETENTION_DAYS', 7, 1, 3650),
     jwtIssuer: text(env, 'JWT_ISSUER', 'keyfleet'),
     jwtAudience: text(env, 'JWT_AUDIENCE', 'keyfleet'),
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),

@@ -5,6 +5,7 @@ import * as pki from './migrations/0002_pki.ts';
 import * as apiKeys from './migrations/0003_api_keys.ts';
 import * as dlock from './migrations/0004_dlock.ts';
 import * as acl from './migrations/0005_acl.ts';
+import * as statusEvents from './migrations/0006_status_events.ts';
 import * as okmHardening from './migrations/0007_okm_hardening.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0003_api_keys': apiKeys,
   '0004_dlock': dlock,
   '0005_acl': acl,
+  '0006_status_events': statusEvents,
   '0007_okm_hardening': okmHardening,
 };
 

@@ -23,6 +23,9 @@ export interface Database {
   acls: AclsTable;
   acl_contents: AclContentsTable;
   acl_counts: AclCountsTable;
+  status_events: StatusEventsTable;
+  status_delivery_failures: StatusDeliveryFailuresTable;
+  webhook_secrets: WebhookSecretsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -196,4 +199,60 @@ export interface AclCountsTable {
   customer_id: number;
   /** How many ACLs the customer has, kept by the transactions that create and delete them. */
   total: number;
+}
+
+export type StatusEventState = 'pending' | 'delivered' | 'failed' | 'gone';
+
+/**
+ * One row per OKM and subscriber URL. 'pending': the OKM's status as now on its row (last
+ * sync time, IP, firmware) is to be delivered; 'delivered' / 'failed': what happened to the
+ * last one; 'gone': the URL answered 410, nothing more is sent.
+ */
+export interface StatusEventsTable {
+  id: Generated<number> & Id;
+  okm_serial: string;
+  url: string;
+  /** host[:port] of the URL: concurrency is bounded per destination host. */
+  host: string;
+  state: StatusEventState;
+  /** Attempts made so far for this URL since it was last delivered, failed or added. */
+  attempts: number;
+  next_attempt_at: number;
+  /** Set while a dispatcher holds the row; another may take it only after claimed_until. */
+  claim_token: string | null;
+  claimed_until: number | null;
+  /** The `webhook-id` of the last attempt. */
+  last_event_id: string | null;
+  last_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
+}
+
+/** The delivery log: every attempt that did not succeed, kept for WEBHOOK_LOG_RETENTION_DAYS. */
+export interface StatusDeliveryFailuresTable {
+  id: Generated<number> & Id;
+  okm_serial: string;
+  url: string;
+  event_id: string;
+  /** 1 for the first attempt of the URL's current run of attempts. */
+  attempt: number;
+  attempted_at: number;
+  status_code: number | null;
+  error: string;
+  /** 'retrying', 'failed' (last attempt) or 'gone' (410: deliveries to the URL stopped). */
+  outcome: string;
+  next_attempt_at: number | null;
+}
+
+export interface WebhookSecretsTable {
+  /** 'customer:<id>', or 'deployment' for OKMs with no customer. */
+  owner: string;
+  /** The whsec_ secret, sealed with the master key; associated data `webhook-secret:<owner>`. */
+  secret_sealed: string;
+  /** The secret before the last rotation, still used to sign until previous_valid_until. */
+  previous_secret_sealed: string | null;
+  previous_valid_until: number | null;
+  created_at: number;
+  rotated_at: number | null;
 }

@@ -4,10 +4,10 @@ import type { Db } from './database.ts';
  * How a dialect commits small writes that arrive close together (the config poll's):
  * - `batch`: the work of the calls that arrive in the same event-loop turn (up to maxSize)
  *   runs in one transaction, so they share one commit;
- * - `transaction`: one transaction per call;
- * - `autocommit`: no transaction of its own; each statement commits by itself.
+ * - `transaction`: one transaction per call.
+ * Every call's writes commit together (a poll and its status events).
  */
-export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' } | { kind: 'autocommit' };
+export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' };
 
 /** Values computed once per transaction and shared by the calls in it (e.g. a fleet-wide read). */
 export class BatchScope {
@@ -23,7 +23,7 @@ export class BatchScope {
   }
 }
 
-/** The writing part of one call: runs on `db` (a transaction, or the database in autocommit). */
+/** The writing part of one call: runs on `db`, a transaction. */
 export type WriteWork<In, Out> = (db: Db, input: In, scope: BatchScope) => Promise<Out>;
 
 interface Pending<In, Out> {
@@ -40,7 +40,6 @@ interface Pending<In, Out> {
  */
 export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, work: WriteWork<In, Out>): (input: In) => Promise<Out> {
   const alone = (input: In) => db.transaction().execute((tx) => work(tx, input, new BatchScope()));
-  if (grouping.kind === 'autocommit') return (input) => work(db, input, new BatchScope());
   if (grouping.kind === 'transaction') return alone;
 
   let queue: Pending<In, Out>[] = [];
@@ -75,3 +74,4 @@ export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, wor
       else if (queue.length >= grouping.maxSize) flush();
     });
 }
+

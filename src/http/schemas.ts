@@ -17,6 +17,9 @@ export const FreeText = (options: FreeTextOptions) => Type.String({ ...options, 
 
 export const IsoTime = Type.String({ format: 'date-time' });
 
+// The non-null branch comes first so that a validation error names what the field expects.
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
 export const ErrorResponse = Type.Object({ error_code: Type.String(), error_msg: Type.String() });
 
 export const MESSAGES = {

@@ -193,6 +193,11 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
   };
 }
 
+/** Throws the 404 of an OKM that does not exist or that the acting customer may not see. */
+export async function checkOkmVisible(request: OkmRequest, serialNumber: string): Promise<void> {
+  await visibleOkm(request.db, await actingFor(request), serialNumber);
+}
+
 export async function getOkmRecord(request: OkmRequest, serialNumber: string): Promise<OkmRecord> {
   const owned = await visibleOkm(request.db, await actingFor(request), serialNumber);
   return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);

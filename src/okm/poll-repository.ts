@@ -32,6 +32,8 @@ export interface PolledOkmRow {
   batch_key_firmware: string | null;
   wireless_key_firmware: string | null;
   pending_message_id: number | null;
+  /** JSON array of the subscriber URLs of status events. */
+  status_urls: string;
 }
 
 const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, string | null, string, string | null]>(
@@ -58,6 +60,7 @@ const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, 
         'kas_firmware',
         'batch_key_firmware',
         'wireless_key_firmware',
+        'status_urls',
         eb
           .selectFrom('okm_messages')
           .select('okm_messages.id')

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.ts';
 import { createWriteBatcher, type BatchScope, type WriteGrouping } from '../db/write-batcher.ts';
 import { downloadUrl, findRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
+import { queueStatusEvents } from '../webhooks/queue-repository.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
@@ -139,7 +140,20 @@ async function withStoredLists(db: Db, serialNumber: string, desired: DesiredSta
 const storedListIn = (correction: Correction) => Object.values(correction).find((value) => value instanceof StoredList);
 
 /** What a poll decided inside its transaction; the reply is built from it after the commit. */
-type Decision = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction };
+type Decision =
+  | { kind: 'enrolled' }
+  | { kind: 'pending' }
+  | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction; statusEventsQueued: number };
+
+const NO_STATUS_URLS = '[]';
+
+/** Queues the poll's status event for each subscriber URL (SPEC §6), in the poll's transaction. */
+async function queueStatus(db: Db, serialNumber: string, row: PolledOkmRow, observation: PollObservation): Promise<number> {
+  if (row.status_urls === NO_STATUS_URLS) return 0;
+  const urls = JSON.parse(row.status_urls) as string[];
+  if (urls.length > 0) await queueStatusEvents(db, serialNumber, urls, observation.now);
+  return urls.length;
+}
 
 /**
  * The part of a poll that writes, run inside the poll's transaction (shared with the other
@@ -148,12 +162,14 @@ type Decision = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'answered';
  */
 async function decide(db: Db, settings: PollSettings, request: PollRequest, scope: BatchScope): Promise<Decision> {
   const reported = parseReported(request.query);
-  const row = await recordCall(db, request.serialNumber, observe(request, reported), settings.okmAutoEnrol);
+  const observation = observe(request, reported);
+  const row = await recordCall(db, request.serialNumber, observation, settings.okmAutoEnrol);
   if (row === 'enrolled' || row === 'pending') return { kind: row };
 
-  const [releases, message] = await Promise.all([
+  const [releases, message, statusEventsQueued] = await Promise.all([
     effectiveReleases(db, row, scope),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
+    queueStatus(db, request.serialNumber, row, observation),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
   const desired = desiredState(row, releases, pendingMessage, settings, request.now);
@@ -162,22 +178,29 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
   // Two polls at once may both have picked the message; only the one that claims it sends it.
   if (pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))) {
     const withoutMessage = { ...desired, pendingMessage: null };
-    return { kind: 'answered', desired: withoutMessage, reported, answer: resolve(withoutMessage, reported) ?? {} };
+    return { kind: 'answered', desired: withoutMessage, reported, answer: resolve(withoutMessage, reported) ?? {}, statusEventsQueued };
   }
-  return { kind: 'answered', desired, reported, answer: correction };
+  return { kind: 'answered', desired, reported, answer: correction, statusEventsQueued };
 }
 
 /**
- * The config call handler: records each poll (grouped into transactions as the dialect's
- * write grouping says) and, once that has committed, answers with the first resolver's
- * correction. A poll that was answered is never lost.
+ * The config call handler: records each poll and queues its status events (grouped into
+ * transactions as the dialect's write grouping says) and, once that has committed, answers
+ * with the first resolver's correction. A poll that was answered is never lost, nor are its
+ * events; their delivery is the dispatcher's, never awaited here.
  */
-export function createPollHandler(db: Db, settings: PollSettings, grouping: WriteGrouping): (request: PollRequest) => Promise<PollReply> {
+export function createPollHandler(
+  db: Db,
+  settings: PollSettings,
+  grouping: WriteGrouping,
+  onStatusEventsQueued: (count: number) => void,
+): (request: PollRequest) => Promise<PollReply> {
   const record = createWriteBatcher(db, grouping, (tx, request: PollRequest, scope) => decide(tx, settings, request, scope));
   return async (request) => {
     const decision = await record(request);
     if (decision.kind !== 'answered') return decision;
-    const { desired, reported, answer } = decision;
+    const { desired, reported, answer, statusEventsQueued } = decision;
+    if (statusEventsQueued > 0) onStatusEventsQueued(statusEventsQueued);
     return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer) };
   };
 }

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import type { OkmsTable } from '../db/schema.ts';
 import { canonicalDigest } from '../shared/canonical-json.ts';
 import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
+import { forgetRemovedStatusUrls } from '../webhooks/queue-repository.ts';
 
 type OkmRow = Selectable<OkmsTable>;
 
@@ -120,6 +121,7 @@ export async function updateOkmSettings(db: Db, serialNumber: string, settings: 
     .set({ ...columns, updated_at: now })
     .where('serial_number', '=', serialNumber)
     .execute();
+  await forgetRemovedStatusUrls(db, serialNumber, settings.statusUrls);
 }
 
 export async function deleteOkm(db: Db, serialNumber: string): Promise<void> {

@@ -1,8 +1,8 @@
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
-import { FreeText, IsoTime, paginationQueryProperties } from '../http/schemas.ts';
+import { FreeText, IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
 
 /** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
 export const SERIAL_NUMBER_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
@@ -37,8 +37,6 @@ export const READ_ONLY_OKM_FIELDS = [
   'updated_at',
 ] as const;
 
-// The non-null branch comes first so that a validation error names what the field expects.
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const CacheMode = Type.Enum([1, 2], { description: '1 = disabled, 2 = enabled' });
 const CheckoutContact = Type.Enum(['open', 'closed']);

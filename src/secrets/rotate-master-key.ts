@@ -5,11 +5,20 @@ import { DEPLOYMENT_SECRET } from '../dlock/key-certificate.ts';
 import { LOCK_KEYS } from '../dlock/locks.ts';
 import { INTERMEDIATE_PRIVATE_KEYS } from '../pki/intermediates.ts';
 import { ROOT_PRIVATE_KEY } from '../pki/root-ca.ts';
+import { PREVIOUS_WEBHOOK_SECRETS, WEBHOOK_SECRETS } from '../webhooks/secrets.ts';
 import { open, seal } from './sealed-box.ts';
 import type { SealedColumn } from './sealed-columns.ts';
 
 /** Every column sealed under the master key. A new one is one line here. */
-export const SEALED_COLUMNS: readonly SealedColumn[] = [ROOT_PRIVATE_KEY, INTERMEDIATE_PRIVATE_KEYS, SIGNING_PRIVATE_KEYS, DEPLOYMENT_SECRET, LOCK_KEYS];
+export const SEALED_COLUMNS: readonly SealedColumn[] = [
+  ROOT_PRIVATE_KEY,
+  INTERMEDIATE_PRIVATE_KEYS,
+  SIGNING_PRIVATE_KEYS,
+  DEPLOYMENT_SECRET,
+  LOCK_KEYS,
+  WEBHOOK_SECRETS,
+  PREVIOUS_WEBHOOK_SECRETS,
+];
 
 const PAGE_SIZE = 1000;
 
@@ -36,11 +45,13 @@ export async function rotateMasterKey(db: Db, oldKey: Buffer, newKey: Buffer): P
         if (after !== undefined) query = query.where(key, '>', after);
         const rows = await query.execute();
         for (const row of rows) {
+          // A nullable column (the previous webhook secret) may hold nothing to reseal.
+          if (row[column] === null) continue;
           const associatedData = sealed.associatedData(row);
           const value = seal(newKey, open(oldKey, row[column] as string, associatedData), associatedData);
           await untyped.updateTable(table).set({ [column]: value }).where(key, '=', row[key]!).execute();
         }
-        counts[`${table}.${column}`]! += rows.length;
+        counts[`${table}.${column}`]! += rows.filter((row) => row[column] !== null).length;
         if (rows.length < PAGE_SIZE) break;
         after = rows.at(-1)![key];
       }

@@ -10,6 +10,7 @@ import { findLock } from '../../src/dlock/locks.ts';
 import { createIntermediate, loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { SEALED_COLUMNS, rotateMasterKey } from '../../src/secrets/rotate-master-key.ts';
+import { DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, openTestStore, type TestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
@@ -51,6 +52,7 @@ forEachDatabase('master key rotation', (kind) => {
       intermediate: (await loadIntermediatePrivateKey(t.db, oldKey, 'acme-main')).export({ format: 'pem', type: 'pkcs8' }),
       signingKid: (await loadActiveSigningKey(t.db, oldKey)).kid,
       deploymentSecret: await ensureDeploymentSecret(t.db, oldKey),
+      webhookSecrets: await rotateWebhookSecret(t.db, oldKey, DEPLOYMENT_OWNER, Date.now(), 3_600_000),
     };
 
     const resealed = await rotateMasterKey(t.db, oldKey, newKey);
@@ -61,6 +63,8 @@ forEachDatabase('master key rotation', (kind) => {
     assert.deepEqual((await loadIntermediatePrivateKey(t.db, newKey, 'acme-main')).export({ format: 'pem', type: 'pkcs8' }), before.intermediate);
     assert.equal((await loadActiveSigningKey(t.db, newKey)).kid, before.signingKid);
     assert.deepEqual(await ensureDeploymentSecret(t.db, newKey), before.deploymentSecret);
+    assert.deepEqual(await webhookSecrets(t.db, newKey, DEPLOYMENT_OWNER, Date.now()), before.webhookSecrets);
+    assert.ok(before.webhookSecrets.previous, 'the rotated webhook secret keeps its previous one');
     const owner = { keyId: 'x', customerId: (await t.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id, customer: 'acme' };
     assert.equal((await findLock({ db: t.db, masterKey: newKey }, owner, 'ROTATE-1')).key, lockKey);
     await assert.rejects(loadIntermediatePrivateKey(t.db, oldKey, 'acme-main'));

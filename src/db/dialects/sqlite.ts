@@ -25,6 +25,11 @@ export function sqliteStrategy(file: string): DialectStrategy {
       return new SqliteDialect({ database });
     },
     poolState: () => undefined,
+    // SQLite runs one write at a time (one per database file, across processes), so a claiming
+    // UPDATE is atomic as it stands, and FOR UPDATE does not exist.
+    skipRowsClaimedByOthers: (query) => query,
+    // synchronous=NORMAL: a WAL commit does not wait for a flush already.
+    relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,
     isRetryableMigrationError: () => false,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),

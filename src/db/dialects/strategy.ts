@@ -1,4 +1,5 @@
-import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely } from 'kysely';
+import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
+import type { Db } from '../database.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
 
 export interface PoolState {
@@ -15,6 +16,18 @@ export interface DialectStrategy {
   readonly binaryType: ColumnDataType;
   /** How small writes that arrive close together (config polls) are committed. */
   readonly writeGrouping: WriteGrouping;
+  /**
+   * Lets the current transaction commit without waiting for its log to reach the disk, for
+   * writes that a crash may lose without harm (a lost delivery outcome means the event is
+   * sent again).
+   */
+  relaxCommitDurability(trx: Db): Promise<void>;
+  /**
+   * Makes the row selection of a claiming `UPDATE … WHERE id IN (<query>)` pass over rows
+   * that another process is claiming at the same moment, so that several dispatchers on one
+   * database take disjoint rows without waiting for one another.
+   */
+  skipRowsClaimedByOthers<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** Column type of auto-incrementing ids. */
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */

@@ -1,0 +1,8 @@
+const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
+const MS_PER_UNIT: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "200ms", "5s", "30m", "2h", "1d" → milliseconds; undefined for anything else. */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  return match ? Number(match[1]) * MS_PER_UNIT[match[2]!]! : undefined;
+}

@@ -1,0 +1,82 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type, type Static } from 'typebox';
+import { principalOf, requireScopes } from '../auth/guard.ts';
+import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
+import { checkOkmVisible } from '../okm/admin-service.ts';
+import { CustomerQuery, SerialParams } from '../okm/schemas.ts';
+import { deliveryLog } from './queue-repository.ts';
+
+const NullableTime = Nullable(IsoTime);
+
+const Subscription = Type.Object({
+  url: Type.String(),
+  state: Type.Enum(['pending', 'delivered', 'failed', 'gone']),
+  last_event_id: Nullable(Type.String({ description: 'webhook-id of the last attempt' })),
+  attempts: Type.Integer({ description: 'attempts since the last delivery (0 once delivered)' }),
+  next_attempt_at: NullableTime,
+  last_attempt_at: NullableTime,
+  last_status_code: Nullable(Type.Integer()),
+  last_error: Nullable(Type.String()),
+  delivered_at: NullableTime,
+});
+
+const Failure = Type.Object({
+  url: Type.String(),
+  event_id: Type.String(),
+  attempt: Type.Integer(),
+  attempted_at: IsoTime,
+  status_code: Nullable(Type.Integer()),
+  error: Type.String(),
+  outcome: Type.Enum(['retrying', 'failed', 'gone']),
+  next_attempt_at: NullableTime,
+});
+
+const DeliveryLogView = Type.Object({ subscriptions: Type.Array(Subscription), failures: Type.Array(Failure) });
+type DeliveryLogView = Static<typeof DeliveryLogView>;
+
+const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
+
+/** GET /api/v1/okms/{serial}/deliveries: where each subscriber URL stands, and the newest failed attempts. */
+const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/:serial/deliveries',
+    {
+      onRequest: requireScopes('okm:read'),
+      schema: { params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(DeliveryLogView), '4xx': ErrorResponse } },
+    },
+    async (request) => {
+      const serial = request.params.serial;
+      await checkOkmVisible(
+        { db: app.db, settings: app.settings, principal: principalOf(request), customerName: request.query.customer, now: Date.now() },
+        serial,
+      );
+      const log = await deliveryLog(app.db, serial);
+      const data: DeliveryLogView = {
+        subscriptions: log.subscriptions.map((row) => ({
+          url: row.url,
+          state: row.state,
+          last_event_id: row.last_event_id,
+          attempts: row.attempts,
+          next_attempt_at: row.state === 'pending' ? iso(row.next_attempt_at) : null,
+          last_attempt_at: iso(row.last_attempt_at),
+          last_status_code: row.last_status_code,
+          last_error: row.last_error,
+          delivered_at: iso(row.delivered_at),
+        })),
+        failures: log.failures.map((row) => ({
+          url: row.url,
+          event_id: row.event_id,
+          attempt: row.attempt,
+          attempted_at: iso(row.attempted_at)!,
+          status_code: row.status_code,
+          error: row.error,
+          outcome: row.outcome as 'retrying' | 'failed' | 'gone',
+          next_attempt_at: iso(row.next_attempt_at),
+        })),
+      };
+      return { message: MESSAGES.fetched, data };
+    },
+  );
+};
+
+export default deliveriesRoutes;

@@ -1,0 +1,316 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Agent } from 'undici';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
+import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
+import type { StatusEventMetrics } from './metrics.ts';
+import {
+  claimDueEvents,
+  hostsWithPendingEvents,
+  pruneDeliveryFailures,
+  recordAttempts,
+  releaseClaims,
+  type AttemptOutcome,
+  type AttemptRecord,
+  type ClaimedEvent,
+} from './queue-repository.ts';
+import { nextAttemptAt } from './retry-schedule.ts';
+import { ownerOf, webhookSecrets } from './secrets.ts';
+import { signingKeyOf } from './signing.ts';
+import { createDeliveryAgent } from './ssrf-guard.ts';
+
+export type DispatcherSettings = Pick<
+  Settings,
+  | 'webhookAllowPrivateNetworks'
+  | 'webhookTimeoutMs'
+  | 'webhookRetrySchedule'
+  | 'webhookConcurrency'
+  | 'webhookConcurrencyPerHost'
+  | 'webhookLogRetentionDays'
+>;
+
+export interface DispatcherOptions {
+  db: Db;
+  dialect: DialectStrategy;
+  masterKey: Buffer;
+  settings: DispatcherSettings;
+  metrics: StatusEventMetrics;
+  log: FastifyBaseLogger;
+  /** Jitter source; tests pin it. */
+  random?: () => number;
+}
+
+export interface Dispatcher {
+  start(): void;
+  /** New events were queued: look for due work soon rather than at the next idle check. */
+  wake(): void;
+  /** Stops claiming, lets the deliveries in flight finish and records their outcomes. */
+  stop(): Promise<void>;
+}
+
+/** How often a dispatcher looks for due events when nothing woke it (other processes queue them too). */
+const IDLE_CHECK_MS = 250;
+/** A wake-up waits this long, so that the polls of a burst are claimed together. */
+const WAKE_DELAY_MS = 5;
+/** How long the list of hosts with pending events is used before it is read again. */
+const HOSTS_REFRESH_MS = 100;
+/**
+ * Rows a process holds per host: this many times its concurrency (in flight, and waiting
+ * for a slot), so that claims come in batches rather than one per finished delivery.
+ */
+const HOST_BACKLOG_FACTOR = 4;
+/** A claim outlives the longest wait and attempt by this much before another dispatcher may take the row. */
+const CLAIM_MARGIN_MS = 15_000;
+/** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
+const SECRET_CACHE_MS = 30_000;
+const PRUNE_EVERY_MS = 10 * 60_000;
+const DAY_MS = 86_400_000;
+
+/** The rows of one destination host that this process holds. */
+interface HostLane {
+  inFlight: number;
+  waiting: ClaimedEvent[];
+}
+
+/**
+ * Delivers queued status events: claims due rows in batches into one lane per destination
+ * host, POSTs them (at most webhookConcurrency at once, at most webhookConcurrencyPerHost per
+ * host, so a hanging host holds only its own lane), and records the outcomes in batches. Any
+ * number of dispatchers may share one database.
+ */
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const { db, dialect, masterKey, settings, metrics, log } = options;
+  const random = options.random ?? Math.random;
+  const agent: Agent = createDeliveryAgent({
+    allowPrivateNetworks: settings.webhookAllowPrivateNetworks,
+    connectionsPerHost: settings.webhookConcurrencyPerHost,
+    timeoutMs: settings.webhookTimeoutMs,
+  });
+
+  const perHost = settings.webhookConcurrencyPerHost;
+  const maxHeldPerHost = perHost * HOST_BACKLOG_FACTOR;
+  const maxHeld = settings.webhookConcurrency * HOST_BACKLOG_FACTOR;
+  let stopping = false;
+  let pumping = false;
+  let pumpScheduled = false;
+  let mayHaveDueWork = true;
+  /** Hosts with pending events and when each has one due; read every HOSTS_REFRESH_MS. */
+  let hosts: { host: string; firstDueAt: number }[] = [];
+  let hostsReadAt = 0;
+  let idleTimer: NodeJS.Timeout | undefined;
+  let wakeTimer: NodeJS.Timeout | undefined;
+  let pruneTimer: NodeJS.Timeout | undefined;
+  const lanes = new Map<string, HostLane>();
+  const inFlight = new Set<Promise<void>>();
+  /** Claimed rows not finished yet: in flight or waiting in a lane. */
+  let held = 0;
+  /** Each claim's token, by row id, for recording its outcome or releasing it. */
+  const tokens = new Map<number, string>();
+  let outcomes: AttemptRecord[] = [];
+  let recording: Promise<void> = Promise.resolve();
+  const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
+
+  function signingKeys(customerId: number | null, now: number): Promise<Buffer[]> {
+    const owner = ownerOf(customerId);
+    const cached = secretCache.get(owner);
+    if (cached && cached.until > now) return cached.keys;
+    const keys = webhookSecrets(db, masterKey, owner, now).then(({ current, previous }) =>
+      [current, previous?.secret].filter((secret) => secret !== undefined).map(signingKeyOf),
+    );
+    secretCache.set(owner, { keys, until: now + SECRET_CACHE_MS });
+    keys.catch(() => secretCache.delete(owner));
+    return keys;
+  }
+
+  function toEvent(row: ClaimedEvent): StatusEvent {
+    return {
+      id: row.eventId,
+      type: 'okm.status',
+      timestamp: new Date(row.lastSyncTime).toISOString(),
+      data: {
+        serial_number: row.okmSerial,
+        last_sync_time: new Date(row.lastSyncTime).toISOString(),
+        last_ip: row.lastIp,
+        firmware_version: row.firmwareVersion,
+      },
+    };
+  }
+
+  function outcomeOf(row: ClaimedEvent, result: AttemptResult, now: number): AttemptOutcome {
+    if (result.kind !== 'failed') return result.kind === 'gone' ? { kind: 'gone', statusCode: 410, error: 'HTTP 410: deliveries to this URL stopped' } : result;
+    const next = nextAttemptAt(settings.webhookRetrySchedule, row.attempts + 1, now, result.retryAfterMs, random);
+    return next === undefined
+      ? { kind: 'failed', statusCode: result.statusCode, error: result.error }
+      : { kind: 'retrying', statusCode: result.statusCode, error: result.error, nextAttemptAt: next };
+  }
+
+  function count(outcome: AttemptOutcome): void {
+    if (outcome.kind === 'delivered') metrics.delivered.inc();
+    else if (outcome.kind === 'retrying') metrics.retried.inc();
+    else metrics.failed.inc({ reason: outcome.kind === 'gone' ? 'gone' : 'attempts' });
+  }
+
+  async function attempt(row: ClaimedEvent, token: string): Promise<void> {
+    let result: AttemptResult;
+    try {
+      const keys = await signingKeys(row.customerId, Date.now());
+      result = await postStatusEvent(agent, row.url, toEvent(row), keys, settings.webhookTimeoutMs, Date.now());
+    } catch (error) {
+      result = { kind: 'failed', statusCode: null, error: error instanceof Error ? error.message : String(error), retryAfterMs: undefined };
+    }
+    const attemptedAt = Date.now();
+    const outcome = outcomeOf(row, result, attemptedAt);
+    count(outcome);
+    if (outcome.kind !== 'delivered') log.debug({ okm: row.okmSerial, url: row.url, outcome }, 'status event not delivered');
+    outcomes.push({ event: row, token, attemptedAt, outcome });
+    if (outcomes.length === 1) recording = recording.then(recordOutcomes);
+    await recording;
+  }
+
+  /** Writes the outcomes that finished since the last write, in one batch; one batch at a time. */
+  async function recordOutcomes(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const batch = outcomes;
+    outcomes = [];
+    try {
+      await recordAttempts(db, dialect, batch);
+    } catch (error) {
+      // The claims lapse and the events are attempted again: at least once, never lost.
+      log.error({ err: error, count: batch.length }, 'could not record status event outcomes');
+    }
+  }
+
+  const laneHeld = (lane: HostLane | undefined) => (lane ? lane.inFlight + lane.waiting.length : 0);
+
+  function launch(row: ClaimedEvent, lane: HostLane): void {
+    lane.inFlight++;
+    const delivery = attempt(row, tokens.get(row.id)!).finally(() => {
+      inFlight.delete(delivery);
+      tokens.delete(row.id);
+      lane.inFlight--;
+      held--;
+      if (laneHeld(lane) === 0) lanes.delete(row.host);
+      startWaiting();
+      // Refill before the lane runs dry, in batches rather than one claim per delivery.
+      if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2) schedulePump();
+    });
+    inFlight.add(delivery);
+  }
+
+  /** Starts waiting rows wherever a host slot and a process slot are free. */
+  function startWaiting(): void {
+    for (const lane of lanes.values()) {
+      while (lane.waiting.length > 0 && lane.inFlight < perHost && inFlight.size < settings.webhookConcurrency) launch(lane.waiting.shift()!, lane);
+    }
+  }
+
+  function schedulePump(): void {
+    if (pumpScheduled) return;
+    pumpScheduled = true;
+    setImmediate(() => {
+      pumpScheduled = false;
+      void pump();
+    });
+  }
+
+  /**
+   * Claims due events for each host whose lane has room, at most what the lane may hold, and
+   * starts them; sleeps until the idle check when nothing more is due.
+   */
+  async function pump(): Promise<void> {
+    if (pumping || stopping) return;
+    pumping = true;
+    try {
+      let now = Date.now();
+      if (now - hostsReadAt >= HOSTS_REFRESH_MS) {
+        hosts = await hostsWithPendingEvents(db);
+        hostsReadAt = now = Date.now();
+      }
+      const token = randomUUID();
+      mayHaveDueWork = false;
+      for (const entry of hosts) {
+        const lane = lanes.get(entry.host) ?? { inFlight: 0, waiting: [] };
+        const limit = Math.min(maxHeldPerHost - laneHeld(lane), maxHeld - held);
+        if (stopping || entry.firstDueAt > now || limit <= 0) {
+          // A full lane refills as its deliveries finish.
+          mayHaveDueWork ||= limit <= 0 && entry.firstDueAt <= now;
+          continue;
+        }
+        const claimed = await claimDueEvents(db, dialect, {
+          host: entry.host,
+          now,
+          limit,
+          token,
+          claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS,
+        });
+        if (claimed.length > 0) lanes.set(entry.host, lane);
+        for (const row of claimed) tokens.set(row.id, token);
+        lane.waiting.push(...claimed);
+        held += claimed.length;
+        startWaiting();
+        // Fewer than asked: nothing else of this host is due until the list is read again.
+        if (claimed.length < limit) entry.firstDueAt = Infinity;
+        else mayHaveDueWork = true;
+      }
+    } catch (error) {
+      log.error({ err: error }, 'could not claim status events');
+      mayHaveDueWork = false;
+    } finally {
+      pumping = false;
+      // Other processes queue events too, and retries fall due: look again after a while in any case.
+      if (!stopping) {
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => {
+          hostsReadAt = 0;
+          void pump();
+        }, IDLE_CHECK_MS);
+      }
+    }
+  }
+
+  async function prune(): Promise<void> {
+    try {
+      await pruneDeliveryFailures(db, Date.now() - settings.webhookLogRetentionDays * DAY_MS);
+    } catch (error) {
+      log.warn({ err: error }, 'could not prune the status event delivery log');
+    }
+  }
+
+  return {
+    start() {
+      stopping = false;
+      void pump();
+      void prune();
+      pruneTimer = setInterval(() => void prune(), PRUNE_EVERY_MS);
+      pruneTimer.unref();
+    },
+    wake() {
+      if (stopping || wakeTimer) return;
+      wakeTimer = setTimeout(() => {
+        wakeTimer = undefined;
+        clearTimeout(idleTimer);
+        void pump();
+      }, WAKE_DELAY_MS);
+    },
+    async stop() {
+      stopping = true;
+      clearTimeout(idleTimer);
+      clearTimeout(wakeTimer);
+      clearInterval(pruneTimer);
+      while (pumping) await new Promise((resolve) => setImmediate(resolve));
+      // Rows not started yet go back to the queue for the next dispatcher.
+      for (const lane of lanes.values()) {
+        const waiting = lane.waiting.splice(0);
+        held -= waiting.length;
+        for (const row of waiting) {
+          await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => log.warn({ err: error }, 'could not release a claim'));
+          tokens.delete(row.id);
+        }
+      }
+      await Promise.all(inFlight);
+      await agent.close();
+    },
+  };
+}

@@ -1,0 +1,321 @@
+import { createHash } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
+import type { StatusDeliveryFailuresTable, StatusEventState, StatusEventsTable } from '../db/schema.ts';
+
+// Literal, not a parameter, so that SQLite can use the partial index on pending rows.
+const PENDING = sql.lit<StatusEventState>('pending');
+
+const hostCache = new Map<string, string>();
+/** host[:port] of a URL; the few distinct URLs of a fleet are parsed once. */
+function hostOf(url: string): string {
+  let host = hostCache.get(url);
+  if (host === undefined) {
+    if (hostCache.size >= 10_000) hostCache.clear();
+    host = new URL(url).host;
+    hostCache.set(url, host);
+  }
+  return host;
+}
+
+const SHARED_ARGS = 2;
+const ARGS_PER_URL = 2;
+
+/**
+ * The upsert of one poll's events, one row per URL: a new row is pending and due at once; a
+ * delivered or failed row becomes pending again, due at once; a pending row is left as it
+ * is (its next attempt will send the status as it is then, the newest); a URL that answered
+ * 410 stays stopped. A left row is not written at all, so a subscriber that is down or slow
+ * costs its polls nothing. Built once per number of URLs.
+ */
+function buildQueueQuery(urlCount: number) {
+  return precompiledQuery<never, unknown[]>(SHARED_ARGS + ARGS_PER_URL * urlCount, (db, args) => {
+    const [serial, now] = args;
+    const rows = Array.from({ length: urlCount }, (_, index) => {
+      const [url, host] = args.slice(SHARED_ARGS + ARGS_PER_URL * index);
+      return { okm_serial: serial as string, url: url as string, host: host as string, state: 'pending' as const, attempts: 0, next_attempt_at: now as number };
+    });
+    return db
+      .insertInto('status_events')
+      .values(rows)
+      .onConflict((oc) =>
+        oc
+          .columns(['okm_serial', 'url'])
+          .doUpdateSet((eb) => ({ state: eb.ref('excluded.state'), attempts: eb.ref('excluded.attempts'), next_attempt_at: eb.ref('excluded.next_attempt_at') }))
+          .where('status_events.state', 'in', [sql.lit<StatusEventState>('delivered'), sql.lit<StatusEventState>('failed')]),
+      );
+  });
+}
+
+const queueQueries = new Map<number, ReturnType<typeof buildQueueQuery>>();
+
+/** Queues the poll's status for each URL (inside the poll's transaction, after the OKM's row is updated). */
+export async function queueStatusEvents(db: Db, serialNumber: string, urls: readonly string[], now: number): Promise<void> {
+  let query = queueQueries.get(urls.length);
+  if (!query) {
+    query = buildQueueQuery(urls.length);
+    queueQueries.set(urls.length, query);
+  }
+  await query(db, serialNumber, now, ...urls.flatMap((url) => [url, hostOf(url)]));
+}
+
+/** Drops the queue rows (and so the 410 stops) of URLs an OKM no longer lists. */
+export async function forgetRemovedStatusUrls(db: Db, serialNumber: string, urls: readonly string[]): Promise<void> {
+  await db
+    .deleteFrom('status_events')
+    .where('okm_serial', '=', serialNumber)
+    .$if(urls.length > 0, (qb) => qb.where('url', 'not in', urls))
+    .execute();
+}
+
+/** A claimed row with the OKM's status as it was read by the claim. */
+export interface ClaimedEvent {
+  id: number;
+  okmSerial: string;
+  url: string;
+  host: string;
+  /** Derived from the URL and the status, so every attempt of one status has the same id and a newer status a new one. */
+  eventId: string;
+  lastSyncTime: number;
+  lastIp: string;
+  firmwareVersion: string | null;
+  attempts: number;
+  customerId: number | null;
+}
+
+function eventIdOf(serial: string, url: string, lastSyncTime: number, lastIp: string, firmwareVersion: string | null): string {
+  const digest = createHash('sha256').update(JSON.stringify([serial, url, lastSyncTime, lastIp, firmwareVersion])).digest('hex');
+  return `msg_${digest.slice(0, 32)}`;
+}
+
+/**
+ * The hosts that have pending events, with the earliest next attempt of each (due now or
+ * later, claimed or not), found by seeking from one host to the next in the
+ * pending index (a loose index scan), so the cost grows with the number of hosts, not with
+ * the events a dead host has piled up.
+ */
+export async function hostsWithPendingEvents(db: Db): Promise<{ host: string; firstDueAt: number }[]> {
+  const result = await sql<{ host: string; first_due_at: number | string }>`
+    with recursive hosts(host) as (
+      select min(host) from status_events where state = ${PENDING}
+      union all
+      select (select min(later.host) from status_events later where later.state = ${PENDING} and later.host > hosts.host)
+      from hosts where hosts.host is not null
+    )
+    select host, (select min(next_attempt_at) from status_events due where due.state = ${PENDING} and due.host = hosts.host) as first_due_at
+    from hosts where host is not null`.execute(db);
+  return result.rows.map((row) => ({ host: row.host, firstDueAt: Number(row.first_due_at) }));
+}
+
+export interface ClaimRequest {
+  host: string;
+  now: number;
+  limit: number;
+  /** Identifies this claim: only its holder may record the outcome. */
+  token: string;
+  claimedUntil: number;
+}
+
+/**
+ * Takes up to `limit` due pending rows of one host, oldest due first, that no other
+ * dispatcher holds (or whose holder's claim has lapsed), in one statement.
+ */
+export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedEvent[]> {
+  const due = db
+    .selectFrom('status_events')
+    .select('id')
+    .where('state', '=', PENDING)
+    .where('host', '=', claim.host)
+    .where('next_attempt_at', '<=', claim.now)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', claim.now)]))
+    .orderBy('next_attempt_at')
+    .limit(claim.limit);
+  const rows = await db
+    .updateTable('status_events')
+    .set({ claim_token: claim.token, claimed_until: claim.claimedUntil })
+    .where('id', 'in', dialect.skipRowsClaimedByOthers(due))
+    .returning((eb) => {
+      const okm = eb.selectFrom('okms').whereRef('okms.serial_number', '=', 'status_events.okm_serial');
+      return [
+        'id',
+        'okm_serial',
+        'url',
+        'host',
+        'attempts',
+        okm.select('okms.customer_id').as('customer_id'),
+        okm.select('okms.last_sync_time').as('last_sync_time'),
+        okm.select('okms.last_ip').as('last_ip'),
+        okm.select('okms.firmware_version').as('firmware_version'),
+      ];
+    })
+    .execute();
+  return rows.map((row) => {
+    // A queued OKM has polled, so it has a sync time and an IP.
+    const lastSyncTime = Number(row.last_sync_time);
+    const lastIp = row.last_ip ?? '';
+    const firmwareVersion = row.firmware_version ?? null;
+    return {
+      id: row.id,
+      okmSerial: row.okm_serial,
+      url: row.url,
+      host: row.host,
+      eventId: eventIdOf(row.okm_serial, row.url, lastSyncTime, lastIp, firmwareVersion),
+      lastSyncTime,
+      lastIp,
+      firmwareVersion,
+      attempts: row.attempts,
+      customerId: row.customer_id ?? null,
+    };
+  });
+}
+
+/** Gives back claimed rows untouched (their host turned out to be busy). */
+export async function releaseClaims(db: Db, ids: readonly number[], token: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('status_events').set({ claim_token: null, claimed_until: null }).where('id', 'in', ids).where('claim_token', '=', token).execute();
+}
+
+/** The recorded outcome of one attempt. */
+export type AttemptOutcome =
+  | { kind: 'delivered'; statusCode: number }
+  | { kind: 'retrying'; statusCode: number | null; error: string; nextAttemptAt: number }
+  | { kind: 'failed' | 'gone'; statusCode: number | null; error: string };
+
+export interface AttemptRecord {
+  event: ClaimedEvent;
+  token: string;
+  attemptedAt: number;
+  outcome: AttemptOutcome;
+}
+
+/**
+ * A delivered attempt, the common outcome (one per event), compiled once: the row is
+ * delivered unless its OKM polled again since the status was read, in which case the newer
+ * status is due at once.
+ */
+const recordDeliveredQuery = precompiledQuery<never, [number, string, string, number, number, number]>(6, (db, [id, token, eventId, attemptedAt, statusCode, sentSyncTime]) =>
+  db
+    .updateTable('status_events')
+    .set((eb) => ({
+      state: eb
+        .case()
+        .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', sentSyncTime as number)
+        .then(sql.lit<StatusEventState>('delivered'))
+        .else(PENDING)
+        .end(),
+      attempts: 0,
+      next_attempt_at: attemptedAt as number,
+      claim_token: null,
+      claimed_until: null,
+      last_event_id: eventId as string,
+      last_attempt_at: attemptedAt as number,
+      last_status_code: statusCode as number,
+      last_error: null,
+      delivered_at: attemptedAt as number,
+    }))
+    .where('id', '=', id as number)
+    .where('claim_token', '=', token as string),
+);
+
+/**
+ * Writes the outcomes of a batch of attempts in one transaction that never waits for a row
+ * lock (so it cannot deadlock with a batch of polls locking the same rows in another
+ * order): rows another transaction holds are skipped and written afterwards one
+ * transaction each. None of these transactions waits for its commit to reach the disk: a
+ * lost outcome only means the claim lapses and the event is sent again.
+ */
+export async function recordAttempts(db: Db, dialect: DialectStrategy, records: readonly AttemptRecord[]): Promise<void> {
+  const ids = records.map((record) => record.event.id);
+  const held = await db.transaction().execute(async (tx) => {
+    await dialect.relaxCommitDurability(tx);
+    const lockable = await dialect.skipRowsClaimedByOthers(tx.selectFrom('status_events').select('id').where('id', 'in', ids)).execute();
+    const ours = new Set(lockable.map((row) => row.id));
+    for (const record of records) if (ours.has(record.event.id)) await recordAttempt(tx, record);
+    return records.filter((record) => !ours.has(record.event.id));
+  });
+  for (const record of held) {
+    await db.transaction().execute(async (tx) => {
+      await dialect.relaxCommitDurability(tx);
+      await recordAttempt(tx, record);
+    });
+  }
+}
+
+/**
+ * Writes the outcome of an attempt and releases its claim. A row whose OKM polled again
+ * during a successful attempt stays pending, so the newer status follows. Only the claim's
+ * holder writes: a dispatcher whose claim lapsed and was taken over changes nothing.
+ */
+async function recordAttempt(db: Db, { event, token, attemptedAt, outcome }: AttemptRecord): Promise<void> {
+  if (outcome.kind === 'delivered') {
+    await recordDeliveredQuery(db, event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime);
+    return;
+  }
+  const attempt = event.attempts + 1;
+  const nextAttemptAt = outcome.kind === 'retrying' ? outcome.nextAttemptAt : null;
+  const result = await db
+    .updateTable('status_events')
+    .set({
+      ...(outcome.kind === 'retrying' ? { next_attempt_at: outcome.nextAttemptAt } : { state: outcome.kind }),
+      attempts: attempt,
+      claim_token: null,
+      claimed_until: null,
+      last_event_id: event.eventId,
+      last_attempt_at: attemptedAt,
+      last_status_code: outcome.statusCode,
+      last_error: outcome.error,
+    })
+    .where('id', '=', event.id)
+    .where('claim_token', '=', token)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return;
+  await db
+    .insertInto('status_delivery_failures')
+    .values({
+      okm_serial: event.okmSerial,
+      url: event.url,
+      event_id: event.eventId,
+      attempt,
+      attempted_at: attemptedAt,
+      status_code: outcome.statusCode,
+      error: outcome.error,
+      outcome: outcome.kind,
+      next_attempt_at: nextAttemptAt,
+    })
+    .execute();
+}
+
+/** Status events waiting to be delivered, over all OKMs. */
+export async function countPendingEvents(db: Db): Promise<number> {
+  const row = await db.selectFrom('status_events').select((eb) => eb.fn.countAll<number>().as('count')).where('state', '=', PENDING).executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Removes delivery-log entries older than `before`. */
+export async function pruneDeliveryFailures(db: Db, before: number): Promise<void> {
+  await db.deleteFrom('status_delivery_failures').where('attempted_at', '<', before).execute();
+}
+
+const DELIVERY_LOG_FAILURES = 100;
+
+export interface DeliveryLog {
+  subscriptions: Selectable<StatusEventsTable>[];
+  failures: Selectable<StatusDeliveryFailuresTable>[];
+}
+
+/** An OKM's queue rows (one per URL) and its newest failed attempts. */
+export async function deliveryLog(db: Db, serialNumber: string): Promise<DeliveryLog> {
+  const [subscriptions, failures] = await Promise.all([
+    db.selectFrom('status_events').selectAll().where('okm_serial', '=', serialNumber).orderBy('url').execute(),
+    db
+      .selectFrom('status_delivery_failures')
+      .selectAll()
+      .where('okm_serial', '=', serialNumber)
+      .orderBy('id', 'desc')
+      .limit(DELIVERY_LOG_FAILURES)
+      .execute(),
+  ]);
+  return { subscriptions, failures };
+}

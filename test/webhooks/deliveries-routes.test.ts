@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { issueTestToken } from '../helpers/tokens.ts';
+import { call, createOkm, devicePoll, issueTokens, OKMS, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
+import { eventually, FAST_WEBHOOKS, Receiver } from './helpers.ts';
+
+forEachDatabase('delivery log and status event metrics', (kind) => {
+  let subject: TestApp;
+  let receiver: Receiver;
+  let tokens: Tokens;
+  before(async () => {
+    receiver = await Receiver.start();
+    // A path starting /fails-once answers 502 to its first request only.
+    receiver.reply = (event) => (event.path.startsWith('/fails-once') && receiver.eventsAt(event.path).length === 1 ? { status: 502 } : { status: 200 });
+    subject = await buildTestApp(kind, FAST_WEBHOOKS);
+    tokens = await issueTokens(subject);
+  });
+  after(async () => {
+    await subject.close();
+    await receiver.close();
+  });
+
+  /** An acme OKM subscribed to the receiver's paths, polled once, with its events settled. */
+  async function polledAcmeOkm(paths: string[]): Promise<string> {
+    const serial = uniqueSerial('DLV');
+    await createOkm(subject, tokens.acmeWrite, serial, { subscribe_urls: { status: paths.map((path) => receiver.url(path)) } });
+    await devicePoll(subject, serial, '?kasFirmware=3.1.4');
+    await eventually(async () => {
+      const rows = await subject.db.selectFrom('status_events').select('state').where('okm_serial', '=', serial).execute();
+      return rows.length === paths.length && rows.every((row) => row.state === 'delivered');
+    });
+    return serial;
+  }
+
+  test('GET …/deliveries shows each URL with its last attempt, and the failed attempts with status codes', async () => {
+    const serial = await polledAcmeOkm(['/fails-once', '/ok']);
+
+    const response = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: tokens.acmeRead });
+
+    assert.equal(response.statusCode, 200);
+    const { data } = response.json();
+    assert.deepEqual(
+      data.subscriptions.map((entry: Record<string, unknown>) => [entry.url, entry.state, entry.attempts, entry.last_status_code, entry.next_attempt_at]),
+      [
+        [receiver.url('/fails-once'), 'delivered', 0, 200, null],
+        [receiver.url('/ok'), 'delivered', 0, 200, null],
+      ],
+    );
+    assert.equal(data.failures.length, 1);
+    assert.deepEqual(
+      { ...data.failures[0], attempted_at: typeof data.failures[0].attempted_at, next_attempt_at: typeof data.failures[0].next_attempt_at },
+      {
+        url: receiver.url('/fails-once'),
+        event_id: data.subscriptions[0].last_event_id,
+        attempt: 1,
+        attempted_at: 'string',
+        status_code: 502,
+        error: 'HTTP 502',
+        outcome: 'retrying',
+        next_attempt_at: 'string',
+      },
+    );
+  });
+
+  test("another customer's OKM is not found, and okm:read is required", async () => {
+    const serial = await polledAcmeOkm(['/ok']);
+    const noScope = await issueTestToken(subject, { customer: 'acme', scopes: ['okm:write'] });
+
+    const asBeta = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: tokens.betaWrite });
+    const unscoped = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: noScope });
+    const asAdmin = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: tokens.admin });
+    const missing = await call(subject, 'GET', `${OKMS}/NO-SUCH-OKM/deliveries`, { token: tokens.admin });
+
+    assert.equal(asBeta.statusCode, 404);
+    assert.deepEqual(asBeta.json(), { error_code: 'NOT_FOUND', error_msg: 'OKM not found' });
+    assert.equal(unscoped.statusCode, 403);
+    assert.equal(asAdmin.statusCode, 200);
+    assert.equal(missing.statusCode, 404);
+  });
+
+  test('removing a URL from subscribe_urls drops its queued event', async () => {
+    const serial = await polledAcmeOkm(['/ok', '/kept']);
+
+    const response = await call(subject, 'PATCH', `${OKMS}/${serial}`, {
+      token: tokens.acmeWrite,
+      payload: { subscribe_urls: { status: [receiver.url('/kept')] } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+
+    assert.equal(response.statusCode, 200);
+    const rows = await subject.db.selectFrom('status_events').select('url').where('okm_serial', '=', serial).execute();
+    assert.deepEqual(rows.map((row) => row.url), [receiver.url('/kept')]);
+  });
+
+  test('/metrics counts queued, delivered and failed status events and shows the queue depth', async () => {
+    await polledAcmeOkm(['/fails-once-metrics']);
+
+    const metrics = (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
+
+    const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    assert.ok(value('keyfleet_status_events_queued_total') >= 1);
+    assert.ok(value('keyfleet_status_events_delivered_total') >= 1);
+    assert.ok(value('keyfleet_status_event_attempts_failed_total') >= 1);
+    assert.equal(value('keyfleet_status_events_queue_depth'), 0);
+    assert.match(metrics, /^# TYPE keyfleet_status_events_failed_total counter$/m);
+  });
+});

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { dialectFor } from '../../src/db/database.ts';
+import { queueStatusEvents } from '../../src/webhooks/queue-repository.ts';
+import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
+import { eventually, freePort, Receiver, spawnKeyfleet, stopProcess, waitUntilServing } from './helpers.ts';
+
+const EVENT_COUNT = 1500;
+
+forEachDatabase('two keyfleet dispatch processes on one database', (kind) => {
+  let store: TestStore;
+  let receiver: Receiver;
+  before(async () => {
+    store = await openTestStore(kind);
+    await migrateToLatest(store.db, dialectFor(store.settings));
+    receiver = await Receiver.start();
+    receiver.reply = () => ({ status: 200, delayMs: 10 });
+  });
+  after(async () => {
+    await receiver.close();
+    await store.close();
+  });
+
+  test('share the work: each event is delivered, none twice at the same time', { timeout: 120_000 }, async () => {
+    const ports = [await freePort(), await freePort()];
+    const env = { ...store.database.env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT_MS: '5000' };
+    const dispatchers = ports.map((port) => spawnKeyfleet(env, 'dispatch', '--metrics-port', String(port)));
+    try {
+      await Promise.all(dispatchers.map((child, index) => waitUntilServing(`http://127.0.0.1:${ports[index]}/metrics`, child)));
+      const now = Date.now();
+      const serials = Array.from({ length: EVENT_COUNT }, (_, index) => `MULTI-${process.pid}-${index}`);
+      await store.db
+        .insertInto('okms')
+        .values(
+          serials.map((serial) => ({
+            serial_number: serial,
+            customer_id: null,
+            auditing_enabled: 0,
+            status_urls: '[]',
+            last_sync_time: now,
+            last_ip: '192.0.2.1',
+            created_at: now,
+            updated_at: now,
+          })),
+        )
+        .execute();
+
+      await store.db.transaction().execute(async (tx) => {
+        for (const serial of serials) await queueStatusEvents(tx, serial, [receiver.url(`/${serial}`)], now);
+      });
+      const queuedAt = Date.now();
+
+      await eventually(() => new Set(receiver.received.map((entry) => entry.path)).size === EVENT_COUNT, 60_000, 'every event delivered');
+      console.log(`${kind}: ${EVENT_COUNT} events delivered by two dispatchers in ${Date.now() - queuedAt} ms`);
+      const delivered = await Promise.all(
+        ports.map(async (port) => {
+          const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+          return Number(/^keyfleet_status_events_delivered_total (\d+)$/m.exec(metrics)?.[1]);
+        }),
+      );
+      assert.deepEqual(receiver.concurrentDuplicates, []);
+      assert.equal(receiver.received.length, EVENT_COUNT, 'no event was delivered twice');
+      assert.ok(delivered.every((count) => count > 0), `deliveries per process: ${delivered.join(', ')}`);
+    } finally {
+      await Promise.all(dispatchers.map((child) => stopProcess(child)));
+    }
+  });
+});
