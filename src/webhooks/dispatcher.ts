@@ -40,6 +40,11 @@ export interface DispatcherOptions {
   log: FastifyBaseLogger;
   /** Jitter source; tests pin it. */
   random?: () => number;
+  /**
+   * True while the server this dispatcher runs in is saturated by requests: it then claims at
+   * most one batch per host per idle check, so that deliveries yield the CPU to the requests.
+   */
+  serverBusy?: () => boolean;
 }
 
 export interface Dispatcher {
@@ -83,6 +88,7 @@ interface HostLane {
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { db, dialect, masterKey, settings, metrics, log } = options;
   const random = options.random ?? Math.random;
+  const serverBusy = options.serverBusy ?? (() => false);
   const agent: Agent = createDeliveryAgent({
     allowPrivateNetworks: settings.webhookAllowPrivateNetworks,
     connectionsPerHost: settings.webhookConcurrencyPerHost,
@@ -193,8 +199,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       held--;
       if (laneHeld(lane) === 0) lanes.delete(row.host);
       startWaiting();
-      // Refill before the lane runs dry, in batches rather than one claim per delivery.
-      if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2) schedulePump();
+      // Refill before the lane runs dry, in batches rather than one claim per delivery; a busy
+      // server waits for the idle check instead.
+      if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2 && !serverBusy()) schedulePump();
     });
     inFlight.add(delivery);
   }
@@ -230,9 +237,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
       const token = randomUUID();
       mayHaveDueWork = false;
+      const hostShare = serverBusy() ? perHost : maxHeldPerHost;
       for (const entry of hosts) {
         const lane = lanes.get(entry.host) ?? { inFlight: 0, waiting: [] };
-        const limit = Math.min(maxHeldPerHost - laneHeld(lane), maxHeld - held);
+        const limit = Math.min(hostShare - laneHeld(lane), maxHeld - held);
         if (stopping || entry.firstDueAt > now || limit <= 0) {
           // A full lane refills as its deliveries finish.
           mayHaveDueWork ||= limit <= 0 && entry.firstDueAt <= now;
@@ -287,7 +295,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       pruneTimer.unref();
     },
     wake() {
-      if (stopping || wakeTimer) return;
+      if (stopping || wakeTimer || serverBusy()) return;
       wakeTimer = setTimeout(() => {
         wakeTimer = undefined;
         clearTimeout(idleTimer);

@@ -13,6 +13,9 @@ declare module 'fastify' {
   }
 }
 
+/** Requests in progress at once from which this process counts as saturated by its clients. */
+const BUSY_REQUESTS_IN_PROGRESS = 32;
+
 export interface StatusEventsOptions {
   /** Run a dispatcher in this process (started when the app is ready, stopped when it closes). */
   dispatch: boolean;
@@ -23,7 +26,23 @@ async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOpt
   const metrics = registerStatusEventMetrics(app.metrics, () => countPendingEvents(app.db));
   let dispatcher: Dispatcher | undefined;
   if (options.dispatch) {
-    dispatcher = createDispatcher({ db: app.db, dialect: app.dialect, masterKey: app.masterKey, settings: app.settings, metrics, log: app.log });
+    // Devices first: while requests queue up in this process, its dispatcher takes small batches
+    // (the queue keeps only the newest status per OKM and URL, so waiting costs no extra rows).
+    let requestsInProgress = 0;
+    app.addHook('onRequest', (request, reply, done) => {
+      requestsInProgress++;
+      reply.raw.once('close', () => requestsInProgress--);
+      done();
+    });
+    dispatcher = createDispatcher({
+      db: app.db,
+      dialect: app.dialect,
+      masterKey: app.masterKey,
+      settings: app.settings,
+      metrics,
+      log: app.log,
+      serverBusy: () => requestsInProgress >= BUSY_REQUESTS_IN_PROGRESS,
+    });
     app.addHook('onReady', async () => dispatcher!.start());
     // Graceful shutdown: the deliveries in flight finish and their outcomes are written first.
     app.addHook('onClose', async () => dispatcher!.stop());
