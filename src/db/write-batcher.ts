@@ -38,13 +38,23 @@ interface Pending<In, Out> {
  * a write that may still be lost. When a batch's transaction fails, its calls run again one
  * transaction each, so that only a failing call fails.
  */
-export function createWriteBatcher<In, Out>(db: Db, grouping: WriteGrouping, work: WriteWork<In, Out>): (input: In) => Promise<Out> {
+export function createWriteBatcher<In, Out>(
+  db: Db,
+  grouping: WriteGrouping,
+  work: WriteWork<In, Out>,
+  /**
+   * The key of the row a call locks first. A batch runs its calls in this key's order, so
+   * that two batches locking the same rows take them in the same order and cannot deadlock.
+   */
+  lockKey?: (input: In) => string,
+): (input: In) => Promise<Out> {
   const alone = (input: In) => db.transaction().execute((tx) => work(tx, input, new BatchScope()));
   if (grouping.kind === 'transaction') return alone;
 
   let queue: Pending<In, Out>[] = [];
 
-  async function runBatch(batch: Pending<In, Out>[]): Promise<void> {
+  async function runBatch(arrived: Pending<In, Out>[]): Promise<void> {
+    const batch = lockKey ? arrived.map((call) => ({ call, key: lockKey(call.input) })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map(({ call }) => call) : arrived;
     let results: Out[];
     try {
       results = await db.transaction().execute(async (tx) => {

@@ -195,7 +195,12 @@ export function createPollHandler(
   grouping: WriteGrouping,
   onStatusEventsQueued: (count: number) => void,
 ): (request: PollRequest) => Promise<PollReply> {
-  const record = createWriteBatcher(db, grouping, (tx, request: PollRequest, scope) => decide(tx, settings, request, scope));
+  const record = createWriteBatcher(
+    db,
+    grouping,
+    (tx, request: PollRequest, scope) => decide(tx, settings, request, scope),
+    (request) => request.serialNumber,
+  );
   return async (request) => {
     const decision = await record(request);
     if (decision.kind !== 'answered') return decision;

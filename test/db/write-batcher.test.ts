@@ -91,4 +91,23 @@ forEachDatabase('write batcher', (kind) => {
     assert.equal(scopes.size, Math.ceil(serials.length / 4));
     assert.ok(!transactions.includes(t.db));
   });
+  test('with a lock key, a batch runs its calls in key order and each caller still gets its own answer', async () => {
+    const ran: string[] = [];
+    const record = createWriteBatcher(
+      t.db,
+      { kind: 'batch', maxSize: 64 },
+      async (db, serial: string) => {
+        ran.push(serial);
+        await db.updateTable('okms').set({ last_ip: `ip-${serial}` }).where('serial_number', '=', serial).execute();
+        return lastIp(db, serial);
+      },
+      (serial) => serial,
+    );
+    const arrival = ['BATCH-7', 'BATCH-2', 'BATCH-9', 'BATCH-0', 'BATCH-5'];
+
+    const answers = await Promise.all(arrival.map((serial) => record(serial)));
+
+    assert.deepEqual(ran, [...arrival].sort());
+    assert.deepEqual(answers, arrival.map((serial) => `ip-${serial}`));
+  });
 });
