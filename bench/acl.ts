@@ -19,26 +19,20 @@ import { canonicalUsersJson } from '../src/acl/model.ts';
 import { countAcls } from '../src/acl/repository.ts';
 import type { AclUser } from '../src/acl/schemas.ts';
 import { issueToken } from '../src/auth/tokens.ts';
-import { loadSettings } from '../src/config/settings.ts';
 import { createCustomer } from '../src/customers/repository.ts';
-import { dialectFor, openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
 import type { AclsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
 import { insertOkm } from '../src/okm/repository.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
-import { forEachBenchDatabase, measure, printFigures, startBare, startKeyfleet, stop, type Figures, type Load } from './harness.ts';
+import { BENCH_OPTIONS, forEachBenchDatabase, measure, printFigures, startBare, startKeyfleet, stop, withDb, type Figures, type Load } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
-    sqlite: { type: 'boolean', default: false },
-    postgres: { type: 'boolean', default: false },
+    ...BENCH_OPTIONS,
     acls: { type: 'string', default: '100000' },
     users: { type: 'string', default: '5000' },
     locks: { type: 'string', default: '1000' },
     repeat: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '100' },
   },
 });
 const ACL_COUNT = Number(options.acls);
@@ -83,10 +77,7 @@ interface Seeded {
 
 /** Migrates a fresh database; stores ACL_COUNT small ACLs (2 users × 3 locks) of one customer and an OKM of another; issues their tokens. */
 async function seed(env: Record<string, string>): Promise<Seeded> {
-  const settings = loadSettings({ ...env, LOG_LEVEL: 'silent' });
-  const { db, dialect } = openDatabase(dialectFor(settings));
-  try {
-    await migrateToLatest(db, dialect);
+  return withDb(env, async (db, settings) => {
     const masterKey = loadMasterKey(settings);
     const listed = await createCustomer(db, LISTED);
     const big = await createCustomer(db, BIG);
@@ -112,9 +103,7 @@ async function seed(env: Record<string, string>): Promise<Seeded> {
     const token = async (customer: string) =>
       (await issueToken(db, masterKey, settings, { customer, scopes: ['acl:read', 'acl:create', 'acl:delete'], ttlSeconds: 3600 })).token;
     return { listToken: await token(LISTED), bigToken: await token(BIG) };
-  } finally {
-    await db.destroy();
-  }
+  });
 }
 
 // ---- the big ACL ----

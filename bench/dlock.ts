@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  BENCH_OPTIONS,
   WARM_UP_S,
   forEachBenchDatabase,
   keyfleetCli,
@@ -26,10 +27,7 @@ import {
 
 const { values: options } = parseArgs({
   options: {
-    sqlite: { type: 'boolean', default: false },
-    postgres: { type: 'boolean', default: false },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '100' },
+    ...BENCH_OPTIONS,
     'cpu-prof': { type: 'string' },
   },
 });
@@ -74,7 +72,7 @@ async function main(): Promise<void> {
   const bareFor = new Map<string, Figures>();
 
   await forEachBenchDatabase(options, async ({ name, env }) => {
-    const { port, child } = await startKeyfleet(env, options['cpu-prof'] && path.join(options['cpu-prof'], name));
+    const { port, child } = await startKeyfleet(env, { cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], name) });
     try {
       await keyfleetCli(env, 'customer', 'create', 'bench');
       await keyfleetCli(env, 'cert', 'create', '--customer', 'bench', '--name', CERTIFICATE);

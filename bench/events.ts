@@ -21,37 +21,36 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Db } from '../src/db/database.ts';
 import { queueStatusEvents } from '../src/webhooks/queue-repository.ts';
+import { requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {
+  BENCH_OPTIONS,
+  WARM_UP_S,
+  forEachBenchDatabase,
   freePort,
   measure,
-  requestPaths,
-  seedFleet,
-  serialOf,
+  pathsLoad,
   startKeyfleet,
   startScript,
   stop,
   waitUntilServing,
   withDb,
   withFreshDatabase,
-  type DatabaseKind,
+  type BenchDatabase,
   type Figures,
-  type LoadOptions,
-} from './events-harness.ts';
+} from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
-    sqlite: { type: 'boolean', default: false },
-    postgres: { type: 'boolean', default: false },
+    ...BENCH_OPTIONS,
     events: { type: 'string', default: '20000' },
     okms: { type: 'string', default: '100000' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '100' },
     'cpu-prof': { type: 'string' },
   },
 });
 const EVENT_COUNT = Number(options.events);
 const OKM_COUNT = Number(options.okms);
-const LOAD: LoadOptions = { connections: Number(options.connections), warmUpSeconds: 2, seconds: Number(options.duration) };
+const DURATION_S = Number(options.duration);
+const CONNECTIONS = Number(options.connections);
 
 /** Two receivers in one child process: PORT answers 204 and counts (GET /count), HANGING_PORT never answers. */
 const RECEIVERS = `
@@ -88,30 +87,34 @@ async function startReceivers(): Promise<Receivers> {
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
 
-async function deliveryRate(kind: DatabaseKind, env: Record<string, string>): Promise<{ perSecond: number; received: number }> {
+async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSecond: number; received: number }> {
   await seedFleet(env, EVENT_COUNT);
   const receivers = await startReceivers();
-  const metricsPort = await freePort();
-  const dispatcher = startKeyfleet(metricsPort, { ...env, ...WEBHOOK_ENV }, { args: ['dispatch', '--metrics-port', String(metricsPort)] });
   try {
-    await waitUntilServing(`http://127.0.0.1:${metricsPort}/metrics`, dispatcher);
-    const started = await withDb(env, async (db) => {
-      const now = Date.now();
-      await db.updateTable('okms').set({ last_sync_time: now, last_ip: '192.0.2.1', firmware_version: '2.10.0' }).execute();
-      await db.transaction().execute(async (tx) => {
-        for (let index = 0; index < EVENT_COUNT; index++) await queueStatusEvents(tx, serialOf(index), [receivers.url], now);
+    const { child: dispatcher } = await startKeyfleet(
+      { ...env, ...WEBHOOK_ENV },
+      { command: (metricsPort) => ['dispatch', '--metrics-port', String(metricsPort)], readyPath: '/metrics' },
+    );
+    try {
+      const started = await withDb(env, async (db) => {
+        const now = Date.now();
+        await db.updateTable('okms').set({ last_sync_time: now, last_ip: '192.0.2.1', firmware_version: '2.10.0' }).execute();
+        await db.transaction().execute(async (tx) => {
+          for (let index = 0; index < EVENT_COUNT; index++) await queueStatusEvents(tx, serialOf(index), [receivers.url], now);
+        });
+        return Date.now();
       });
-      return Date.now();
-    });
-    let received = 0;
-    while ((received = await receivers.received()) < EVENT_COUNT) await new Promise((resolve) => setTimeout(resolve, 20));
-    const seconds = (Date.now() - started) / 1000;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    received = await receivers.received();
-    console.log(`${kind}: ${EVENT_COUNT} events delivered in ${seconds.toFixed(2)} s (receiver counted ${received})`);
-    return { perSecond: EVENT_COUNT / seconds, received };
+      let received = 0;
+      while ((received = await receivers.received()) < EVENT_COUNT) await new Promise((resolve) => setTimeout(resolve, 20));
+      const seconds = (Date.now() - started) / 1000;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      received = await receivers.received();
+      console.log(`${kind}: ${EVENT_COUNT} events delivered in ${seconds.toFixed(2)} s (receiver counted ${received})`);
+      return { perSecond: EVENT_COUNT / seconds, received };
+    } finally {
+      await stop(dispatcher);
+    }
   } finally {
-    await stop(dispatcher);
     await receivers.stop();
   }
 }
@@ -150,16 +153,14 @@ interface PollRates {
   delivered: number;
 }
 
-async function pollRates(kind: DatabaseKind, env: Record<string, string>): Promise<PollRates> {
+async function pollRates({ name: kind, env }: BenchDatabase): Promise<PollRates> {
   await seedFleet(env, OKM_COUNT);
   const receivers = await startReceivers();
   try {
     const run = async (target: string, extraEnv: Record<string, string> = {}, cpuProfileDir?: string) => {
-      const port = await freePort();
-      const server = startKeyfleet(port, { ...env, ...WEBHOOK_ENV, ...extraEnv }, cpuProfileDir ? { cpuProfileDir } : {});
+      const { port, child: server } = await startKeyfleet({ ...env, ...WEBHOOK_ENV, ...extraEnv }, { cpuProfileDir });
       try {
-        await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, server);
-        return await measure(target, port, requestPaths('/api/v1/config', OKM_COUNT), LOAD);
+        return await measure(target, port, pathsLoad(requestPaths('/api/v1/config', OKM_COUNT), CONNECTIONS, DURATION_S));
       } finally {
         await stop(server);
       }
@@ -178,15 +179,13 @@ async function pollRates(kind: DatabaseKind, env: Record<string, string>): Promi
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const both = !options.sqlite && !options.postgres;
   const rows: Record<string, string | number>[] = [];
-  for (const kind of ['sqlite', 'postgres'] as const) {
-    if (!options[kind] && !both) continue;
-    const rate = await withFreshDatabase(kind, options[kind], (env) => deliveryRate(kind, env));
-    const polls = await withFreshDatabase(kind, options[kind], (env) => pollRates(kind, env));
-    if (!rate || !polls) continue;
+  await forEachBenchDatabase(options, async (database) => {
+    const rate = await deliveryRate(database);
+    // The poll runs start from a fresh database of the same kind.
+    const polls = await withFreshDatabase(database.name, pollRates);
     rows.push({
-      database: kind,
+      database: database.name,
       'events delivered/s': Math.round(rate.perSecond),
       'polls/s, no subscribers': Math.round(polls.without.requestsPerSecond),
       'polls/s, 2 subscribers (1 hanging)': Math.round(polls.with.requestsPerSecond),
@@ -196,8 +195,8 @@ async function main(): Promise<void> {
       'delivered during the poll run': polls.delivered,
       'non-2xx / errors': `${polls.without.non2xx + polls.with.non2xx} / ${polls.without.errors + polls.with.errors}`,
     });
-  }
-  console.log(`\n${EVENT_COUNT} events; polls: ${LOAD.connections} connections, ${LOAD.seconds} s after ${LOAD.warmUpSeconds} s warm-up, ${OKM_COUNT} OKMs; ${os.cpus().length} CPUs`);
+  });
+  console.log(`\n${EVENT_COUNT} events; polls: ${CONNECTIONS} connections, ${DURATION_S} s after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs; ${os.cpus().length} CPUs`);
   console.table(rows);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -2,6 +2,7 @@
  * What every benchmark needs: servers as child processes on 127.0.0.1 (so that the load
  * generator does not share their event loop), a bare node:http server to compare against,
  * throwaway SQLite and PostgreSQL databases, autocannon runs and the table of figures.
+ * The fleet that the config-poll benchmarks load is in bench/fleet.ts.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,10 +12,21 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { loadSettings, type Settings } from '../src/config/settings.ts';
+import { dialectFor, openDatabase, type Db } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '..');
 export const POSTGRES_URL = process.env.KEYFLEET_BENCH_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
 export const WARM_UP_S = 2;
+
+/** The command-line options of every benchmark (for node:util parseArgs): which databases, and the load. */
+export const BENCH_OPTIONS = {
+  sqlite: { type: 'boolean', default: false },
+  postgres: { type: 'boolean', default: false },
+  duration: { type: 'string', default: '10' },
+  connections: { type: 'string', default: '100' },
+} as const;
 
 export async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -47,6 +59,11 @@ export async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** A node script run as a child process with these environment variables added (a bare server, a webhook receiver). */
+export function startScript(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['-e', script], { env: { ...process.env, ...env }, stdio: 'inherit' });
+}
+
 const BARE_SERVER = `
 const body = process.env.BARE_BODY;
 require('node:http')
@@ -64,20 +81,31 @@ process.on('SIGTERM', () => process.exit(0));
 /** A node:http server that answers every request with `body`: the ceiling keyfleet is compared with. */
 export async function startBare(body = '{}'): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, PORT: String(port), BARE_BODY: body }, stdio: 'inherit' });
+  const child = startScript(BARE_SERVER, { PORT: String(port), BARE_BODY: body });
   await waitUntilServing(`http://127.0.0.1:${port}/`, child);
   return { port, child };
 }
 
+export interface KeyfleetOptions {
+  /** Write V8 CPU profiles of the process into this directory. */
+  cpuProfileDir?: string | undefined;
+  /** The keyfleet command and its arguments, given the free port chosen (also in PORT); default `serve`. */
+  command?: (port: number) => string[];
+  /** The path on that port that answers once the process is ready; default the bootstrap route. */
+  readyPath?: string;
+}
+
 /**
- * `keyfleet serve` on a free port; resolves once it answers the bootstrap route. The rate
- * limits are set too high to trigger (all load comes from one IP), so their cost is measured.
+ * `keyfleet serve` (or `options.command`) on a free port; resolves once it answers the
+ * bootstrap route (or `options.readyPath`). The rate limits are set too high to trigger (all
+ * load comes from one IP), so their cost is measured; `env` is added after them.
  */
-export async function startKeyfleet(env: Record<string, string>, cpuProfileDir?: string): Promise<{ port: number; child: ChildProcess }> {
+export async function startKeyfleet(env: Record<string, string>, options: KeyfleetOptions = {}): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
   // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
-  const profile = cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProfileDir)}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.cpuProfileDir)}`] : [];
+  const command = options.command?.(port) ?? ['serve'];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', ...command], {
     cwd: REPO_ROOT,
     env: {
       ...process.env,
@@ -90,7 +118,7 @@ export async function startKeyfleet(env: Record<string, string>, cpuProfileDir?:
     },
     stdio: 'inherit',
   });
-  await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, child);
+  await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child);
   return { port, child };
 }
 
@@ -133,37 +161,54 @@ async function adminQuery(sql: string): Promise<void> {
 }
 
 /**
+ * Runs `body` on a fresh database of that kind: a throwaway data directory, for PostgreSQL
+ * also a fresh schema (which must be reachable); both removed afterwards.
+ */
+export async function withFreshDatabase<T>(name: BenchDatabase['name'], body: (database: BenchDatabase) => Promise<T>): Promise<T> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
+  try {
+    if (name === 'sqlite') return await body({ name, env: { DATA_DIR: dataDir } });
+    const schema = `bench_${randomBytes(6).toString('hex')}`;
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    await adminQuery(`CREATE SCHEMA ${schema}`);
+    try {
+      return await body({ name, env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') } });
+    } finally {
+      await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
  * Runs `body` on a throwaway SQLite data directory and then on a fresh PostgreSQL schema (or
  * only on the ones asked for). PostgreSQL is skipped with a line when unreachable, unless it
  * was asked for explicitly.
  */
 export async function forEachBenchDatabase(selection: { sqlite: boolean; postgres: boolean }, body: (database: BenchDatabase) => Promise<void>): Promise<void> {
   const both = !selection.sqlite && !selection.postgres;
-  if (selection.sqlite || both) {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
-    try {
-      await body({ name: 'sqlite', env: { DATA_DIR: dataDir } });
-    } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
-  }
+  if (selection.sqlite || both) await withFreshDatabase('sqlite', body);
   if (selection.postgres || both) {
     if (!(await postgresReachable())) {
       if (selection.postgres) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}`);
       console.log(`postgres: skipped, not reachable at ${POSTGRES_URL}`);
       return;
     }
-    const schema = `bench_${randomBytes(6).toString('hex')}`;
-    const url = new URL(POSTGRES_URL);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-'));
-    await adminQuery(`CREATE SCHEMA ${schema}`);
-    try {
-      await body({ name: 'postgres', env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), MASTER_KEY: randomBytes(32).toString('hex') } });
-    } finally {
-      await adminQuery(`DROP SCHEMA ${schema} CASCADE`);
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+    await withFreshDatabase('postgres', body);
+  }
+}
+
+/** Opens and migrates the database of `env` (settings as keyfleet reads them), for a benchmark's own reads and writes. */
+export async function withDb<T>(env: Record<string, string>, use: (db: Db, settings: Settings) => Promise<T>): Promise<T> {
+  const settings = loadSettings({ ...env, LOG_LEVEL: 'silent' });
+  const { db, dialect } = openDatabase(dialectFor(settings));
+  try {
+    await migrateToLatest(db, dialect);
+    return await use(db, settings);
+  } finally {
+    await db.destroy();
   }
 }
 
@@ -183,6 +228,12 @@ export interface Load {
   seconds: number;
   /** The next request to send: called once per request. */
   next: () => { method?: 'GET' | 'POST' | 'DELETE'; path: string; headers?: Record<string, string>; body?: string };
+}
+
+/** GETs of `paths`, in turn. */
+export function pathsLoad(paths: string[], connections: number, seconds: number): Load {
+  let next = 0;
+  return { connections, seconds, next: () => ({ path: paths[next++ % paths.length]! }) };
 }
 
 function run(port: number, load: Load, seconds: number) {

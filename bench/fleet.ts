@@ -1,0 +1,127 @@
+/**
+ * The benchmark fleet that bench/poll.ts and bench/events.ts load: a few configuration
+ * templates (OKM i uses template i % TEMPLATES.length), its seeding, and the config-poll
+ * request mix.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Insertable } from 'kysely';
+import type { OkmsTable } from '../src/db/schema.ts';
+import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
+import { settingsColumns } from '../src/okm/repository.ts';
+import { canonicalDigest } from '../src/shared/canonical-json.ts';
+import { withDb } from './harness.ts';
+
+const FIRMWARE = { kas: '2.10.0', batch_key: '1.2', wireless_key: '3.0' } as const;
+
+function configuredTemplate(index: number): OkmSettings {
+  const locks = Array.from({ length: 4 + index }, (_, n) => `LOCK-${index}-${String(n).padStart(3, '0')}`);
+  const users = Array.from({ length: 10 + 3 * index }, (_, n) => ({
+    user_id: 100_000 + n,
+    pin_hash: randomBytes(16).toString('hex'),
+    auth_time: 8,
+    sounder: false,
+    permissions: locks.map((_, lock) => (lock % 3 === 0 ? 17 : 1)),
+  }));
+  return {
+    ...UNCONFIGURED_OKM,
+    cacheMode: 2,
+    keyCheckoutWindow: { time: 30, contact: 'closed' },
+    auditingEnabled: true,
+    assetList: locks,
+    usersAssets: users,
+    pollingInterval: 60,
+  };
+}
+
+/** Seven configured templates (lists of 4–10 locks and 10–28 users) and one unconfigured OKM. */
+const TEMPLATES: OkmSettings[] = [...Array.from({ length: 7 }, (_, index) => configuredTemplate(index)), UNCONFIGURED_OKM];
+export const serialOf = (index: number) => `OKM-${String(index).padStart(7, '0')}`;
+
+/** The query string of a device in step with its template. */
+function inSyncParameters(template: OkmSettings, now: number): Record<string, string> {
+  return {
+    kasFirmware: FIRMWARE.kas,
+    kasDateTime: String(now),
+    retailCfg: template.auditingEnabled ? '2' : '1',
+    configUrl: '/api/v1/config',
+    auditUrl: '/api/v1/audit',
+    ...(template.assetList ? { assetList: canonicalDigest(template.assetList) } : {}),
+    ...(template.usersAssets ? { usersAssets: canonicalDigest(template.usersAssets) } : {}),
+    batchKeyFirmware: FIRMWARE.batch_key,
+    wirelessKeyFirmware: FIRMWARE.wireless_key,
+    ...(template.keyCheckoutWindow
+      ? { keyCheckoutWindowTime: String(template.keyCheckoutWindow.time), keyCheckoutWindowContact: template.keyCheckoutWindow.contact }
+      : {}),
+    installCode: '12345678',
+    cacheMode: String(template.cacheMode ?? 1),
+    pollingInterval: String(template.pollingInterval ?? 150),
+  };
+}
+
+/**
+ * The request mix, by share of requests: most devices are in step and get {}; the others
+ * have one difference each and get one correction.
+ */
+export const MIX: { share: number; name: string; change: (parameters: Record<string, string>, now: number) => void }[] = [
+  { share: 0.88, name: 'in step → {}', change: () => {} },
+  { share: 0.04, name: 'clock 10 min off → kasDateTime', change: (p, now) => (p.kasDateTime = String(now - 600_000)) },
+  { share: 0.03, name: 'old KAS firmware 2.9.9 → kasFirmware offer', change: (p) => (p.kasFirmware = '2.9.9') },
+  // The unconfigured template has no asset list to be stale: those requests stay in step.
+  { share: 0.03, name: 'stale asset list digest → assetList (read from the database)', change: (p) => p.assetList && (p.assetList = '0'.repeat(64)) },
+  { share: 0.02, name: 'polling interval 300 → pollingInterval', change: (p) => (p.pollingInterval = '300') },
+];
+
+const PATH_COUNT = 50_000;
+
+/** Request paths for random serials among the first `okmCount`, made just before a run so that kasDateTime is current. */
+export function requestPaths(configPath: string, okmCount: number): string[] {
+  const now = Date.now();
+  return Array.from({ length: PATH_COUNT }, () => {
+    const index = Math.floor(Math.random() * okmCount);
+    const parameters = inSyncParameters(TEMPLATES[index % TEMPLATES.length]!, now);
+    let pick = Math.random();
+    const kind = MIX.find((entry) => (pick -= entry.share) < 0) ?? MIX[0]!;
+    kind.change(parameters, now);
+    return `${configPath}/${serialOf(index)}?${new URLSearchParams(parameters)}`;
+  });
+}
+
+const ROWS_PER_INSERT = 500;
+const ROWS_PER_TRANSACTION = 10_000;
+
+/** Migrates a fresh database and stores `okmCount` OKMs and the fleet firmware, in batched inserts inside transactions. */
+export async function seedFleet(env: Record<string, string>, okmCount: number): Promise<void> {
+  await withDb(env, async (db) => {
+    const now = Date.now();
+    for (const [kind, version] of Object.entries(FIRMWARE)) {
+      await db.insertInto('firmware_releases').values({ kind, version, url: `https://firmware.example/${kind}/${version}.bin`, sha256: 'ab'.repeat(32), size: null, created_at: now }).execute();
+      await db.insertInto('fleet_firmware').values({ kind, version }).execute();
+    }
+    const templateColumns = TEMPLATES.map((template) => settingsColumns(template) as Insertable<OkmsTable>);
+    for (let start = 0; start < okmCount; start += ROWS_PER_TRANSACTION) {
+      await db.transaction().execute(async (trx) => {
+        for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, okmCount); batch += ROWS_PER_INSERT) {
+          const rows = Array.from({ length: Math.min(ROWS_PER_INSERT, okmCount - batch) }, (_, offset) => ({
+            ...templateColumns[(batch + offset) % TEMPLATES.length]!,
+            serial_number: serialOf(batch + offset),
+            customer_id: null,
+            created_at: now,
+            updated_at: now,
+          }));
+          await trx.insertInto('okms').values(rows).execute();
+        }
+      });
+    }
+  });
+}
+
+/** What the mix really gets back: a sample of the paths, asked one by one. */
+export async function observedMix(port: number, paths: string[]): Promise<Record<string, number>> {
+  const tally: Record<string, number> = {};
+  for (const requestPath of paths.slice(0, 400)) {
+    const body = await (await fetch(`http://127.0.0.1:${port}${requestPath}`)).text();
+    const key = body === '{}' ? '{}' : Object.keys(JSON.parse(body) as object)[0]!;
+    tally[key] = (tally[key] ?? 0) + 1;
+  }
+  return tally;
+}
