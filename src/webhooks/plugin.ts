@@ -15,6 +15,8 @@ declare module 'fastify' {
 
 /** Requests in progress at once from which this process counts as saturated by its clients. */
 const BUSY_REQUESTS_IN_PROGRESS = 32;
+/** How long the process counts as busy after it last had that many. */
+const BUSY_HOLD_MS = 500;
 
 export interface StatusEventsOptions {
   /** Run a dispatcher in this process (started when the app is ready, stopped when it closes). */
@@ -29,8 +31,11 @@ async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOpt
     // Devices first: while requests queue up in this process, its dispatcher takes small batches
     // (the queue keeps only the newest status per OKM and URL, so waiting costs no extra rows).
     let requestsInProgress = 0;
+    let lastSaturatedAt = -Infinity;
     app.addHook('onRequest', (request, reply, done) => {
-      requestsInProgress++;
+      // Group commit answers a batch of polls at once, so the count drops to zero between
+      // batches: the server stays busy for a while after it last had many requests in progress.
+      if (++requestsInProgress >= BUSY_REQUESTS_IN_PROGRESS) lastSaturatedAt = Date.now();
       reply.raw.once('close', () => requestsInProgress--);
       done();
     });
@@ -41,7 +46,7 @@ async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOpt
       settings: app.settings,
       metrics,
       log: app.log,
-      serverBusy: () => requestsInProgress >= BUSY_REQUESTS_IN_PROGRESS,
+      serverBusy: () => Date.now() - lastSaturatedAt < BUSY_HOLD_MS,
     });
     app.addHook('onReady', async () => dispatcher!.start());
     // Graceful shutdown: the deliveries in flight finish and their outcomes are written first.
