@@ -39,7 +39,7 @@ function hooksOf(route: RouteOptions): object[] {
 /** Operations grouped by capability, by path prefix; the rest are operations endpoints. */
 function tagOf(url: string, devicePaths: string[]): string {
   if (devicePaths.some((prefix) => url.startsWith(prefix))) return 'OKM device protocol';
-  if (url.startsWith('/api/v1/okms')) return 'OKM admin';
+  if (url.startsWith('/api/v1/okms') || url.startsWith('/api/v1/pending-okms')) return 'OKM admin';
   if (url.startsWith('/api/v1/firmware')) return 'Firmware catalog';
   if (url.startsWith('/api/v1/acls')) return 'ACL';
   if (url.startsWith('/v1/')) return 'DLock';
