@@ -10,7 +10,6 @@ import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.t
 import { runKeyfleet } from '../helpers/cli.ts';
 import type { TestDatabase } from '../helpers/databases.ts';
 
-
 forEachDatabase('keyfleet cert commands', (kind) => {
   let store: TestStore;
   let database: TestDatabase;

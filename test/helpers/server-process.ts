@@ -1,6 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eventually } from './eventually.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -42,8 +44,45 @@ export function serveProcess(env: Record<string, string>): ServerProcess {
     exited,
     kill: (signal) => child.kill(signal),
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await stopProcess(child);
       return exited;
     },
   };
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A long-running `keyfleet …` child process (serve, dispatch) with only PATH and the given settings. */
+export function spawnKeyfleet(env: Record<string, string>, ...args: string[]): ChildProcess {
+  return spawn(process.execPath, ['bin/keyfleet.js', ...args], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** Waits until `url` answers 2xx; fails if the process exits first. */
+export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`keyfleet exited with ${child.exitCode}`);
+      return fetch(url).then((response) => response.ok, () => false);
+    },
+    timeoutMs,
+    `${url} answering`,
+  );
+}
+
+/** Sends a signal and waits for the process to exit. */
+export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await exited;
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
-import { eventually, freePort, Receiver, spawnKeyfleet, stopProcess, subscribe, waitUntilServing } from './helpers.ts';
+import { Receiver, subscribe } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { freePort, spawnKeyfleet, stopProcess, waitUntilServing } from '../helpers/server-process.ts';
 
 const OKM_COUNT = 30;
 

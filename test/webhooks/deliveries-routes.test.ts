@@ -3,7 +3,8 @@ import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { call, createOkm, devicePoll, issueTokens, OKMS, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
-import { eventually, FAST_WEBHOOKS, Receiver } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 forEachDatabase('delivery log and status event metrics', (kind) => {
   let subject: TestApp;

@@ -5,7 +5,8 @@ import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
 import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
-import { eventually, FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const EVENTS = 60;
 const PER_HOST = 2;

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
-import { eventually, FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 forEachDatabase('status event delivery', (kind) => {
   let subject: TestApp;

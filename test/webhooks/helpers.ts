@@ -1,8 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { AddressInfo } from 'node:net';
 import type { Db } from '../../src/db/database.ts';
 
 export interface ReceivedEvent {
@@ -75,19 +72,6 @@ export class Receiver {
   }
 }
 
-type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
-
-/** Waits until `condition` returns a truthy value, checking every 20 ms, and returns it; fails after timeoutMs. */
-export async function eventually<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<Truthy<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value as Truthy<T>;
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** Subscribes an existing OKM's status to these URLs (as the admin API stores them). */
 export async function subscribe(db: Db, serialNumber: string, urls: string[]): Promise<void> {
   await db.updateTable('okms').set({ status_urls: JSON.stringify(urls) }).where('serial_number', '=', serialNumber).execute();
@@ -99,42 +83,3 @@ export const FAST_WEBHOOKS: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: '500',
   WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms',
 };
-
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A long-running `keyfleet …` child process (serve, dispatch) with only PATH and the given settings. */
-export function spawnKeyfleet(env: Record<string, string>, ...args: string[]): ChildProcess {
-  return spawn(process.execPath, ['bin/keyfleet.js', ...args], {
-    cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-/** Waits until `url` answers 2xx; fails if the process exits first. */
-export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`keyfleet exited with ${child.exitCode}`);
-      return fetch(url).then((response) => response.ok, () => false);
-    },
-    timeoutMs,
-    `${url} answering`,
-  );
-}
-
-/** Sends a signal and waits for the process to exit. */
-export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
-}

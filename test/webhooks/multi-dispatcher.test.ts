@@ -4,7 +4,9 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { dialectFor } from '../../src/db/database.ts';
 import { queueStatusEvents } from '../../src/webhooks/queue-repository.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
-import { eventually, freePort, Receiver, spawnKeyfleet, stopProcess, waitUntilServing } from './helpers.ts';
+import { Receiver } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { freePort, spawnKeyfleet, stopProcess, waitUntilServing } from '../helpers/server-process.ts';
 
 const EVENT_COUNT = 1500;
 

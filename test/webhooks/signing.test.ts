@@ -8,7 +8,8 @@ import { newSerial, poll } from '../okm/config-helpers.ts';
 import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
 import { customerOwner, DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
-import { eventually, FAST_WEBHOOKS, Receiver, subscribe, type ReceivedEvent } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, subscribe, type ReceivedEvent } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const headersOf = (event: ReceivedEvent) => ({
   'webhook-id': String(event.headers['webhook-id']),

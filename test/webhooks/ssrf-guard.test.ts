@@ -4,7 +4,8 @@ import { request } from 'undici';
 import { createDeliveryAgent, isForbiddenAddress } from '../../src/webhooks/ssrf-guard.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
-import { eventually, FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 describe('forbidden destination addresses', () => {
   const forbidden = [
