@@ -39,7 +39,8 @@ export class RequestLogController extends LogController {
 
 /** The request id on every response, so that a caller can quote it. */
 export function registerRequestIdHeader(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    done();
   });
 }

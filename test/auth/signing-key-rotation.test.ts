@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
+import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { listSigningKeys, loadOwnKeySet, retireSigningKey, rotateSigningKey } from '../../src/auth/signing-keys.ts';
 import { issueToken } from '../../src/auth/tokens.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -78,11 +78,9 @@ forEachDatabase('signing key rotation', (kind) => {
     const listed: { keys: { kid: string; state: string }[] } = await keyfleet('signing-key', 'list');
     await keyfleet('signing-key', 'retire', rotated.previous_kid);
     const relisted: { keys: { kid: string; state: string }[] } = await keyfleet('signing-key', 'list');
-    const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<JSONWebKeySet>();
 
     assert.equal(listed.keys.find((key) => key.kid === rotated.kid)!.state, 'active');
     assert.equal(listed.keys.find((key) => key.kid === rotated.previous_kid)!.state, 'verifying');
     assert.equal(relisted.keys.find((key) => key.kid === rotated.previous_kid)!.state, 'retired');
-    assert.ok(jwks.keys.length >= 1);
   });
 });
