@@ -2,10 +2,11 @@
  * DLock benchmark: enrolments per second (POST /v1/dlock, each with a new serial number) and
  * key certificate fetches (GET /v1/dlock/{serial}, half of them ?base64=true) against a bare
  * node:http server that answers every request with a real GET response body, on SQLite and
- * PostgreSQL.
+ * PostgreSQL. GET runs --rounds times, alternating with the bare server; the figure is the
+ * median of the rounds' ratios.
  *
- *   npm run bench:dlock -- [--sqlite] [--postgres] [--duration 10] [--connections 100]
- *                          [--cpu-prof DIR]
+ *   npm run bench:dlock -- [--sqlite] [--postgres] [--rounds 3] [--duration 10]
+ *                          [--connections 100] [--cpu-prof DIR]
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -28,11 +29,13 @@ import {
 const { values: options } = parseArgs({
   options: {
     ...BENCH_OPTIONS,
+    rounds: { type: 'string', default: '3' },
     'cpu-prof': { type: 'string' },
   },
 });
 const DURATION_S = Number(options.duration);
 const CONNECTIONS = Number(options.connections);
+const ROUNDS = Number(options.rounds);
 const CERTIFICATE = 'bench-ca';
 
 /** POSTs of new serial numbers; `enrolled` collects every serial sent. */
@@ -70,6 +73,7 @@ async function main(): Promise<void> {
   const figures: Figures[] = [];
   // Each GET is compared with the mean of the bare runs around it.
   const bareFor = new Map<string, Figures>();
+  const ratios: { database: string; ratio: number }[] = [];
 
   await forEachBenchDatabase(options, async ({ name, env }) => {
     const { port, child } = await startKeyfleet(env, { cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], name) });
@@ -79,21 +83,27 @@ async function main(): Promise<void> {
       const { key } = (await keyfleetCli(env, 'apikey', 'create', '--customer', 'bench')) as { key: string };
 
       const enrolled: string[] = [];
-      figures.push(await measure(`keyfleet ${name} POST /v1/dlock (enrolments)`, port, enrolmentLoad(key, enrolled)));
+      figures.push(await measure(`keyfleet ${name} POST /v1/dlock (enrolments)`, port, enrolmentLoad(key, enrolled), { server: child }));
       // Only serials whose enrolment was answered 200 are fetched; a failed one would show as non-2xx below.
       const sample = await fetch(`http://127.0.0.1:${port}/v1/dlock/${enrolled[0]}`, { headers: { authorization: `Bearer ${key}` } });
       if (!sample.ok) throw new Error(`GET of an enrolled lock answered ${sample.status}`);
       const fetchable = enrolled.slice(0, Math.floor(enrolled.length * 0.9));
 
-      // The ceiling: the same GET requests answered with a real key certificate body and no work,
-      // measured just before and just after keyfleet, so that both see the same machine.
+      // The ceiling: the same GET requests answered with a real key certificate body and no
+      // work. Bare and keyfleet runs alternate, each keyfleet run compared with the mean of the
+      // bare runs just before and after it, so that both see the same machine.
       const bare = await startBare(await sample.text());
       try {
-        const before = await measure(`bare node:http before ${name} GET (same body)`, bare.port, fetchLoad(key, fetchable));
-        const get = await measure(`keyfleet ${name} GET /v1/dlock/{serial}`, port, fetchLoad(key, fetchable));
-        const after = await measure(`bare node:http after ${name} GET`, bare.port, fetchLoad(key, fetchable));
-        figures.push(before, get, after);
-        bareFor.set(get.target, { ...before, requestsPerSecond: (before.requestsPerSecond + after.requestsPerSecond) / 2 });
+        let bareBefore = await measure(`bare node:http, ${name} GET (same body)`, bare.port, fetchLoad(key, fetchable), { server: bare.child });
+        figures.push(bareBefore);
+        for (let round = 1; round <= ROUNDS; round++) {
+          const get = await measure(`keyfleet ${name} GET /v1/dlock/{serial}, round ${round}`, port, fetchLoad(key, fetchable), { server: child });
+          const bareAfter = await measure(`bare node:http, ${name} GET (same body)`, bare.port, fetchLoad(key, fetchable), { server: bare.child });
+          figures.push(get, bareAfter);
+          bareFor.set(get.target, { ...bareBefore, requestsPerSecond: (bareBefore.requestsPerSecond + bareAfter.requestsPerSecond) / 2 });
+          ratios.push({ database: name, ratio: get.requestsPerSecond / bareFor.get(get.target)!.requestsPerSecond });
+          bareBefore = bareAfter;
+        }
       } finally {
         await stop(bare.child);
       }
@@ -104,6 +114,11 @@ async function main(): Promise<void> {
 
   console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${os.cpus().length} CPUs`);
   printFigures(figures, (entry) => bareFor.get(entry.target));
+  for (const database of new Set(ratios.map((entry) => entry.database))) {
+    const values = ratios.filter((entry) => entry.database === database).map((entry) => entry.ratio);
+    const median = [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    console.log(`${database}: GET ratio to bare, median of ${values.length} rounds ${median.toFixed(2)} (${values.map((value) => value.toFixed(2)).join(' ')})`);
+  }
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

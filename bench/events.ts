@@ -4,15 +4,17 @@
  * 1. Delivery rate: `keyfleet dispatch` (default settings) delivers --events queued status
  *    events, one per OKM, to a local receiver that answers 204 at once; events per second
  *    from the commit of the queue to the last one received.
- * 2. Poll throughput with status events: `keyfleet serve` (its own dispatcher running) under
- *    the config-poll load of bench/poll.ts, first with no subscriber URLs, then with two per
- *    OKM: one that answers 204, one that never answers (the 15 s timeout ends each attempt),
- *    starting from the steady state of a fleet that has run for a while (see subscribeFleet).
- *    The figure is the ratio of the two poll rates. A third run, with the subscribers but no
- *    dispatcher in the server, shows what queueing alone costs the poll.
+ * 2. Poll throughput with status events: a fleet of 2 × --okms OKMs, half of them with two
+ *    subscriber URLs (one that answers 204, one that never answers: the 15 s timeout ends
+ *    each attempt), in the steady state of a fleet that has run for a while (see
+ *    subscribeFleet), half with none. `keyfleet serve` (its own dispatcher running) under the
+ *    config-poll load of bench/poll.ts, in --rounds pairs of runs: polls of the OKMs without
+ *    subscribers, then of those with them. The figure is the median of the pairs' ratios
+ *    (each pair sees the same machine). The same rounds on a server without its dispatcher
+ *    show what queueing alone costs the poll.
  *
  *   npx tsx bench/events.ts [--sqlite] [--postgres] [--events 20000] [--okms 100000]
- *                           [--duration 10] [--connections 100] [--cpu-prof DIR]
+ *                           [--rounds 3] [--duration 10] [--connections 100] [--cpu-prof DIR]
  *
  * --cpu-prof profiles the server of the run with subscribers and its dispatcher.
  */
@@ -20,7 +22,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Db } from '../src/db/database.ts';
-import { queueStatusEvents } from '../src/webhooks/queue-repository.ts';
 import { requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {
   BENCH_OPTIONS,
@@ -44,12 +45,14 @@ const { values: options } = parseArgs({
     ...BENCH_OPTIONS,
     events: { type: 'string', default: '20000' },
     okms: { type: 'string', default: '100000' },
+    rounds: { type: 'string', default: '3' },
     'cpu-prof': { type: 'string' },
   },
 });
 const EVENT_COUNT = Number(options.events);
 const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);
+const ROUNDS = Number(options.rounds);
 const CONNECTIONS = Number(options.connections);
 
 /** Two receivers in one child process: PORT answers 204 and counts (GET /count), HANGING_PORT never answers. */
@@ -96,12 +99,13 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSe
       { command: (metricsPort) => ['dispatch', '--metrics-port', String(metricsPort)], readyPath: '/metrics' },
     );
     try {
+      // As EVENT_COUNT polls of OKMs subscribed to the receiver would leave them: marked, for the dispatcher to fan out and deliver.
       const started = await withDb(env, async (db) => {
         const now = Date.now();
-        await db.updateTable('okms').set({ last_sync_time: now, last_ip: '192.0.2.1', firmware_version: '2.10.0' }).execute();
-        await db.transaction().execute(async (tx) => {
-          for (let index = 0; index < EVENT_COUNT; index++) await queueStatusEvents(tx, serialOf(index), [receivers.url], now);
-        });
+        await db
+          .updateTable('okms')
+          .set({ status_urls: JSON.stringify([receivers.url]), last_sync_time: now, last_ip: '192.0.2.1', firmware_version: '2.10.0', status_queued_at: now })
+          .execute();
         return Date.now();
       });
       let received = 0;
@@ -122,13 +126,17 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSe
 const ROWS_PER_INSERT = 500;
 
 /**
- * Subscribes every OKM to both receivers, in the state a running fleet is in: the last status
- * delivered to the answering receiver, and one pending for the hanging one, its next retry
- * minutes away (the schedule's second step).
+ * Subscribes the first OKM_COUNT OKMs to both receivers (the rest have none), in the
+ * state a running fleet is in: the last status delivered to the answering receiver, and one
+ * pending for the hanging one, its next retry minutes away (the schedule's second step).
  */
 async function subscribeFleet(db: Db, receivers: Receivers): Promise<void> {
   const now = Date.now();
-  await db.updateTable('okms').set({ status_urls: JSON.stringify([receivers.url, receivers.hangingUrl]), last_sync_time: now, last_ip: '192.0.2.1' }).execute();
+  await db
+    .updateTable('okms')
+    .set({ status_urls: JSON.stringify([receivers.url, receivers.hangingUrl]), last_sync_time: now, last_ip: '192.0.2.1' })
+    .where('serial_number', '<', serialOf(OKM_COUNT))
+    .execute();
   await db.transaction().execute(async (tx) => {
     for (let start = 0; start < OKM_COUNT; start += ROWS_PER_INSERT) {
       const serials = Array.from({ length: Math.min(ROWS_PER_INSERT, OKM_COUNT - start) }, (_, offset) => serialOf(start + offset));
@@ -145,33 +153,77 @@ async function subscribeFleet(db: Db, receivers: Receivers): Promise<void> {
   });
 }
 
-interface PollRates {
+/**
+ * Back to the steady state of subscribeFleet, undoing what a round's polls queued (and the
+ * dispatcher's backlog). The bulk updates may deadlock with the server's fan-out on
+ * PostgreSQL (they lock rows in another order, which no keyfleet transaction does): tried again.
+ */
+async function resetQueue(db: Db, receivers: Receivers): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.transaction().execute(async (tx) => {
+        const now = Date.now();
+        const unclaimed = { claim_token: null, claimed_until: null };
+        await tx.updateTable('okms').set({ status_queued_at: null }).where('status_queued_at', 'is not', null).execute();
+        await tx.updateTable('status_events').set({ ...unclaimed, state: 'delivered', attempts: 0, next_attempt_at: now, delivered_at: now }).where('url', '=', receivers.url).execute();
+        await tx.updateTable('status_events').set({ ...unclaimed, state: 'pending', attempts: 2, next_attempt_at: now + 300_000 }).where('url', '=', receivers.hangingUrl).execute();
+      });
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '40P01' || attempt === 5) throw error;
+    }
+  }
+}
+
+interface Round {
   without: Figures;
   with: Figures;
-  /** With the subscribers, but no dispatcher in the server: the cost of queueing alone. */
-  queueingOnly: Figures;
   delivered: number;
 }
 
-async function pollRates({ name: kind, env }: BenchDatabase): Promise<PollRates> {
-  await seedFleet(env, OKM_COUNT);
+const sum = (rounds: Round[], of: (figures: Figures) => number) => rounds.reduce((total, round) => total + of(round.without) + of(round.with), 0);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const ratioOf = (round: Round) => round.with.requestsPerSecond / round.without.requestsPerSecond;
+
+/**
+ * ROUNDS pairs of runs on one server: polls of OKMs without subscribers, then of OKMs with
+ * them, then the queue is reset. Pairs taken a few seconds apart see the same machine.
+ */
+async function alternatingRounds(database: BenchDatabase, receivers: Receivers, label: string, extraEnv: Record<string, string> = {}, cpuProfileDir?: string): Promise<Round[]> {
+  const { port, child: server } = await startKeyfleet({ ...database.env, ...WEBHOOK_ENV, ...extraEnv }, { cpuProfileDir });
+  const load = (firstIndex: number) => pathsLoad(requestPaths('/api/v1/config', OKM_COUNT, firstIndex), CONNECTIONS, DURATION_S);
+  const rounds: Round[] = [];
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const without = await measure(`keyfleet ${database.name}, no subscribers`, port, load(OKM_COUNT), { server });
+      const deliveredBefore = await receivers.received();
+      const withEvents = await measure(`keyfleet ${database.name}, ${label}`, port, load(0), { server });
+      rounds.push({ without, with: withEvents, delivered: (await receivers.received()) - deliveredBefore });
+      console.log(`${database.name}, ${label}, round ${round}: ${Math.round(without.requestsPerSecond)} → ${Math.round(withEvents.requestsPerSecond)} polls/s, ratio ${ratioOf(rounds.at(-1)!).toFixed(2)}`);
+      await withDb(database.env, (db) => resetQueue(db, receivers));
+    }
+  } finally {
+    await stop(server);
+  }
+  return rounds;
+}
+
+interface PollRates {
+  /** The server with its dispatcher, subscribers 2 per OKM (1 hanging). */
+  inServer: Round[];
+  /** With the subscribers, but no dispatcher in the server: the cost of queueing alone. */
+  queueingOnly: Round[];
+}
+
+async function pollRates(database: BenchDatabase): Promise<PollRates> {
+  await seedFleet(database.env, 2 * OKM_COUNT);
   const receivers = await startReceivers();
   try {
-    const run = async (target: string, extraEnv: Record<string, string> = {}, cpuProfileDir?: string) => {
-      const { port, child: server } = await startKeyfleet({ ...env, ...WEBHOOK_ENV, ...extraEnv }, { cpuProfileDir });
-      try {
-        return await measure(target, port, pathsLoad(requestPaths('/api/v1/config', OKM_COUNT), CONNECTIONS, DURATION_S));
-      } finally {
-        await stop(server);
-      }
-    };
-    const without = await run(`keyfleet ${kind}, no subscribers`);
-    await withDb(env, (db) => subscribeFleet(db, receivers));
-    const queueingOnly = await run(`keyfleet ${kind}, 2 subscribers per OKM, no dispatcher`, { WEBHOOK_DISPATCH_IN_SERVER: 'false' });
-    const deliveredBefore = await receivers.received();
-    const profileDir = options['cpu-prof'] && path.join(options['cpu-prof'], kind);
-    const withEvents = await run(`keyfleet ${kind}, 2 subscribers per OKM (1 hanging)`, {}, profileDir);
-    return { without, with: withEvents, queueingOnly, delivered: (await receivers.received()) - deliveredBefore };
+    await withDb(database.env, (db) => subscribeFleet(db, receivers));
+    const profileDir = options['cpu-prof'] && path.join(options['cpu-prof'], database.name);
+    const inServer = await alternatingRounds(database, receivers, '2 subscribers per OKM (1 hanging)', {}, profileDir);
+    const queueingOnly = await alternatingRounds(database, receivers, '2 subscribers per OKM, no dispatcher', { WEBHOOK_DISPATCH_IN_SERVER: 'false' });
+    return { inServer, queueingOnly };
   } finally {
     await receivers.stop();
   }
@@ -184,19 +236,23 @@ async function main(): Promise<void> {
     const rate = await deliveryRate(database);
     // The poll runs start from a fresh database of the same kind.
     const polls = await withFreshDatabase(database.name, pollRates);
+    const { inServer, queueingOnly } = polls;
+    const ratios = inServer.map(ratioOf);
+    const cpu = (figures: Figures[]) => Math.round(median(figures.map((entry) => entry.cpuMicrosPerRequest ?? Number.NaN)));
     rows.push({
       database: database.name,
       'events delivered/s': Math.round(rate.perSecond),
-      'polls/s, no subscribers': Math.round(polls.without.requestsPerSecond),
-      'polls/s, 2 subscribers (1 hanging)': Math.round(polls.with.requestsPerSecond),
-      ratio: (polls.with.requestsPerSecond / polls.without.requestsPerSecond).toFixed(2),
-      'ratio, queueing only': (polls.queueingOnly.requestsPerSecond / polls.without.requestsPerSecond).toFixed(2),
-      'p99 ms without / with': `${polls.without.p99} / ${polls.with.p99}`,
-      'delivered during the poll run': polls.delivered,
-      'non-2xx / errors': `${polls.without.non2xx + polls.with.non2xx} / ${polls.without.errors + polls.with.errors}`,
+      'polls/s, no subscribers': Math.round(median(inServer.map((round) => round.without.requestsPerSecond))),
+      'polls/s, 2 subscribers (1 hanging)': Math.round(median(inServer.map((round) => round.with.requestsPerSecond))),
+      'ratio (median of rounds)': `${median(ratios).toFixed(2)} (${ratios.map((ratio) => ratio.toFixed(2)).join(' ')})`,
+      'ratio, queueing only': median(queueingOnly.map(ratioOf)).toFixed(2),
+      'server CPU µs/poll without / with': `${cpu(inServer.map((round) => round.without))} / ${cpu(inServer.map((round) => round.with))}`,
+      'p99 ms without / with': `${median(inServer.map((round) => round.without.p99))} / ${median(inServer.map((round) => round.with.p99))}`,
+      'delivered per round': Math.round(median(inServer.map((round) => round.delivered))),
+      'non-2xx / errors': `${sum(inServer, (figures) => figures.non2xx)} / ${sum(inServer, (figures) => figures.errors)}`,
     });
   });
-  console.log(`\n${EVENT_COUNT} events; polls: ${CONNECTIONS} connections, ${DURATION_S} s after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs; ${os.cpus().length} CPUs`);
+  console.log(`\n${EVENT_COUNT} events; polls: ${ROUNDS} rounds, ${CONNECTIONS} connections, ${DURATION_S} s after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs with subscribers and as many without; ${os.cpus().length} CPUs`);
   console.table(rows);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -73,11 +73,14 @@ export const MIX: { share: number; name: string; change: (parameters: Record<str
 
 const PATH_COUNT = 50_000;
 
-/** Request paths for random serials among the first `okmCount`, made just before a run so that kasDateTime is current. */
-export function requestPaths(configPath: string, okmCount: number): string[] {
+/**
+ * Request paths for random serials among `okmCount` from `firstIndex` on, made just before a
+ * run so that kasDateTime is current.
+ */
+export function requestPaths(configPath: string, okmCount: number, firstIndex = 0): string[] {
   const now = Date.now();
   return Array.from({ length: PATH_COUNT }, () => {
-    const index = Math.floor(Math.random() * okmCount);
+    const index = firstIndex + Math.floor(Math.random() * okmCount);
     const parameters = inSyncParameters(TEMPLATES[index % TEMPLATES.length]!, now);
     let pick = Math.random();
     const kind = MIX.find((entry) => (pick -= entry.share) < 0) ?? MIX[0]!;

@@ -221,6 +221,8 @@ export interface Figures {
   p99: number;
   non2xx: number;
   errors: number;
+  /** CPU time (user + system, all threads) the server process spent per request answered. */
+  cpuMicrosPerRequest?: number;
 }
 
 export interface Load {
@@ -245,10 +247,28 @@ function run(port: number, load: Load, seconds: number) {
   });
 }
 
+/** USER_HZ: the unit of /proc's CPU times, 100 on every Linux. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSecondsOf(pid: number): number {
+  // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+export interface MeasureOptions {
+  warmUpSeconds?: number;
+  /** The server's process: its CPU time per request is reported too. */
+  server?: ChildProcess;
+}
+
 /** Figures of `load` after a warm-up run of the same load. */
-export async function measure(target: string, port: number, load: Load, warmUpSeconds = WARM_UP_S): Promise<Figures> {
+export async function measure(target: string, port: number, load: Load, { warmUpSeconds = WARM_UP_S, server }: MeasureOptions = {}): Promise<Figures> {
   if (warmUpSeconds > 0) await run(port, load, warmUpSeconds);
+  const cpuBefore = server?.pid === undefined ? undefined : cpuSecondsOf(server.pid);
   const result = await run(port, load, load.seconds);
+  const answered = result.requests.total;
   return {
     target,
     requestsPerSecond: result.requests.average,
@@ -256,6 +276,7 @@ export async function measure(target: string, port: number, load: Load, warmUpSe
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
+    ...(cpuBefore !== undefined && answered > 0 && { cpuMicrosPerRequest: ((cpuSecondsOf(server!.pid!) - cpuBefore) * 1e6) / answered }),
   };
 }
 
@@ -272,6 +293,7 @@ export function printFigures(figures: Figures[], bareOf: (entry: Figures) => Fig
         'ratio to bare': bare ? (entry.requestsPerSecond / bare.requestsPerSecond).toFixed(2) : '',
         'non-2xx': entry.non2xx,
         errors: entry.errors,
+        ...(entry.cpuMicrosPerRequest !== undefined && { 'server CPU µs/req': Math.round(entry.cpuMicrosPerRequest) }),
       };
     }),
   );

@@ -69,6 +69,8 @@ export interface OkmsTable {
   /** Lowercase hex SHA-256 of the OKM's device token; null: none issued. */
   device_token_hash: string | null;
   device_token_issued_at: number | null;
+  /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
+  status_queued_at: number | null;
   created_at: number;
   updated_at: number;
 }

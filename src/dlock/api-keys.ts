@@ -32,9 +32,12 @@ export interface ApiKeyOwner {
   customer: string;
 }
 
-type ApiKeyRow = Pick<ApiKeysTable, 'id' | 'customer_id' | 'secret_hash' | 'last_used_at' | 'revoked_at'> & { customer: string };
+export type ApiKeyRow = Pick<ApiKeysTable, 'id' | 'customer_id' | 'secret_hash' | 'last_used_at' | 'revoked_at'> & { customer: string };
 
-export type ApiKeyCheck = { ok: true; owner: ApiKeyOwner } | { ok: false; reason: 'malformed' | 'invalid' };
+/** Reads the row of a key id; a route may read what it needs in the same statement (see selectApiKey). */
+export type ApiKeyLookup<Row extends ApiKeyRow> = (keyId: string) => Promise<Row | undefined>;
+
+export type ApiKeyCheck<Row extends ApiKeyRow = ApiKeyRow> = { ok: true; owner: ApiKeyOwner; row: Row } | { ok: false; reason: 'malformed' | 'invalid' };
 
 export async function createApiKey(db: Db, request: { customer: string; label?: string | undefined }): Promise<CreatedApiKey> {
   const label = request.label ?? null;
@@ -62,22 +65,34 @@ export async function revokeApiKey(db: Db, id: string): Promise<{ id: string; re
   return { id: row.id, revokedAt: Number(row.revoked_at) };
 }
 
-const apiKeyQuery = precompiledQuery<ApiKeyRow, [string]>(1, (db, [id]) =>
+/** The ApiKeyRow of a key id, as a query that callers may join more tables to. */
+export const selectApiKey = (db: Db, id: string) =>
   db
     .selectFrom('api_keys')
     .innerJoin('customers', 'customers.id', 'api_keys.customer_id')
     .select(['api_keys.id', 'api_keys.customer_id', 'customers.name as customer', 'api_keys.secret_hash', 'api_keys.last_used_at', 'api_keys.revoked_at'])
-    .where('api_keys.id', '=', id as string),
-);
+    .where('api_keys.id', '=', id);
+
+const apiKeyQuery = precompiledQuery<ApiKeyRow, [string]>(1, (db, [id]) => selectApiKey(db, id as string));
+
+export const findApiKey =
+  (db: Db): ApiKeyLookup<ApiKeyRow> =>
+  async (id) =>
+    (await apiKeyQuery(db, id)).rows[0];
 
 /**
  * Checks a presented key: the id finds the row, the hashes are compared in constant time,
  * revoked keys fail. Records the last use, at most once per LAST_USED_RESOLUTION_MS.
  */
-export async function checkApiKey(db: Db, presented: string, now = Date.now()): Promise<ApiKeyCheck> {
+export async function checkApiKey<Row extends ApiKeyRow = ApiKeyRow>(
+  db: Db,
+  presented: string,
+  now = Date.now(),
+  lookup: ApiKeyLookup<Row> = findApiKey(db) as ApiKeyLookup<Row>,
+): Promise<ApiKeyCheck<Row>> {
   const match = API_KEY.exec(presented);
   if (!match) return { ok: false, reason: 'malformed' };
-  const [row] = (await apiKeyQuery(db, match[1]!)).rows;
+  const row = await lookup(match[1]!);
   if (!matchesTokenHash(presented, row?.secret_hash) || !row || row.revoked_at !== null) return { ok: false, reason: 'invalid' };
 
   const lastUsed = row.last_used_at === null ? null : Number(row.last_used_at);
@@ -90,5 +105,5 @@ export async function checkApiKey(db: Db, presented: string, now = Date.now()): 
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - LAST_USED_RESOLUTION_MS)]))
       .execute();
   }
-  return { ok: true, owner: { keyId: row.id, customerId: row.customer_id, customer: row.customer } };
+  return { ok: true, owner: { keyId: row.id, customerId: row.customer_id, customer: row.customer }, row };
 }

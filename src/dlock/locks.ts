@@ -4,7 +4,7 @@ import { HttpError, badRequest, notFound } from '../http/errors.ts';
 import { findIntermediate, intermediateSigningKey } from '../pki/intermediates.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
-import type { ApiKeyOwner } from './api-keys.ts';
+import { selectApiKey, type ApiKeyLookup, type ApiKeyOwner, type ApiKeyRow } from './api-keys.ts';
 import { deriveLockKey, issueKeyCertificate, type KeyCertificate } from './key-certificate.ts';
 
 export const CERTIFICATE_FORBIDDEN = 'Certificate not found for this customer';
@@ -62,9 +62,23 @@ const insertLockQuery = precompiledQuery<{ serial_no: string }, [string, number,
       .returning('serial_no'),
 );
 
-const lockQuery = precompiledQuery<{ certificate_json: string; key_sealed: string }, [string, number]>(2, (db, [serialNo, customerId]) =>
-  db.selectFrom('dlocks').select(['certificate_json', 'key_sealed']).where('serial_no', '=', serialNo as string).where('customer_id', '=', customerId as number),
+/** An API key's row with the key's customer's lock of one serial number (null columns when there is none). */
+export type ApiKeyWithLockRow = ApiKeyRow & { certificate_json: string | null; key_sealed: string | null };
+
+const apiKeyWithLockQuery = precompiledQuery<ApiKeyWithLockRow, [string, string]>(2, (db, [keyId, serialNo]) =>
+  selectApiKey(db, keyId as string)
+    .leftJoin('dlocks', (join) => join.on('dlocks.serial_no', '=', serialNo as string).onRef('dlocks.customer_id', '=', 'api_keys.customer_id'))
+    .select(['dlocks.certificate_json', 'dlocks.key_sealed']),
 );
+
+/**
+ * The API-key lookup of a lock fetch: the key and the caller's lock in one statement (a fetch
+ * is the DLock call a fleet makes most, and each statement costs a read transaction).
+ */
+export const findApiKeyWithLock =
+  (db: Db, serialNo: string): ApiKeyLookup<ApiKeyWithLockRow> =>
+  async (keyId) =>
+    (await apiKeyWithLockQuery(db, keyId, serialNo)).rows[0];
 
 /**
  * Enrols a lock: derives its key, issues the key certificate and stores it. The serial number
@@ -98,12 +112,11 @@ export async function registerLock(context: LockContext, owner: ApiKeyOwner, req
   return certificate;
 }
 
-/** The stored key certificate of one of the caller's locks, with its key unsealed; else 404. */
-export async function findLock(context: Pick<LockContext, 'db' | 'masterKey'>, owner: ApiKeyOwner, serialNo: string): Promise<KeyCertificate> {
-  const [row] = (await lockQuery(context.db, serialNo, owner.customerId)).rows;
-  if (!row) throw notFound(LOCK_NOT_FOUND);
+/** The stored key certificate of the lock read with the caller's key (findApiKeyWithLock), its key unsealed; else 404. */
+export function lockCertificate(masterKey: Buffer, serialNo: string, row: ApiKeyWithLockRow): KeyCertificate {
+  if (row.certificate_json === null || row.key_sealed === null) throw notFound(LOCK_NOT_FOUND);
   const stored = JSON.parse(row.certificate_json) as Omit<KeyCertificate, 'key'>;
-  const key = open(context.masterKey, row.key_sealed, lockKeyAssociatedData(serialNo)).toString('base64');
+  const key = open(masterKey, row.key_sealed, lockKeyAssociatedData(serialNo)).toString('base64');
   return { type: stored.type, issuer: stored.issuer, valid: stored.valid, expires: stored.expires, data: stored.data, key, signature: stored.signature };
 }
 

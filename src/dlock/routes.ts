@@ -4,9 +4,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { methodNotAllowed } from '../http/errors.ts';
 import { FreeText } from '../http/schemas.ts';
 import { CERTIFICATE_NAME_PATTERN, exportChain } from '../pki/intermediates.ts';
-import { requireApiKey } from './api-key-auth.ts';
+import { requireApiKey, requireApiKeyReading } from './api-key-auth.ts';
 import { ensureDeploymentSecret, toBase64Form, type KeyCertificate } from './key-certificate.ts';
-import { deleteLock, findLock, ownIntermediate, registerLock, type LockContext } from './locks.ts';
+import { deleteLock, findApiKeyWithLock, lockCertificate, ownIntermediate, registerLock, type ApiKeyWithLockRow, type LockContext } from './locks.ts';
 
 export const SERIAL_NO_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
 export const ENROLMENT_CODE_PATTERN = '^(?:[0-9A-Fa-f]{2}){8,256}$';
@@ -34,6 +34,8 @@ const refuseMethod = (allow: string) => async (request: FastifyRequest) => {
   throw methodNotAllowed(`Method ${request.method} not allowed`, allow);
 };
 
+const requireKeyAndLock = requireApiKeyReading((request) => findApiKeyWithLock(request.server.db, (request.params as { serial: string }).serial));
+
 const keyResponse = (reply: FastifyReply, msg: string, certificate: KeyCertificate, base64: boolean) =>
   reply
     .type('application/json; charset=utf-8')
@@ -59,9 +61,9 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { serial: string }; Querystring: { base64?: boolean } }>(
     '/v1/dlock/:serial',
-    { config: DLOCK, preHandler: requireApiKey, schema: { querystring: FetchQuery } },
+    { config: DLOCK, preHandler: requireKeyAndLock, schema: { querystring: FetchQuery } },
     async (request, reply) => {
-      const certificate = await findLock(context, request.apiKeyOwner!, request.params.serial);
+      const certificate = lockCertificate(context.masterKey, request.params.serial, request.apiKeyRow as ApiKeyWithLockRow);
       return keyResponse(reply, 'DLock fetched successfully', certificate, request.query.base64 === true);
     },
   );

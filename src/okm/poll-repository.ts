@@ -8,6 +8,9 @@ import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
 
+/** okms.status_urls of an OKM without subscribers. */
+export const NO_STATUS_URLS = '[]';
+
 /** What one poll writes on the OKM's row. */
 export interface PollObservation {
   now: number;
@@ -47,6 +50,14 @@ const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, 
         firmware_version: firmwareVersion as string | null,
         reported: reported as string,
         install_code: eb.fn.coalesce(eb.val(installCode as string | null), eb.ref('install_code')),
+        // Queues the status for the OKM's subscribers (SPEC §6) in the poll's own row; the
+        // dispatcher fans it out. A mark already there stays: its fan-out reads the newest status.
+        status_queued_at: eb
+          .case()
+          .when('status_urls', '=', NO_STATUS_URLS)
+          .then(null)
+          .else(eb.fn.coalesce(eb.ref('status_queued_at'), eb.val(now as number)))
+          .end(),
       }))
       .where('serial_number', '=', serialNumber as string)
       .returning((eb) => [

@@ -4,12 +4,11 @@ import type { Db } from '../db/database.ts';
 import { createWriteBatcher, type BatchScope, type WriteGrouping } from '../db/write-batcher.ts';
 import { downloadUrl, findRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import { queueStatusEvents } from '../webhooks/queue-repository.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
 import { recordPendingCall } from './pending-repository.ts';
-import { enrolOkm, fleetLatestReleasesForPoll, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import { NO_STATUS_URLS, enrolOkm, fleetLatestReleasesForPoll, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
@@ -145,14 +144,9 @@ type Decision =
   | { kind: 'pending' }
   | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction; statusEventsQueued: number };
 
-const NO_STATUS_URLS = '[]';
-
-/** Queues the poll's status event for each subscriber URL (SPEC §6), in the poll's transaction. */
-async function queueStatus(db: Db, serialNumber: string, row: PolledOkmRow, observation: PollObservation): Promise<number> {
-  if (row.status_urls === NO_STATUS_URLS) return 0;
-  const urls = JSON.parse(row.status_urls) as string[];
-  if (urls.length > 0) await queueStatusEvents(db, serialNumber, urls, observation.now);
-  return urls.length;
+/** How many subscribers the poll's status was queued for: recordPoll marked the OKM (SPEC §6). */
+function statusEventsQueuedBy(row: PolledOkmRow): number {
+  return row.status_urls === NO_STATUS_URLS ? 0 : (JSON.parse(row.status_urls) as string[]).length;
 }
 
 /**
@@ -166,10 +160,10 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
   const row = await recordCall(db, request.serialNumber, observation, settings.okmAutoEnrol);
   if (row === 'enrolled' || row === 'pending') return { kind: row };
 
-  const [releases, message, statusEventsQueued] = await Promise.all([
+  const statusEventsQueued = statusEventsQueuedBy(row);
+  const [releases, message] = await Promise.all([
     effectiveReleases(db, row, scope),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
-    queueStatus(db, request.serialNumber, row, observation),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
   const desired = desiredState(row, releases, pendingMessage, settings, request.now);

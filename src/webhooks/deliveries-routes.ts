@@ -31,7 +31,14 @@ const Failure = Type.Object({
   next_attempt_at: NullableTime,
 });
 
-const DeliveryLogView = Type.Object({ subscriptions: Type.Array(Subscription), failures: Type.Array(Failure) });
+const DeliveryLogView = Type.Object({
+  queued_at: Nullable({
+    ...IsoTime,
+    description: 'when a poll queued the newest status that the dispatcher has not yet passed on to the subscriptions (they then become pending); null: none waiting',
+  }),
+  subscriptions: Type.Array(Subscription),
+  failures: Type.Array(Failure),
+});
 type DeliveryLogView = Static<typeof DeliveryLogView>;
 
 const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
@@ -52,6 +59,7 @@ const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
       const log = await deliveryLog(app.db, serial);
       const data: DeliveryLogView = {
+        queued_at: iso(log.queuedAt),
         subscriptions: log.subscriptions.map((row) => ({
           url: row.url,
           state: row.state,

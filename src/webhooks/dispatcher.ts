@@ -8,6 +8,7 @@ import { postStatusEvent, type AttemptResult, type StatusEvent } from './deliver
 import type { StatusEventMetrics } from './metrics.ts';
 import {
   claimDueEvents,
+  fanOutQueuedStatuses,
   hostsWithPendingEvents,
   pruneDeliveryFailures,
   recordAttempts,
@@ -66,6 +67,8 @@ const HOSTS_REFRESH_MS = 100;
  * for a slot), so that claims come in batches rather than one per finished delivery.
  */
 const HOST_BACKLOG_FACTOR = 4;
+/** OKMs whose queued status one fan-out passes on to their subscriptions (see fanOutQueuedStatuses). */
+const FAN_OUT_BATCH = 500;
 /** A claim outlives the longest wait and attempt by this much before another dispatcher may take the row. */
 const CLAIM_MARGIN_MS = 15_000;
 /** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
@@ -102,6 +105,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let pumping = false;
   let pumpScheduled = false;
   let mayHaveDueWork = true;
+  /** The last fan-out took all it was allowed: more OKMs may be waiting for theirs. */
+  let mayHaveMoreToFanOut = false;
   /** Hosts with pending events and when each has one due; read every HOSTS_REFRESH_MS. */
   let hosts: { host: string; firstDueAt: number }[] = [];
   let hostsReadAt = 0;
@@ -223,15 +228,25 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   /**
-   * Claims due events for each host whose lane has room, at most what the lane may hold, and
-   * starts them; sleeps until the idle check when nothing more is due.
+   * Passes the statuses that polls queued on to their subscriptions, then claims due events
+   * for each host whose lane has room, at most what the lane may hold, and starts them; sleeps
+   * until the idle check when nothing more is due. A busy server fans out a lane-full at a time.
    */
   async function pump(): Promise<void> {
     if (pumping || stopping) return;
     pumping = true;
     try {
+      const fanOutLimit = serverBusy() ? perHost : FAN_OUT_BATCH;
+      let fannedOut = 0;
+      try {
+        fannedOut = await fanOutQueuedStatuses(db, dialect, fanOutLimit);
+      } catch (error) {
+        // The marks stay for the next pass; the rows already pending are still delivered.
+        log.error({ err: error }, 'could not fan out queued status events');
+      }
+      mayHaveMoreToFanOut = fannedOut === fanOutLimit;
       let now = Date.now();
-      if (now - hostsReadAt >= HOSTS_REFRESH_MS) {
+      if (fannedOut > 0 || now - hostsReadAt >= HOSTS_REFRESH_MS) {
         hosts = await hostsWithPendingEvents(db);
         hostsReadAt = now = Date.now();
       }
@@ -267,8 +282,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       mayHaveDueWork = false;
     } finally {
       pumping = false;
+      if (mayHaveMoreToFanOut && !stopping && !serverBusy()) schedulePump();
       // Other processes queue events too, and retries fall due: look again after a while in any case.
-      if (!stopping) {
+      else if (!stopping) {
         clearTimeout(idleTimer);
         idleTimer = setTimeout(() => {
           hostsReadAt = 0;

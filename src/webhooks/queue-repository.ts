@@ -20,21 +20,21 @@ function hostOf(url: string): string {
   return host;
 }
 
-const SHARED_ARGS = 2;
-const ARGS_PER_URL = 2;
+const ARGS_PER_ROW = 4;
+/** Rows per statement, so that the statements built for each row count stay few. */
+const MAX_ROWS_PER_STATEMENT = 128;
 
 /**
- * The upsert of one poll's events, one row per URL: a new row is pending and due at once; a
+ * The upsert of status events, one row per OKM and URL: a new row is pending and due at once; a
  * delivered or failed row becomes pending again, due at once; a pending row is left as it
  * is (its next attempt will send the status as it is then, the newest); a URL that answered
  * 410 stays stopped. A left row is not written at all, so a subscriber that is down or slow
- * costs its polls nothing. Built once per number of URLs.
+ * costs its polls nothing. Built once per number of rows.
  */
-function buildQueueQuery(urlCount: number) {
-  return precompiledQuery<never, unknown[]>(SHARED_ARGS + ARGS_PER_URL * urlCount, (db, args) => {
-    const [serial, now] = args;
-    const rows = Array.from({ length: urlCount }, (_, index) => {
-      const [url, host] = args.slice(SHARED_ARGS + ARGS_PER_URL * index);
+function buildQueueQuery(rowCount: number) {
+  return precompiledQuery<never, unknown[]>(ARGS_PER_ROW * rowCount, (db, args) => {
+    const rows = Array.from({ length: rowCount }, (_, index) => {
+      const [serial, url, host, now] = args.slice(ARGS_PER_ROW * index);
       return { okm_serial: serial as string, url: url as string, host: host as string, state: 'pending' as const, attempts: 0, next_attempt_at: now as number };
     });
     return db
@@ -51,14 +51,59 @@ function buildQueueQuery(urlCount: number) {
 
 const queueQueries = new Map<number, ReturnType<typeof buildQueueQuery>>();
 
-/** Queues the poll's status for each URL (inside the poll's transaction, after the OKM's row is updated). */
-export async function queueStatusEvents(db: Db, serialNumber: string, urls: readonly string[], now: number): Promise<void> {
-  let query = queueQueries.get(urls.length);
-  if (!query) {
-    query = buildQueueQuery(urls.length);
-    queueQueries.set(urls.length, query);
+interface StatusToQueue {
+  serialNumber: string;
+  url: string;
+  /** The row is due then. */
+  now: number;
+}
+
+/**
+ * Queues status events, the rows of many OKMs in one statement. An OKM and URL listed twice is
+ * queued once, due at the first one's time (a statement may not upsert one row twice).
+ */
+async function queueStatusEvents(db: Db, events: readonly StatusToQueue[]): Promise<void> {
+  const unique = new Map<string, StatusToQueue>();
+  for (const event of events) {
+    const key = `${event.serialNumber}\n${event.url}`;
+    if (!unique.has(key)) unique.set(key, event);
   }
-  await query(db, serialNumber, now, ...urls.flatMap((url) => [url, hostOf(url)]));
+  const rows = [...unique.values()];
+  for (let start = 0; start < rows.length; start += MAX_ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(start, start + MAX_ROWS_PER_STATEMENT);
+    let query = queueQueries.get(chunk.length);
+    if (!query) {
+      query = buildQueueQuery(chunk.length);
+      queueQueries.set(chunk.length, query);
+    }
+    await query(db, ...chunk.flatMap(({ serialNumber, url, now }) => [serialNumber, url, hostOf(url), now]));
+  }
+}
+
+/**
+ * Fans out the statuses that polls queued on their OKMs' rows (okms.status_queued_at): one
+ * queue row per subscriber URL (queueStatusEvents), the marks cleared in the same
+ * transaction, oldest mark first, up to `limit` OKMs. A crash before the commit leaves the
+ * marks. On PostgreSQL, OKMs another transaction holds (a batch of polls, another
+ * dispatcher's fan-out) are skipped. Returns how many OKMs were fanned out.
+ */
+export async function fanOutQueuedStatuses(db: Db, dialect: DialectStrategy, limit: number, now = Date.now()): Promise<number> {
+  return db.transaction().execute(async (tx) => {
+    // Losing this commit in a crash loses the cleared marks and the rows together: consistent.
+    await dialect.relaxCommitDurability(tx);
+    const marked = tx.selectFrom('okms').select('serial_number').where('status_queued_at', 'is not', null).orderBy('status_queued_at').limit(limit);
+    const taken = await tx
+      .updateTable('okms')
+      .set({ status_queued_at: null })
+      .where('serial_number', 'in', dialect.skipRowsClaimedByOthers(marked))
+      .returning(['serial_number', 'status_urls'])
+      .execute();
+    await queueStatusEvents(
+      tx,
+      taken.flatMap((okm) => (JSON.parse(okm.status_urls) as string[]).map((url) => ({ serialNumber: okm.serial_number, url, now }))),
+    );
+    return taken.length;
+  });
 }
 
 /** Drops the queue rows (and so the 410 stops) of URLs an OKM no longer lists. */
@@ -287,10 +332,18 @@ async function recordAttempt(db: Db, { event, token, attemptedAt, outcome }: Att
     .execute();
 }
 
-/** Status events waiting to be delivered, over all OKMs. */
+/**
+ * Status events waiting to be delivered, over all OKMs: the pending queue rows, and one for each
+ * OKM whose newest status is queued but not fanned out yet.
+ */
 export async function countPendingEvents(db: Db): Promise<number> {
-  const row = await db.selectFrom('status_events').select((eb) => eb.fn.countAll<number>().as('count')).where('state', '=', PENDING).executeTakeFirstOrThrow();
-  return Number(row.count);
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb.selectFrom('status_events').select((count) => count.fn.countAll<number>().as('count')).where('state', '=', PENDING).as('rows'),
+      eb.selectFrom('okms').select((count) => count.fn.countAll<number>().as('count')).where('status_queued_at', 'is not', null).as('marks'),
+    ])
+    .executeTakeFirstOrThrow();
+  return Number(row.rows) + Number(row.marks);
 }
 
 /** Removes delivery-log entries older than `before`. */
@@ -301,13 +354,16 @@ export async function pruneDeliveryFailures(db: Db, before: number): Promise<voi
 const DELIVERY_LOG_FAILURES = 100;
 
 export interface DeliveryLog {
+  /** When a poll queued the OKM's newest status, while the dispatcher has not fanned it out to the subscriptions. */
+  queuedAt: number | null;
   subscriptions: Selectable<StatusEventsTable>[];
   failures: Selectable<StatusDeliveryFailuresTable>[];
 }
 
-/** An OKM's queue rows (one per URL) and its newest failed attempts. */
+/** An OKM's queue rows (one per URL), its status not fanned out yet, and its newest failed attempts. */
 export async function deliveryLog(db: Db, serialNumber: string): Promise<DeliveryLog> {
-  const [subscriptions, failures] = await Promise.all([
+  const [okm, subscriptions, failures] = await Promise.all([
+    db.selectFrom('okms').select('status_queued_at').where('serial_number', '=', serialNumber).executeTakeFirst(),
     db.selectFrom('status_events').selectAll().where('okm_serial', '=', serialNumber).orderBy('url').execute(),
     db
       .selectFrom('status_delivery_failures')
@@ -317,5 +373,6 @@ export async function deliveryLog(db: Db, serialNumber: string): Promise<Deliver
       .limit(DELIVERY_LOG_FAILURES)
       .execute(),
   ]);
-  return { subscriptions, failures };
+  const queuedAt = okm?.status_queued_at ?? null;
+  return { queuedAt: queuedAt === null ? null : Number(queuedAt), subscriptions, failures };
 }

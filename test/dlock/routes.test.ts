@@ -240,6 +240,24 @@ forEachDatabase('DLock routes', (kind) => {
     assert.equal(again.json().data.key.key, first.key, 'same code and serial derive the same key');
   });
 
+  test('a lock fetched, deleted and enrolled again with another code is fetched with its new certificate, in both forms', async () => {
+    const request = body();
+    const fetch = async (query = '') => (await t.app.inject({ method: 'GET', url: `/v1/dlock/${request.serial_no}${query}`, headers: bearer(acmeKey) })).json().data.key;
+    await post(request);
+    const first = await fetch();
+    const firstBase64 = await fetch('?base64=true');
+    await t.app.inject({ method: 'DELETE', url: `/v1/dlock/${request.serial_no}`, headers: bearer(acmeKey) });
+
+    const enrolled = (await post({ ...request, enrolment_code: 'ff'.repeat(16) })).json().data.key;
+
+    const second = await fetch();
+    assert.notEqual(second.key, first.key);
+    assert.deepEqual(second, enrolled);
+    const secondBase64 = await fetch('?base64=true');
+    assert.notEqual(secondBase64, firstBase64);
+    assert.deepEqual(JSON.parse(Buffer.from(secondBase64, 'base64').toString('utf8')), enrolled);
+  });
+
   test('GET and DELETE work with the headers the seed sends on every call, Content-Type included', async () => {
     const request = body();
     assert.equal((await post(request)).statusCode, 200);

@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadActiveSigningKey } from '../../src/auth/signing-keys.ts';
-import { createApiKey } from '../../src/dlock/api-keys.ts';
+import { checkApiKey, createApiKey } from '../../src/dlock/api-keys.ts';
 import { ensureDeploymentSecret } from '../../src/dlock/key-certificate.ts';
-import { findLock } from '../../src/dlock/locks.ts';
+import { findApiKeyWithLock, lockCertificate } from '../../src/dlock/locks.ts';
 import { createIntermediate, loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { SEALED_COLUMNS, rotateMasterKey } from '../../src/secrets/rotate-master-key.ts';
@@ -18,15 +18,16 @@ import { createTestCustomer } from '../helpers/tokens.ts';
 forEachDatabase('master key rotation', (kind) => {
   let t: TestApp;
   let lockKey: string;
+  let apiKey: string;
   before(async () => {
     t = await buildTestApp(kind);
     await createTestCustomer(t, 'acme');
     await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-main' });
-    const { key } = await createApiKey(t.db, { customer: 'acme' });
+    apiKey = (await createApiKey(t.db, { customer: 'acme' })).key;
     const enrolled = await t.app.inject({
       method: 'POST',
       url: '/v1/dlock',
-      headers: { authorization: `Bearer ${key}` },
+      headers: { authorization: `Bearer ${apiKey}` },
       payload: { serial_no: 'ROTATE-1', type: 'door', certificate: 'acme-main', enrolment_code: '00112233445566778899', base64: false },
     });
     lockKey = enrolled.json().data.key.key;
@@ -65,10 +66,11 @@ forEachDatabase('master key rotation', (kind) => {
     assert.deepEqual(await ensureDeploymentSecret(t.db, newKey), before.deploymentSecret);
     assert.deepEqual(await webhookSecrets(t.db, newKey, DEPLOYMENT_OWNER, Date.now()), before.webhookSecrets);
     assert.ok(before.webhookSecrets.previous, 'the rotated webhook secret keeps its previous one');
-    const owner = { keyId: 'x', customerId: (await t.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id, customer: 'acme' };
-    assert.equal((await findLock({ db: t.db, masterKey: newKey }, owner, 'ROTATE-1')).key, lockKey);
+    const withLock = await checkApiKey(t.db, apiKey, Date.now(), findApiKeyWithLock(t.db, 'ROTATE-1'));
+    assert.ok(withLock.ok);
+    assert.equal(lockCertificate(newKey, 'ROTATE-1', withLock.row).key, lockKey);
     await assert.rejects(loadIntermediatePrivateKey(t.db, oldKey, 'acme-main'));
-    await assert.rejects(findLock({ db: t.db, masterKey: oldKey }, owner, 'ROTATE-1'));
+    assert.throws(() => lockCertificate(oldKey, 'ROTATE-1', withLock.row));
   });
 
   test('rotating to the current key is refused and changes nothing', async () => {

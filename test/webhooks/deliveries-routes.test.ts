@@ -41,6 +41,7 @@ forEachDatabase('delivery log and status event metrics', (kind) => {
 
     assert.equal(response.statusCode, 200);
     const { data } = response.json();
+    assert.equal(data.queued_at, null, 'the status was passed on to the subscriptions');
     assert.deepEqual(
       data.subscriptions.map((entry: Record<string, unknown>) => [entry.url, entry.state, entry.attempts, entry.last_status_code, entry.next_attempt_at]),
       [

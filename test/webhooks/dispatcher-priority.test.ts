@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Registry } from 'prom-client';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
-import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
-import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
-import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, subscribe, testDispatcher } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 
 const EVENTS = 60;
@@ -31,15 +28,7 @@ forEachDatabase('status event dispatcher yielding to a busy server', (kind) => {
       await poll(subject, serial);
     }
     let busy = true;
-    const dispatcher = createDispatcher({
-      db: subject.db,
-      dialect: subject.dialect,
-      masterKey: subject.app.masterKey,
-      settings: subject.settings,
-      metrics: registerStatusEventMetrics(new Registry(), async () => 0),
-      log: subject.app.log,
-      serverBusy: () => busy,
-    });
+    const dispatcher = testDispatcher(subject, { serverBusy: () => busy });
 
     dispatcher.start();
     try {

@@ -146,15 +146,20 @@ forEachDatabase('status event delivery', (kind) => {
   });
 
   test('100 polls while the receiver is down leave one pending event per URL; the one delivered carries the newest status', async () => {
+    // Down answers ask for the next attempt in an hour, so the retry schedule cannot run out
+    // during the polls; the test then brings the attempt forward, as if the hour had passed.
     let down = true;
-    receiver.reply = (event) => (down && event.path.startsWith('/coalesce') ? { status: 503 } : { status: 200 });
+    receiver.reply = (event) => (down && event.path.startsWith('/coalesce') ? { status: 503, headers: { 'retry-after': '3600' } } : { status: 200 });
     const serial = await subscribedOkm('/coalesce-a', '/coalesce-b');
 
     for (let index = 1; index <= 100; index++) await poll(subject, serial, { kasFirmware: `1.0.${index}` });
-    const rows = await queueRows(serial);
+    const rows = await eventually(async () => {
+      const current = await queueRows(serial);
+      return current.length === 2 && current.every((row) => row.attempts >= 1 && row.claim_token === null) && current;
+    });
     down = false;
+    await subject.db.updateTable('status_events').set({ next_attempt_at: Date.now() }).where('okm_serial', '=', serial).execute();
 
-    assert.equal(rows.length, 2);
     assert.ok(rows.every((row) => row.state === 'pending'));
     for (const path of ['/coalesce-a', '/coalesce-b']) {
       const delivered = await eventually(() => receiver.eventsAt(path).find((entry) => entry.status === 200));

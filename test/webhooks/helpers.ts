@@ -1,6 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
 import type { Db } from '../../src/db/database.ts';
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.ts';
+import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
+import type { TestApp } from '../helpers/app.ts';
 
 export interface ReceivedEvent {
   path: string;
@@ -83,3 +87,16 @@ export const FAST_WEBHOOKS: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: '500',
   WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms',
 };
+
+/** A dispatcher of its own on a test app's database and settings (not started), with throwaway metrics. */
+export function testDispatcher(subject: TestApp, options: Pick<DispatcherOptions, 'serverBusy'> = {}): Dispatcher {
+  return createDispatcher({
+    db: subject.db,
+    dialect: subject.dialect,
+    masterKey: subject.app.masterKey,
+    settings: subject.settings,
+    metrics: registerStatusEventMetrics(new Registry(), async () => 0),
+    log: subject.app.log,
+    ...options,
+  });
+}

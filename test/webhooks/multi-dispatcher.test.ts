@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { dialectFor } from '../../src/db/database.ts';
-import { queueStatusEvents } from '../../src/webhooks/queue-repository.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { Receiver } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -32,6 +31,7 @@ forEachDatabase('two keyfleet dispatch processes on one database', (kind) => {
       await Promise.all(dispatchers.map((child, index) => waitUntilServing(`http://127.0.0.1:${ports[index]}/metrics`, child)));
       const now = Date.now();
       const serials = Array.from({ length: EVENT_COUNT }, (_, index) => `MULTI-${process.pid}-${index}`);
+      // Subscribed OKMs as their polls leave them: marked queued, for the dispatchers to fan out.
       await store.db
         .insertInto('okms')
         .values(
@@ -39,7 +39,8 @@ forEachDatabase('two keyfleet dispatch processes on one database', (kind) => {
             serial_number: serial,
             customer_id: null,
             auditing_enabled: 0,
-            status_urls: '[]',
+            status_urls: JSON.stringify([receiver.url(`/${serial}`)]),
+            status_queued_at: now,
             last_sync_time: now,
             last_ip: '192.0.2.1',
             created_at: now,
@@ -47,10 +48,6 @@ forEachDatabase('two keyfleet dispatch processes on one database', (kind) => {
           })),
         )
         .execute();
-
-      await store.db.transaction().execute(async (tx) => {
-        for (const serial of serials) await queueStatusEvents(tx, serial, [receiver.url(`/${serial}`)], now);
-      });
       const queuedAt = Date.now();
 
       await eventually(() => new Set(receiver.received.map((entry) => entry.path)).size === EVENT_COUNT, 60_000, 'every event delivered');

@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
-import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
-import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
 import { customerOwner, DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
-import { FAST_WEBHOOKS, Receiver, subscribe, type ReceivedEvent } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, subscribe, testDispatcher, type ReceivedEvent } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 
 const headersOf = (event: ReceivedEvent) => ({
@@ -37,14 +34,7 @@ forEachDatabase('status event signatures', (kind) => {
     if (customerId !== null) await subject.db.updateTable('okms').set({ customer_id: customerId }).where('serial_number', '=', serial).execute();
     await subscribe(subject.db, serial, [receiver.url(path)]);
     await poll(subject, serial);
-    const dispatcher = createDispatcher({
-      db: subject.db,
-      dialect: subject.dialect,
-      masterKey: subject.app.masterKey,
-      settings: subject.settings,
-      metrics: registerStatusEventMetrics(new Registry(), async () => 0),
-      log: subject.app.log,
-    });
+    const dispatcher = testDispatcher(subject);
     dispatcher.start();
     try {
       return (await eventually(() => receiver.eventsAt(path)[0]))!;

@@ -24,7 +24,9 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     relaxCommitDurability: async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
     },
-    skipRowsClaimedByOthers: (query) => query.forUpdate().skipLocked(),
+    // NO KEY UPDATE: the rows' keys do not change, and a plain FOR UPDATE on an OKM would block
+    // (and deadlock with) a transaction inserting a row that references it (a delivery failure).
+    skipRowsClaimedByOthers: (query) => query.forNoKeyUpdate().skipLocked(),
     createDialect() {
       pool = new pg.Pool({
         connectionString: options.connectionString,

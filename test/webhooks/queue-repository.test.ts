@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { countPendingEvents, deliveryLog, fanOutQueuedStatuses } from '../../src/webhooks/queue-repository.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { newSerial, poll } from '../okm/config-helpers.ts';
+import { subscribe } from './helpers.ts';
+
+const URL_A = 'http://receiver-a.example/events';
+const URL_B = 'http://receiver-b.example/events';
+
+forEachDatabase('status event queue', (kind) => {
+  let subject: TestApp;
+  before(async () => {
+    // No dispatcher: the test fans out itself.
+    subject = await buildTestApp(kind, { WEBHOOK_DISPATCH_IN_SERVER: 'false' });
+  });
+  after(() => subject.close());
+
+  const queuedAt = async (serial: string) =>
+    (await subject.db.selectFrom('okms').select('status_queued_at').where('serial_number', '=', serial).executeTakeFirstOrThrow()).status_queued_at;
+  const queueRows = (serial: string) => subject.db.selectFrom('status_events').selectAll().where('okm_serial', '=', serial).orderBy('url').execute();
+  /** Fans out every marked OKM. */
+  const fanOutAll = async () => {
+    while ((await fanOutQueuedStatuses(subject.db, subject.dialect, 1000)) > 0);
+  };
+
+  async function subscribedOkm(urls: string[]): Promise<string> {
+    const serial = newSerial('QUEUE');
+    await poll(subject, serial);
+    await subscribe(subject.db, serial, urls);
+    return serial;
+  }
+
+  test('a poll of an OKM with subscriber URLs marks it queued, and later polls keep the first mark', async () => {
+    const serial = await subscribedOkm([URL_A, URL_B]);
+
+    await poll(subject, serial);
+    const first = await queuedAt(serial);
+    await poll(subject, serial);
+
+    assert.notEqual(first, null);
+    assert.equal(await queuedAt(serial), first);
+    assert.deepEqual(await queueRows(serial), [], 'the poll itself writes no queue rows');
+    assert.equal((await deliveryLog(subject.db, serial)).queuedAt, Number(first));
+  });
+
+  test('a poll of an OKM without subscriber URLs leaves it unmarked', async () => {
+    const serial = await subscribedOkm([]);
+
+    await poll(subject, serial);
+
+    assert.equal(await queuedAt(serial), null);
+  });
+
+  test('a fan-out makes one pending row per URL, due at once, and clears the mark', async () => {
+    const serial = await subscribedOkm([URL_A, URL_B]);
+    await poll(subject, serial);
+    const before = Date.now();
+
+    await fanOutAll();
+
+    const rows = await queueRows(serial);
+    assert.deepEqual(
+      rows.map((row) => [row.url, row.host, row.state, row.attempts]),
+      [
+        [URL_A, 'receiver-a.example', 'pending', 0],
+        [URL_B, 'receiver-b.example', 'pending', 0],
+      ],
+    );
+    for (const row of rows) assert.ok(Number(row.next_attempt_at) >= before && Number(row.next_attempt_at) <= Date.now());
+    assert.equal(await queuedAt(serial), null);
+    assert.equal((await deliveryLog(subject.db, serial)).queuedAt, null);
+  });
+
+  test('a fan-out makes a delivered or failed row pending again, leaves a pending row as it is and a stopped (410) URL stopped', async () => {
+    const serial = await subscribedOkm(['http://a.example/', 'http://b.example/', 'http://c.example/', 'http://d.example/']);
+    await poll(subject, serial);
+    await fanOutAll();
+    const later = Date.now() + 3_600_000;
+    const setState = (url: string, state: 'delivered' | 'failed' | 'pending' | 'gone') =>
+      subject.db.updateTable('status_events').set({ state, attempts: 3, next_attempt_at: later }).where('okm_serial', '=', serial).where('url', '=', url).execute();
+    await setState('http://a.example/', 'delivered');
+    await setState('http://b.example/', 'failed');
+    await setState('http://c.example/', 'pending');
+    await setState('http://d.example/', 'gone');
+
+    await poll(subject, serial);
+    await fanOutAll();
+
+    const rows = await queueRows(serial);
+    assert.deepEqual(
+      rows.map((row) => [row.url, row.state, row.attempts, Number(row.next_attempt_at) === later]),
+      [
+        ['http://a.example/', 'pending', 0, false],
+        ['http://b.example/', 'pending', 0, false],
+        ['http://c.example/', 'pending', 3, true],
+        ['http://d.example/', 'gone', 3, true],
+      ],
+    );
+  });
+
+  test('a fan-out takes at most its limit of OKMs, the longest queued first', async () => {
+    await fanOutAll();
+    const serials = [await subscribedOkm([URL_A]), await subscribedOkm([URL_A]), await subscribedOkm([URL_A])];
+    for (const [index, serial] of serials.entries()) {
+      await subject.db.updateTable('okms').set({ status_queued_at: 1_000 - index }).where('serial_number', '=', serial).execute();
+    }
+
+    const taken = await fanOutQueuedStatuses(subject.db, subject.dialect, 2);
+
+    assert.equal(taken, 2);
+    assert.deepEqual(
+      await Promise.all(serials.map(async (serial) => [(await queueRows(serial)).length, await queuedAt(serial)])),
+      [
+        [0, 1_000],
+        [1, null],
+        [1, null],
+      ],
+    );
+  });
+
+  test('the queue depth counts the pending rows and the OKMs whose status is not fanned out yet', async () => {
+    await fanOutAll();
+    const base = await countPendingEvents(subject.db);
+    const fannedOut = await subscribedOkm([URL_A, URL_B]);
+    await poll(subject, fannedOut);
+    await fanOutAll();
+    const marked = await subscribedOkm([URL_A, URL_B]);
+
+    await poll(subject, marked);
+
+    assert.equal(await countPendingEvents(subject.db), base + 2 + 1);
+  });
+
+  if (kind === 'postgres') {
+    test('an OKM held by a fan-out does not hold up recording a failed attempt for it (no deadlock with the outcome writes)', async () => {
+      const serial = await subscribedOkm([URL_A]);
+      const other = openDatabase(dialectFor(subject.settings));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      const holder = other.db.transaction().execute(async (tx) => {
+        await subject.dialect.skipRowsClaimedByOthers(tx.selectFrom('okms').select('serial_number').where('serial_number', '=', serial)).execute();
+        held();
+        await released;
+      });
+      try {
+        await holding;
+
+        // The failure row references the OKM: its foreign-key check locks the OKM's key.
+        await subject.db.transaction().execute(async (tx) => {
+          await sql`set local lock_timeout = '2s'`.execute(tx);
+          await tx
+            .insertInto('status_delivery_failures')
+            .values({ okm_serial: serial, url: URL_A, event_id: 'msg_test', attempt: 1, attempted_at: Date.now(), status_code: 503, error: 'HTTP 503', outcome: 'retrying', next_attempt_at: null })
+            .execute();
+        });
+      } finally {
+        release();
+        await holder;
+        await other.db.destroy();
+      }
+    });
+
+    test('a fan-out skips an OKM that another transaction holds, and takes it once it is free', async () => {
+      await fanOutAll();
+      const serial = await subscribedOkm([URL_A]);
+      await poll(subject, serial);
+      const other = openDatabase(dialectFor(subject.settings));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => (held = resolve));
+      const holder = other.db.transaction().execute(async (tx) => {
+        await tx.updateTable('okms').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute();
+        held();
+        await released;
+      });
+      try {
+        await holding;
+
+        assert.equal(await fanOutQueuedStatuses(subject.db, subject.dialect, 10), 0);
+        release();
+        await holder;
+        assert.equal(await fanOutQueuedStatuses(subject.db, subject.dialect, 10), 1);
+        assert.equal((await queueRows(serial)).length, 1);
+      } finally {
+        release();
+        await holder;
+        await other.db.destroy();
+      }
+    });
+  }
+});
