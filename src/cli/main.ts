@@ -45,6 +45,13 @@ for (const register of [
   webhookSecret,
 ]) register(program);
 
+// Names, serials and key ids may begin with "-" (a base64url kid does, one time in 64). A command
+// that takes such an argument reads an unknown option as it; a misspelt option still fails, as an
+// extra argument.
+for (const command of program.commands.flatMap((group) => [group, ...group.commands])) {
+  if (command.registeredArguments.length > 0) command.allowUnknownOption();
+}
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {

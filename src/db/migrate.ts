@@ -35,11 +35,7 @@ export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Prom
   );
   const migrationTableSchema = await dialect.migrationTableSchema(db);
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
-  for (let attempt = 1; ; attempt++) {
-    const result = await migrator.migrateToLatest();
-    if (!result.error) return result;
-    if (attempt >= MIGRATION_ATTEMPTS || !dialect.isRetryableMigrationError(result.error)) throw result.error;
-  }
+  const result = await migrator.migrateToLatest();
+  if (result.error) throw result.error;
+  return result;
 }
-
-const MIGRATION_ATTEMPTS = 3;

@@ -83,4 +83,11 @@ forEachDatabase('signing key rotation', (kind) => {
     assert.equal(listed.keys.find((key) => key.kid === rotated.previous_kid)!.state, 'verifying');
     assert.equal(relisted.keys.find((key) => key.kid === rotated.previous_kid)!.state, 'retired');
   });
+
+  test('keyfleet signing-key retire takes a kid that begins with "-", as a base64url kid does one time in 64', async () => {
+    const run = await runKeyfleet(t.database.env, 'signing-key', 'retire', '-no-such-kid');
+
+    assert.notEqual(run.exitCode, 0);
+    assert.equal(run.stderr, 'keyfleet: signing key -no-such-kid not found\n');
+  });
 });

@@ -48,6 +48,21 @@ forEachDatabase('keyfleet customer create and token issue', (kind) => {
     assert.equal(run.stderr, 'keyfleet: customer acme already exists\n');
   });
 
+  test('customer create takes a name that begins with "-"', async () => {
+    const run = await keyfleet('customer', 'create', '-dash-first', '--json');
+
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal((JSON.parse(run.stdout) as { name: string }).name, '-dash-first');
+  });
+
+  test('customer create with a misspelt option exits non-zero and creates nothing', async () => {
+    const run = await keyfleet('customer', 'create', 'initech', '--jsn');
+
+    assert.notEqual(run.exitCode, 0);
+    assert.equal(run.stdout, '');
+    assert.equal(await db.selectFrom('customers').select('id').where('name', '=', 'initech').executeTakeFirst(), undefined);
+  });
+
   test('token issue --json prints a token that verifies against the deployment JWKS', async () => {
     const run = await keyfleet('token', 'issue', '--customer', 'acme', '--scope', 'acl:read acl:create', '--ttl', '15m', '--json');
 

@@ -57,6 +57,29 @@ forEachDatabase('keyfleet migrate', (kind) => {
     }
   });
 
+  if (kind === 'postgres') {
+    test("introspection lists only the tables of the database's own schema, so a client dropping other schemas cannot fail a migration", async () => {
+      const other = await createTestDatabase('postgres');
+      const { db: otherDb } = openDatabase(dialectFor(loadSettings(other.env)));
+      const { db } = openDatabase(dialectFor(loadSettings(database.env)));
+      try {
+        await otherDb.schema.createTable('unrelated').addColumn('id', 'serial', (column) => column.primaryKey()).execute();
+        const ownSchema = (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema;
+
+        const tables = await db.introspection.getTables({ withInternalKyselyTables: true });
+
+        assert.deepEqual([...new Set(tables.map((table) => table.schema))], [ownSchema]);
+        assert.ok(tables.some((table) => table.name === 'okms'));
+        assert.ok(tables.some((table) => table.name === 'kysely_migration'));
+        assert.ok(!tables.some((table) => table.name === 'unrelated'));
+      } finally {
+        await db.destroy();
+        await otherDb.destroy();
+        await other.drop();
+      }
+    });
+  }
+
   if (kind === 'sqlite') {
     test('the embedded database runs in WAL mode with a busy timeout', async () => {
       const { db } = openDatabase(dialectFor(loadSettings(database.env)));

@@ -1,9 +1,9 @@
 import pg from 'pg';
-import { PostgresDialect, sql } from 'kysely';
+import { sql } from 'kysely';
+import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
 import type { DialectStrategy } from './strategy.ts';
 
 const INT8_OID = 20;
-const INVALID_SCHEMA_NAME = '3F000';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -38,16 +38,13 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
             oid === INT8_OID && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
         },
       });
-      return new PostgresDialect({ pool });
+      return new CurrentSchemaPostgresDialect({ pool });
     },
     poolState: () => pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount },
     async migrationTableSchema(db) {
       const result = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
       return result.rows[0]?.schema;
     },
-    // Kysely's migrator lists the tables of every schema, asking has_schema_privilege of each;
-    // a schema that another client drops meanwhile makes that query fail with 3F000.
-    isRetryableMigrationError: (error) => (error as { code?: unknown } | null)?.code === INVALID_SCHEMA_NAME,
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
   };
 }

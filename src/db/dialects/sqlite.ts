@@ -31,7 +31,6 @@ export function sqliteStrategy(file: string): DialectStrategy {
     // synchronous=NORMAL: a WAL commit does not wait for a flush already.
     relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,
-    isRetryableMigrationError: () => false,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
   };
 }

@@ -40,6 +40,4 @@ export interface DialectStrategy {
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
   /** The connection pool's state, where the dialect has a pool (SQLite uses one connection). */
   poolState(): PoolState | undefined;
-  /** An error of a migration run that a second run may not meet (a race with another client). */
-  isRetryableMigrationError(error: unknown): boolean;
 }
