@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { sql, type Selectable } from 'kysely';
+import { sql, type Compilable, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
@@ -20,36 +20,29 @@ function hostOf(url: string): string {
   return host;
 }
 
-const ARGS_PER_ROW = 4;
 /** Rows per statement, so that the statements built for each row count stay few. */
 const MAX_ROWS_PER_STATEMENT = 128;
 
 /**
- * The upsert of status events, one row per OKM and URL: a new row is pending and due at once; a
- * delivered or failed row becomes pending again, due at once; a pending row is left as it
- * is (its next attempt will send the status as it is then, the newest); a URL that answered
- * 410 stays stopped. A left row is not written at all, so a subscriber that is down or slow
- * costs its polls nothing. Built once per number of rows.
+ * A statement over many rows, built and compiled once per row count (`build(rowCount)` takes
+ * `argsPerRow` arguments per row), run over any number of rows in chunks.
  */
-function buildQueueQuery(rowCount: number) {
-  return precompiledQuery<never, unknown[]>(ARGS_PER_ROW * rowCount, (db, args) => {
-    const rows = Array.from({ length: rowCount }, (_, index) => {
-      const [serial, url, host, now] = args.slice(ARGS_PER_ROW * index);
-      return { okm_serial: serial as string, url: url as string, host: host as string, state: 'pending' as const, attempts: 0, next_attempt_at: now as number };
-    });
-    return db
-      .insertInto('status_events')
-      .values(rows)
-      .onConflict((oc) =>
-        oc
-          .columns(['okm_serial', 'url'])
-          .doUpdateSet((eb) => ({ state: eb.ref('excluded.state'), attempts: eb.ref('excluded.attempts'), next_attempt_at: eb.ref('excluded.next_attempt_at') }))
-          .where('status_events.state', 'in', [sql.lit<StatusEventState>('delivered'), sql.lit<StatusEventState>('failed')]),
-      );
-  });
+function multiRowStatement<Row>(argsPerRow: number, build: (db: Db, rows: (readonly unknown[])[]) => Compilable<never>) {
+  const byRowCount = new Map<number, (db: Db, ...args: unknown[]) => Promise<unknown>>();
+  return async (db: Db, rows: readonly Row[], argsOf: (row: Row) => readonly unknown[]): Promise<void> => {
+    for (let start = 0; start < rows.length; start += MAX_ROWS_PER_STATEMENT) {
+      const chunk = rows.slice(start, start + MAX_ROWS_PER_STATEMENT);
+      let query = byRowCount.get(chunk.length);
+      if (!query) {
+        query = precompiledQuery<never, unknown[]>(argsPerRow * chunk.length, (db, args) =>
+          build(db, Array.from({ length: chunk.length }, (_, index) => args.slice(argsPerRow * index, argsPerRow * (index + 1)))),
+        );
+        byRowCount.set(chunk.length, query);
+      }
+      await query(db, ...chunk.flatMap(argsOf));
+    }
+  };
 }
-
-const queueQueries = new Map<number, ReturnType<typeof buildQueueQuery>>();
 
 interface StatusToQueue {
   serialNumber: string;
@@ -57,6 +50,34 @@ interface StatusToQueue {
   /** The row is due then. */
   now: number;
 }
+
+/**
+ * The upsert of status events, one row per OKM and URL: a new row is pending and due at once; a
+ * delivered or failed row becomes pending again, due at once; a pending row is left as it
+ * is (its next attempt will send the status as it is then, the newest); a URL that answered
+ * 410 stays stopped. A left row is not written at all, so a subscriber that is down or slow
+ * costs its polls nothing.
+ */
+const upsertStatusEvents = multiRowStatement<StatusToQueue>(4, (db, rows) =>
+  db
+    .insertInto('status_events')
+    .values(
+      rows.map(([serial, url, host, now]) => ({
+        okm_serial: serial as string,
+        url: url as string,
+        host: host as string,
+        state: 'pending' as const,
+        attempts: 0,
+        next_attempt_at: now as number,
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['okm_serial', 'url'])
+        .doUpdateSet((eb) => ({ state: eb.ref('excluded.state'), attempts: eb.ref('excluded.attempts'), next_attempt_at: eb.ref('excluded.next_attempt_at') }))
+        .where('status_events.state', 'in', [sql.lit<StatusEventState>('delivered'), sql.lit<StatusEventState>('failed')]),
+    ),
+);
 
 /**
  * Queues status events, the rows of many OKMs in one statement. An OKM and URL listed twice is
@@ -68,16 +89,7 @@ async function queueStatusEvents(db: Db, events: readonly StatusToQueue[]): Prom
     const key = `${event.serialNumber}\n${event.url}`;
     if (!unique.has(key)) unique.set(key, event);
   }
-  const rows = [...unique.values()];
-  for (let start = 0; start < rows.length; start += MAX_ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(start, start + MAX_ROWS_PER_STATEMENT);
-    let query = queueQueries.get(chunk.length);
-    if (!query) {
-      query = buildQueueQuery(chunk.length);
-      queueQueries.set(chunk.length, query);
-    }
-    await query(db, ...chunk.flatMap(({ serialNumber, url, now }) => [serialNumber, url, hostOf(url), now]));
-  }
+  await upsertStatusEvents(db, [...unique.values()], ({ serialNumber, url, now }) => [serialNumber, url, hostOf(url), now]);
 }
 
 /**
@@ -236,33 +248,39 @@ export interface AttemptRecord {
 }
 
 /**
- * A delivered attempt, the common outcome (one per event), compiled once: the row is
+ * Delivered attempts, the common outcome (one per event), many rows per statement: each row is
  * delivered unless its OKM polled again since the status was read, in which case the newer
- * status is due at once.
+ * status is due at once. The values are cast so that PostgreSQL knows their types.
  */
-const recordDeliveredQuery = precompiledQuery<never, [number, string, string, number, number, number]>(6, (db, [id, token, eventId, attemptedAt, statusCode, sentSyncTime]) =>
-  db
+const recordDelivered = multiRowStatement<AttemptRecord>(6, (db, rows) => {
+  const values = rows.map(
+    ([id, token, eventId, attemptedAt, statusCode, sentSyncTime]) =>
+      sql`(cast(${id} as bigint), cast(${token} as text), cast(${eventId} as text), cast(${attemptedAt} as bigint), cast(${statusCode} as integer), cast(${sentSyncTime} as bigint))`,
+  );
+  const sent = sql<{ column1: number; column2: string; column3: string; column4: number; column5: number; column6: number }>`(values ${sql.join(values)})`.as('sent');
+  return db
     .updateTable('status_events')
+    .from(sent)
     .set((eb) => ({
       state: eb
         .case()
-        .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', sentSyncTime as number)
+        .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', eb.ref('sent.column6'))
         .then(sql.lit<StatusEventState>('delivered'))
         .else(PENDING)
         .end(),
       attempts: 0,
-      next_attempt_at: attemptedAt as number,
+      next_attempt_at: eb.ref('sent.column4'),
       claim_token: null,
       claimed_until: null,
-      last_event_id: eventId as string,
-      last_attempt_at: attemptedAt as number,
-      last_status_code: statusCode as number,
+      last_event_id: eb.ref('sent.column3'),
+      last_attempt_at: eb.ref('sent.column4'),
+      last_status_code: eb.ref('sent.column5'),
       last_error: null,
-      delivered_at: attemptedAt as number,
+      delivered_at: eb.ref('sent.column4'),
     }))
-    .where('id', '=', id as number)
-    .where('claim_token', '=', token as string),
-);
+    .whereRef('status_events.id', '=', 'sent.column1')
+    .whereRef('status_events.claim_token', '=', 'sent.column2');
+});
 
 /**
  * Writes the outcomes of a batch of attempts in one transaction that never waits for a row
@@ -277,27 +295,36 @@ export async function recordAttempts(db: Db, dialect: DialectStrategy, records: 
     await dialect.relaxCommitDurability(tx);
     const lockable = await dialect.skipRowsClaimedByOthers(tx.selectFrom('status_events').select('id').where('id', 'in', ids)).execute();
     const ours = new Set(lockable.map((row) => row.id));
-    for (const record of records) if (ours.has(record.event.id)) await recordAttempt(tx, record);
+    await writeOutcomes(tx, records.filter((record) => ours.has(record.event.id)));
     return records.filter((record) => !ours.has(record.event.id));
   });
   for (const record of held) {
     await db.transaction().execute(async (tx) => {
       await dialect.relaxCommitDurability(tx);
-      await recordAttempt(tx, record);
+      await writeOutcomes(tx, [record]);
     });
   }
 }
 
+type DeliveredRecord = AttemptRecord & { outcome: { kind: 'delivered' } };
+
 /**
- * Writes the outcome of an attempt and releases its claim. A row whose OKM polled again
+ * Writes the outcomes of attempts and releases their claims. A row whose OKM polled again
  * during a successful attempt stays pending, so the newer status follows. Only the claim's
  * holder writes: a dispatcher whose claim lapsed and was taken over changes nothing.
  */
-async function recordAttempt(db: Db, { event, token, attemptedAt, outcome }: AttemptRecord): Promise<void> {
-  if (outcome.kind === 'delivered') {
-    await recordDeliveredQuery(db, event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime);
-    return;
-  }
+async function writeOutcomes(db: Db, records: readonly AttemptRecord[]): Promise<void> {
+  const delivered = records.filter((record): record is DeliveredRecord => record.outcome.kind === 'delivered');
+  await recordDelivered(db, delivered, ({ event, token, attemptedAt, outcome }) => [event.id, token, event.eventId, attemptedAt, outcome.statusCode, event.lastSyncTime]);
+  for (const { outcome, ...record } of records) if (outcome.kind !== 'delivered') await recordUndelivered(db, record, outcome);
+}
+
+/** An attempt that did not deliver: its row is updated and the attempt logged in status_delivery_failures. */
+async function recordUndelivered(
+  db: Db,
+  { event, token, attemptedAt }: Omit<AttemptRecord, 'outcome'>,
+  outcome: Exclude<AttemptOutcome, { kind: 'delivered' }>,
+): Promise<void> {
   const attempt = event.attempts + 1;
   const nextAttemptAt = outcome.kind === 'retrying' ? outcome.nextAttemptAt : null;
   const result = await db

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
-import { countPendingEvents, deliveryLog, fanOutQueuedStatuses } from '../../src/webhooks/queue-repository.ts';
+import { claimDueEvents, countPendingEvents, deliveryLog, fanOutQueuedStatuses, recordAttempts, type ClaimedEvent } from '../../src/webhooks/queue-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
 import { subscribe } from './helpers.ts';
@@ -132,6 +132,40 @@ forEachDatabase('status event queue', (kind) => {
     await poll(subject, marked);
 
     assert.equal(await countPendingEvents(subject.db), base + 2 + 1);
+  });
+
+  test('outcomes written in one batch: delivered, delivered while the OKM polled again (pending), a lapsed claim (untouched), a retry (logged)', async () => {
+    const claimOne = async (label: string): Promise<ClaimedEvent> => {
+      const serial = await subscribedOkm([`http://${label}.batch.example/events`]);
+      await poll(subject, serial);
+      await fanOutAll();
+      const [event] = await claimDueEvents(subject.db, subject.dialect, { host: `${label}.batch.example`, now: Date.now(), limit: 10, token: 'batch-token', claimedUntil: Date.now() + 60_000 });
+      return event!;
+    };
+    const [delivered, polledAgain, lapsed, retrying] = [await claimOne('delivered'), await claimOne('polled-again'), await claimOne('lapsed'), await claimOne('retrying')];
+    await poll(subject, polledAgain.okmSerial);
+    const attemptedAt = Date.now();
+
+    await recordAttempts(subject.db, subject.dialect, [
+      { event: delivered, token: 'batch-token', attemptedAt, outcome: { kind: 'delivered', statusCode: 204 } },
+      { event: polledAgain, token: 'batch-token', attemptedAt, outcome: { kind: 'delivered', statusCode: 200 } },
+      { event: lapsed, token: 'an-earlier-claim', attemptedAt, outcome: { kind: 'delivered', statusCode: 204 } },
+      { event: retrying, token: 'batch-token', attemptedAt, outcome: { kind: 'retrying', statusCode: 500, error: 'HTTP 500', nextAttemptAt: attemptedAt + 5_000 } },
+    ]);
+
+    const row = async (event: ClaimedEvent) => (await queueRows(event.okmSerial))[0]!;
+    const summary = async (event: ClaimedEvent) => {
+      const { state, attempts, claim_token, last_status_code, last_event_id, delivered_at, next_attempt_at } = await row(event);
+      return { state, attempts, claim_token, last_status_code, last_event_id, delivered_at: delivered_at === null ? null : Number(delivered_at), next_attempt_at: Number(next_attempt_at) };
+    };
+    assert.deepEqual(await summary(delivered), { state: 'delivered', attempts: 0, claim_token: null, last_status_code: 204, last_event_id: delivered.eventId, delivered_at: attemptedAt, next_attempt_at: attemptedAt });
+    assert.deepEqual(await summary(polledAgain), { state: 'pending', attempts: 0, claim_token: null, last_status_code: 200, last_event_id: polledAgain.eventId, delivered_at: attemptedAt, next_attempt_at: attemptedAt });
+    assert.deepEqual({ ...(await summary(lapsed)), next_attempt_at: undefined }, { state: 'pending', attempts: 0, claim_token: 'batch-token', last_status_code: null, last_event_id: null, delivered_at: null, next_attempt_at: undefined });
+    assert.deepEqual(await summary(retrying), { state: 'pending', attempts: 1, claim_token: null, last_status_code: 500, last_event_id: retrying.eventId, delivered_at: null, next_attempt_at: attemptedAt + 5_000 });
+    assert.deepEqual(
+      (await deliveryLog(subject.db, retrying.okmSerial)).failures.map((failure) => [failure.attempt, failure.status_code, failure.outcome]),
+      [[1, 500, 'retrying']],
+    );
   });
 
   if (kind === 'postgres') {
