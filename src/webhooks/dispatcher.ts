@@ -63,8 +63,9 @@ const WAKE_DELAY_MS = 5;
 /** How long the list of hosts with pending events is used before it is read again. */
 const HOSTS_REFRESH_MS = 100;
 /**
- * Rows a process holds per host: this many times its concurrency (in flight, and waiting
- * for a slot), so that claims come in batches rather than one per finished delivery.
+ * Rows a process holds per host: this many times its concurrency (being sent, waiting for a
+ * slot, or their outcomes not written yet), so that claims come in batches rather than one per
+ * finished delivery.
  */
 const HOST_BACKLOG_FACTOR = 4;
 /** OKMs whose queued status one fan-out passes on to their subscriptions (see fanOutQueuedStatuses). */
@@ -78,7 +79,10 @@ const DAY_MS = 86_400_000;
 
 /** The rows of one destination host that this process holds. */
 interface HostLane {
-  inFlight: number;
+  /** Being sent. */
+  sending: number;
+  /** Sent, the outcome not written yet. */
+  recording: number;
   waiting: ClaimedEvent[];
 }
 
@@ -114,8 +118,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let wakeTimer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
   const lanes = new Map<string, HostLane>();
-  const inFlight = new Set<Promise<void>>();
-  /** Claimed rows not finished yet: in flight or waiting in a lane. */
+  /** Deliveries started and not finished (sent and outcome written). */
+  const unfinished = new Set<Promise<void>>();
+  /** Rows being sent, over all hosts. */
+  let sending = 0;
+  /** Claimed rows not finished yet: waiting in a lane, being sent, or their outcome not written. */
   let held = 0;
   /** Each claim's token, by row id, for recording its outcome or releasing it. */
   const tokens = new Map<number, string>();
@@ -163,7 +170,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     else metrics.failed.inc({ reason: outcome.kind === 'gone' ? 'gone' : 'attempts' });
   }
 
-  async function attempt(row: ClaimedEvent, token: string): Promise<void> {
+  /** Sends one row, calls `sent`, and resolves once its outcome is written (with the others of its batch). */
+  async function attempt(row: ClaimedEvent, token: string, sent: () => void): Promise<void> {
     let result: AttemptResult;
     try {
       const keys = await signingKeys(row.customerId, Date.now());
@@ -171,6 +179,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     } catch (error) {
       result = { kind: 'failed', statusCode: null, error: error instanceof Error ? error.message : String(error), retryAfterMs: undefined };
     }
+    sent();
     const attemptedAt = Date.now();
     const outcome = outcomeOf(row, result, attemptedAt);
     count(outcome);
@@ -185,6 +194,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     await new Promise((resolve) => setImmediate(resolve));
     const batch = outcomes;
     outcomes = [];
+    (globalThis as any).__b ??= []; (globalThis as any).__b.push(batch.length); if ((globalThis as any).__b.length % 200 === 0) (await import('node:fs')).appendFileSync('/tmp/batches.log', `${process.env.DATABASE_URL ? 'pg' : 'sq'} ${(globalThis as any).__b.length} avg ${(globalThis as any).__b.reduce((a: number, b: number) => a + b, 0) / (globalThis as any).__b.length}\n`);
     try {
       await recordAttempts(db, dialect, batch);
     } catch (error) {
@@ -193,28 +203,38 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   }
 
-  const laneHeld = (lane: HostLane | undefined) => (lane ? lane.inFlight + lane.waiting.length : 0);
+  const laneHeld = (lane: HostLane | undefined) => (lane ? lane.sending + lane.recording + lane.waiting.length : 0);
 
+  /**
+   * Sends a row. Its host slot is free again once it is sent, while its outcome waits for the
+   * next batch write, so that sending and writing overlap; the row counts as held until written.
+   */
   function launch(row: ClaimedEvent, lane: HostLane): void {
-    lane.inFlight++;
-    const delivery = attempt(row, tokens.get(row.id)!).finally(() => {
-      inFlight.delete(delivery);
+    lane.sending++;
+    sending++;
+    const sent = () => {
+      lane.sending--;
+      sending--;
+      lane.recording++;
+      startWaiting();
+    };
+    const delivery = attempt(row, tokens.get(row.id)!, sent).finally(() => {
+      unfinished.delete(delivery);
       tokens.delete(row.id);
-      lane.inFlight--;
+      lane.recording--;
       held--;
       if (laneHeld(lane) === 0) lanes.delete(row.host);
-      startWaiting();
       // Refill before the lane runs dry, in batches rather than one claim per delivery; a busy
       // server waits for the idle check instead.
       if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2 && !serverBusy()) schedulePump();
     });
-    inFlight.add(delivery);
+    unfinished.add(delivery);
   }
 
   /** Starts waiting rows wherever a host slot and a process slot are free. */
   function startWaiting(): void {
     for (const lane of lanes.values()) {
-      while (lane.waiting.length > 0 && lane.inFlight < perHost && inFlight.size < settings.webhookConcurrency) launch(lane.waiting.shift()!, lane);
+      while (lane.waiting.length > 0 && lane.sending < perHost && sending < settings.webhookConcurrency) launch(lane.waiting.shift()!, lane);
     }
   }
 
@@ -254,7 +274,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       mayHaveDueWork = false;
       const hostShare = serverBusy() ? perHost : maxHeldPerHost;
       for (const entry of hosts) {
-        const lane = lanes.get(entry.host) ?? { inFlight: 0, waiting: [] };
+        const lane = lanes.get(entry.host) ?? { sending: 0, recording: 0, waiting: [] };
         const limit = Math.min(hostShare - laneHeld(lane), maxHeld - held);
         if (stopping || entry.firstDueAt > now || limit <= 0) {
           // A full lane refills as its deliveries finish.
@@ -333,7 +353,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           tokens.delete(row.id);
         }
       }
-      await Promise.all(inFlight);
+      await Promise.all(unfinished);
       await agent.close();
     },
   };
