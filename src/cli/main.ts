@@ -45,12 +45,18 @@ for (const register of [
   webhookSecret,
 ]) register(program);
 
-// Names, serials and key ids may begin with "-" (a base64url kid does, one time in 64). A command
-// that takes such an argument reads an unknown option as it; a misspelt option still fails, as an
-// extra argument.
+// Names, serials and key ids may begin with "-" (a base64url kid does, one time in 64), so a
+// command that takes an argument reads an unknown "-x…" word as it. A word beginning with "--"
+// is still an option unless it follows "--": a misspelt option must not become a name.
 for (const command of program.commands.flatMap((group) => [group, ...group.commands])) {
   if (command.registeredArguments.length > 0) command.allowUnknownOption();
 }
+program.hook('preAction', (_program, command) => {
+  const separator = process.argv.indexOf('--');
+  const options = separator === -1 ? process.argv : process.argv.slice(0, separator);
+  const unknown = command.args.find((word) => word.startsWith('--') && options.includes(word));
+  if (unknown !== undefined) command.error(`error: unknown option '${unknown}'`);
+});
 
 try {
   await program.parseAsync(process.argv);

@@ -194,7 +194,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     await new Promise((resolve) => setImmediate(resolve));
     const batch = outcomes;
     outcomes = [];
-    (globalThis as any).__b ??= []; (globalThis as any).__b.push(batch.length); if ((globalThis as any).__b.length % 200 === 0) (await import('node:fs')).appendFileSync('/tmp/batches.log', `${process.env.DATABASE_URL ? 'pg' : 'sq'} ${(globalThis as any).__b.length} avg ${(globalThis as any).__b.reduce((a: number, b: number) => a + b, 0) / (globalThis as any).__b.length}\n`);
     try {
       await recordAttempts(db, dialect, batch);
     } catch (error) {
@@ -212,13 +211,17 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   function launch(row: ClaimedEvent, lane: HostLane): void {
     lane.sending++;
     sending++;
+    let isSent = false;
     const sent = () => {
+      if (isSent) return;
+      isSent = true;
       lane.sending--;
       sending--;
       lane.recording++;
       startWaiting();
     };
     const delivery = attempt(row, tokens.get(row.id)!, sent).finally(() => {
+      sent();
       unfinished.delete(delivery);
       tokens.delete(row.id);
       lane.recording--;
@@ -233,6 +236,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   /** Starts waiting rows wherever a host slot and a process slot are free. */
   function startWaiting(): void {
+    if (stopping) return;
     for (const lane of lanes.values()) {
       while (lane.waiting.length > 0 && lane.sending < perHost && sending < settings.webhookConcurrency) launch(lane.waiting.shift()!, lane);
     }

@@ -24,8 +24,8 @@ function hostOf(url: string): string {
 const MAX_ROWS_PER_STATEMENT = 128;
 
 /**
- * A statement over many rows, built and compiled once per row count (`build(rowCount)` takes
- * `argsPerRow` arguments per row), run over any number of rows in chunks.
+ * A statement over many rows, built and compiled once per row count (`build` gets one list of
+ * `argsPerRow` placeholders per row), run over any number of rows in chunks.
  */
 function multiRowStatement<Row>(argsPerRow: number, build: (db: Db, rows: (readonly unknown[])[]) => Compilable<never>) {
   const byRowCount = new Map<number, (db: Db, ...args: unknown[]) => Promise<unknown>>();
@@ -247,12 +247,14 @@ export interface AttemptRecord {
   outcome: AttemptOutcome;
 }
 
+type DeliveredRecord = AttemptRecord & { outcome: { kind: 'delivered' } };
+
 /**
  * Delivered attempts, the common outcome (one per event), many rows per statement: each row is
  * delivered unless its OKM polled again since the status was read, in which case the newer
  * status is due at once. The values are cast so that PostgreSQL knows their types.
  */
-const recordDelivered = multiRowStatement<AttemptRecord>(6, (db, rows) => {
+const recordDelivered = multiRowStatement<DeliveredRecord>(6, (db, rows) => {
   const values = rows.map(
     ([id, token, eventId, attemptedAt, statusCode, sentSyncTime]) =>
       sql`(cast(${id} as bigint), cast(${token} as text), cast(${eventId} as text), cast(${attemptedAt} as bigint), cast(${statusCode} as integer), cast(${sentSyncTime} as bigint))`,
@@ -306,7 +308,6 @@ export async function recordAttempts(db: Db, dialect: DialectStrategy, records: 
   }
 }
 
-type DeliveredRecord = AttemptRecord & { outcome: { kind: 'delivered' } };
 
 /**
  * Writes the outcomes of attempts and releases their claims. A row whose OKM polled again

@@ -63,6 +63,21 @@ forEachDatabase('keyfleet customer create and token issue', (kind) => {
     assert.equal(await db.selectFrom('customers').select('id').where('name', '=', 'initech').executeTakeFirst(), undefined);
   });
 
+  test('customer create with a misspelt option and no name exits non-zero and does not take the option as the name', async () => {
+    const run = await keyfleet('customer', 'create', '--jsn');
+
+    assert.notEqual(run.exitCode, 0);
+    assert.match(run.stderr, /unknown option '--jsn'/);
+    assert.equal(await db.selectFrom('customers').select('id').where('name', '=', '--jsn').executeTakeFirst(), undefined);
+  });
+
+  test('customer create takes a name that begins with "--" after the "--" separator', async () => {
+    const run = await keyfleet('customer', 'create', '--json', '--', '--double-dash');
+
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal((JSON.parse(run.stdout) as { name: string }).name, '--double-dash');
+  });
+
   test('token issue --json prints a token that verifies against the deployment JWKS', async () => {
     const run = await keyfleet('token', 'issue', '--customer', 'acme', '--scope', 'acl:read acl:create', '--ttl', '15m', '--json');
 
