@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { claimDueEvents, countPendingEvents, deliveryLog, fanOutQueuedStatuses, recordAttempts, type ClaimedEvent } from '../../src/webhooks/queue-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
@@ -168,22 +168,38 @@ forEachDatabase('status event queue', (kind) => {
     );
   });
 
+  /**
+   * Runs `hold` in a transaction on another connection and keeps that transaction open (its row
+   * locks held) until `release` is called; resolves once `hold` has run.
+   */
+  async function holdInAnotherTransaction(hold: (tx: Db) => Promise<unknown>): Promise<{ release(): Promise<void> }> {
+    const other = openDatabase(dialectFor(subject.settings));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const holder = other.db.transaction().execute(async (tx) => {
+      await hold(tx);
+      held();
+      await released;
+    });
+    await Promise.race([holding, holder]);
+    return {
+      async release() {
+        release();
+        await holder;
+        await other.db.destroy();
+      },
+    };
+  }
+
   if (kind === 'postgres') {
     test('an OKM held by a fan-out does not hold up recording a failed attempt for it (no deadlock with the outcome writes)', async () => {
       const serial = await subscribedOkm([URL_A]);
-      const other = openDatabase(dialectFor(subject.settings));
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      let held!: () => void;
-      const holding = new Promise<void>((resolve) => (held = resolve));
-      const holder = other.db.transaction().execute(async (tx) => {
-        await subject.dialect.skipRowsClaimedByOthers(tx.selectFrom('okms').select('serial_number').where('serial_number', '=', serial)).execute();
-        held();
-        await released;
-      });
+      const fanOut = await holdInAnotherTransaction((tx) =>
+        subject.dialect.skipRowsClaimedByOthers(tx.selectFrom('okms').select('serial_number').where('serial_number', '=', serial)).execute(),
+      );
       try {
-        await holding;
-
         // The failure row references the OKM: its foreign-key check locks the OKM's key.
         await subject.db.transaction().execute(async (tx) => {
           await sql`set local lock_timeout = '2s'`.execute(tx);
@@ -193,9 +209,7 @@ forEachDatabase('status event queue', (kind) => {
             .execute();
         });
       } finally {
-        release();
-        await holder;
-        await other.db.destroy();
+        await fanOut.release();
       }
     });
 
@@ -203,29 +217,19 @@ forEachDatabase('status event queue', (kind) => {
       await fanOutAll();
       const serial = await subscribedOkm([URL_A]);
       await poll(subject, serial);
-      const other = openDatabase(dialectFor(subject.settings));
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      let held!: () => void;
-      const holding = new Promise<void>((resolve) => (held = resolve));
-      const holder = other.db.transaction().execute(async (tx) => {
-        await tx.updateTable('okms').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute();
-        held();
-        await released;
-      });
+      const poller = await holdInAnotherTransaction((tx) => tx.updateTable('okms').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute());
+      let skippedWhileHeld: number;
       try {
-        await holding;
-
-        assert.equal(await fanOutQueuedStatuses(subject.db, subject.dialect, 10), 0);
-        release();
-        await holder;
-        assert.equal(await fanOutQueuedStatuses(subject.db, subject.dialect, 10), 1);
-        assert.equal((await queueRows(serial)).length, 1);
+        skippedWhileHeld = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
       } finally {
-        release();
-        await holder;
-        await other.db.destroy();
+        await poller.release();
       }
+
+      const takenOnceFree = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
+
+      assert.equal(skippedWhileHeld, 0);
+      assert.equal(takenOnceFree, 1);
+      assert.equal((await queueRows(serial)).length, 1);
     });
   }
 });
