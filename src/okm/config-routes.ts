@@ -76,7 +76,9 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   const bootstrap = async () => ({ configUrl: configPath });
   app.get(BOOTSTRAP_PATH, bootstrap);
   // A CONFIG_PATH equal to the bootstrap path leaves /{serialNumber} to the config route.
-  if (configPath !== BOOTSTRAP_PATH) app.get(`${BOOTSTRAP_PATH}/:serialNumber`, bootstrap);
+  if (configPath !== BOOTSTRAP_PATH) {
+    app.get(`${BOOTSTRAP_PATH}/:serialNumber`, { schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError }, bootstrap);
+  }
 
   app.get(
     `${configPath}/:serialNumber`,
