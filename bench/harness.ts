@@ -110,6 +110,7 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
     env: {
       ...process.env,
       RATE_LIMIT_DEVICE_PER_MINUTE: '1000000000',
+      RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0',
       RATE_LIMIT_API_PER_MINUTE: '1000000000',
       ...env,
       PORT: String(port),

@@ -108,7 +108,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // The seed's PATCH is 405 whoever asks, before authentication.
   const notAllowed = { summary: 'Not a method of this resource: 405 "Cannot PATCH" with Allow' };
   app.patch('/', { schema: notAllowed }, refusePatch('GET, HEAD, POST'));
-  app.patch('/:id', { schema: notAllowed }, refusePatch('GET, HEAD, PUT, DELETE'));
+  app.patch('/:id', { schema: { ...notAllowed, params: AclParams } }, refusePatch('GET, HEAD, PUT, DELETE'));
 };
 
 export default aclRoutes;

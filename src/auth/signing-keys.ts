@@ -107,8 +107,12 @@ export async function loadActiveSigningKey(db: Db, masterKey: Buffer): Promise<A
   return { kid: row.kid, algorithm: row.algorithm, privateKey: (await importJWK(privateJwk, row.algorithm)) as CryptoKey };
 }
 
-/** How often a process rereads its own public keys, so that a retired key stops verifying everywhere. */
-const KEY_SET_REFRESH_MS = 60_000;
+/**
+ * The oldest a process's copy of its own public keys may be when it verifies a token: a
+ * retirement committed now is seen by every process from this long after (`keyfleet
+ * signing-key retire` waits that long before it says so). The reread is one small query.
+ */
+export const KEY_SET_MAX_AGE_MS = 1_000;
 /** A token with an unknown kid rereads the keys at most this often (a rotation in another process). */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
 
@@ -120,21 +124,33 @@ export interface OwnKeySet {
 }
 
 /**
- * The deployment's public keys, kept current across processes: reread every minute, and at
- * once (at most every 5 s) when a token names a key this process has not seen.
+ * The deployment's public keys, kept current across processes: a token is verified (and the
+ * JWKS served) with keys read from the database at most KEY_SET_MAX_AGE_MS before the request
+ * came, and a token that names a key this process has not seen rereads them at once (at most
+ * every 5 s). Concurrent requests share one reread.
  */
 export async function loadOwnKeySet(db: Db, clock: () => number = Date.now): Promise<OwnKeySet> {
   let keys = await loadPublicJwks(db, clock());
   let lookup = createLocalJWKSet(keys);
-  let loadedAt = clock();
+  // When the query that read `keys` started: the keys are at least that recent.
+  let readAt = clock();
   let unknownKidReloadAt = -Infinity;
-  const reload = async () => {
-    keys = await loadPublicJwks(db, clock());
-    lookup = createLocalJWKSet(keys);
-    loadedAt = clock();
-  };
+  let reading: Promise<void> | undefined;
+  const reload = () =>
+    (reading ??= (async () => {
+      const startedAt = clock();
+      try {
+        keys = await loadPublicJwks(db, startedAt);
+        lookup = createLocalJWKSet(keys);
+        readAt = startedAt;
+      } finally {
+        reading = undefined;
+      }
+    })());
   const fresh = async () => {
-    if (clock() - loadedAt >= KEY_SET_REFRESH_MS) await reload();
+    const askedAt = clock();
+    // A reread already under way may have started too early for this request: then another.
+    while (askedAt - readAt >= KEY_SET_MAX_AGE_MS) await reload();
   };
   return {
     async jwks() {

@@ -48,9 +48,11 @@ export interface Settings {
   pkiIntermediateValidityDays: number;
   /** Validity of DLock key certificates issued by POST /v1/dlock, in days. */
   dlockCertificateValidityDays: number;
-  /** Requests per minute per client IP on the device routes (config poll, audit intake); 0 = no limit. */
+  /** Requests per minute per OKM serial number on the device routes (config poll, bootstrap, audit intake); 0 = no limit. */
   deviceRateLimitPerMinute: number;
-  /** Requests per minute per credential (or per IP without one) on the APIs; 0 = no limit. */
+  /** Requests per minute per client IP on the device routes, firmware downloads included: the ceiling of a NATed fleet; 0 = no limit. */
+  deviceIpRateLimitPerMinute: number;
+  /** Requests per minute per credential on the APIs, and per IP for requests without a valid one; 0 = no limit. */
   apiRateLimitPerMinute: number;
   /** Time a client has to send a request's headers, in seconds (slow-loris clients are cut off). */
   headersTimeoutSeconds: number;
@@ -204,6 +206,16 @@ export function loadSettings(env: Env = process.env): Settings {
   if (requestTimeoutSeconds < headersTimeoutSeconds) {
     throw new SettingsError('HTTP_REQUEST_TIMEOUT_SECONDS', `expected at least HTTP_HEADERS_TIMEOUT_SECONDS (${headersTimeoutSeconds}), got ${requestTimeoutSeconds}`);
   }
+  // A device polls at most every 5 s (12 a minute): 60 leaves room for audit uploads and retries.
+  const deviceRateLimitPerMinute = integer(env, 'RATE_LIMIT_DEVICE_PER_MINUTE', 60, 0, 1_000_000_000);
+  // 30 000 a minute: 75 000 OKMs behind one address at the 150 s interval (docs/operator-guide.md).
+  const deviceIpRateLimitPerMinute = integer(env, 'RATE_LIMIT_DEVICE_IP_PER_MINUTE', 30_000, 0, 1_000_000_000);
+  if (deviceIpRateLimitPerMinute > 0 && deviceIpRateLimitPerMinute < deviceRateLimitPerMinute) {
+    throw new SettingsError(
+      'RATE_LIMIT_DEVICE_IP_PER_MINUTE',
+      `expected 0 (no limit) or at least RATE_LIMIT_DEVICE_PER_MINUTE (${deviceRateLimitPerMinute}): one address must allow at least one device, got ${deviceIpRateLimitPerMinute}`,
+    );
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: text(env, 'HOST', '0.0.0.0'),
@@ -233,7 +245,8 @@ export function loadSettings(env: Env = process.env): Settings {
     pkiRootValidityDays: integer(env, 'PKI_ROOT_VALIDITY_DAYS', 7305, 1, 36_525),
     pkiIntermediateValidityDays: integer(env, 'PKI_INTERMEDIATE_VALIDITY_DAYS', 3653, 1, 36_525),
     dlockCertificateValidityDays: integer(env, 'DLOCK_CERTIFICATE_VALIDITY_DAYS', 365, 1, 36_525),
-    deviceRateLimitPerMinute: integer(env, 'RATE_LIMIT_DEVICE_PER_MINUTE', 600, 0, 1_000_000_000),
+    deviceRateLimitPerMinute,
+    deviceIpRateLimitPerMinute,
     apiRateLimitPerMinute: integer(env, 'RATE_LIMIT_API_PER_MINUTE', 1200, 0, 1_000_000_000),
     headersTimeoutSeconds,
     requestTimeoutSeconds,

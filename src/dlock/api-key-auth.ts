@@ -19,7 +19,8 @@ export const MALFORMED_KEY = 'Malformed access token';
 export const INVALID_KEY = 'Access token invalid or revoked';
 
 /**
- * preHandler of a DLock route: `Authorization: Bearer kf_live_…`. Sets request.apiKeyOwner and
+ * onRequest hook of a DLock route (authentication before the body is read or anything is
+ * validated): `Authorization: Bearer kf_live_…`. Sets request.apiKeyOwner and
  * request.apiKeyRow, or answers 401. `lookupFor` gives the key's lookup for a request, so that
  * a route can read its own row with the key in one statement. Routes that use it set
  * `config: { errorShape: 'dlock' }` so that the error handler renders `{status, msg}`.

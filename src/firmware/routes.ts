@@ -101,10 +101,10 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  // No token: devices download from here with the URL their config poll gave them.
+  // No token: devices download from here with the URL their config poll gave them (so it is rate-limited as a device route).
   app.get(
     '/:kind/:version/file',
-    { schema: { params: ReleaseParams, response: { 200: FileResponse, 206: FileResponse, ...errorResponses } } },
+    { config: { rateLimitGroup: 'device' }, schema: { params: ReleaseParams, response: { 200: FileResponse, 206: FileResponse, ...errorResponses } } },
     async (request, reply) => {
       const file = await openDownload(app.db, request.params.kind, request.params.version, {
         range: singleHeader(request.headers.range),

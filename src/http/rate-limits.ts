@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { normalizeIP, type RateLimitOptions } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from './errors.ts';
 
@@ -9,48 +9,90 @@ type RateLimitGroup = 'device' | 'api';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Which rate limit a route counts against, decided once when it is registered; none when absent. */
+    /**
+     * Which limits a route counts against. Device routes (OKMs, which have no account) say
+     * 'device'; other routes under /api/ and /v1/ are 'api'; the rest (probes, metrics, docs)
+     * are not limited.
+     */
     rateLimitGroup?: RateLimitGroup;
   }
 }
 
+// Keys each counter keeps, least recently used dropped first: memory stays bounded (a key is
+// ~150 bytes), and a dropped key only starts its count again.
+const SERIALS_KEPT = 250_000;
+const CLIENTS_KEPT = 50_000;
+
+type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
+type Outcome = Awaited<ReturnType<Limiter>>;
+
+const tooManyRequests = (outcome: Extract<Outcome, { isAllowed: false }>) => {
+  const seconds = Math.max(1, outcome.ttlInSeconds);
+  return new HttpError(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded, retry in ${seconds} s`, { 'retry-after': String(seconds) });
+};
+
+/** Counts the request and refuses it when its key is over the limit. */
+async function count(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
+  const outcome = await limiter?.(request);
+  if (outcome && !outcome.isAllowed && outcome.isExceeded) throw tooManyRequests(outcome);
+}
+
+/** Refuses the request when its key has used up the limit, without counting it. */
+async function check(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
+  const outcome = await limiter?.(request, { increment: false });
+  if (outcome && !outcome.isAllowed && outcome.remaining === 0) throw tooManyRequests(outcome);
+}
+
+const serialNumberOf = (request: FastifyRequest) => (request.params as { serialNumber?: string } | undefined)?.serialNumber;
+
 /**
- * Per-client limits, counted in this process's memory (several processes each count their
- * own share). Device routes (config poll, audit intake) are limited per client IP: OKMs have
- * no credential. API routes are limited per credential, so that customers behind one NAT do
- * not share a budget, and per IP when a request has none. Probes, metrics and docs are not
- * limited. A limit of 0 turns that group off. Register before the routes: each route's group
- * is set as it is added.
+ * Per-client limits, counted in this process's memory (several processes each count their own
+ * share), before authentication (a root onRequest hook runs before the routes' guards):
+ * - device routes: per OKM serial number, and a per-IP ceiling high enough for a whole chain
+ *   of stores behind one NAT address (firmware downloads, which name no serial, count there);
+ * - API routes: per credential, so that customers behind one NAT do not share a budget; and
+ *   per IP for requests without a credential or whose credential is refused (401), so that
+ *   neither leaving the credential out nor changing it on every request escapes the limit.
+ * A limit of 0 turns it off. Register before the routes: each route's group is set as it is added.
  */
 async function rateLimitsPlugin(app: FastifyInstance): Promise<void> {
-  const { configPath, auditUrl, deviceRateLimitPerMinute, apiRateLimitPerMinute } = app.settings;
-  const devicePrefixes = [`${configPath}/`, `${auditUrl}/`];
-  const perMinute: Record<RateLimitGroup, number> = { device: deviceRateLimitPerMinute, api: apiRateLimitPerMinute };
+  const { deviceRateLimitPerMinute, deviceIpRateLimitPerMinute, apiRateLimitPerMinute } = app.settings;
+  await app.register(rateLimit, { global: false, timeWindow: ONE_MINUTE_MS });
 
-  function groupOf(url: string): RateLimitGroup | undefined {
-    if (devicePrefixes.some((prefix) => url.startsWith(prefix))) return 'device';
-    if (url.startsWith('/api/') || url.startsWith('/v1/')) return 'api';
-    return undefined;
-  }
+  const limiter = (max: number, cache: number, keyOf: (request: FastifyRequest) => string): Limiter | undefined => {
+    if (max === 0) return undefined;
+    const options: RateLimitOptions = { max, timeWindow: ONE_MINUTE_MS, cache, keyGenerator: keyOf };
+    return app.createRateLimit(options);
+  };
+  const clientIp = (request: FastifyRequest) => normalizeIP(request.ip);
+  const perSerialNumber = limiter(deviceRateLimitPerMinute, SERIALS_KEPT, (request) => serialNumberOf(request)!);
+  const perDeviceIp = limiter(deviceIpRateLimitPerMinute, CLIENTS_KEPT, clientIp);
+  const perCredential = limiter(apiRateLimitPerMinute, CLIENTS_KEPT, (request) => request.headers.authorization!);
+  const perUnauthenticatedIp = limiter(apiRateLimitPerMinute, CLIENTS_KEPT, clientIp);
+
   app.addHook('onRoute', (route) => {
-    const group = groupOf(route.url);
-    if (group && perMinute[group] > 0) route.config = { ...route.config, rateLimitGroup: group };
+    if (route.config?.rateLimitGroup !== undefined) return;
+    if (route.url.startsWith('/api/') || route.url.startsWith('/v1/')) route.config = { ...route.config, rateLimitGroup: 'api' };
   });
-  const groupOfRequest = (request: FastifyRequest) => request.routeOptions.config?.rateLimitGroup;
+  const groupOf = (request: FastifyRequest) => request.routeOptions.config?.rateLimitGroup;
 
-  await app.register(rateLimit, {
-    global: true,
-    timeWindow: ONE_MINUTE_MS,
-    allowList: (request) => groupOfRequest(request) === undefined,
-    max: (request) => perMinute[groupOfRequest(request)!],
-    keyGenerator: (request) => {
-      const group = groupOfRequest(request);
-      const credential = group === 'api' ? request.headers.authorization : undefined;
-      return credential ? `api:${credential}` : `${group}:${request.ip}`;
-    },
-    // Within the limit, no headers: devices and clients do not read them, and every poll would carry them.
-    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
-    errorResponseBuilder: (_request, context) => new HttpError(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded, retry in ${context.after}`),
+  app.addHook('onRequest', async (request) => {
+    switch (groupOf(request)) {
+      case 'device':
+        await count(perDeviceIp, request);
+        if (serialNumberOf(request) !== undefined) await count(perSerialNumber, request);
+        return;
+      case 'api':
+        if (request.headers.authorization === undefined) return count(perUnauthenticatedIp, request);
+        await check(perUnauthenticatedIp, request);
+        return count(perCredential, request);
+    }
+  });
+  // A refused credential counts against its address once the guard has said so.
+  app.addHook('onResponse', async (request, reply) => {
+    if (reply.statusCode === 401 && groupOf(request) === 'api' && request.headers.authorization !== undefined) {
+      await perUnauthenticatedIp?.(request);
+    }
   });
 }
 

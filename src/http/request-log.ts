@@ -5,8 +5,15 @@ import { LogController, type FastifyInstance, type FastifyReply, type FastifyReq
 export const REQUEST_ID_HEADER = 'x-request-id';
 const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Query parameters whose values are secrets: the installer code an OKM sends on every poll. */
-const SECRET_QUERY_PARAMETER = /([?&]installCode=)[^&#]*/gi;
+/**
+ * Query parameters whose values are secrets, by decoded name, in lower case: the installer
+ * code an OKM sends on every poll, and the credentials a misconfigured client may put in a URL.
+ */
+const SECRET_QUERY_PARAMETERS = new Set(['installcode', 'access_token', 'token', 'api_key', 'apikey']);
+
+/** A query parameter's name as the query-string parser sees it: '+' is a space, %XX a byte (invalid escapes stay as they are). */
+const decodedName = (name: string) =>
+  name.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_escape, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 
 /** Fastify's genReqId: the caller's (or proxy's) X-Request-Id when it is a sane token, else a new UUID. */
 export function requestIdOf(request: IncomingMessage): string {
@@ -16,7 +23,20 @@ export function requestIdOf(request: IncomingMessage): string {
 
 const LEVELS_THAT_LOG_INFO = new Set(['info', 'debug', 'trace']);
 
-export const redactUrl = (url: string) => url.replace(SECRET_QUERY_PARAMETER, '$1[redacted]');
+/** The URL with the value of every secret query parameter replaced, whatever percent-encoding its name uses. */
+export function redactUrl(url: string): string {
+  const queryStart = url.indexOf('?');
+  if (queryStart === -1) return url;
+  const redacted = url
+    .slice(queryStart + 1)
+    .split('&')
+    .map((pair) => {
+      const nameEnd = pair.indexOf('=');
+      const name = nameEnd === -1 ? pair : pair.slice(0, nameEnd);
+      return SECRET_QUERY_PARAMETERS.has(decodedName(name).toLowerCase()) ? `${name}=[redacted]` : pair;
+    });
+  return `${url.slice(0, queryStart)}?${redacted.join('&')}`;
+}
 
 /**
  * One log line per request, when the response is done, with the URL's secrets redacted

@@ -29,6 +29,9 @@ const serialNumberError = () => badRequest('serialNumber: expected 1–64 charac
 
 const AUDIT_BODY_LIMIT = 1024 * 1024;
 
+/** Rate-limited per serial number and per IP (src/http/rate-limits.ts). */
+const DEVICE = { rateLimitGroup: 'device' } as const;
+
 const PENDING_OKM = 'OKM pending: an operator has to accept it';
 
 /** The device-facing OKM routes: bootstrap, config poll and audit intake. */
@@ -74,13 +77,15 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   }
 
   const bootstrap = async () => ({ configUrl: configPath });
-  app.get(BOOTSTRAP_PATH, bootstrap);
+  app.get(BOOTSTRAP_PATH, { config: DEVICE }, bootstrap);
   // A CONFIG_PATH equal to the bootstrap path leaves /{serialNumber} to the config route.
-  if (configPath !== BOOTSTRAP_PATH) app.get(`${BOOTSTRAP_PATH}/:serialNumber`, bootstrap);
+  if (configPath !== BOOTSTRAP_PATH) {
+    app.get(`${BOOTSTRAP_PATH}/:serialNumber`, { config: DEVICE, schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError }, bootstrap);
+  }
 
   app.get(
     `${configPath}/:serialNumber`,
-    { schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError, onRequest: requireDeviceToken },
+    { config: DEVICE, schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError, onRequest: requireDeviceToken },
     async (request, reply) => {
       const result = await handlePoll({
         serialNumber: request.params.serialNumber,
@@ -105,6 +110,7 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   app.post(
     `${auditUrl}/:serialNumber`,
     {
+      config: DEVICE,
       schema: { params: SerialNumberParams },
       schemaErrorFormatter: serialNumberError,
       bodyLimit: AUDIT_BODY_LIMIT,

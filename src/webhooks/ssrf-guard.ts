@@ -1,55 +1,23 @@
 import dns from 'node:dns';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
 
-/** Destinations a status event may not reach unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true. */
-const FORBIDDEN = new net.BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network", unspecified
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata endpoints
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) FORBIDDEN.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of [
-  ['::', 96], // unspecified, loopback, IPv4-compatible
-  ['64:ff9b::', 96], // NAT64: an IPv4 address behind a translator
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
-] as const) FORBIDDEN.addSubnet(network, prefix, 'ipv6');
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
-const IPV4_MAPPED = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
-
-/** The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:a.b.c.d in any notation). */
-function mappedIpv4(address: string): string | undefined {
-  const normalised = new URL(`http://[${address}]/`).hostname.slice(1, -1);
-  const match = IPV4_MAPPED.exec(normalised);
-  if (!match) return undefined;
-  const high = parseInt(match[1]!, 16);
-  const low = parseInt(match[2]!, 16);
-  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
-}
-
-/** True for loopback, private, link-local, CGNAT, unspecified, multicast and reserved addresses (and anything that is not an IP address). */
+/**
+ * The ranges of ipaddr.js (kept with the IANA special-purpose registries) decide: only an
+ * address of its 'unicast' range may be reached unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true.
+ * Everything else (private, loopback, link-local, CGNAT, documentation, benchmarking, 6to4,
+ * Teredo, NAT64, multicast, reserved...) is refused. An IPv4-mapped IPv6 address is judged by
+ * its IPv4 address.
+ */
 export function isForbiddenAddress(address: string): boolean {
-  switch (net.isIP(address)) {
-    case 4:
-      return FORBIDDEN.check(address, 'ipv4');
-    case 6: {
-      const ipv4 = mappedIpv4(address);
-      return ipv4 !== undefined ? FORBIDDEN.check(ipv4, 'ipv4') : FORBIDDEN.check(address, 'ipv6');
-    }
-    default:
-      return true;
-  }
+  if (!ipaddr.isValid(address) || net.isIP(address) === 0) return true;
+  const parsed = ipaddr.process(address);
+  // ::a.b.c.d (IPv4-compatible, deprecated by RFC 4291) is 'unicast' to ipaddr.js but reaches an IPv4 host on some stacks
+  if (parsed.kind() === 'ipv6' && parsed.match(IPV4_COMPATIBLE)) return true;
+  return parsed.range() !== 'unicast';
 }
 
 class ForbiddenDestinationError extends Error {

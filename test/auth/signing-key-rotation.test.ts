@@ -6,6 +6,7 @@ import { issueToken } from '../../src/auth/tokens.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 forEachDatabase('signing key rotation', (kind) => {
   let t: TestApp;
@@ -59,6 +60,19 @@ forEachDatabase('signing key rotation', (kind) => {
     clock += 61_000;
 
     await assert.rejects(verify(), { code: 'ERR_JWKS_NO_MATCHING_KEY' });
+  });
+
+  test('when `keyfleet signing-key retire` has returned, a running server refuses tokens of that key at once', async () => {
+    const token = await issue();
+    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    // Earlier tests rotated keys behind the server's back: wait until it knows this token's key.
+    await eventually(async () => (await listOkms(token)).statusCode === 200, 10_000, 'the previous key verifying during its grace');
+
+    const run = await runKeyfleet(t.database.env, 'signing-key', 'retire', rotated.previous!, '--json');
+    const afterRetirement = await listOkms(token);
+
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal(afterRetirement.statusCode, 401);
   });
 
   test('the active key cannot be retired', async () => {

@@ -79,6 +79,23 @@ describe('settings', () => {
     assert.equal(errorFor({ OKM_DEVICE_TOKENS: 'on' }).message, 'OKM_DEVICE_TOKENS: expected one of off, required, got "on"');
   });
 
+  test('device rate limits default to 60 a minute per OKM and 30 000 a minute per address (a NATed chain)', () => {
+    const settings = loadSettings({});
+
+    assert.equal(settings.deviceRateLimitPerMinute, 60);
+    assert.equal(settings.deviceIpRateLimitPerMinute, 30_000);
+    assert.equal(settings.apiRateLimitPerMinute, 1200);
+  });
+
+  test('a per-address device ceiling below the per-OKM limit is refused at start; 0 turns either off', () => {
+    const error = errorFor({ RATE_LIMIT_DEVICE_PER_MINUTE: '100', RATE_LIMIT_DEVICE_IP_PER_MINUTE: '50' });
+
+    assert.equal(error.variable, 'RATE_LIMIT_DEVICE_IP_PER_MINUTE');
+    assert.equal(errorFor({ RATE_LIMIT_DEVICE_IP_PER_MINUTE: '-1' }).variable, 'RATE_LIMIT_DEVICE_IP_PER_MINUTE');
+    assert.equal(loadSettings({ RATE_LIMIT_DEVICE_PER_MINUTE: '100', RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0' }).deviceIpRateLimitPerMinute, 0);
+    assert.equal(loadSettings({ RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_DEVICE_IP_PER_MINUTE: '10' }).deviceRateLimitPerMinute, 0);
+  });
+
   test('TRUST_PROXY takes true, a hop count or a list of proxy addresses', () => {
     assert.equal(loadSettings({ TRUST_PROXY: 'true' }).trustProxy, true);
     assert.equal(loadSettings({ TRUST_PROXY: '2' }).trustProxy, 2);

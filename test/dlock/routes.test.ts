@@ -328,6 +328,36 @@ forEachDatabase('DLock routes', (kind) => {
     assert.equal((await t.app.inject({ method: 'GET', url: `/v1/dlock/${registered.serial_no}`, headers: bearer(acmeKey) })).statusCode, 200);
   });
 
+  test('the key is checked before the body and the path: without a valid key, an empty body or a bad serial is 401, not 400', async () => {
+    const calls = [
+      { method: 'POST', url: '/v1/dlock', payload: {} },
+      { method: 'POST', url: '/v1/dlock', payload: { ...body(), serial_no: 'bad serial' } },
+      { method: 'GET', url: '/v1/dlock/a%00b' },
+      { method: 'DELETE', url: '/v1/dlock/a%00b' },
+      { method: 'GET', url: '/v1/certificates/a%00b' },
+    ] as const;
+    for (const call of calls) {
+      for (const headers of [{}, { authorization: 'Bearer not-a-key' }]) {
+        const response = await t.app.inject({ ...call, headers });
+
+        assert.equal(response.statusCode, 401, `${call.method} ${call.url}`);
+        assert.equal(response.json().status, 401);
+      }
+    }
+  });
+
+  test('with a valid key, a NUL or a character outside [A-Za-z0-9._-] in the serial or certificate name is 400 {status, msg}', async () => {
+    for (const url of ['/v1/dlock/a%00b', '/v1/dlock/a%20b', `/v1/dlock/${'x'.repeat(65)}`, '/v1/certificates/a%00b', '/v1/certificates/a%2Fb']) {
+      for (const method of url.startsWith('/v1/dlock/') ? ['GET', 'DELETE'] as const : ['GET'] as const) {
+        const response = await t.app.inject({ method, url, headers: bearer(acmeKey) });
+
+        assert.equal(response.statusCode, 400, `${method} ${url}: ${response.body}`);
+        assert.deepEqual(Object.keys(response.json()).sort(), ['msg', 'status']);
+        assert.equal(response.json().status, 400);
+      }
+    }
+  });
+
   test('the lock key is not in the database in clear', async () => {
     const keys: Buffer[] = [];
     for (let i = 0; i < 3; i++) {

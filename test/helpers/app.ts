@@ -28,7 +28,7 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   const database = await createTestDatabase(kind);
   // Rate limits are off unless a test sets them: suites poll far faster than any device.
-  const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...database.env, ...env });
+  const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...database.env, ...env });
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);

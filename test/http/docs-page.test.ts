@@ -5,20 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { chromium } from 'playwright-core';
+import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = path.join(PROJECT_ROOT, 'docs/images/api-docs.png');
 
-/** Debian's Chromium is a system package: CI installs it (.ci/run); elsewhere its absence skips this test. */
-function chromiumMissing(): string | false {
-  if (fs.existsSync(CHROMIUM)) return false;
-  if (process.env.CI) throw new Error(`${CHROMIUM} is missing, and CI requires it (apt-get install chromium)`);
-  return `${CHROMIUM} is not installed (apt-get install chromium)`;
-}
-
-test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API in a browser', { skip: chromiumMissing() }, async () => {
+test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API in a browser', { skip: browserTestSkip() }, async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-docs-'));
   const server = spawn('npm', ['start'], {
     cwd: PROJECT_ROOT,
@@ -28,10 +20,7 @@ test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API 
   let output = '';
   server.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   server.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  const browser = await launchChromium();
   try {
     const base = await new Promise<string>((resolve, reject) => {
       server.stdout.on('data', () => {
