@@ -234,13 +234,13 @@ export async function replaceOkm(
   const acting = await actingFor(request);
   const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
-    if (customerToken !== null) {
-      const current = await lockedOwnOkm(trx, customerToken, serialNumber);
+    const replaceSettingsOf = async (current: OwnedOkm, created: boolean) => {
       rejectAclManagedFields(current, body);
       await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
       await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
-      return { record: await currentRecord(request, trx, serialNumber), created: false };
-    }
+      return { record: await currentRecord(request, trx, serialNumber), created };
+    };
+    if (customerToken !== null) return replaceSettingsOf(await lockedOwnOkm(trx, customerToken, serialNumber), false);
     const lockedExisting = await lockOkm(trx, serialNumber);
     if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
       await checkNewFirmwarePins(trx, desired.firmware, undefined);
@@ -252,12 +252,9 @@ export async function replaceOkm(
     if (!current) throw notFound(OKM_NOT_FOUND);
     const ownerId = current.okm.customerId;
     if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
-    const claimed = acting !== null && ownerId === null;
-    if (claimed) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
-    rejectAclManagedFields(current, body);
-    await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
-    return { record: await currentRecord(request, trx, serialNumber), created: claimed };
+    const assigned = acting !== null && ownerId === null;
+    if (assigned) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
+    return replaceSettingsOf(current, assigned);
   });
 }
 
