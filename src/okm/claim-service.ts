@@ -30,7 +30,9 @@ export async function claimOkm(request: OkmRequest, serialNumber: string, instal
   const outcome = await request.db.transaction().execute(async (trx): Promise<ClaimOutcome> => {
     const failures = await lockClaimFailures(trx, serialNumber, now);
     if (failures.blockedUntil !== null && failures.blockedUntil > now) return { kind: 'blocked', until: failures.blockedUntil };
-    const owned = (await lockOkm(trx, serialNumber)) ? await findOwnedOkm(trx, serialNumber) : undefined;
+    // The same queries whether or not the serial number exists, so that timing does not tell.
+    await lockOkm(trx, serialNumber);
+    const owned = await findOwnedOkm(trx, serialNumber);
     const claimable = owned !== undefined && owned.okm.customerId === null;
     if (!sameInstallCode(claimable ? owned.okm.installCode : null, installCode)) {
       await recordFailedClaim(trx, serialNumber, failures, now);
