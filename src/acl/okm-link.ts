@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { badRequest } from '../http/errors.ts';
-import { lockOkm, setOkmCustomer } from '../okm/admin-repository.ts';
+import { lockOkm } from '../okm/admin-repository.ts';
 import { queueMessage } from '../okm/messages-repository.ts';
 import { canonicalTextDigest } from '../shared/canonical-json.ts';
 import { findOkmCustomerId, setOkmListDigests } from '../okm/repository.ts';
@@ -14,14 +14,16 @@ async function releaseOkmAssets(trx: Db, serialNumber: string, now: number): Pro
   await queueMessage(trx, serialNumber, DELETE_ASSETS, null, now);
 }
 
-/** An OKM may be linked when it is the customer's or nobody's (then the customer claims it) and has no ACL yet. */
-async function takeOkmForAcl(trx: Db, acl: { id: string; customerId: number }, serialNumber: string, now: number): Promise<void> {
-  const owner = await findOkmCustomerId(trx, serialNumber);
-  // Another customer's OKM gets the same answer as a missing one.
-  if (owner === undefined || (owner !== null && owner !== acl.customerId)) throw badRequest(`okm_id: unknown OKM ${serialNumber}`);
+/**
+ * An OKM may be linked when the ACL's customer holds it and it has no ACL yet. One answer for
+ * a missing OKM, another customer's and one that nobody holds (which its customer claims first).
+ */
+async function checkOkmLinkable(trx: Db, acl: { id: string; customerId: number }, serialNumber: string): Promise<void> {
+  if ((await findOkmCustomerId(trx, serialNumber)) !== acl.customerId) {
+    throw badRequest(`okm_id: no OKM ${serialNumber} held by this ACL's customer (an OKM nobody holds is claimed first, with its installer code)`);
+  }
   const linkedAcl = await findAclIdOfOkm(trx, serialNumber);
   if (linkedAcl !== undefined) throw badRequest(`okm_id: OKM ${serialNumber} is already linked to ACL ${linkedAcl}`);
-  if (owner === null) await setOkmCustomer(trx, serialNumber, acl.customerId, now);
 }
 
 /**
@@ -42,7 +44,7 @@ export async function linkAclToOkm(
   // A fixed order, so that two ACLs trading their OKMs cannot deadlock.
   const involved = [...new Set([current, next])].filter((serial): serial is string => serial !== null).sort();
   for (const serial of involved) await lockOkm(trx, serial);
-  if (next !== null && next !== current) await takeOkmForAcl(trx, acl, next, now);
+  if (next !== null && next !== current) await checkOkmLinkable(trx, acl, next);
   if (current !== null && current !== next) await releaseOkmAssets(trx, current, now);
   if (next !== current) await setAclOkm(trx, acl.id, next);
   if (next !== null) {

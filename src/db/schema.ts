@@ -26,6 +26,7 @@ export interface Database {
   status_events: StatusEventsTable;
   status_delivery_failures: StatusDeliveryFailuresTable;
   webhook_secrets: WebhookSecretsTable;
+  okm_claim_failures: OkmClaimFailuresTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -257,4 +258,14 @@ export interface WebhookSecretsTable {
   previous_valid_until: number | null;
   created_at: number;
   rotated_at: number | null;
+}
+
+/** Failed claims of one serial number in the current window; pruned once expires_at has passed. */
+export interface OkmClaimFailuresTable {
+  serial_number: string;
+  failures: number;
+  window_started_at: number;
+  /** Claims of the serial number are refused (429) until then. */
+  blocked_until: number | null;
+  expires_at: number;
 }

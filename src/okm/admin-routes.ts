@@ -16,9 +16,11 @@ import {
   replaceOkm,
   type OkmRequest,
 } from './admin-service.ts';
+import { claimOkm } from './claim-service.ts';
 import { issueDeviceToken, toDeviceTokenRecord } from './device-tokens.ts';
 import {
   AuditRecordView,
+  ClaimBody,
   CustomerAssignmentBody,
   CustomerQuery,
   DeviceTokenRecord,
@@ -138,6 +140,24 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => ({
       message: MESSAGES.updated,
       data: await assignOkm(okmRequest(request), request.params.serial, request.body.customer),
+    }),
+  );
+
+  app.post(
+    '/:serial/claim',
+    {
+      onRequest: canWrite,
+      schema: {
+        description: 'Takes an OKM that no customer holds, by the installer code its device last reported.',
+        params: SerialParams,
+        querystring: CustomerQuery,
+        body: ClaimBody,
+        response: { 200: resourceResponse(OkmRecord), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      message: MESSAGES.updated,
+      data: await claimOkm(okmRequest(request, request.query.customer), request.params.serial, request.body.install_code),
     }),
   );
 

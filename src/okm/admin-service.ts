@@ -204,9 +204,25 @@ export async function getOkmRecord(request: OkmRequest, serialNumber: string): P
 }
 
 /**
- * PUT: creates the OKM for the acting customer, claims one that a poll inserted without a
- * customer (both "created"), or replaces the settings of one the customer already has. A
- * serial number held by another customer is a 409: serial numbers are global.
+ * A customer token may PUT or PATCH only the OKMs its customer holds. Any other serial number
+ * (unassigned, another customer's, or not known yet) gets this one 409, so that a tenant can
+ * neither take a device nor squat a serial number before the device's first poll, nor tell
+ * those cases apart: a customer takes an OKM only by claiming it (claim-service.ts).
+ */
+async function lockedOwnOkm(trx: Db, acting: Customer, serialNumber: string): Promise<OwnedOkm> {
+  const owned = (await lockOkm(trx, serialNumber)) ? await findOwnedOkm(trx, serialNumber) : undefined;
+  if (owned?.okm.customerId !== acting.id) throw conflict(`OKM ${serialNumber} is not assigned to you; claim it with its installer code`);
+  return owned;
+}
+
+/** The acting customer of a customer token; null for an admin token, whichever customer it acts for. */
+const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (request.principal.isAdmin ? null : acting);
+
+/**
+ * PUT: replaces the settings of an OKM. A customer token: only of an OKM its customer holds
+ * (lockedOwnOkm). An admin token creates the OKM for the customer it acts for, or for none;
+ * acting for a customer, it also gives that customer an OKM nobody holds (both "created").
+ * A serial number held by another customer is a 409: serial numbers are global.
  */
 export async function replaceOkm(
   request: OkmRequest,
@@ -216,7 +232,15 @@ export async function replaceOkm(
   const desired = settingsFromBody(body);
   checkStatusUrls(desired.statusUrls);
   const acting = await actingFor(request);
+  const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
+    const replaceSettingsOf = async (current: OwnedOkm, created: boolean) => {
+      rejectAclManagedFields(current, body);
+      await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
+      await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
+      return { record: await currentRecord(request, trx, serialNumber), created };
+    };
+    if (customerToken !== null) return replaceSettingsOf(await lockedOwnOkm(trx, customerToken, serialNumber), false);
     const lockedExisting = await lockOkm(trx, serialNumber);
     if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
       await checkNewFirmwarePins(trx, desired.firmware, undefined);
@@ -228,19 +252,17 @@ export async function replaceOkm(
     if (!current) throw notFound(OKM_NOT_FOUND);
     const ownerId = current.okm.customerId;
     if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
-    const claimed = acting !== null && ownerId === null;
-    if (claimed) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
-    rejectAclManagedFields(current, body);
-    await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
-    return { record: await currentRecord(request, trx, serialNumber), created: claimed };
+    const assigned = acting !== null && ownerId === null;
+    if (assigned) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
+    return replaceSettingsOf(current, assigned);
   });
 }
 
 export async function patchOkm(request: OkmRequest, serialNumber: string, patch: OkmPatchBody): Promise<OkmRecord> {
   const acting = await actingFor(request);
+  const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
-    const current = await lockedVisibleOkm(trx, acting, serialNumber);
+    const current = customerToken === null ? await lockedVisibleOkm(trx, acting, serialNumber) : await lockedOwnOkm(trx, customerToken, serialNumber);
     rejectAclManagedFields(current, patch);
     const linked = current.aclId !== null;
     // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).

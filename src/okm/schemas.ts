@@ -168,6 +168,13 @@ export const CustomerAssignmentBody = Type.Object(
 );
 export type CustomerAssignmentBody = Static<typeof CustomerAssignmentBody>;
 
+/** POST …/claim: the installer code the device reports as `installCode` (SPEC section 10). */
+export const ClaimBody = Type.Object(
+  { install_code: Type.String({ pattern: '^[0-9]{5,20}$', description: 'the installer code the device reported: 5–20 digits' }) },
+  { additionalProperties: false },
+);
+export type ClaimBody = Static<typeof ClaimBody>;
+
 export const MessageBody = Type.Object(
   {
     type: FreeText({ minLength: 1, maxLength: 64 }),

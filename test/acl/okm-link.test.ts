@@ -5,7 +5,13 @@ import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { newSerial, poll, type DeviceParameters } from '../okm/config-helpers.ts';
 import { parametersAfter } from '../okm/resolvers/device.ts';
+import { claim, claimedOkm } from '../okm/admin-helpers.ts';
 import { ACLS, OKMS, call, createOkm, devicePoll, issueAclTokens, sampleAcl, type AclBodyFixture, type AclTokens } from './helpers.ts';
+
+const notHeld = (serial: string) => ({
+  error_code: 'BAD_REQUEST',
+  error_msg: `okm_id: no OKM ${serial} held by this ACL's customer (an OKM nobody holds is claimed first, with its installer code)`,
+});
 
 forEachDatabase('ACL linked to an OKM', (kind) => {
   let t: TestApp;
@@ -45,15 +51,36 @@ forEachDatabase('ACL linked to an OKM', (kind) => {
     assert.deepEqual(record.users_assets, acl.users);
   });
 
-  test('an OKM with no customer yet is claimed by the ACL\'s customer', async () => {
+  test('an OKM that no customer holds yet is refused with the same 400 as an unknown one: linking does not claim it', async () => {
     const serial = newSerial('ACL');
-    assert.equal((await devicePoll(t, serial)).statusCode, 204);
+    assert.equal((await devicePoll(t, serial, '?installCode=12345678')).statusCode, 204);
+    const acl = { ...sampleAcl('acme'), okm_id: serial };
+
+    const response = await postAcl(acl);
+
+    assert.deepEqual([response.statusCode, response.json()], [400, notHeld(serial)]);
+    const record = await okmRecord(serial);
+    assert.deepEqual([record.customer, record.acl_id], [null, null]);
+    assert.equal((await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).statusCode, 404);
+  });
+
+  test('an admin creating an ACL for a customer cannot link it to an OKM that no customer holds either', async () => {
+    const serial = newSerial('ACL');
+    await devicePoll(t, serial);
+
+    const response = await postAcl({ ...sampleAcl('acme'), okm_id: serial }, tokens.admin);
+
+    assert.deepEqual([response.statusCode, response.json()], [400, notHeld(serial)]);
+    assert.equal((await okmRecord(serial)).customer, null);
+  });
+
+  test('once its customer has claimed it with its installer code, the OKM links', async () => {
+    const serial = newSerial('ACL');
+    await claimedOkm(t, tokens.acmeOkm, serial);
 
     const acl = await linkedAcl(serial);
 
-    const record = await okmRecord(serial);
-    assert.equal(record.customer, 'acme');
-    assert.equal(record.acl_id, acl.id);
+    assert.equal((await okmRecord(serial)).acl_id, acl.id);
   });
 
   test('when okm_id names an unknown OKM, POST is a 400 and no ACL is created', async () => {
@@ -62,7 +89,7 @@ forEachDatabase('ACL linked to an OKM', (kind) => {
     const response = await postAcl(acl);
 
     assert.equal(response.statusCode, 400);
-    assert.deepEqual(response.json(), { error_code: 'BAD_REQUEST', error_msg: `okm_id: unknown OKM ${acl.okm_id}` });
+    assert.deepEqual(response.json(), notHeld(acl.okm_id));
     assert.equal((await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).statusCode, 404);
   });
 
@@ -74,7 +101,7 @@ forEachDatabase('ACL linked to an OKM', (kind) => {
 
     const response = await postAcl(acl);
 
-    assert.deepEqual(response.json(), { error_code: 'BAD_REQUEST', error_msg: `okm_id: unknown OKM ${serial}` });
+    assert.deepEqual(response.json(), notHeld(serial));
     const record = await okmRecord(serial);
     assert.equal(record.customer, 'beta');
     assert.equal(record.acl_id, null);
@@ -236,7 +263,8 @@ forEachDatabase('ACL linked to an OKM', (kind) => {
 
   test('end to end: the OKM polls the ACL\'s lists in, gets a changed permission, then delete-assets when the ACL goes', async () => {
     const serial = newSerial('E2E');
-    assert.equal((await poll(t, serial)).statusCode, 204);
+    assert.equal((await poll(t, serial, { installCode: '12345678' })).statusCode, 204);
+    assert.equal((await claim(t, tokens.acmeOkm, serial, '12345678')).statusCode, 200);
     const acl = await linkedAcl(serial);
     let device: DeviceParameters = {};
     const pollOnce = async () => {

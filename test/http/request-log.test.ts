@@ -32,6 +32,8 @@ forEachDatabase('request log', (kind) => {
     let poll: Response;
     try {
       poll = await fetch(`${base}/api/v1/config/LOG-OKM-1?installCode=${INSTALL_CODE}&cacheMode=1`, { headers: { 'x-request-id': 'trace-me-42' } });
+      const claim = await fetch(`${base}/api/v1/okms/LOG-OKM-1/claim`, { method: 'POST', headers: jwt, body: JSON.stringify({ install_code: INSTALL_CODE }) });
+      assert.equal(claim.status, 200);
       const put = await fetch(`${base}/api/v1/okms/LOG-OKM-1`, {
         method: 'PUT',
         headers: jwt,
@@ -50,7 +52,7 @@ forEachDatabase('request log', (kind) => {
     const requestLines = lines.filter((line) => line.msg === 'request completed');
     const traced = lines.filter((line) => line.reqId === 'trace-me-42');
     assert.equal(poll.headers.get('x-request-id'), 'trace-me-42');
-    assert.equal(requestLines.length, 5);
+    assert.equal(requestLines.length, 6);
     assert.equal(traced.length, 1);
     assert.equal(traced[0]!.req!.url, '/api/v1/config/LOG-OKM-1?installCode=[redacted]&cacheMode=1');
     assert.equal(traced[0]!.res!.statusCode, 204);

@@ -1,4 +1,5 @@
 import type { InjectOptions } from 'fastify';
+import { decodeJwt } from 'jose';
 import type { TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -45,10 +46,33 @@ export function call(t: TestApp, method: InjectOptions['method'], url: string, o
   return t.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
 }
 
-/** Creates (PUT) an OKM with the given settings; throws unless the service answers 201. */
+const operatorTokens = new WeakMap<TestApp, Promise<string>>();
+
+/**
+ * Creates (PUT) an OKM with the given settings; throws unless the service answers 201. With a
+ * customer's token, an operator creates it for that customer (a customer token takes no new
+ * OKM: SPEC section 10), and the test goes on with the customer's token.
+ */
 export async function createOkm(t: TestApp, token: string, serial: string, settings: Record<string, unknown> = {}, query = '') {
-  const response = await call(t, 'PUT', `${OKMS}/${serial}${query}`, { token, payload: settings });
+  const { customer, scope } = decodeJwt(token);
+  const asOperator = typeof customer === 'string' && !String(scope).split(' ').includes('admin');
+  if (asOperator && !operatorTokens.has(t)) operatorTokens.set(t, issueTestToken(t, { scopes: ['admin'] }));
+  const [putToken, putQuery] = asOperator ? [await operatorTokens.get(t)!, `?customer=${customer}`] : [token, query];
+  const response = await call(t, 'PUT', `${OKMS}/${serial}${putQuery}`, { token: putToken, payload: settings });
   if (response.statusCode !== 201) throw new Error(`PUT ${serial}: ${response.statusCode} ${response.body}`);
+  return response.json().data as Record<string, unknown>;
+}
+
+/** POST …/claim with an installer code. */
+export function claim(t: TestApp, token: string, serial: string, installCode: string) {
+  return call(t, 'POST', `${OKMS}/${serial}/claim`, { token, payload: { install_code: installCode } });
+}
+
+/** An OKM that the device enrolled by polling with the installer code, then the token's customer claimed. */
+export async function claimedOkm(t: TestApp, token: string, serial: string, installCode = '12345678') {
+  await devicePoll(t, serial, `?installCode=${installCode}`);
+  const response = await claim(t, token, serial, installCode);
+  if (response.statusCode !== 200) throw new Error(`claim ${serial}: ${response.statusCode} ${response.body}`);
   return response.json().data as Record<string, unknown>;
 }
 

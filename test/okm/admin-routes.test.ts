@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { OKMS, addUrlRelease, call, createOkm, devicePoll, issueTokens, uniqueSerial, uniqueVersion, type Tokens } from './admin-helpers.ts';
+import { OKMS, addUrlRelease, call, claim, createOkm, devicePoll, issueTokens, uniqueSerial, uniqueVersion, type Tokens } from './admin-helpers.ts';
 
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -14,11 +14,11 @@ forEachDatabase('OKM admin API routes', (kind) => {
   });
   after(() => t.close());
 
-  test('PUT on a new serial number creates the OKM for the acting customer and answers 201 with the record', async () => {
+  test('PUT by an admin naming a customer on a new serial number creates the OKM for that customer and answers 201 with the record', async () => {
     const serial = uniqueSerial();
 
-    const response = await call(t, 'PUT', `${OKMS}/${serial}`, {
-      token: tokens.acmeWrite,
+    const response = await call(t, 'PUT', `${OKMS}/${serial}?customer=acme`, {
+      token: tokens.admin,
       payload: { cache_mode: 2, polling_interval: 60, auditing_enabled: true, subscribe_urls: { status: ['https://hooks.example/okm'] } },
     });
 
@@ -67,11 +67,23 @@ forEachDatabase('OKM admin API routes', (kind) => {
     assert.equal(record.asset_list, null);
   });
 
-  test('PUT on an OKM that a poll inserted without a customer claims it for the acting customer (201)', async () => {
+  test('PUT by a customer on an OKM that a poll inserted without a customer is a 409 and changes nothing', async () => {
     const serial = uniqueSerial();
     await devicePoll(t, serial);
 
     const response = await call(t, 'PUT', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload: { polling_interval: 30 } });
+
+    assert.equal(response.statusCode, 409);
+    assert.deepEqual(response.json(), { error_code: 'CONFLICT', error_msg: `OKM ${serial} is not assigned to you; claim it with its installer code` });
+    const stored = (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.admin })).json().data;
+    assert.deepEqual([stored.customer, stored.polling_interval], [null, null]);
+  });
+
+  test('PUT by an admin naming a customer on an OKM that a poll inserted without a customer gives it to that customer (201)', async () => {
+    const serial = uniqueSerial();
+    await devicePoll(t, serial);
+
+    const response = await call(t, 'PUT', `${OKMS}/${serial}?customer=acme`, { token: tokens.admin, payload: { polling_interval: 30 } });
 
     assert.equal(response.statusCode, 201);
     assert.equal(response.json().data.customer, 'acme');
@@ -85,7 +97,7 @@ forEachDatabase('OKM admin API routes', (kind) => {
     const response = await call(t, 'PUT', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload: { polling_interval: 50 } });
 
     assert.equal(response.statusCode, 409);
-    assert.deepEqual(response.json(), { error_code: 'CONFLICT', error_msg: 'serial number is not available' });
+    assert.deepEqual(response.json(), { error_code: 'CONFLICT', error_msg: `OKM ${serial} is not assigned to you; claim it with its installer code` });
     const stored = await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.betaWrite });
     assert.equal(stored.json().data.polling_interval, 40);
   });
@@ -268,21 +280,30 @@ forEachDatabase('OKM admin API routes', (kind) => {
     );
   });
 
-  test('two customers creating one serial number at once: one gets 201, the other 409', async () => {
+  test('two customers claiming one OKM at once with its installer code: one gets 200, the other 404', async () => {
+    const serial = uniqueSerial();
+    await devicePoll(t, serial, '?installCode=24681357');
+
+    const responses = await Promise.all([tokens.acmeWrite, tokens.betaWrite].map((token) => claim(t, token, serial, '24681357')));
+
+    assert.deepEqual(responses.map((response) => response.statusCode).sort(), [200, 404]);
+  });
+
+  test('an admin creating one serial number for two customers at once: one gets 201, the other 409', async () => {
     const serial = uniqueSerial();
 
     const responses = await Promise.all(
-      [tokens.acmeWrite, tokens.betaWrite].map((token) => call(t, 'PUT', `${OKMS}/${serial}`, { token, payload: {} })),
+      ['acme', 'beta'].map((customer) => call(t, 'PUT', `${OKMS}/${serial}?customer=${customer}`, { token: tokens.admin, payload: {} })),
     );
 
     assert.deepEqual(responses.map((response) => response.statusCode).sort(), [201, 409]);
   });
 
-  test('a PUT racing the first poll of its device: both succeed and the customer owns the OKM', async () => {
+  test('an admin\'s PUT for a customer racing the first poll of its device: both succeed and the customer owns the OKM', async () => {
     const serial = uniqueSerial();
 
     const [put] = await Promise.all([
-      call(t, 'PUT', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload: { polling_interval: 20 } }),
+      call(t, 'PUT', `${OKMS}/${serial}?customer=acme`, { token: tokens.admin, payload: { polling_interval: 20 } }),
       devicePoll(t, serial),
     ]);
 

@@ -18,6 +18,7 @@ const routes = (serial: string): Route[] => [
   ['PATCH', `${OKMS}/${serial}`, {}],
   ['DELETE', `${OKMS}/${serial}`],
   ['PUT', `${OKMS}/${serial}/customer`, { customer: null }],
+  ['POST', `${OKMS}/${serial}/claim`, { install_code: '12345' }],
   ['POST', `${OKMS}/${serial}/messages`, { type: 'note' }],
   ['GET', `${OKMS}/${serial}/messages`],
   ['GET', `${OKMS}/${serial}/audit`],
@@ -33,12 +34,13 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
   });
   after(() => t.close());
 
-  test('a customer gets 404 "OKM not found" for every call on another customer\'s OKM, and nothing changes', async () => {
+  test('a customer gets 404 "OKM not found" for every call on another customer\'s OKM (PATCH: the 409 of any OKM it does not hold), and nothing changes', async () => {
     const serial = uniqueSerial();
     await createOkm(t, tokens.betaWrite, serial, { polling_interval: 40 });
+    const patch = await call(t, 'PATCH', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload: { polling_interval: 50 } });
+    assert.equal(patch.statusCode, 409);
     const calls: Route[] = [
       ['GET', `${OKMS}/${serial}`],
-      ['PATCH', `${OKMS}/${serial}`, { polling_interval: 50 }],
       ['DELETE', `${OKMS}/${serial}`],
       ['POST', `${OKMS}/${serial}/messages`, { type: 'note' }],
       ['GET', `${OKMS}/${serial}/messages`],

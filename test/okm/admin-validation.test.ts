@@ -89,11 +89,12 @@ forEachDatabase('OKM admin API validation', (kind) => {
 
   test('polling_interval accepts the bounds 5 and 3600', async () => {
     const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
 
     const lowest = await put(serial, { polling_interval: 5 });
     const highest = await put(serial, { polling_interval: 3600 });
 
-    assert.equal(lowest.statusCode, 201);
+    assert.equal(lowest.statusCode, 200);
     assert.equal(lowest.json().data.polling_interval, 5);
     assert.equal(highest.statusCode, 200);
     assert.equal(highest.json().data.polling_interval, 3600);
@@ -101,6 +102,7 @@ forEachDatabase('OKM admin API validation', (kind) => {
 
   test('empty lists are configured lists, kept apart from null', async () => {
     const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
 
     const response = await put(serial, { asset_list: [], users_assets: [] });
 
@@ -109,8 +111,10 @@ forEachDatabase('OKM admin API validation', (kind) => {
 
   test('users_assets objects come back as they were sent', async () => {
     const usersAssets = [{ user_id: 7, assets: ['L1', 'L2'], nested: { deep: [null, true, 1.5] } }, {}];
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
 
-    const response = await put(uniqueSerial(), { users_assets: usersAssets });
+    const response = await put(serial, { users_assets: usersAssets });
 
     assert.deepEqual(response.json().data.users_assets, usersAssets);
   });
@@ -118,8 +122,10 @@ forEachDatabase('OKM admin API validation', (kind) => {
   test('a pin of a version that exists only for another kind is refused', async () => {
     const version = uniqueVersion();
     await addUrlRelease(t, tokens.admin, 'kas', version);
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
 
-    const response = await put(uniqueSerial(), { firmware: { wireless_key: version } });
+    const response = await put(serial, { firmware: { wireless_key: version } });
 
     assert.equal(response.statusCode, 400);
     assert.match(response.json().error_msg, /^firmware\.wireless_key: no wireless_key release/);
@@ -128,7 +134,7 @@ forEachDatabase('OKM admin API validation', (kind) => {
   test('a PUT that creates an OKM with an unknown pin leaves no OKM behind', async () => {
     const serial = uniqueSerial();
 
-    const response = await put(serial, { polling_interval: 30, firmware: { kas: '66.6' } });
+    const response = await call(t, 'PUT', `${OKMS}/${serial}?customer=acme`, { token: tokens.admin, payload: { polling_interval: 30, firmware: { kas: '66.6' } } });
 
     assert.equal(response.statusCode, 400);
     assert.equal((await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).statusCode, 404);

@@ -1,0 +1,55 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { badRequest, HttpError, notFound } from '../http/errors.ts';
+import { actingCustomer } from '../auth/guard.ts';
+import { findOwnedOkm, lockOkm, setOkmCustomer } from './admin-repository.ts';
+import { toOkmRecord, type OkmRequest } from './admin-service.ts';
+import { forgetClaimFailures, lockClaimFailures, pruneClaimFailures, recordFailedClaim } from './claim-repository.ts';
+import type { OkmRecord } from './schemas.ts';
+
+/** The one answer to every failed claim, so that a claim tells nothing about the serial number. */
+export const CLAIM_FAILED = 'OKM not found or installer code does not match';
+
+const digest = (code: string) => createHash('sha256').update(code).digest();
+
+/** Equal codes, in a time that depends on neither code (both are hashed to one length first). */
+function sameInstallCode(reported: string | null, given: string): boolean {
+  return timingSafeEqual(digest(reported ?? ''), digest(given)) && reported !== null;
+}
+
+type ClaimOutcome = { kind: 'claimed'; record: OkmRecord } | { kind: 'failed' } | { kind: 'blocked'; until: number };
+
+/**
+ * POST /api/v1/okms/{serial}/claim: the acting customer takes an OKM that no customer holds
+ * by the installer code its device last reported. Every failure is counted against the serial
+ * number, in the same transaction that looked at the OKM, and the count commits with the 404.
+ */
+export async function claimOkm(request: OkmRequest, serialNumber: string, installCode: string): Promise<OkmRecord> {
+  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  if (acting === null) throw badRequest('customer: an admin token claims for the customer it names; or assign with PUT …/customer');
+  const { now } = request;
+  const outcome = await request.db.transaction().execute(async (trx): Promise<ClaimOutcome> => {
+    const failures = await lockClaimFailures(trx, serialNumber, now);
+    if (failures.blockedUntil !== null && failures.blockedUntil > now) return { kind: 'blocked', until: failures.blockedUntil };
+    // The same queries whether or not the serial number exists, so that timing does not tell.
+    await lockOkm(trx, serialNumber);
+    const owned = await findOwnedOkm(trx, serialNumber);
+    const claimable = owned !== undefined && owned.okm.customerId === null;
+    if (!sameInstallCode(claimable ? owned.okm.installCode : null, installCode)) {
+      await recordFailedClaim(trx, serialNumber, failures, now);
+      return { kind: 'failed' };
+    }
+    await setOkmCustomer(trx, serialNumber, acting.id, now);
+    await forgetClaimFailures(trx, serialNumber);
+    const claimed = await findOwnedOkm(trx, serialNumber);
+    return { kind: 'claimed', record: toOkmRecord(claimed!, request.settings.fleetPollingInterval, now) };
+  });
+  if (outcome.kind === 'claimed') return outcome.record;
+  if (outcome.kind === 'blocked') {
+    const retryAfterSeconds = Math.ceil((outcome.until - now) / 1000);
+    throw new HttpError(429, 'TOO_MANY_REQUESTS', `Too many failed claims of OKM ${serialNumber}; retry in ${retryAfterSeconds} seconds`, {
+      'retry-after': String(retryAfterSeconds),
+    });
+  }
+  await pruneClaimFailures(request.db, now);
+  throw notFound(CLAIM_FAILED);
+}
