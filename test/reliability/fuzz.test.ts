@@ -49,9 +49,14 @@ const isStringSchema = (schema: JsonSchema) =>
 function withValueAt(base: unknown, path: Path, value: unknown): unknown {
   if (path.length === 0) return value;
   const [head, ...rest] = path as [string | number, ...Path];
-  const container: Record<string | number, unknown> = Array.isArray(base) ? [...base] : typeof base === 'object' && base !== null ? { ...base } : typeof head === 'number' ? [] : {};
-  container[head] = withValueAt(container[head], rest, value);
-  return container;
+  if (Array.isArray(base) || (typeof head === 'number' && (typeof base !== 'object' || base === null))) {
+    const copy: unknown[] = Array.isArray(base) ? [...(base as unknown[])] : [];
+    copy[Number(head)] = withValueAt(copy[Number(head)], rest, value);
+    return copy;
+  }
+  const copy: Record<string, unknown> = typeof base === 'object' && base !== null ? { ...(base as Record<string, unknown>) } : {};
+  copy[head] = withValueAt(copy[head], rest, value);
+  return copy;
 }
 
 const percentEncoded = (text: string) => [...Buffer.from(text, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
