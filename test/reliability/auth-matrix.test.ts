@@ -72,6 +72,10 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
       ...(sample ? { payload: sample.payload } : {}),
     });
   };
+  const rawAttempt = (operation: Operation, credential: string | undefined, url: string, payload: string) => {
+    requestsTried++;
+    return t.app.inject({ method: operation.method as 'GET', url, headers: { ...authorization(credential), 'content-type': 'application/json' }, payload });
+  };
   const hasCustomerQuery = (operation: Operation) => queryParameters(operation).some((parameter) => parameter.name === 'customer');
   const securedOperations = () => operations.filter((operation) => operation.security !== undefined);
 
@@ -104,7 +108,7 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
     assert.deepEqual(answers.filter((answer) => !answer.endsWith('405')), []);
   });
 
-  test('every JWT operation answers 401 to no token, an expired one, one of another key and alg none, and 403 to one without its scopes', async (context) => {
+  test('every JWT operation answers 401 to no token, an expired one, one of another key, alg none and other forgeries, and 403 to one without its scopes', async (context) => {
     const own = await loadActiveSigningKey(t.db, t.app.masterKey);
     const foreign = await generateKeyPair('EdDSA');
     const adminClaims = () =>
@@ -114,6 +118,24 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
       'no token': '',
       expired: await adminClaims().setProtectedHeader({ alg: own.algorithm, kid: own.kid }).setIssuedAt(now - 7200).setExpirationTime(now - 3600).sign(own.privateKey),
       'another key': await adminClaims().setProtectedHeader({ alg: 'EdDSA', kid: own.kid }).setExpirationTime(now + 3600).sign(foreign.privateKey),
+      'wrong audience': await new SignJWT({ scope: 'admin' })
+        .setIssuer(t.settings.jwtIssuer)
+        .setAudience('someone-else')
+        .setProtectedHeader({ alg: own.algorithm, kid: own.kid })
+        .setExpirationTime(now + 3600)
+        .sign(own.privateKey),
+      'no expiry': await adminClaims().setProtectedHeader({ alg: own.algorithm, kid: own.kid }).sign(own.privateKey),
+      // The classic confusion: HMAC keyed with the published public key.
+      'HS256 keyed with the public JWK': await adminClaims()
+        .setProtectedHeader({ alg: 'HS256', kid: own.kid })
+        .setExpirationTime(now + 3600)
+        .sign(new TextEncoder().encode((await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).body)),
+      'a customer that does not exist': await new SignJWT({ scope: CUSTOMER_SCOPES.join(' '), customer: 'nobody' })
+        .setIssuer(t.settings.jwtIssuer)
+        .setAudience(t.settings.jwtAudience)
+        .setProtectedHeader({ alg: own.algorithm, kid: own.kid })
+        .setExpirationTime(now + 3600)
+        .sign(own.privateKey),
       'alg none': `${base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }))}.${base64url.encode(
         JSON.stringify({ iss: t.settings.jwtIssuer, aud: t.settings.jwtAudience, sub: 'admin', scope: 'admin', exp: now + 3600 }),
       )}.`,
@@ -126,9 +148,14 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
       const scopes = jwtScopesOf(operation)!;
       const target = { operation, path: identifiersOf(operation, world.a, world), body: world.a };
       for (const [name, token] of Object.entries(refused)) {
-        const response = await attempt({ ...target, credential: token === '' ? undefined : token });
-        cases++;
-        if (response.statusCode !== 401) failures.push(`${operationName(operation)} with ${name}: ${response.statusCode} ${response.body}`);
+        const credential = token === '' ? undefined : token;
+        const responses = [await attempt({ ...target, credential })];
+        // An invalid body must not be looked at before the token.
+        if (Object.keys(operation.requestBody).length > 0) responses.push(await rawAttempt(operation, credential, urlOf(operation, target.path), '{}'));
+        for (const response of responses) {
+          cases++;
+          if (response.statusCode !== 401) failures.push(`${operationName(operation)} with ${name}: ${response.statusCode} ${response.body}`);
+        }
       }
       const lacking = scopes.includes('admin')
         ? [CUSTOMER_SCOPES]
@@ -160,15 +187,18 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
 
     for (const operation of securedOperations().filter(usesApiKey)) {
       for (const [name, credential] of Object.entries(refused)) {
-        for (const body of [world.a, undefined]) {
-          const response = await attempt({ operation, credential, path: identifiersOf(operation, world.a, world), body });
+        // The body must not matter: a valid one, an empty object (item 7 of issue 11), none.
+        for (const body of ['sample', '{}', 'none'] as const) {
+          const path = identifiersOf(operation, world.a, world);
+          const response =
+            body === '{}' ? await rawAttempt(operation, credential, urlOf(operation, path), '{}') : await attempt({ operation, credential, path, ...(body === 'sample' ? { body: world.a } : {}) });
           cases++;
-          if (response.statusCode !== 401) failures.push(`${operationName(operation)} with ${name}${body ? '' : ', no body'}: ${response.statusCode} ${response.body}`);
+          if (response.statusCode !== 401) failures.push(`${operationName(operation)} with ${name}, ${body} body: ${response.statusCode} ${response.body}`);
         }
       }
     }
 
-    assert.ok(cases >= 24);
+    assert.ok(cases >= 36);
     assert.deepEqual(failures, []);
     assert.equal(await snapshotOf(t, world, world.a), untouched);
   });

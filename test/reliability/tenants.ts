@@ -65,8 +65,8 @@ export async function buildTenantWorld(t: TestApp): Promise<TenantWorld> {
   const unassignedSerial = 'REL-UNASSIGNED-1';
   expectStatus(await call(t, 'GET', `${t.settings.configPath}/${unassignedSerial}?installCode=12345678`), 204, 'unassigned OKM');
   const firmware = { kind: 'kas', version: '9.9.9' };
-  const release = { ...firmware, url: 'https://firmware.example/kas/9.9.9.bin', sha256: 'ab'.repeat(32) };
-  expectStatus(await call(t, 'POST', '/api/v1/firmware', { token: adminToken, payload: release }), 201, 'firmware release');
+  const image = { token: adminToken, payload: Buffer.alloc(4096, 7), headers: { 'content-type': 'application/octet-stream' } };
+  expectStatus(await call(t, 'PUT', `/api/v1/firmware/${firmware.kind}/${firmware.version}`, image), 201, 'firmware file release');
   return { a, b, adminToken, revokedApiKey: revoked.key, unassignedSerial, firmware };
 }
 
