@@ -8,15 +8,15 @@ import { buildTenantWorld, identifiersOf, sampleBody, type TenantWorld } from '.
 
 /** Fixed, so that a failure replays exactly: `seed` and `path` of fast-check's report. */
 const SEED = 20_261_122;
-const RANDOM_CASES_PER_OPERATION = 20;
+const RANDOM_CASES_PER_OPERATION = 10;
 
 /** Path segments and query values as raw URL text (already percent-encoded where they need it). */
 const NASTY_URL_TEXT = [
   '%00', 'a%00b', '%01%02%1B%1F%7F', '%0D%0AX-Injected:%201', '%E2%80%AE', '%F0%9F%98%80', '%C0%AF', '%ED%A0%80', '%FF%FE',
   '%', '%ZZ', '%2F', '..%2F..%2Fetc', '%20', 'x'.repeat(10_000), '-1', '1e309', 'NaN', 'true', '[]',
 ];
-/** Values that break a field's type, whatever it is. */
-const WRONG_TYPED = [null, 0, -1, 1.5, 1e308, -1e308, '', 'x', true, [], {}, [null], { a: 1 }];
+/** Values that break a field's type, whatever it is (as a whole body, and in each field). */
+const WRONG_TYPED = [null, -1, 1.5, 1e308, '', true, [], {}];
 /** String values with what a database or a log may choke on. */
 const NASTY_STRINGS = ['\u0000', 'a\u0000b', '\u0001\u001b\u007f', '\r\nX-Injected: 1', '\u202e', '\ud800', '\uffff', '😀'.repeat(1000), 'x'.repeat(100_000), "'; DROP TABLE okms; --"];
 const BAD_JSON = ['{', '{"a":', '[1,]', 'nul', '\u0000', '"\\ud800"', '{"a":1}{"b":2}', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"polluted":1}}}', '\uFEFF{}'];
