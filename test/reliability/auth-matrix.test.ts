@@ -205,7 +205,8 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
 
   test('customer B, with its own valid token or API key and A\'s identifiers, gets 403 or 404 on every operation, sees nothing of A, and changes nothing of A', async (context) => {
     const { a, b } = world;
-    const namesOfA = [a.name, a.okmSerial, a.aclId, a.lockSerial, a.certificateName];
+    // A's names, and the serial of the OKM no customer holds (invisible to customer tokens too).
+    const namesOfA = [a.name, a.okmSerial, a.aclId, a.lockSerial, a.certificateName, world.unassignedSerial];
     // B's own records, but pointing at A's identifiers: A's ACL id, A's OKM, A's certificate.
     const bPointingAtA: Tenant = { ...b, aclId: a.aclId, okmSerial: a.okmSerial, certificateName: a.certificateName };
     const failures: string[] = [];
@@ -219,6 +220,9 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
         { path, body: a, ...(hasCustomerQuery(operation) ? { query: { customer: a.name } } : {}) },
         { path, body: bPointingAtA },
       ];
+      // Filters that widen a list (`unassigned=true`, `overdue=true`): still nothing of A's, nor the unassigned OKM.
+      const flags = queryParameters(operation).filter((parameter) => parameter.schema.type === 'boolean');
+      if (flags.length > 0) variants.push({ path, query: Object.fromEntries(flags.map((flag) => [flag.name, 'true'])) });
       for (const variant of variants) {
         const response = await attempt({ operation, credential, ...variant });
         cases++;
