@@ -230,3 +230,50 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     assert.deepEqual([health.statusCode, ready.statusCode], [200, 200]);
   });
 });
+
+const FORWARDED_FOR = ['999.1.1.1', '::ffff:1.2.3.4', 'unknown', '1.2.3.4, , ,', 'fe80::1%eth0', `${'1.1.1.1, '.repeat(500)}1.1.1.1`, '[::1]:80', '_'];
+
+forEachDatabase('fuzz of the public routes with the hardening settings on (no auto-enrol, device tokens, TRUST_PROXY, rate limits)', (kind) => {
+  let t: TestApp;
+  let publicOperations: Operation[];
+  let requestsTried = 0;
+  before(async () => {
+    t = await buildTestApp(kind, {
+      OKM_AUTO_ENROL: 'false',
+      OKM_DEVICE_TOKENS: 'required',
+      TRUST_PROXY: 'true',
+      // On, so that every request is counted (keyed by odd addresses and credentials), but high enough to reach the routes.
+      RATE_LIMIT_DEVICE_PER_MINUTE: '1000000',
+      RATE_LIMIT_API_PER_MINUTE: '1000000',
+    });
+    // With device tokens required, the device routes declare the deviceToken scheme.
+    const isDeviceOrPublic = (operation: Operation) => operation.security?.every((requirement) => 'deviceToken' in requirement) ?? !isMethodNotAllowedStub(operation);
+    publicOperations = (await operationsOf(t.app)).filter(isDeviceOrPublic);
+  });
+  after(async () => {
+    console.log(`fuzz, hardened [${kind}]: ${requestsTried} requests tried over ${publicOperations.length} public and device operations`);
+    await t.close();
+  });
+
+  test('NUL and odd path values, odd credentials and forwarded addresses on the device routes, counted by the rate limiter: no 5xx', async () => {
+    const serverErrors: string[] = [];
+    const send = async (operation: Operation, what: string, path: string, headers: Record<string, string>) => {
+      requestsTried++;
+      const response = await t.app.inject({ method: operation.method as 'GET', url: path, headers, ...(operation.method === 'POST' ? { payload: '{"event":"open"}' } : {}) });
+      if (response.statusCode >= 500) serverErrors.push(`${operationName(operation)} ${what}: ${response.statusCode} ${response.body.slice(0, 200)}`);
+    };
+    for (const operation of publicOperations) {
+      const values: Record<string, string> = { serialNumber: 'HARD-1', kind: 'kas', version: '1.0.0' };
+      const pathWith = (override: Record<string, string>) =>
+        operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => override[name] ?? encodeURIComponent(values[name] ?? 'x'));
+      const json: Record<string, string> = operation.method === 'POST' ? { 'content-type': 'application/json' } : {};
+      for (const parameter of pathParameters(operation)) {
+        for (const text of NASTY_URL_TEXT) await send(operation, `path ${parameter.name}=${text.slice(0, 20)}`, pathWith({ [parameter.name]: text }), json);
+      }
+      for (const header of ODD_HEADERS) await send(operation, `header ${header[0]}: ${header[1].slice(0, 30)}`, pathWith({}), { ...json, [header[0]]: header[1] });
+      for (const address of FORWARDED_FOR) await send(operation, `x-forwarded-for ${address.slice(0, 30)}`, pathWith({}), { ...json, 'x-forwarded-for': address });
+    }
+
+    assert.deepEqual(serverErrors, []);
+  });
+});
