@@ -11,9 +11,15 @@ import { serveProcess, type ServerProcess } from '../helpers/server-process.ts';
 const CUSTOMER = 'crash-a';
 /** Workers per kind of request, all at once against one server process. */
 const WORKERS = { poll: 4, acl: 3, okmPut: 2, okmPatch: 2 };
-/** The server is killed once this many writes were acknowledged (or after KILL_AFTER_MS), with every worker still sending. */
+/**
+ * The server is killed, with every worker still sending, once each kind of write has its
+ * minimum and either KILL_AFTER_ACKNOWLEDGED writes were acknowledged or KILL_AFTER_MS passed
+ * (at the latest after LOAD_LIMIT_MS, on a very slow host).
+ */
+const MINIMUM_ACKNOWLEDGED = { polls: 20, acls: 20, okmPuts: 10, okmPatches: 10 };
 const KILL_AFTER_ACKNOWLEDGED = 300;
 const KILL_AFTER_MS = 3000;
+const LOAD_LIMIT_MS = 20_000;
 
 /** What the clients were told was done: each entry is a 2xx answer, and what it promised. */
 interface Acknowledged {
@@ -66,7 +72,10 @@ forEachDatabase('crash: kill -9 of the server under load, restart on the same da
       let sequence = 0;
       const refusedBeforeKill: string[] = [];
       let cutOff = 0;
-      const countAcknowledged = () => acknowledged.polls.size + acknowledged.acls.size + acknowledged.okmPuts.size + [...acknowledged.okmPatches.values()].reduce((sum, patch) => sum + patch.acknowledged - 5, 0);
+      const patchesAcknowledged = () => [...acknowledged.okmPatches.values()].reduce((sum, patch) => sum + patch.acknowledged - 5, 0);
+      const counts = () => ({ polls: acknowledged.polls.size, acls: acknowledged.acls.size, okmPuts: acknowledged.okmPuts.size, okmPatches: patchesAcknowledged() });
+      const minimumsMet = () => Object.entries(MINIMUM_ACKNOWLEDGED).every(([name, minimum]) => counts()[name as keyof typeof MINIMUM_ACKNOWLEDGED] >= minimum);
+      const total = () => Object.values(counts()).reduce((sum, count) => sum + count, 0);
       /** Sends requests one after the other until the server is gone; `onSuccess` records what a 2xx promised. */
       const worker = async (request: () => { url: string; init: RequestInit; onSuccess: () => void }) => {
         while (!killed) {
@@ -117,7 +126,10 @@ forEachDatabase('crash: kill -9 of the server under load, restart on the same da
       ];
 
       const loadStarted = Date.now();
-      while (countAcknowledged() < KILL_AFTER_ACKNOWLEDGED && Date.now() - loadStarted < KILL_AFTER_MS) await new Promise((resolve) => setTimeout(resolve, 10));
+      const elapsed = () => Date.now() - loadStarted;
+      while (!(minimumsMet() && (total() >= KILL_AFTER_ACKNOWLEDGED || elapsed() >= KILL_AFTER_MS)) && elapsed() < LOAD_LIMIT_MS) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       killed = true;
       server.kill('SIGKILL');
       assert.equal(await server.exited, 'SIGKILL');
@@ -165,13 +177,13 @@ forEachDatabase('crash: kill -9 of the server under load, restart on the same da
       }
       const ready = await fetch(`${base}/readyz`);
 
-      const patchesAcknowledged = [...acknowledged.okmPatches.values()].reduce((sum, patch) => sum + patch.acknowledged - 5, 0);
-      const figures = `polls ${acknowledged.polls.size}, ACLs ${acknowledged.acls.size}, OKM PUTs ${acknowledged.okmPuts.size}, OKM PATCHes ${patchesAcknowledged}; requests cut off by the kill ${cutOff}`;
-      context.diagnostic(`acknowledged writes checked after the restart: ${checks.length - acknowledged.okmPatches.size + patchesAcknowledged} (${figures})`);
+      const { polls, acls, okmPuts, okmPatches } = counts();
+      const figures = `polls ${polls}, ACLs ${acls}, OKM PUTs ${okmPuts}, OKM PATCHes ${okmPatches}; requests cut off by the kill ${cutOff}`;
+      context.diagnostic(`acknowledged writes checked after the restart: ${total()} (${figures})`);
       console.log(`crash [${kind}]: ${figures}`);
       assert.equal(ready.status, 200);
       assert.deepEqual(refusedBeforeKill, []);
-      assert.ok(acknowledged.polls.size > 20 && acknowledged.acls.size > 20 && acknowledged.okmPuts.size > 10 && patchesAcknowledged > 10, figures);
+      assert.ok(minimumsMet(), figures);
       assert.ok(cutOff > 0, 'the kill came while requests were in flight');
       assert.deepEqual(missing, []);
       assert.deepEqual(partial, []);

@@ -192,7 +192,8 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
   test('odd Authorization, Range, conditional, forwarding and framing headers on every route: no 5xx', async () => {
     for (const operation of inFuzzOrder()) {
       const sample = sampleBody(operation, world.a);
-      for (const header of ODD_HEADERS) {
+      // Authorization on every operation; the headers of downloads and caches on reads only.
+      for (const header of ODD_HEADERS.filter(([name]) => name === 'authorization' || operation.method === 'GET')) {
         await send(operation, `header ${header[0]}: ${header[1].slice(0, 30)}`, { header, ...(sample ? { payload: sample.payload, contentType: sample.contentType } : {}) });
       }
     }
