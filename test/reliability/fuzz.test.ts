@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import fc from 'fast-check';
-import type { InjectOptions } from 'fastify';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { isMethodNotAllowedStub, jwtScopesOf, operationName, operationsOf, pathParameters, queryParameters, usesApiKey, type JsonSchema, type Operation } from './openapi-operations.ts';
 import { buildTenantWorld, identifiersOf, sampleBody, type TenantWorld } from './tenants.ts';
@@ -71,6 +71,10 @@ function withValueAt(base: unknown, path: Path, value: unknown): unknown {
   return copy;
 }
 
+/** An error answer as SPEC 9 wants it: JSON, with a message (`msg` for DLock, `error_msg` elsewhere). */
+const isJsonMessage = (response: LightMyRequestResponse) =>
+  response.headers['content-type'] === 'application/json; charset=utf-8' && /"(msg|error_msg)":"[^"]+"/.test(response.body);
+
 const percentEncoded = (text: string) => [...Buffer.from(text, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
 
 forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind) => {
@@ -79,6 +83,8 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
   let operations: Operation[];
   let requestsTried = 0;
   const serverErrors: string[] = [];
+  /** 4xx answers that are not JSON with a message saying what is wrong (SPEC 9). */
+  const unexplained: string[] = [];
 
   /** The operation's valid credential: A's API key, or an operator token (or A's customer token) with every scope. */
   const credentialOf = (operation: Operation, as: 'operator' | 'customer') =>
@@ -103,6 +109,9 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     requestsTried++;
     const response = await t.app.inject(request);
     if (response.statusCode >= 500) serverErrors.push(`${operationName(operation)} ${what}: ${response.statusCode} ${response.body.slice(0, 200)}`);
+    if (response.statusCode >= 400 && request.method !== 'HEAD' && !isJsonMessage(response)) {
+      unexplained.push(`${operationName(operation)} ${what}: ${response.statusCode} ${String(response.headers['content-type'])} ${response.body.slice(0, 120)}`);
+    }
     return response;
   }
 
@@ -128,13 +137,14 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
   });
   beforeEach(() => {
     serverErrors.length = 0;
+    unexplained.length = 0;
   });
   after(async () => {
     console.log(`fuzz [${kind}]: ${requestsTried} requests tried over ${operations.length} operations`);
     await t.close();
   });
 
-  test('NUL, control characters, bad encodings and very long values in every path and query parameter: no 5xx', async () => {
+  test('NUL, control characters, bad encodings and very long values in every path and query parameter: no 5xx, every 4xx a JSON message', async () => {
     for (const operation of inFuzzOrder()) {
       for (const parameter of pathParameters(operation)) {
         for (const text of NASTY_URL_TEXT) await send(operation, `path ${parameter.name}=${text.slice(0, 20)}`, { path: validPath(operation, { [parameter.name]: text }) });
@@ -147,9 +157,10 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     }
 
     assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
   });
 
-  test('bad JSON, a wrong type or a nasty string in every field of every body: no 5xx', async () => {
+  test('bad JSON, a wrong type or a nasty string in every field of every body: no 5xx, every 4xx a JSON message', async () => {
     for (const operation of inFuzzOrder()) {
       for (const text of BAD_JSON) await send(operation, `bad JSON ${JSON.stringify(text)}`, { payload: text, contentType: 'application/json' });
       const schema = jsonSchemaOf(operation);
@@ -167,9 +178,10 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     }
 
     assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
   });
 
-  test('huge and deeply nested bodies, odd content types and odd methods on every route: no 5xx', async () => {
+  test('huge and deeply nested bodies, odd content types and odd methods on every route: no 5xx, every 4xx a JSON message', async () => {
     const huge = JSON.stringify({ padding: 'x'.repeat(HUGE_BYTES) });
     const deepArray = `${'['.repeat(DEEP_LEVELS)}${']'.repeat(DEEP_LEVELS)}`;
     const deepObject = `${'{"a":'.repeat(DEEP_LEVELS)}1${'}'.repeat(DEEP_LEVELS)}`;
@@ -187,9 +199,10 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     }
 
     assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
   });
 
-  test('odd Authorization, Range, conditional, forwarding and framing headers on every route: no 5xx', async () => {
+  test('odd Authorization, Range, conditional, forwarding and framing headers on every route: no 5xx, every 4xx a JSON message', async () => {
     for (const operation of inFuzzOrder()) {
       const sample = sampleBody(operation, world.a);
       // Authorization on every operation; the headers of downloads and caches on reads only.
@@ -199,9 +212,10 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     }
 
     assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
   });
 
-  test(`${RANDOM_CASES_PER_OPERATION} random requests per operation and credential (seed ${SEED}): random parameters, fields and values, no 5xx`, async () => {
+  test(`${RANDOM_CASES_PER_OPERATION} random requests per operation and credential (seed ${SEED}): random parameters, fields and values, no 5xx, every 4xx a JSON message`, async () => {
     for (const [index, [operation, as]] of inFuzzOrder().flatMap((operation) => (['customer', 'operator'] as const).map((as) => [operation, as] as const)).entries()) {
       const schema = jsonSchemaOf(operation);
       const leaves = schema ? leavesOf(schema) : [];
@@ -223,6 +237,7 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     }
 
     assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
   });
 
   test('after the fuzz, the service is alive and ready', async () => {
@@ -256,12 +271,14 @@ forEachDatabase('fuzz of the public routes with the hardening settings on (no au
     await t.close();
   });
 
-  test('NUL and odd path values, odd credentials and forwarded addresses on the device routes, counted by the rate limiter: no 5xx', async () => {
+  test('NUL and odd path values, odd credentials and forwarded addresses on the device routes, counted by the rate limiter: no 5xx, every 4xx a JSON message', async () => {
     const serverErrors: string[] = [];
+    const unexplained: string[] = [];
     const send = async (operation: Operation, what: string, path: string, headers: Record<string, string>) => {
       requestsTried++;
       const response = await t.app.inject({ method: operation.method as 'GET', url: path, headers, ...(operation.method === 'POST' ? { payload: '{"event":"open"}' } : {}) });
       if (response.statusCode >= 500) serverErrors.push(`${operationName(operation)} ${what}: ${response.statusCode} ${response.body.slice(0, 200)}`);
+      if (response.statusCode >= 400 && !isJsonMessage(response)) unexplained.push(`${operationName(operation)} ${what}: ${response.statusCode} ${response.body.slice(0, 120)}`);
     };
     for (const operation of publicOperations) {
       const values: Record<string, string> = { serialNumber: 'HARD-1', kind: 'kas', version: '1.0.0' };
@@ -276,5 +293,6 @@ forEachDatabase('fuzz of the public routes with the hardening settings on (no au
     }
 
     assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
   });
 });
