@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { SignJWT, base64url, generateKeyPair } from 'jose';
 import { loadActiveSigningKey } from '../../src/auth/signing-keys.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
+import { aclUser } from '../acl/helpers.ts';
 import { call } from '../okm/admin-helpers.ts';
 import {
   isMethodNotAllowedStub,
@@ -16,7 +18,7 @@ import {
   usesApiKey,
   type Operation,
 } from './openapi-operations.ts';
-import { CUSTOMER_SCOPES, buildTenantWorld, identifiersOf, sampleBody, snapshotOf, type Tenant, type TenantWorld } from './tenants.ts';
+import { CUSTOMER_SCOPES, ENROLMENT_CODE, buildTenantWorld, identifiersOf, sampleBody, snapshotOf, type Tenant, type TenantWorld } from './tenants.ts';
 
 /**
  * Operations the document declares without security, and why each is public by design. The
@@ -244,6 +246,22 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
     context.diagnostic(`other-customer cases: ${cases}`);
     assert.ok(cases > 50);
     assert.deepEqual(failures, []);
+  });
+
+  test('customer B cannot reach A\'s resources through the fields of its own records (ACL okm_id, lock serial) and changes nothing of A', async () => {
+    const { a, b } = world;
+    const untouched = await snapshotOf(t, world, a);
+    const ownAcl = { customer: b.name, users: [aclUser(7, [1])], locks: ['GATE-1'] };
+
+    const linkedOnCreate = await call(t, 'POST', '/api/v1/acls', { token: b.token, payload: { ...ownAcl, id: randomUUID(), okm_id: a.okmSerial } });
+    const linkedOnReplace = await call(t, 'PUT', `/api/v1/acls/${b.aclId}`, { token: b.token, payload: { ...ownAcl, okm_id: a.okmSerial } });
+    const lockTaken = await call(t, 'POST', '/v1/dlock', {
+      token: b.apiKey,
+      payload: { serial_no: a.lockSerial, type: 'padlock', certificate: b.certificateName, enrolment_code: ENROLMENT_CODE, base64: false },
+    });
+
+    assert.deepEqual([linkedOnCreate.statusCode, linkedOnReplace.statusCode, lockTaken.statusCode], [400, 400, 400], [linkedOnCreate.body, linkedOnReplace.body, lockTaken.body].join('\n'));
+    assert.equal(await snapshotOf(t, world, a), untouched);
   });
 
   test('an OKM no customer holds is invisible to a customer token (GET 404, PUT and PATCH 409, no link) and stays unassigned', async () => {
