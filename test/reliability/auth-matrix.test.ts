@@ -42,6 +42,7 @@ const SPEC_OTHER_CUSTOMER_ANSWERS: Record<string, { status: number; reason: stri
   'POST /api/v1/acls': { status: 400, reason: 'SPEC 8: an id that exists under another customer is the seed\'s duplicate-key 400' },
   'POST /v1/dlock': { status: 400, reason: 'SPEC 7: a serial number already registered is 400 (the seed\'s answer)' },
   'PUT /api/v1/okms/{serial}': { status: 409, reason: 'SPEC 10: PUT of a serial the caller does not hold is 409 (PUT creates, so a 404 would not fit)' },
+  'PATCH /api/v1/okms/{serial}': { status: 409, reason: 'SPEC 10: PATCH of a serial the caller does not hold is the same 409 as PUT, so the two tell nothing apart' },
 };
 
 /** Path parameters that name a customer's resource; `kind` and `version` name the fleet-wide firmware catalog. */
