@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import net from 'node:net';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { loadSettings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { loadMasterKey } from '../../src/secrets/master-key.ts';
+import { buildServer } from '../../src/server.ts';
+import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { POSTGRES_URL, createTestDatabase, unavailableReason } from '../helpers/databases.ts';
+
+const skip = await unavailableReason('postgres');
+
+describe('PostgreSQL connections that the server drops', { skip }, () => {
+  let t: TestApp;
+  before(async () => (t = await buildTestApp('postgres')));
+  after(() => t.close());
+
+  /** Backend pids of (up to) `count` pooled connections, left idle in the pool. */
+  async function idlePooledBackends(count: number): Promise<number[]> {
+    const rows = await Promise.all(
+      Array.from({ length: count }, () => sql<{ pid: number }>`select pg_backend_pid() as pid from pg_sleep(0.05)`.execute(t.db)),
+    );
+    return [...new Set(rows.map((result) => result.rows[0]!.pid))];
+  }
+
+  async function terminate(pids: number[]): Promise<void> {
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    try {
+      await admin.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids]);
+    } finally {
+      await admin.end();
+    }
+  }
+
+  test('when idle pooled connections are terminated (pg_terminate_backend), the process lives on and the next requests succeed', async () => {
+    const pids = await idlePooledBackends(4);
+    assert.ok(pids.length > 1, `expected several pooled connections, got ${pids.length}`);
+
+    await terminate(pids);
+    // The idle clients learn of the termination from their sockets: give them time to emit.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    const poll = await t.app.inject({ method: 'GET', url: `${t.settings.configPath}/OKM-TERMINATED-1` });
+    assert.equal(ready.statusCode, 200);
+    assert.equal(poll.statusCode, 204);
+    const after = await idlePooledBackends(2);
+    assert.ok(after.every((pid) => !pids.includes(pid)), 'the pool holds only new connections');
+  });
+});
+
+/** A TCP relay to the shared PostgreSQL that a test can cut, as a database outage looks to keyfleet. */
+async function relayToPostgres(): Promise<{ port: number; cut(): Promise<void> }> {
+  const target = new URL(POSTGRES_URL);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    async cut() {
+      const closed = new Promise((resolve) => server.close(resolve));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  };
+}
+
+describe('a server whose PostgreSQL goes away', { skip }, () => {
+  test('requests get a 503 JSON answer in each route family\'s shape, within a bound, and /readyz 503', async () => {
+    const relay = await relayToPostgres();
+    const database = await createTestDatabase('postgres');
+    const url = new URL(database.env.DATABASE_URL!);
+    url.port = String(relay.port);
+    const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, DATABASE_URL: url.toString() });
+    const { db, dialect } = openDatabase(dialectFor(settings));
+    await migrateToLatest(db, dialect);
+    const app = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
+    await app.ready();
+    try {
+      assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+
+      await relay.cut();
+      const started = Date.now();
+      const poll = await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` });
+      const dlock = await app.inject({
+        method: 'GET',
+        url: '/v1/dlock/LOCK-1',
+        headers: { authorization: `Bearer kf_live_${'0'.repeat(16)}${'A'.repeat(43)}` },
+      });
+      const ready = await app.inject({ method: 'GET', url: '/readyz' });
+      const elapsed = Date.now() - started;
+
+      assert.equal(poll.statusCode, 503, poll.body);
+      assert.deepEqual(Object.keys(poll.json()).sort(), ['error_code', 'error_msg']);
+      assert.equal(poll.json().error_code, 'DATABASE_UNAVAILABLE');
+      assert.equal(dlock.statusCode, 503, dlock.body);
+      assert.deepEqual(dlock.json(), { status: 503, msg: poll.json().error_msg });
+      assert.equal(ready.statusCode, 503);
+      assert.ok(elapsed < 3_000, `three requests took ${elapsed} ms`);
+    } finally {
+      await app.close();
+      await db.destroy();
+      await database.drop();
+    }
+  });
+});
