@@ -5,6 +5,16 @@ import type { DialectStrategy } from './strategy.ts';
 
 const INT8_OID = 20;
 
+/**
+ * Bounds on waiting for the database, so that an outage fails a request rather than holding
+ * it: opening a connection, or waiting for a pooled one, gives up after CONNECT_TIMEOUT_MS; the
+ * server cancels a statement after STATEMENT_TIMEOUT_MS (a lock wait included).
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+export const STATEMENT_TIMEOUT_MS = 30_000;
+/** TCP keepalive on idle connections, so that a peer gone without a word is noticed. */
+const KEEPALIVE_DELAY_MS = 10_000;
+
 export interface PostgresOptions {
   connectionString: string;
   /** Schema to work in (tests give each test its own); default: the server's search_path. */
@@ -14,6 +24,7 @@ export interface PostgresOptions {
 
 export function postgresStrategy(options: PostgresOptions): DialectStrategy {
   let pool: pg.Pool | undefined;
+  const connectionLostListeners = new Set<(error: Error) => void>();
   return {
     name: 'postgres',
     binaryType: 'bytea',
@@ -31,6 +42,11 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       pool = new pg.Pool({
         connectionString: options.connectionString,
         max: options.poolSize ?? 10,
+        application_name: 'keyfleet',
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+        statement_timeout: STATEMENT_TIMEOUT_MS,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
         // Epoch-millisecond bigints fit a JS number; pg would return them as strings.
         types: {
@@ -38,8 +54,21 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
             oid === INT8_OID && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
         },
       });
+      // A connection that the server ends (restart, failover, idle_session_timeout,
+      // pg_terminate_backend) or that breaks emits 'error' on its client, in use or idle, and an
+      // idle one on the pool too; unheard, either would end the process. A query that was running
+      // fails with the error; the pool drops the connection and the next query opens a new one.
+      pool.on('connect', (client) => {
+        client.on('error', (error) => {
+          for (const listener of connectionLostListeners) listener(error);
+        });
+      });
+      pool.on('error', () => {
+        // Reported by the client's own listener above.
+      });
       return new CurrentSchemaPostgresDialect({ pool });
     },
+    onConnectionLost: (listener) => void connectionLostListeners.add(listener),
     poolState: () => pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount },
     async migrationTableSchema(db) {
       const result = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
