@@ -24,6 +24,7 @@ const DRIVER_MESSAGES = [
   /^timeout exceeded when trying to connect/,
   /^Client has encountered a connection error and is not queryable/,
   /^Client was closed and is not queryable/,
+  /^Query read timeout/,
 ];
 
 /**

@@ -10,6 +10,7 @@ import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { buildServer } from '../../src/server.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { POSTGRES_URL, createTestDatabase, unavailableReason } from '../helpers/databases.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const skip = await unavailableReason('postgres');
 
@@ -53,66 +54,132 @@ describe('PostgreSQL connections that the server drops', { skip }, () => {
   });
 });
 
-/** A TCP relay to the shared PostgreSQL that a test can cut, as a database outage looks to keyfleet. */
-async function relayToPostgres(): Promise<{ port: number; cut(): Promise<void> }> {
+interface Relay {
+  port: number;
+  /** Closes every connection and refuses new ones: a database that is down. */
+  cut(): Promise<void>;
+  /** Passes nothing on either way, new connections included, and says nothing: a network partition. */
+  silence(): void;
+  /** Ends the partition. */
+  heal(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP relay to the shared PostgreSQL that a test can break, as outages look to keyfleet. */
+async function relayToPostgres(): Promise<Relay> {
   const target = new URL(POSTGRES_URL);
   const sockets = new Set<net.Socket>();
+  let silent = false;
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  };
   const server = net.createServer((client) => {
+    track(client);
+    if (silent) return;
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => sockets.delete(socket));
-    }
-    client.pipe(upstream).pipe(client);
+    track(upstream);
+    client.on('data', (chunk) => silent || upstream.write(chunk));
+    upstream.on('data', (chunk) => silent || client.write(chunk));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const close = async () => {
+    const closed = new Promise((resolve) => server.close(resolve));
+    for (const socket of sockets) socket.destroy();
+    await closed;
+  };
   return {
     port: (server.address() as net.AddressInfo).port,
-    async cut() {
-      const closed = new Promise((resolve) => server.close(resolve));
-      for (const socket of sockets) socket.destroy();
-      await closed;
+    cut: close,
+    silence: () => void (silent = true),
+    heal: () => void (silent = false),
+    close,
+  };
+}
+
+/** An app on a fresh schema of the shared PostgreSQL, reached through a relay; `query` adds DATABASE_URL parameters. */
+async function appBehindRelay(relay: Relay, query: Record<string, string> = {}) {
+  const database = await createTestDatabase('postgres');
+  const url = new URL(database.env.DATABASE_URL!);
+  url.port = String(relay.port);
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, DATABASE_URL: url.toString() });
+  const { db, dialect } = openDatabase(dialectFor(settings));
+  await migrateToLatest(db, dialect);
+  const app = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
+  await app.ready();
+  return {
+    app,
+    settings,
+    async close() {
+      await app.close();
+      await db.destroy();
+      await relay.close();
+      await database.drop();
     },
   };
 }
 
+const DLOCK_KEY = `Bearer kf_live_${'0'.repeat(16)}${'A'.repeat(43)}`;
+
 describe('a server whose PostgreSQL goes away', { skip }, () => {
-  test('requests get a 503 JSON answer in each route family\'s shape, within a bound, and /readyz 503', async () => {
+  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once, and /readyz 503', async () => {
     const relay = await relayToPostgres();
-    const database = await createTestDatabase('postgres');
-    const url = new URL(database.env.DATABASE_URL!);
-    url.port = String(relay.port);
-    const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, DATABASE_URL: url.toString() });
-    const { db, dialect } = openDatabase(dialectFor(settings));
-    await migrateToLatest(db, dialect);
-    const app = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
-    await app.ready();
+    const { app, settings, close } = await appBehindRelay(relay);
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
 
       await relay.cut();
       const started = Date.now();
       const poll = await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` });
-      const dlock = await app.inject({
-        method: 'GET',
-        url: '/v1/dlock/LOCK-1',
-        headers: { authorization: `Bearer kf_live_${'0'.repeat(16)}${'A'.repeat(43)}` },
-      });
+      const dlock = await app.inject({ method: 'GET', url: '/v1/dlock/LOCK-1', headers: { authorization: DLOCK_KEY } });
       const ready = await app.inject({ method: 'GET', url: '/readyz' });
       const elapsed = Date.now() - started;
 
       assert.equal(poll.statusCode, 503, poll.body);
       assert.deepEqual(Object.keys(poll.json()).sort(), ['error_code', 'error_msg']);
       assert.equal(poll.json().error_code, 'DATABASE_UNAVAILABLE');
+      assert.equal(poll.headers['retry-after'], '5');
       assert.equal(dlock.statusCode, 503, dlock.body);
       assert.deepEqual(dlock.json(), { status: 503, msg: poll.json().error_msg });
       assert.equal(ready.statusCode, 503);
       assert.ok(elapsed < 3_000, `three requests took ${elapsed} ms`);
     } finally {
-      await app.close();
-      await db.destroy();
-      await database.drop();
+      await close();
+    }
+  });
+
+  test('when the database stops answering (a partition), requests fail with 503 within the query timeout, and all is well once it answers again', async () => {
+    const relay = await relayToPostgres();
+    // The partition is not healed within the test's patience: a short client-side timeout.
+    const { app, settings, close } = await appBehindRelay(relay, { query_timeout: '1000' });
+    try {
+      assert.equal((await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` })).statusCode, 204);
+
+      relay.silence();
+      const started = Date.now();
+      const [poll, dlock, ready] = await Promise.all([
+        app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` }),
+        app.inject({ method: 'GET', url: '/v1/dlock/LOCK-1', headers: { authorization: DLOCK_KEY } }),
+        app.inject({ method: 'GET', url: '/readyz' }),
+      ]);
+      const elapsed = Date.now() - started;
+      relay.heal();
+
+      assert.equal(poll.statusCode, 503, poll.body);
+      assert.equal(poll.json().error_code, 'DATABASE_UNAVAILABLE');
+      assert.equal(dlock.statusCode, 503, dlock.body);
+      assert.equal(ready.statusCode, 503);
+      assert.ok(elapsed < 7_000, `the requests took ${elapsed} ms`);
+      // Connections opened during the partition never reach the database through this relay: they
+      // give up after the connect timeout (5 s), and the pool opens new ones.
+      await eventually(async () => (await app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, 8_000, '/readyz 200 after the partition');
+      assert.equal((await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` })).statusCode, 200);
+    } finally {
+      await close();
     }
   });
 });

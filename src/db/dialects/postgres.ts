@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { sql } from 'kysely';
+import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
 import type { DialectStrategy } from './strategy.ts';
 
@@ -8,10 +8,14 @@ const INT8_OID = 20;
 /**
  * Bounds on waiting for the database, so that an outage fails a request rather than holding
  * it: opening a connection, or waiting for a pooled one, gives up after CONNECT_TIMEOUT_MS; the
- * server cancels a statement after STATEMENT_TIMEOUT_MS (a lock wait included).
+ * server cancels a statement after STATEMENT_TIMEOUT_MS (a lock wait included); a statement the
+ * server never answers (a network partition, a failover that leaves the old address silent)
+ * fails after QUERY_TIMEOUT_MS. DATABASE_URL may override the last two
+ * (`?statement_timeout=…&query_timeout=…`, in ms), e.g. for a migration of a large table.
  */
 export const CONNECT_TIMEOUT_MS = 5_000;
 export const STATEMENT_TIMEOUT_MS = 30_000;
+export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 5_000;
 /** TCP keepalive on idle connections, so that a peer gone without a word is noticed. */
 const KEEPALIVE_DELAY_MS = 10_000;
 
@@ -20,6 +24,34 @@ export interface PostgresOptions {
   /** Schema to work in (tests give each test its own); default: the server's search_path. */
   schema?: string;
   poolSize?: number;
+}
+
+/** What node-postgres says when QUERY_TIMEOUT_MS passes without an answer. */
+const QUERY_READ_TIMEOUT = 'Query read timeout';
+
+/**
+ * The pool as Kysely uses it, except that a connection one of whose statements timed out on
+ * the client side is closed rather than reused: it may wait for an answer that never comes,
+ * and every statement queued behind it would time out in turn.
+ */
+function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let timedOut: Error | undefined;
+      const query = ((...args: [string, unknown[]]) => {
+        const result = client.query(...args) as unknown;
+        if (!(result instanceof Promise)) return result;
+        return result.catch((error: unknown) => {
+          if (error instanceof Error && error.message === QUERY_READ_TIMEOUT) timedOut = error;
+          throw error;
+        });
+      }) as PostgresPoolClient['query'];
+      // pg-pool closes a client released with an error instead of keeping it.
+      return { query, release: () => client.release(timedOut) };
+    },
+    end: () => pool.end(),
+  };
 }
 
 export function postgresStrategy(options: PostgresOptions): DialectStrategy {
@@ -45,6 +77,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
         application_name: 'keyfleet',
         connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
         statement_timeout: STATEMENT_TIMEOUT_MS,
+        query_timeout: QUERY_TIMEOUT_MS,
         keepAlive: true,
         keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
@@ -66,7 +99,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       pool.on('error', () => {
         // Reported by the client's own listener above.
       });
-      return new CurrentSchemaPostgresDialect({ pool });
+      return new CurrentSchemaPostgresDialect({ pool: closingTimedOutConnections(pool) });
     },
     onConnectionLost: (listener) => void connectionLostListeners.add(listener),
     poolState: () => pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount },
