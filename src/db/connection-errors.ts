@@ -53,10 +53,11 @@ export const OUTAGE_LOG_INTERVAL_MS = 10_000;
 /**
  * Logs database-unavailable errors at warn, at most once per OUTAGE_LOG_INTERVAL_MS per
  * `what`: an outage fails every request and every background pass, and one line says it.
+ * `log` is the default logger; a call may pass its own (a request's).
  */
-export function createOutageLog(log: FastifyBaseLogger): (what: string, error: unknown) => void {
+export function createOutageLog(log?: FastifyBaseLogger): (what: string, error: unknown, logger?: FastifyBaseLogger) => void {
   const windows = new Map<string, { loggedAt: number; suppressed: number }>();
-  return (what, error) => {
+  return (what, error, logger = log) => {
     const now = Date.now();
     const window = windows.get(what);
     if (window && now - window.loggedAt < OUTAGE_LOG_INTERVAL_MS) {
@@ -65,6 +66,6 @@ export function createOutageLog(log: FastifyBaseLogger): (what: string, error: u
     }
     const alsoFailed = window?.suppressed ?? 0;
     windows.set(what, { loggedAt: now, suppressed: 0 });
-    log.warn({ database: describeConnectionError(error), ...(alsoFailed > 0 ? { alsoFailed } : {}) }, `${what}: database unavailable`);
+    logger?.warn({ database: describeConnectionError(error), ...(alsoFailed > 0 ? { alsoFailed } : {}) }, `${what}: database unavailable`);
   };
 }

@@ -38,13 +38,8 @@ const FASTIFY_CODES: Record<number, string> = {
 export const DATABASE_UNAVAILABLE = 'Database unavailable, try again later';
 const DATABASE_RETRY_AFTER_SECONDS = '5';
 
-const outageLogs = new WeakMap<FastifyInstance, ReturnType<typeof createOutageLog>>();
-
-function logOutage(request: FastifyRequest, error: unknown): void {
-  let log = outageLogs.get(request.server);
-  if (!log) outageLogs.set(request.server, (log = createOutageLog(request.server.log)));
-  log('requests failed', error);
-}
+/** One for the process: each plugin of an app has a server instance of its own. */
+const logOutage = createOutageLog();
 
 function toErrorReply(error: FastifyError | HttpError): ErrorReply | undefined {
   if (error instanceof HttpError) {
@@ -75,7 +70,7 @@ function errorBody(request: FastifyRequest, statusCode: number, errorCode: strin
  */
 export function sendError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) {
   if (isDatabaseUnavailable(error)) {
-    logOutage(request, error);
+    logOutage('requests failed', error, request.log);
     return reply
       .code(503)
       .header('retry-after', DATABASE_RETRY_AFTER_SECONDS)

@@ -35,6 +35,7 @@ interface Answer {
   /** HTTP status, or why there was none. */
   status: number | 'timeout' | 'network';
   body: unknown;
+  startedAt: number;
   ms: number;
 }
 
@@ -43,9 +44,10 @@ async function send(family: Family, url: string, init: RequestInit = {}): Promis
   try {
     const response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_BOUND_MS) });
     const text = await response.text();
-    return { family, status: response.status, body: text === '' ? undefined : JSON.parse(text), ms: Date.now() - started };
+    return { family, status: response.status, body: text === '' ? undefined : JSON.parse(text), startedAt: started, ms: Date.now() - started };
   } catch (error) {
-    return { family, status: (error as Error).name === 'TimeoutError' ? 'timeout' : 'network', body: String(error), ms: Date.now() - started };
+    const status = (error as Error).name === 'TimeoutError' ? 'timeout' : 'network';
+    return { family, status, body: String(error), startedAt: started, ms: Date.now() - started };
   }
 }
 
@@ -121,11 +123,12 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
       for (const serial of serials) await send('poll', `${base}${settings.configPath}/${serial}`);
       for (const serial of serials) await subscribe(db, serial, [receiver.url('/load')]);
 
-      const answers: Answer[] = [];
+      const answers: (Answer & { serial?: string })[] = [];
       const acknowledgedAcls: string[] = [];
       const pollLoad = async (worker: number) => {
         for (let index = worker; running; index += POLL_WORKERS) {
-          answers.push(await send('poll', `${base}${settings.configPath}/${serials[index % POLL_SERIALS]}`));
+          const serial = serials[index % POLL_SERIALS]!;
+          answers.push({ ...(await send('poll', `${base}${settings.configPath}/${serial}`)), serial });
         }
       };
       const aclLoad = async () => {
@@ -191,6 +194,12 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
       assert.ok(Math.max(...answers.map((answer) => answer.ms)) < REQUEST_BOUND_MS);
       const stored = await db.selectFrom('acls').select('id').where('id', 'in', acknowledgedAcls).execute();
       assert.equal(stored.length, acknowledgedAcls.length, 'every acknowledged ACL is stored');
+      // A poll's answer comes after its write committed: the stored sync time is at least its start.
+      const okms = await db.selectFrom('okms').select(['serial_number', 'last_sync_time']).where('serial_number', 'in', serials).execute();
+      const syncTimes = new Map(okms.map((okm) => [okm.serial_number, Number(okm.last_sync_time)]));
+      for (const answer of answers.filter((each) => each.serial && typeof each.status === 'number' && each.status < 300)) {
+        assert.ok(syncTimes.get(answer.serial!)! >= answer.startedAt, `the acknowledged poll of ${answer.serial} at ${answer.startedAt} is stored`);
+      }
       assert.equal((await send('poll', `${base}/healthz`)).status, 200, 'the same process still serves');
       const outageWarnings = server.output().split('\n').filter((line) => line.includes('database unavailable'));
       assert.ok(outageWarnings.length > 0 && outageWarnings.length <= 12, `${outageWarnings.length} outage warnings`);
@@ -227,14 +236,18 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
       await waitUntilServing(`http://127.0.0.1:${metricsPort}/metrics`, dispatcher);
       await queueEvent('DISPATCH-BEFORE');
       await eventually(() => receiver.eventsAt('/DISPATCH-BEFORE').length > 0, 10_000, 'an event delivered before the outage');
+      const figures: Record<string, unknown>[] = [];
       for (const mode of ['fast', 'immediate'] as const) {
         await cluster.stop(mode);
         await pause(OUTAGE_MS);
         assert.equal(dispatcher.exitCode, null, `${mode}: the dispatcher is still running`);
         await cluster.start();
+        const back = Date.now();
         await queueEvent(`DISPATCH-AFTER-${mode}`);
         await eventually(() => receiver.eventsAt(`/DISPATCH-AFTER-${mode}`).length > 0, 10_000, `${mode}: an event queued after the outage delivered`);
+        figures.push({ mode, deliveredAfterStartMs: Date.now() - back });
       }
+      console.log(JSON.stringify({ dispatch: figures }));
       assert.equal(dispatcher.exitCode, null);
     } finally {
       await stopProcess(dispatcher);
