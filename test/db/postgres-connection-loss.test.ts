@@ -100,12 +100,11 @@ async function relayToPostgres(): Promise<Relay> {
   };
 }
 
-/** An app on a fresh schema of the shared PostgreSQL, reached through a relay; `query` adds DATABASE_URL parameters. */
-async function appBehindRelay(relay: Relay, query: Record<string, string> = {}) {
+/** An app on a fresh schema of the shared PostgreSQL; `editUrl` changes its DATABASE_URL. */
+async function appOnFreshSchema(editUrl: (url: URL) => void) {
   const database = await createTestDatabase('postgres');
   const url = new URL(database.env.DATABASE_URL!);
-  url.port = String(relay.port);
-  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  editUrl(url);
   const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, DATABASE_URL: url.toString() });
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
@@ -117,13 +116,45 @@ async function appBehindRelay(relay: Relay, query: Record<string, string> = {}) 
     async close() {
       await app.close();
       await db.destroy();
-      await relay.close();
       await database.drop();
     },
   };
 }
 
+/** An app reached through a relay; `query` adds DATABASE_URL parameters. */
+async function appBehindRelay(relay: Relay, query: Record<string, string> = {}) {
+  const subject = await appOnFreshSchema((url) => {
+    url.port = String(relay.port);
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  });
+  return {
+    ...subject,
+    async close() {
+      await subject.close();
+      await relay.close();
+    },
+  };
+}
+
 const DLOCK_KEY = `Bearer kf_live_${'0'.repeat(16)}${'A'.repeat(43)}`;
+
+describe('PostgreSQL sessions that the server times out', { skip }, () => {
+  test('when idle_session_timeout ends the pooled connections, the process lives on and the next request succeeds', async () => {
+    const { app, settings, close } = await appOnFreshSchema((url) => {
+      url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c idle_session_timeout=200`);
+    });
+    try {
+      assert.equal((await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-IDLE` })).statusCode, 204);
+
+      await new Promise((resolve) => setTimeout(resolve, 600));
+
+      assert.equal((await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-IDLE` })).statusCode, 200);
+      assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+    } finally {
+      await close();
+    }
+  });
+});
 
 describe('a server whose PostgreSQL goes away', { skip }, () => {
   test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once, and /readyz 503', async () => {
