@@ -359,12 +359,19 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       clearTimeout(wakeTimer);
       clearInterval(pruneTimer);
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
-      // Rows not started yet go back to the queue for the next dispatcher.
+      // Rows not started yet go back to the queue for the next dispatcher. Without a database
+      // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
+      let databaseUnavailable = false;
       for (const lane of lanes.values()) {
         const waiting = lane.waiting.splice(0);
         held -= waiting.length;
         for (const row of waiting) {
-          await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => logFailure('warn', error, 'could not release a claim'));
+          if (!databaseUnavailable) {
+            await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => {
+              databaseUnavailable = isDatabaseUnavailable(error);
+              logFailure('warn', error, 'could not release a claim');
+            });
+          }
           tokens.delete(row.id);
         }
       }

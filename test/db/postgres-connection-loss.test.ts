@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import net from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadSettings } from '../../src/config/settings.ts';
@@ -11,6 +10,7 @@ import { buildServer } from '../../src/server.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { POSTGRES_URL, createTestDatabase, unavailableReason } from '../helpers/databases.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { relayToPostgres, type Relay } from '../helpers/postgres-relay.ts';
 
 const skip = await unavailableReason('postgres');
 
@@ -53,52 +53,6 @@ describe('PostgreSQL connections that the server drops', { skip }, () => {
     assert.ok(after.every((pid) => !pids.includes(pid)), 'the pool holds only new connections');
   });
 });
-
-interface Relay {
-  port: number;
-  /** Closes every connection and refuses new ones: a database that is down. */
-  cut(): Promise<void>;
-  /** Passes nothing on either way, new connections included, and says nothing: a network partition. */
-  silence(): void;
-  /** Ends the partition. */
-  heal(): void;
-  close(): Promise<void>;
-}
-
-/** A TCP relay to the shared PostgreSQL that a test can break, as outages look to keyfleet. */
-async function relayToPostgres(): Promise<Relay> {
-  const target = new URL(POSTGRES_URL);
-  const sockets = new Set<net.Socket>();
-  let silent = false;
-  const track = (socket: net.Socket) => {
-    sockets.add(socket);
-    socket.on('error', () => {});
-    socket.on('close', () => sockets.delete(socket));
-  };
-  const server = net.createServer((client) => {
-    track(client);
-    if (silent) return;
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    track(upstream);
-    client.on('data', (chunk) => silent || upstream.write(chunk));
-    upstream.on('data', (chunk) => silent || client.write(chunk));
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const close = async () => {
-    const closed = new Promise((resolve) => server.close(resolve));
-    for (const socket of sockets) socket.destroy();
-    await closed;
-  };
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    cut: close,
-    silence: () => void (silent = true),
-    heal: () => void (silent = false),
-    close,
-  };
-}
 
 /** An app on a fresh schema of the shared PostgreSQL; `editUrl` changes its DATABASE_URL. */
 async function appOnFreshSchema(editUrl: (url: URL) => void) {
