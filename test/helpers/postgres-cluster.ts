@@ -24,9 +24,12 @@ export interface ThrowawayCluster {
   destroy(): Promise<void>;
 }
 
-/** Why no throwaway cluster can be made here, or undefined when one can. */
+/** Why no throwaway cluster can be made here, or undefined when one can. In CI (CI=true) that is a failure, never a skip. */
 export function clusterUnavailableReason(): string | undefined {
-  return fs.existsSync(path.join(BIN_DIR, 'initdb')) ? undefined : `no PostgreSQL server binaries in ${BIN_DIR} (set POSTGRES_BIN_DIR)`;
+  if (fs.existsSync(path.join(BIN_DIR, 'initdb'))) return undefined;
+  const reason = `no PostgreSQL server binaries in ${BIN_DIR} (set POSTGRES_BIN_DIR)`;
+  if (process.env.CI) throw new Error(`${reason}, and CI requires them`);
+  return reason;
 }
 
 export async function startThrowawayCluster(): Promise<ThrowawayCluster> {
