@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import Fastify from 'fastify';
+import { createOutageLog } from '../db/connection-errors.ts';
 import metricsPlugin from '../observability/metrics.ts';
 import statusEventsPlugin from '../webhooks/plugin.ts';
 import { openContext } from './context.ts';
@@ -16,6 +17,9 @@ export function register(program: Command): void {
       app.decorate('db', context.db);
       app.decorate('dialect', context.dialect);
       app.decorate('masterKey', context.masterKey);
+      // The dispatcher outlives a database outage: it logs it and tries again on its next pass.
+      const outageLog = createOutageLog(app.log);
+      context.dialect.onConnectionLost?.((error) => outageLog('pooled connection lost', error));
       await app.register(metricsPlugin);
       await app.register(statusEventsPlugin, { dispatch: true });
       const stop = async (signal: string) => {

@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from './connection-errors.ts';
 import type { Db } from './database.ts';
 
 /**
@@ -36,7 +37,8 @@ interface Pending<In, Out> {
  * Runs `work` for each call as the grouping says. Each call's promise settles only after
  * the transaction holding its work has committed (or failed), so a caller never answers for
  * a write that may still be lost. When a batch's transaction fails, its calls run again one
- * transaction each, so that only a failing call fails.
+ * transaction each, so that only a failing call fails; unless the database is unavailable,
+ * which fails them all at once.
  */
 export function createWriteBatcher<In, Out>(
   db: Db,
@@ -64,7 +66,8 @@ export function createWriteBatcher<In, Out>(
         return outputs;
       });
     } catch (error) {
-      if (batch.length === 1) return batch[0]!.reject(error);
+      // Without a database the calls would only fail again, one (connection timeout) at a time.
+      if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.forEach((call) => call.reject(error));
       for (const call of batch) await alone(call.input).then(call.resolve, call.reject);
       return;
     }

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { HttpError } from './errors.ts';
 import { describeValidationError } from './validation.ts';
 
@@ -33,6 +34,13 @@ const FASTIFY_CODES: Record<number, string> = {
   429: 'TOO_MANY_REQUESTS',
 };
 
+/** What a client of a request that failed for want of the database reads; it may try again. */
+export const DATABASE_UNAVAILABLE = 'Database unavailable, try again later';
+const DATABASE_RETRY_AFTER_SECONDS = '5';
+
+/** One for the process: each plugin of an app has a server instance of its own. */
+const logOutage = createOutageLog();
+
 function toErrorReply(error: FastifyError | HttpError): ErrorReply | undefined {
   if (error instanceof HttpError) {
     return { statusCode: error.statusCode, errorCode: error.errorCode, message: error.message, headers: error.headers };
@@ -57,9 +65,17 @@ function errorBody(request: FastifyRequest, statusCode: number, errorCode: strin
 
 /**
  * The one place where errors become responses, never with a stack: `{error_code, error_msg}`
- * JSON, or `{status, msg}` on routes configured with `errorShape: 'dlock'`.
+ * JSON, or `{status, msg}` on routes configured with `errorShape: 'dlock'`. A database that is
+ * down or out of reach is a 503 (the request may succeed later), logged once per interval.
  */
 export function sendError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) {
+  if (isDatabaseUnavailable(error)) {
+    logOutage('requests failed', error, request.log);
+    return reply
+      .code(503)
+      .header('retry-after', DATABASE_RETRY_AFTER_SECONDS)
+      .send(errorBody(request, 503, 'DATABASE_UNAVAILABLE', DATABASE_UNAVAILABLE));
+  }
   const known = toErrorReply(error);
   if (!known) {
     request.log.error({ err: error }, 'unhandled error');

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { createOutageLog } from '../db/connection-errors.ts';
 import { HttpError } from '../http/errors.ts';
 
 const READINESS_TIMEOUT_MS = 2_000;
@@ -14,9 +15,13 @@ const timeout = (ms: number) =>
 
 /**
  * Probes for orchestrators and load balancers: /healthz answers while the process runs;
- * /readyz only while the database answers and the server is not shutting down.
+ * /readyz only while the database answers and the server is not shutting down. Pooled
+ * connections the database drops are logged here (once per interval), not fatal.
  */
 async function healthPlugin(app: FastifyInstance): Promise<void> {
+  const outageLog = createOutageLog(app.log);
+  app.dialect.onConnectionLost?.((error) => outageLog('pooled connection lost', error));
+
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;

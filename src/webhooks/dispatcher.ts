@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Agent } from 'undici';
 import type { Settings } from '../config/settings.ts';
+import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
@@ -129,6 +130,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let outcomes: AttemptRecord[] = [];
   let recording: Promise<void> = Promise.resolve();
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
+  const outageLog = createOutageLog(log);
+
+  /**
+   * Logs a failed database step. While the database is unavailable each pass fails the same
+   * way (every IDLE_CHECK_MS until it is back): one warning per interval says so.
+   */
+  function logFailure(level: 'warn' | 'error', error: unknown, what: string, details: Record<string, unknown> = {}): void {
+    if (isDatabaseUnavailable(error)) outageLog(what, error);
+    else log[level]({ err: error, ...details }, what);
+  }
 
   function signingKeys(customerId: number | null, now: number): Promise<Buffer[]> {
     const owner = ownerOf(customerId);
@@ -198,7 +209,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       await recordAttempts(db, dialect, batch);
     } catch (error) {
       // The claims lapse and the events are attempted again: at least once, never lost.
-      log.error({ err: error, count: batch.length }, 'could not record status event outcomes');
+      logFailure('error', error, 'could not record status event outcomes', { count: batch.length });
     }
   }
 
@@ -266,7 +277,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         fannedOut = await fanOutQueuedStatuses(db, dialect, fanOutLimit);
       } catch (error) {
         // The marks stay for the next pass; the rows already pending are still delivered.
-        log.error({ err: error }, 'could not fan out queued status events');
+        logFailure('error', error, 'could not fan out queued status events');
       }
       mayHaveMoreToFanOut = fannedOut === fanOutLimit;
       let now = Date.now();
@@ -302,7 +313,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         else mayHaveDueWork = true;
       }
     } catch (error) {
-      log.error({ err: error }, 'could not claim status events');
+      logFailure('error', error, 'could not claim status events');
       mayHaveDueWork = false;
     } finally {
       pumping = false;
@@ -322,7 +333,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     try {
       await pruneDeliveryFailures(db, Date.now() - settings.webhookLogRetentionDays * DAY_MS);
     } catch (error) {
-      log.warn({ err: error }, 'could not prune the status event delivery log');
+      logFailure('warn', error, 'could not prune the status event delivery log');
     }
   }
 
@@ -348,12 +359,19 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       clearTimeout(wakeTimer);
       clearInterval(pruneTimer);
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
-      // Rows not started yet go back to the queue for the next dispatcher.
+      // Rows not started yet go back to the queue for the next dispatcher. Without a database
+      // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
+      let databaseUnavailable = false;
       for (const lane of lanes.values()) {
         const waiting = lane.waiting.splice(0);
         held -= waiting.length;
         for (const row of waiting) {
-          await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => log.warn({ err: error }, 'could not release a claim'));
+          if (!databaseUnavailable) {
+            await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => {
+              databaseUnavailable = isDatabaseUnavailable(error);
+              logFailure('warn', error, 'could not release a claim');
+            });
+          }
           tokens.delete(row.id);
         }
       }

@@ -75,6 +75,20 @@ forEachDatabase('write batcher', (kind) => {
     });
   }
 
+  test('when the database is unavailable, the calls of a batch all fail at once rather than again one by one', async () => {
+    let attempts = 0;
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 64 }, async () => {
+      attempts++;
+      throw refused;
+    });
+
+    const results = await Promise.allSettled(serials.map((serial) => run({ serial })));
+
+    assert.ok(results.every((result) => result.status === 'rejected' && result.reason === refused));
+    assert.equal(attempts, 1);
+  });
+
   test('calls of the same event-loop turn share one transaction and one batch scope, up to the batch size', async () => {
     const transactions: Db[] = [];
     const scopes = new Set<unknown>();

@@ -1,9 +1,23 @@
 import pg from 'pg';
-import { sql } from 'kysely';
+import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
 import type { DialectStrategy } from './strategy.ts';
 
 const INT8_OID = 20;
+
+/**
+ * Bounds on waiting for the database, so that an outage fails a request rather than holding
+ * it: opening a connection, or waiting for a pooled one, gives up after CONNECT_TIMEOUT_MS; the
+ * server cancels a statement after STATEMENT_TIMEOUT_MS (a lock wait included); a statement the
+ * server never answers (a network partition, a failover that leaves the old address silent)
+ * fails after QUERY_TIMEOUT_MS. DATABASE_URL may override the last two
+ * (`?statement_timeout=…&query_timeout=…`, in ms), e.g. for a migration of a large table.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+export const STATEMENT_TIMEOUT_MS = 30_000;
+export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 5_000;
+/** TCP keepalive on idle connections, so that a peer gone without a word is noticed. */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 export interface PostgresOptions {
   connectionString: string;
@@ -12,8 +26,37 @@ export interface PostgresOptions {
   poolSize?: number;
 }
 
+/** What node-postgres says when QUERY_TIMEOUT_MS passes without an answer. */
+const QUERY_READ_TIMEOUT = 'Query read timeout';
+
+/**
+ * The pool as Kysely uses it, except that a connection one of whose statements timed out on
+ * the client side is closed rather than reused: it may wait for an answer that never comes,
+ * and every statement queued behind it would time out in turn.
+ */
+function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let timedOut: Error | undefined;
+      const query = ((...args: [string, unknown[]]) => {
+        const result = client.query(...args) as unknown;
+        if (!(result instanceof Promise)) return result;
+        return result.catch((error: unknown) => {
+          if (error instanceof Error && error.message === QUERY_READ_TIMEOUT) timedOut = error;
+          throw error;
+        });
+      }) as PostgresPoolClient['query'];
+      // pg-pool closes a client released with an error instead of keeping it.
+      return { query, release: () => client.release(timedOut) };
+    },
+    end: () => pool.end(),
+  };
+}
+
 export function postgresStrategy(options: PostgresOptions): DialectStrategy {
   let pool: pg.Pool | undefined;
+  const connectionLostListeners = new Set<(error: Error) => void>();
   return {
     name: 'postgres',
     binaryType: 'bytea',
@@ -31,6 +74,12 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       pool = new pg.Pool({
         connectionString: options.connectionString,
         max: options.poolSize ?? 10,
+        application_name: 'keyfleet',
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+        statement_timeout: STATEMENT_TIMEOUT_MS,
+        query_timeout: QUERY_TIMEOUT_MS,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
         // Epoch-millisecond bigints fit a JS number; pg would return them as strings.
         types: {
@@ -38,8 +87,21 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
             oid === INT8_OID && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
         },
       });
-      return new CurrentSchemaPostgresDialect({ pool });
+      // A connection that the server ends (restart, failover, idle_session_timeout,
+      // pg_terminate_backend) or that breaks emits 'error' on its client, in use or idle, and an
+      // idle one on the pool too; unheard, either would end the process. A query that was running
+      // fails with the error; the pool drops the connection and the next query opens a new one.
+      pool.on('connect', (client) => {
+        client.on('error', (error) => {
+          for (const listener of connectionLostListeners) listener(error);
+        });
+      });
+      pool.on('error', () => {
+        // Reported by the client's own listener above.
+      });
+      return new CurrentSchemaPostgresDialect({ pool: closingTimedOutConnections(pool) });
     },
+    onConnectionLost: (listener) => void connectionLostListeners.add(listener),
     poolState: () => pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount },
     async migrationTableSchema(db) {
       const result = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);

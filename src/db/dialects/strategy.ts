@@ -38,6 +38,11 @@ export interface DialectStrategy {
    * parallel test's, staging beside production) for this one's.
    */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
+  /**
+   * Calls `listener` when the database ends or loses a pooled connection (a restart, a
+   * failover, a timeout); the pool drops it. SQLite has no such connections.
+   */
+  onConnectionLost?(listener: (error: Error) => void): void;
   /** The connection pool's state, where the dialect has a pool (SQLite uses one connection). */
   poolState(): PoolState | undefined;
 }

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Registry } from 'prom-client';
+import { loadSettings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { loadMasterKey } from '../../src/secrets/master-key.ts';
+import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
+import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
+import { buildServer } from '../../src/server.ts';
+import { createTestDatabase, unavailableReason } from '../helpers/databases.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { relayToPostgres } from '../helpers/postgres-relay.ts';
+import { FAST_WEBHOOKS, Receiver } from '../webhooks/helpers.ts';
+
+const WAITING_EVENTS = 40;
+
+const skip = await unavailableReason('postgres');
+
+describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () => {
+  test('stops within seconds, leaving the claims of the rows it had not started to lapse', { timeout: 60_000 }, async () => {
+    const relay = await relayToPostgres();
+    const receiver = await Receiver.start();
+    receiver.reply = () => ({ status: 200, hang: true });
+    const database = await createTestDatabase('postgres');
+    const url = new URL(database.env.DATABASE_URL!);
+    url.port = String(relay.port);
+    url.searchParams.set('query_timeout', '300');
+    const settings = loadSettings({ ...FAST_WEBHOOKS, LOG_LEVEL: 'silent', WEBHOOK_CONCURRENCY_PER_HOST: '8', ...database.env, DATABASE_URL: url.toString() });
+    const { db, dialect } = openDatabase(dialectFor(settings));
+    await migrateToLatest(db, dialect);
+    const app = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
+    const dispatcher = createDispatcher({
+      db,
+      dialect,
+      masterKey: app.masterKey,
+      settings,
+      metrics: registerStatusEventMetrics(new Registry(), async () => 0),
+      log: app.log,
+    });
+    try {
+      const now = Date.now();
+      await db
+        .insertInto('okms')
+        .values(
+          Array.from({ length: WAITING_EVENTS }, (_, index) => ({
+            serial_number: `SHUTDOWN-${index}`,
+            customer_id: null,
+            auditing_enabled: 0,
+            status_urls: JSON.stringify([receiver.url(`/${index}`)]),
+            status_queued_at: now,
+            last_sync_time: now,
+            last_ip: '192.0.2.1',
+            created_at: now,
+            updated_at: now,
+          })),
+        )
+        .execute();
+      dispatcher.start();
+      // Eight deliveries hang at the receiver (eight per host at a time); the others claimed wait in its lane.
+      await eventually(() => receiver.received.length > 0, 10_000, 'a delivery under way');
+
+      relay.silence();
+      const stopping = Date.now();
+      await dispatcher.stop();
+      const stopMs = Date.now() - stopping;
+
+      // One connection timeout (5 s) for the outcome of the delivery under way, not one per waiting row.
+      assert.ok(stopMs < 10_000, `stopping took ${stopMs} ms`);
+    } finally {
+      await app.close();
+      await db.destroy();
+      await relay.close();
+      await receiver.close();
+      await database.drop();
+    }
+  });
+});
