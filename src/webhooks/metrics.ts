@@ -16,8 +16,14 @@ export function registerStatusEventMetrics(registry: Registry, countPending: () 
     name: 'keyfleet_status_events_queue_depth',
     help: 'Status events waiting to be delivered (one at most per OKM and URL), over all processes',
     registers,
+    // A scrape during a database outage still reports the process's own metrics; the depth,
+    // which only the database knows, is NaN (unknown) until it answers again, never a false 0.
     async collect() {
-      this.set(await countPending());
+      try {
+        this.set(await countPending());
+      } catch {
+        this.set(Number.NaN);
+      }
     },
   });
   return {

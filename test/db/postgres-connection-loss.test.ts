@@ -111,7 +111,7 @@ describe('PostgreSQL sessions that the server times out', { skip }, () => {
 });
 
 describe('a server whose PostgreSQL goes away', { skip }, () => {
-  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once, and /readyz 503', async () => {
+  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once, /readyz 503, and /metrics still reports, its queue depth unknown (NaN)', async () => {
     const relay = await relayToPostgres();
     const { app, settings, close } = await appBehindRelay(relay);
     try {
@@ -122,6 +122,7 @@ describe('a server whose PostgreSQL goes away', { skip }, () => {
       const poll = await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` });
       const dlock = await app.inject({ method: 'GET', url: '/v1/dlock/LOCK-1', headers: { authorization: DLOCK_KEY } });
       const ready = await app.inject({ method: 'GET', url: '/readyz' });
+      const metrics = await app.inject({ method: 'GET', url: '/metrics' });
       const elapsed = Date.now() - started;
 
       assert.equal(poll.statusCode, 503, poll.body);
@@ -131,7 +132,10 @@ describe('a server whose PostgreSQL goes away', { skip }, () => {
       assert.equal(dlock.statusCode, 503, dlock.body);
       assert.deepEqual(dlock.json(), { status: 503, msg: poll.json().error_msg });
       assert.equal(ready.statusCode, 503);
-      assert.ok(elapsed < 3_000, `three requests took ${elapsed} ms`);
+      assert.equal(metrics.statusCode, 200, metrics.body);
+      assert.match(metrics.body, /keyfleet_http_request_duration_seconds/);
+      assert.match(metrics.body, /^keyfleet_status_events_queue_depth nan$/im);
+      assert.ok(elapsed < 3_000, `four requests took ${elapsed} ms`);
     } finally {
       await close();
     }
