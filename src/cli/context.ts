@@ -39,3 +39,19 @@ export function durationOption(option: string, text: string, minimumMs = 1): num
   if (ms === undefined || ms < minimumMs) throw new Error(`${option}: expected a ${minimumMs > 0 ? 'positive ' : ''}duration such as 30s, 15m, 1h or 7d, got "${text}"`);
   return ms;
 }
+
+/**
+ * Calls `stop` once, on the first SIGTERM or SIGINT. A repeated signal is ignored rather than
+ * fatal: under `npm start` the server gets each signal that reaches every process (Ctrl-C in a
+ * terminal, a cgroup stop) twice, once more from npm forwarding its own.
+ */
+export function onStopSignal(stop: (signal: NodeJS.Signals) => void): void {
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stop(signal);
+    });
+  }
+}

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import Fastify from 'fastify';
 import metricsPlugin from '../observability/metrics.ts';
 import statusEventsPlugin from '../webhooks/plugin.ts';
-import { openContext } from './context.ts';
+import { onStopSignal, openContext } from './context.ts';
 
 export function register(program: Command): void {
   program
@@ -24,8 +24,7 @@ export function register(program: Command): void {
         await context.close();
         process.exit(0);
       };
-      process.once('SIGTERM', () => void stop('SIGTERM'));
-      process.once('SIGINT', () => void stop('SIGINT'));
+      onStopSignal((signal) => void stop(signal));
       if (options.metricsPort === undefined) await app.ready();
       else await app.listen({ port: Number(options.metricsPort), host: context.settings.host });
       app.log.info('dispatching status events');
