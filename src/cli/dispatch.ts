@@ -9,6 +9,7 @@ export function register(program: Command): void {
     .command('dispatch')
     .description('deliver queued status events, without serving the API (any number may run on one PostgreSQL database)')
     .option('--metrics-port <port>', 'serve /metrics (Prometheus) on this port')
+    .option('--json', 'a failure to start as one JSON object on stderr (the log is JSON lines already)')
     .action(async (options: { metricsPort?: string }) => {
       const context = await openContext();
       const app = Fastify({ logger: { level: context.settings.logLevel } });

@@ -9,6 +9,7 @@ export function register(program: Command): void {
   program
     .command('serve')
     .description('apply migrations and start the HTTP server')
+    .option('--json', 'a failure to start as one JSON object on stderr (the log is JSON lines already)')
     .action(async () => {
       const context = await openContext();
       const server = await buildServer(context);
