@@ -38,6 +38,15 @@ describe('keyfleet command-line conventions', () => {
     assert.equal(fs.readdirSync(dataDir).length, 0, 'a usage error touches no database');
   });
 
+  test('a group given no command prints its commands on stderr and exits 2', async () => {
+    const run = await keyfleet('apikey');
+
+    assert.equal(run.exitCode, 2);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, /^Usage: keyfleet apikey /);
+    assert.match(run.stderr, /^ {2}list \[options\] +list the DLock API keys/m);
+  });
+
   test('with --json, a usage error is one JSON object on stderr, and a malformed option value exits 2 too', async () => {
     const misspelt = await keyfleet('apikey', 'list', '--custmer', 'acme', '--json');
     const malformed = await keyfleet('token', 'issue', '--scope', 'admin', '--ttl', '1w', '--json');
