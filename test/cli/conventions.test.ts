@@ -62,6 +62,13 @@ describe('keyfleet command-line conventions', () => {
     });
   });
 
+  test('with --json, serve that cannot start (a bad setting) exits 1 with one JSON object on stderr', async () => {
+    const run = await runKeyfleet({ DATA_DIR: dataDir, PORT: 'abc' }, 'serve', '--json');
+
+    assert.equal(run.exitCode, 1);
+    assert.deepEqual(JSON.parse(run.stderr), { error: { code: 'failed', message: 'PORT: expected an integer, got "abc"' } });
+  });
+
   test('every command takes --json', async () => {
     const program = new Command('keyfleet');
     const files = fs.readdirSync('src/cli').filter((file) => file.endsWith('.ts') && !['main.ts', 'context.ts'].includes(file));
