@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { test } from 'node:test';
+import { before, test } from 'node:test';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort } from '../helpers/server-process.ts';
 
@@ -54,6 +54,10 @@ async function startAndStop(command: string, args: string[], stop: (server: { pi
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
+
+before(() => {
+  assert.ok(fs.existsSync(path.join(PROJECT_ROOT, 'dist/src/cli/main.js')), 'dist/ is missing: run npm run build (npm ci does)');
+});
 
 const drained = (output: string) => /"msg":"shutting down"/.test(output) && /"msg":"stopped"/.test(output);
 
