@@ -1,6 +1,3 @@
 #!/usr/bin/env node
-// The CLI runs the TypeScript sources through tsx, so `npm ci` is the whole install.
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../src/cli/main.ts');
+// The CLI runs the JavaScript that `npm ci` (the prepare script) compiles into dist/.
+await import('../dist/src/cli/main.js');

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { verifyKeyCertificate } from '../dlock/verify-certificate.ts';
-import { commandGroup, printResult } from './context.ts';
+import { UsageError, commandGroup, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'cert', 'manage customer intermediate certificates')
@@ -14,7 +14,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (file: string, options: { chain: string; root?: string; at?: string; json?: boolean }) => {
       const input = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
-      if (options.at !== undefined && !/^\d+$/.test(options.at)) throw new Error(`--at: expected epoch seconds, got "${options.at}"`);
+      if (options.at !== undefined && !/^\d+$/.test(options.at)) throw new UsageError(`--at: expected epoch seconds, got "${options.at}"`);
       const result = verifyKeyCertificate(input, fs.readFileSync(options.chain, 'utf8'), {
         ...(options.at === undefined ? {} : { now: Number(options.at) * 1000 }),
         ...(options.root === undefined ? {} : { trustedRootPem: fs.readFileSync(options.root, 'utf8') }),

@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
-import { loadSettings, type Settings } from '../config/settings.ts';
-import { dialectFor, openDatabase, type Db } from '../db/database.ts';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
-import { migrateToLatest } from '../db/migrate.ts';
-import { loadMasterKey } from '../secrets/master-key.ts';
+import { notFound } from '../http/errors.ts';
 import { parseDuration } from '../shared/duration.ts';
 
 export interface CliContext {
@@ -16,11 +15,23 @@ export interface CliContext {
 
 /** Settings, master key and a migrated database: what every command that touches data needs. */
 export async function openContext(): Promise<CliContext> {
+  // Imported here rather than above: help, --version and usage errors need no database driver.
+  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }] = await Promise.all([
+    import('../config/settings.ts'),
+    import('../db/database.ts'),
+    import('../db/migrate.ts'),
+    import('../secrets/master-key.ts'),
+  ]);
   const settings = loadSettings();
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
   return { settings, db, dialect, masterKey, close: () => db.destroy() };
+}
+
+/** For a --customer filter: a name that matches no customer is an error (exit 3), not an empty list. */
+export async function requireCustomer(db: Db, name: string): Promise<void> {
+  if (!(await db.selectFrom('customers').select('id').where('name', '=', name).executeTakeFirst())) throw notFound(`customer ${name} not found`);
 }
 
 /** Prints a command's result: one JSON object with --json, else readable lines. */
@@ -33,9 +44,28 @@ export function commandGroup(program: Command, name: string, description: string
   return program.commands.find((command) => command.name() === name) ?? program.command(name).description(description);
 }
 
+/** A malformed argument or option value: exit code 2, like a command line commander refuses. */
+export class UsageError extends Error {}
+
 /** An option's duration ("0s", "30s", "15m", "1h", "7d", also "ms") in milliseconds, at least `minimumMs`. */
 export function durationOption(option: string, text: string, minimumMs = 1): number {
   const ms = parseDuration(text);
-  if (ms === undefined || ms < minimumMs) throw new Error(`${option}: expected a ${minimumMs > 0 ? 'positive ' : ''}duration such as 30s, 15m, 1h or 7d, got "${text}"`);
+  if (ms === undefined || ms < minimumMs) throw new UsageError(`${option}: expected a ${minimumMs > 0 ? 'positive ' : ''}duration such as 30s, 15m, 1h or 7d, got "${text}"`);
   return ms;
+}
+
+/**
+ * Calls `stop` once, on the first SIGTERM or SIGINT. A repeated signal is ignored rather than
+ * fatal: under `npm start` the server gets each signal that reaches every process (Ctrl-C in a
+ * terminal, a cgroup stop) twice, once more from npm forwarding its own.
+ */
+export function onStopSignal(stop: (signal: NodeJS.Signals) => void): void {
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stop(signal);
+    });
+  }
 }

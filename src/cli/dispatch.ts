@@ -3,13 +3,14 @@ import Fastify from 'fastify';
 import { createOutageLog } from '../db/connection-errors.ts';
 import metricsPlugin from '../observability/metrics.ts';
 import statusEventsPlugin from '../webhooks/plugin.ts';
-import { openContext } from './context.ts';
+import { onStopSignal, openContext } from './context.ts';
 
 export function register(program: Command): void {
   program
     .command('dispatch')
     .description('deliver queued status events, without serving the API (any number may run on one PostgreSQL database)')
     .option('--metrics-port <port>', 'serve /metrics (Prometheus) on this port')
+    .option('--json', 'a failure to start as one JSON object on stderr (the log is JSON lines already)')
     .action(async (options: { metricsPort?: string }) => {
       const context = await openContext();
       const app = Fastify({ logger: { level: context.settings.logLevel } });
@@ -28,8 +29,7 @@ export function register(program: Command): void {
         await context.close();
         process.exit(0);
       };
-      process.once('SIGTERM', () => void stop('SIGTERM'));
-      process.once('SIGINT', () => void stop('SIGINT'));
+      onStopSignal((signal) => void stop(signal));
       if (options.metricsPort === undefined) await app.ready();
       else await app.listen({ port: Number(options.metricsPort), host: context.settings.host });
       app.log.info('dispatching status events');

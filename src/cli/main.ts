@@ -1,66 +1,148 @@
-import { Command } from 'commander';
-import { register as apikeyCreate } from './apikey-create.ts';
-import { register as apikeyRevoke } from './apikey-revoke.ts';
-import { register as certCreate } from './cert-create.ts';
-import { register as certExport } from './cert-export.ts';
-import { register as certImport } from './cert-import.ts';
-import { register as certImportRoot } from './cert-import-root.ts';
-import { register as certVerify } from './cert-verify.ts';
-import { register as customerCreate } from './customer-create.ts';
-import { register as masterKeyRotate } from './master-key-rotate.ts';
-import { register as dispatch } from './dispatch.ts';
-import { register as migrate } from './migrate.ts';
-import { register as okmAccept } from './okm-accept.ts';
-import { register as okmPending } from './okm-pending.ts';
-import { register as okmToken } from './okm-token.ts';
-import { register as serve } from './serve.ts';
-import { register as signingKeyList } from './signing-key-list.ts';
-import { register as signingKeyRetire } from './signing-key-retire.ts';
-import { register as signingKeyRotate } from './signing-key-rotate.ts';
-import { register as tokenIssue } from './token-issue.ts';
-import { register as webhookSecret } from './webhook-secret.ts';
+import { Command, CommanderError } from 'commander';
+import packageJson from '../../package.json' with { type: 'json' };
+import { HttpError } from '../http/errors.ts';
+import { UsageError } from './context.ts';
 
-const program = new Command('keyfleet').description('keyfleet server and admin CLI').showHelpAfterError();
+type Loader = () => Promise<{ register(program: Command): void }>;
 
-for (const register of [
-  serve,
-  dispatch,
-  migrate,
-  customerCreate,
-  tokenIssue,
-  signingKeyList,
-  signingKeyRotate,
-  signingKeyRetire,
-  masterKeyRotate,
-  apikeyCreate,
-  apikeyRevoke,
-  certCreate,
-  certImport,
-  certImportRoot,
-  certExport,
-  certVerify,
-  okmPending,
-  okmAccept,
-  okmToken,
-  webhookSecret,
-]) register(program);
+/**
+ * The top-level words, what each does, and the files that define its commands: a command
+ * (serve) or a group's commands by their word (customer create). Only the file of the
+ * command given is loaded, or a group's files for its help: each brings in its part of the
+ * server (Fastify, the database drivers, X.509…), and loading all of them would cost every
+ * command most of a second.
+ */
+const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { commands: Record<string, Loader> })> = {
+  serve: { description: 'apply migrations and start the HTTP server', load: () => import('./serve.ts') },
+  dispatch: {
+    description: 'deliver queued status events, without serving the API (any number may run on one PostgreSQL database)',
+    load: () => import('./dispatch.ts'),
+  },
+  migrate: { description: 'apply pending database migrations and exit', load: () => import('./migrate.ts') },
+  customer: {
+    description: 'manage customers (tenants)',
+    commands: { create: () => import('./customer-create.ts'), list: () => import('./customer-list.ts') },
+  },
+  token: { description: 'issue API tokens', commands: { issue: () => import('./token-issue.ts') } },
+  'signing-key': {
+    description: 'manage the key that signs the deployment’s JWTs',
+    commands: { list: () => import('./signing-key-list.ts'), rotate: () => import('./signing-key-rotate.ts'), retire: () => import('./signing-key-retire.ts') },
+  },
+  'master-key': {
+    description: 'manage the key that encrypts private keys and secrets at rest',
+    commands: { rotate: () => import('./master-key-rotate.ts') },
+  },
+  apikey: {
+    description: 'manage DLock API keys',
+    commands: { create: () => import('./apikey-create.ts'), list: () => import('./apikey-list.ts'), revoke: () => import('./apikey-revoke.ts') },
+  },
+  cert: {
+    description: 'manage customer intermediate certificates',
+    commands: {
+      create: () => import('./cert-create.ts'),
+      list: () => import('./cert-list.ts'),
+      import: () => import('./cert-import.ts'),
+      'import-root': () => import('./cert-import-root.ts'),
+      export: () => import('./cert-export.ts'),
+      verify: () => import('./cert-verify.ts'),
+    },
+  },
+  okm: {
+    description: 'manage OKMs',
+    commands: { pending: () => import('./okm-pending.ts'), accept: () => import('./okm-accept.ts'), token: () => import('./okm-token.ts') },
+  },
+  webhook: { description: 'status event webhooks', commands: { secret: () => import('./webhook-secret.ts') } },
+};
+
+/** Exit codes (docs/operator-guide.md, "Exit codes"). */
+const EXIT = { failure: 1, usage: 2, notFound: 3, conflict: 4 } as const;
+
+interface Failure {
+  exitCode: number;
+  code: string;
+  message: string;
+  hint?: string;
+}
+
+const argv = process.argv.slice(2);
+const separator = argv.indexOf('--');
+/** The words before "--": what may be options. */
+const optionWords = separator === -1 ? argv : argv.slice(0, separator);
+const words = optionWords.filter((word) => !word.startsWith('-'));
+const json = optionWords.includes('--json');
+
+const program = new Command('keyfleet')
+  .description('keyfleet server and admin CLI')
+  .version(packageJson.version, '-V, --version', 'print the version')
+  .exitOverride()
+  .configureOutput({ outputError: () => {} });
+
+/** record[key] when record has it as its own ("constructor" is no command). */
+const own = <T>(record: Record<string, T>, key: string | undefined): T | undefined => (key !== undefined && Object.hasOwn(record, key) ? record[key] : undefined);
+
+const named = own(COMMANDS, words[0]);
+if (named) {
+  // The command's file; for a group, its command's, or all of its files (its help, a misspelt command).
+  const command = 'load' in named ? named.load : own(named.commands, words[1]);
+  for (const load of command ? [command] : Object.values('commands' in named ? named.commands : {})) (await load()).register(program);
+} else {
+  // No command named (help, --version, a misspelt command): the list is enough.
+  for (const [name, { description }] of Object.entries(COMMANDS)) program.command(name).description(description);
+}
 
 // Names, serials and key ids may begin with "-" (a base64url kid does, one time in 64), so a
 // command that takes an argument reads an unknown "-x…" word as it. A word beginning with "--"
-// is still an option unless it follows "--": a misspelt option must not become a name.
+// is still an option unless it follows "--": a misspelt option must not become a name, nor be
+// reported as one argument too many.
 for (const command of program.commands.flatMap((group) => [group, ...group.commands])) {
-  if (command.registeredArguments.length > 0) command.allowUnknownOption();
+  if (command.registeredArguments.length > 0) command.allowUnknownOption().allowExcessArguments();
 }
 program.hook('preAction', (_program, command) => {
-  const separator = process.argv.indexOf('--');
-  const options = separator === -1 ? process.argv : process.argv.slice(0, separator);
-  const unknown = command.args.find((word) => word.startsWith('--') && options.includes(word));
-  if (unknown !== undefined) command.error(`error: unknown option '${unknown}'`);
+  const unknown = command.args.find((word) => word.startsWith('--') && optionWords.includes(word));
+  if (unknown !== undefined) command.error(`unknown option '${unknown}'`, { code: 'commander.unknownOption' });
+  const expected = command.registeredArguments.length;
+  if (command.args.length > expected) {
+    command.error(`too many arguments for '${command.name()}': expected ${expected}, got ${command.args.length}`, { code: 'commander.excessArguments' });
+  }
 });
+
+/** The command the words name, as far as they name one: where the usage hint points. */
+function commandPath(): string {
+  const path = ['keyfleet'];
+  let command: Command = program;
+  for (const word of words) {
+    const next = command.commands.find((sub) => sub.name() === word);
+    if (!next) break;
+    path.push(word);
+    command = next;
+  }
+  return path.join(' ');
+}
+
+function failureOf(error: unknown): Failure {
+  if (error instanceof CommanderError) {
+    // "error: unknown command 'lst'\n(Did you mean list?)": one line, the suggestion lower-case.
+    const message = error.message.replace(/^error: /, '').replace(/\n\(Did you mean/, ' (did you mean');
+    return { exitCode: EXIT.usage, code: 'usage', message, hint: `Run '${commandPath()} --help' for usage.` };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof UsageError) return { exitCode: EXIT.usage, code: 'usage', message };
+  // The domain's refusals are HTTP errors: a malformed value (400), nothing by that name (404), taken or in the way (409).
+  const statusCode = error instanceof HttpError ? error.statusCode : undefined;
+  if (statusCode === 400) return { exitCode: EXIT.usage, code: 'usage', message };
+  if (statusCode === 404) return { exitCode: EXIT.notFound, code: 'not_found', message };
+  if (statusCode === 409) return { exitCode: EXIT.conflict, code: 'conflict', message };
+  return { exitCode: EXIT.failure, code: 'failed', message };
+}
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  process.stderr.write(`keyfleet: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  // Help and the version were printed as asked: that is success. Help printed because a
+  // group was given no command ("keyfleet customer") is a usage error, the help its hint.
+  if (error instanceof CommanderError && error.code === 'commander.help') process.exit(EXIT.usage);
+  if (error instanceof CommanderError && error.exitCode === 0) process.exit(0);
+  const { exitCode, code, message, hint } = failureOf(error);
+  process.stderr.write(json ? `${JSON.stringify({ error: { code, message, ...(hint ? { hint } : {}) } })}\n` : `keyfleet: ${message}\n${hint ? `${hint}\n` : ''}`);
+  process.exit(exitCode);
 }

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { pendingOkmRecords } from '../okm/pending-service.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { UsageError, commandGroup, openContext, printResult } from './context.ts';
 
 const PER_PAGE = 100;
 
 function pageNumber(text: string): number {
-  if (!/^[1-9]\d{0,5}$/.test(text)) throw new Error(`--page: expected a page number from 1, got "${text}"`);
+  if (!/^[1-9]\d{0,5}$/.test(text)) throw new UsageError(`--page: expected a page number from 1, got "${text}"`);
   return Number(text);
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { buildServer } from '../server.ts';
-import { openContext } from './context.ts';
+import { onStopSignal, openContext } from './context.ts';
 
 /** Requests still running this long after SIGTERM lose their connections, so that the process exits within 10 s. */
 const DRAIN_DEADLINE_MS = 8_000;
@@ -9,6 +9,7 @@ export function register(program: Command): void {
   program
     .command('serve')
     .description('apply migrations and start the HTTP server')
+    .option('--json', 'a failure to start as one JSON object on stderr (the log is JSON lines already)')
     .action(async () => {
       const context = await openContext();
       const server = await buildServer(context);
@@ -32,8 +33,7 @@ export function register(program: Command): void {
           clearTimeout(deadline);
         }
       };
-      process.once('SIGTERM', () => void stop('SIGTERM'));
-      process.once('SIGINT', () => void stop('SIGINT'));
+      onStopSignal((signal) => void stop(signal));
       await server.listen({ port: context.settings.port, host: context.settings.host });
     });
 }

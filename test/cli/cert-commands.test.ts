@@ -71,16 +71,16 @@ forEachDatabase('keyfleet cert commands', (kind) => {
     assert.equal((JSON.parse(imported.stdout) as { serial: string }).serial, offline.serial);
   });
 
-  test('cert commands fail with one line on stderr for a taken name, an unknown certificate and a missing file', async () => {
+  test('cert commands fail with one line on stderr for a taken name (exit 4), an unknown certificate (exit 3, as JSON with --json) and a missing file', async () => {
     const taken = await keyfleet('cert', 'create', '--customer', 'acme', '--name', 'acme-main');
     const unknown = await keyfleet('cert', 'export', 'nope', '--json');
     const missingFile = await keyfleet('cert', 'import', '--customer', 'acme', '--name', 'x', '--cert', '/nonexistent.pem', '--key', '/nonexistent.key');
 
-    assert.notEqual(taken.exitCode, 0);
+    assert.equal(taken.exitCode, 4);
     assert.equal(taken.stderr, 'keyfleet: certificate acme-main already exists\n');
-    assert.notEqual(unknown.exitCode, 0);
-    assert.equal(unknown.stderr, 'keyfleet: certificate nope not found\n');
-    assert.notEqual(missingFile.exitCode, 0);
+    assert.equal(unknown.exitCode, 3);
+    assert.equal(unknown.stderr, '{"error":{"code":"not_found","message":"certificate nope not found"}}\n');
+    assert.equal(missingFile.exitCode, 1);
     assert.equal(missingFile.stderr, 'keyfleet: --cert: cannot read /nonexistent.pem (ENOENT)\n');
   });
 });

@@ -40,12 +40,16 @@ forEachDatabase('keyfleet customer create and token issue', (kind) => {
     assert.match(run.stdout, /^id: \d+\nname: globex\n$/);
   });
 
-  test('customer create with a taken name exits non-zero with one line on stderr', async () => {
-    const run = await keyfleet('customer', 'create', 'acme', '--json');
+  test('customer create with a taken name exits 4 with one line on stderr, one JSON object with --json', async () => {
+    const text = await keyfleet('customer', 'create', 'acme');
+    const json = await keyfleet('customer', 'create', 'acme', '--json');
 
-    assert.notEqual(run.exitCode, 0);
-    assert.equal(run.stdout, '');
-    assert.equal(run.stderr, 'keyfleet: customer acme already exists\n');
+    assert.equal(text.exitCode, 4);
+    assert.equal(text.stdout, '');
+    assert.equal(text.stderr, 'keyfleet: customer acme already exists\n');
+    assert.equal(json.exitCode, 4);
+    assert.equal(json.stdout, '');
+    assert.deepEqual(JSON.parse(json.stderr), { error: { code: 'conflict', message: 'customer acme already exists' } });
   });
 
   test('customer create takes a name that begins with "-"', async () => {

@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { eventually } from './eventually.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The CLI from its TypeScript sources (through tsx), so that tests never run a stale dist/. */
+const KEYFLEET = ['--import', 'tsx', 'src/cli/main.ts'];
 
 export interface ServerProcess {
   /** Resolves with the base URL once the server listens. */
@@ -20,7 +22,7 @@ export interface ServerProcess {
 
 /** `keyfleet serve` as a child process on a free port of 127.0.0.1, with only PATH and `env` in its environment. */
 export function serveProcess(env: Record<string, string>): ServerProcess {
-  const child = spawn('node', ['bin/keyfleet.js', 'serve'], {
+  const child = spawn(process.execPath, [...KEYFLEET, 'serve'], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...env, PORT: '0', HOST: '127.0.0.1' },
   });
@@ -60,7 +62,7 @@ export async function freePort(): Promise<number> {
 
 /** A long-running `keyfleet …` child process (serve, dispatch) with only PATH and the given settings. */
 export function spawnKeyfleet(env: Record<string, string>, ...args: string[]): ChildProcess {
-  return spawn(process.execPath, ['bin/keyfleet.js', ...args], {
+  return spawn(process.execPath, [...KEYFLEET, ...args], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
