@@ -12,6 +12,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Settings } from '../config/settings.ts';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
+import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { badRequest, unauthorized } from '../http/errors.ts';
 import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
@@ -105,6 +106,8 @@ export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeyS
           requiredClaims: ['exp'],
         }));
       } catch (error) {
+        // Our own keys are read from the database: while it is down the answer is its 503, not a 401.
+        if (isDatabaseUnavailable(error)) throw error;
         if (!(error instanceof errors.JOSEError) || error instanceof errors.JWKSTimeout) {
           log.warn({ err: error, issuer }, 'could not fetch the JWKS of a trusted token issuer');
         }

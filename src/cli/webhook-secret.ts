@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { findCustomerByName } from '../customers/repository.ts';
+import { notFound } from '../http/errors.ts';
 import { DEPLOYMENT_OWNER, customerOwner, rotateWebhookSecret, webhookSecrets, type WebhookSecrets } from '../webhooks/secrets.ts';
 import { commandGroup, durationOption, openContext, printResult, type CliContext } from './context.ts';
 
@@ -12,7 +13,7 @@ interface SecretOptions {
 async function ownerFor(context: CliContext, customer: string | undefined): Promise<string> {
   if (customer === undefined) return DEPLOYMENT_OWNER;
   const found = await findCustomerByName(context.db, customer);
-  if (!found) throw new Error(`customer ${customer} does not exist`);
+  if (!found) throw notFound(`customer ${customer} does not exist`);
   return customerOwner(found.id);
 }
 

@@ -6,6 +6,8 @@ import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
+import { KEY_SET_MAX_AGE_MS } from '../../src/auth/signing-keys.ts';
+import { issueToken } from '../../src/auth/tokens.ts';
 import { buildServer } from '../../src/server.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { POSTGRES_URL, createTestDatabase, unavailableReason } from '../helpers/databases.ts';
@@ -111,13 +113,17 @@ describe('PostgreSQL sessions that the server times out', { skip }, () => {
 });
 
 describe('a server whose PostgreSQL goes away', { skip }, () => {
-  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once, /readyz 503, and /metrics still reports, its queue depth unknown (NaN)', async () => {
+  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once (a JWT too, whose keys cannot be reread), /readyz 503, and /metrics still reports, its queue depth unknown (NaN)', async () => {
     const relay = await relayToPostgres();
     const { app, settings, close } = await appBehindRelay(relay);
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+      const { token } = await issueToken(app.db, app.masterKey, settings, { scopes: ['admin'], ttlSeconds: 3600 });
 
       await relay.cut();
+      // A token is verified with keys read at most KEY_SET_MAX_AGE_MS ago: let this app's copy age.
+      await new Promise((resolve) => setTimeout(resolve, KEY_SET_MAX_AGE_MS + 100));
+      const acls = await app.inject({ method: 'GET', url: '/api/v1/acls?customer=acme', headers: { authorization: `Bearer ${token}` } });
       const started = Date.now();
       const poll = await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` });
       const dlock = await app.inject({ method: 'GET', url: '/v1/dlock/LOCK-1', headers: { authorization: DLOCK_KEY } });
@@ -132,6 +138,7 @@ describe('a server whose PostgreSQL goes away', { skip }, () => {
       assert.equal(dlock.statusCode, 503, dlock.body);
       assert.deepEqual(dlock.json(), { status: 503, msg: poll.json().error_msg });
       assert.equal(ready.statusCode, 503);
+      assert.equal(acls.statusCode, 503, acls.body);
       assert.equal(metrics.statusCode, 200, metrics.body);
       assert.match(metrics.body, /keyfleet_http_request_duration_seconds/);
       assert.match(metrics.body, /^keyfleet_status_events_queue_depth nan$/im);

@@ -57,13 +57,13 @@ forEachDatabase('keyfleet webhook secret commands', (kind) => {
     assert.equal(rotated.previous_valid_until, null);
   });
 
-  test('an unknown customer or a bad overlap is a one-line error and exit 1', async () => {
+  test('an unknown customer is a one-line error and exit 3 (not found), a bad overlap exit 2 (usage)', async () => {
     const unknown = await runKeyfleet(store.database.env, 'webhook', 'secret', 'show', '--customer', 'nobody');
     const badOverlap = await runKeyfleet(store.database.env, 'webhook', 'secret', 'rotate', '--overlap', 'soon');
 
-    assert.equal(unknown.exitCode, 1);
+    assert.equal(unknown.exitCode, 3);
     assert.equal(unknown.stderr, 'keyfleet: customer nobody does not exist\n');
-    assert.equal(badOverlap.exitCode, 1);
+    assert.equal(badOverlap.exitCode, 2);
     assert.match(badOverlap.stderr, /^keyfleet: --overlap: expected a duration/);
   });
 });
