@@ -11,7 +11,7 @@ import { buildServer } from '../../src/server.ts';
 import { createTestDatabase, unavailableReason } from '../helpers/databases.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { relayToPostgres } from '../helpers/postgres-relay.ts';
-import { FAST_WEBHOOKS, Receiver } from '../webhooks/helpers.ts';
+import { FAST_WEBHOOKS, Receiver, insertOkmsWithQueuedStatus } from '../webhooks/helpers.ts';
 
 const WAITING_EVENTS = 40;
 
@@ -39,23 +39,8 @@ describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () =
       log: app.log,
     });
     try {
-      const now = Date.now();
-      await db
-        .insertInto('okms')
-        .values(
-          Array.from({ length: WAITING_EVENTS }, (_, index) => ({
-            serial_number: `SHUTDOWN-${index}`,
-            customer_id: null,
-            auditing_enabled: 0,
-            status_urls: JSON.stringify([receiver.url(`/${index}`)]),
-            status_queued_at: now,
-            last_sync_time: now,
-            last_ip: '192.0.2.1',
-            created_at: now,
-            updated_at: now,
-          })),
-        )
-        .execute();
+      const serials = Array.from({ length: WAITING_EVENTS }, (_, index) => `SHUTDOWN-${index}`);
+      await insertOkmsWithQueuedStatus(db, serials, (serial) => receiver.url(`/${serial}`));
       dispatcher.start();
       // Eight deliveries hang at the receiver (eight per host at a time); the others claimed wait in its lane.
       await eventually(() => receiver.received.length > 0, 10_000, 'a delivery under way');

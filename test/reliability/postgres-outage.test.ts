@@ -12,7 +12,7 @@ import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { clusterUnavailableReason, startThrowawayCluster, type ThrowawayCluster } from '../helpers/postgres-cluster.ts';
 import { freePort, serveProcess, spawnKeyfleet, stopProcess, waitUntilServing, type ServerProcess } from '../helpers/server-process.ts';
-import { FAST_WEBHOOKS, Receiver, subscribe } from '../webhooks/helpers.ts';
+import { FAST_WEBHOOKS, Receiver, insertOkmsWithQueuedStatus, subscribe } from '../webhooks/helpers.ts';
 
 /**
  * What "never a hang" means here: every request answers within this bound, outage or not.
@@ -215,23 +215,7 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
   test('keyfleet dispatch stays up through the outages and delivers the events queued after each', { timeout: 30_000 }, async () => {
     const metricsPort = await freePort();
     const dispatcher = spawnKeyfleet(env, 'dispatch', '--metrics-port', String(metricsPort));
-    const queueEvent = async (serial: string) => {
-      const now = Date.now();
-      await db
-        .insertInto('okms')
-        .values({
-          serial_number: serial,
-          customer_id: null,
-          auditing_enabled: 0,
-          status_urls: JSON.stringify([receiver.url(`/${serial}`)]),
-          status_queued_at: now,
-          last_sync_time: now,
-          last_ip: '192.0.2.1',
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-    };
+    const queueEvent = (serial: string) => insertOkmsWithQueuedStatus(db, [serial], (subscribed) => receiver.url(`/${subscribed}`));
     try {
       await waitUntilServing(`http://127.0.0.1:${metricsPort}/metrics`, dispatcher);
       await queueEvent('DISPATCH-BEFORE');

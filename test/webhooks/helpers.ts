@@ -82,6 +82,27 @@ export async function subscribe(db: Db, serialNumber: string, urls: string[]): P
 }
 
 /** Settings for tests: deliveries to the local receivers allowed, short timeout and retry schedule. */
+/** Subscribed OKMs (no customer) as their polls leave them: a status event marked queued, for a dispatcher to fan out. */
+export async function insertOkmsWithQueuedStatus(db: Db, serials: string[], urlOf: (serial: string) => string): Promise<void> {
+  const now = Date.now();
+  await db
+    .insertInto('okms')
+    .values(
+      serials.map((serial) => ({
+        serial_number: serial,
+        customer_id: null,
+        auditing_enabled: 0,
+        status_urls: JSON.stringify([urlOf(serial)]),
+        status_queued_at: now,
+        last_sync_time: now,
+        last_ip: '192.0.2.1',
+        created_at: now,
+        updated_at: now,
+      })),
+    )
+    .execute();
+}
+
 export const FAST_WEBHOOKS: Record<string, string> = {
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   WEBHOOK_TIMEOUT_MS: '500',

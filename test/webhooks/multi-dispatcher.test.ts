@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { dialectFor } from '../../src/db/database.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
-import { Receiver } from './helpers.ts';
+import { Receiver, insertOkmsWithQueuedStatus } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort, spawnKeyfleet, stopProcess, waitUntilServing } from '../helpers/server-process.ts';
 
@@ -29,25 +29,8 @@ forEachDatabase('two keyfleet dispatch processes on one database', (kind) => {
     const dispatchers = ports.map((port) => spawnKeyfleet(env, 'dispatch', '--metrics-port', String(port)));
     try {
       await Promise.all(dispatchers.map((child, index) => waitUntilServing(`http://127.0.0.1:${ports[index]}/metrics`, child)));
-      const now = Date.now();
       const serials = Array.from({ length: EVENT_COUNT }, (_, index) => `MULTI-${process.pid}-${index}`);
-      // Subscribed OKMs as their polls leave them: marked queued, for the dispatchers to fan out.
-      await store.db
-        .insertInto('okms')
-        .values(
-          serials.map((serial) => ({
-            serial_number: serial,
-            customer_id: null,
-            auditing_enabled: 0,
-            status_urls: JSON.stringify([receiver.url(`/${serial}`)]),
-            status_queued_at: now,
-            last_sync_time: now,
-            last_ip: '192.0.2.1',
-            created_at: now,
-            updated_at: now,
-          })),
-        )
-        .execute();
+      await insertOkmsWithQueuedStatus(store.db, serials, (serial) => receiver.url(`/${serial}`));
       const queuedAt = Date.now();
 
       await eventually(() => new Set(receiver.received.map((entry) => entry.path)).size === EVENT_COUNT, 60_000, 'every event delivered');
