@@ -3,24 +3,37 @@ import { loadSettings, type Settings } from '../config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { migrateToLatest } from '../db/migrate.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 import { loadMasterKey } from '../secrets/master-key.ts';
+import { createKeyRing } from '../secrets/reseal.ts';
 import { parseDuration } from '../shared/duration.ts';
 
 export interface CliContext {
   settings: Settings;
   db: Db;
   dialect: DialectStrategy;
-  masterKey: Buffer;
+  keyRing: KeyRing;
   close(): Promise<void>;
 }
 
-/** Settings, master key and a migrated database: what every command that touches data needs. */
+/**
+ * Settings, a migrated database and its key ring, verified against the master key (a wrong
+ * key is refused here, naming the key the database expects): what every command that touches
+ * data needs.
+ */
 export async function openContext(): Promise<CliContext> {
   const settings = loadSettings();
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
-  await migrateToLatest(db, dialect);
-  return { settings, db, dialect, masterKey, close: () => db.destroy() };
+  try {
+    await migrateToLatest(db, dialect);
+    const keyRing = createKeyRing(db, masterKey);
+    await keyRing.refresh();
+    return { settings, db, dialect, keyRing, close: () => db.destroy() };
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
 }
 
 /** Prints a command's result: one JSON object with --json, else readable lines. */

@@ -15,7 +15,7 @@ export function register(program: Command): void {
       app.decorate('settings', context.settings);
       app.decorate('db', context.db);
       app.decorate('dialect', context.dialect);
-      app.decorate('masterKey', context.masterKey);
+      app.decorate('keyRing', context.keyRing);
       await app.register(metricsPlugin);
       await app.register(statusEventsPlugin, { dispatch: true });
       const stop = async (signal: string) => {

@@ -7,6 +7,7 @@ import { register as certImport } from './cert-import.ts';
 import { register as certImportRoot } from './cert-import-root.ts';
 import { register as certVerify } from './cert-verify.ts';
 import { register as customerCreate } from './customer-create.ts';
+import { register as masterKeyRetire } from './master-key-retire.ts';
 import { register as masterKeyRotate } from './master-key-rotate.ts';
 import { register as dispatch } from './dispatch.ts';
 import { register as migrate } from './migrate.ts';
@@ -32,6 +33,7 @@ for (const register of [
   signingKeyRotate,
   signingKeyRetire,
   masterKeyRotate,
+  masterKeyRetire,
   apikeyCreate,
   apikeyRevoke,
   certCreate,

@@ -15,13 +15,13 @@ forEachDatabase('signing key rotation', (kind) => {
   });
   after(() => t.close());
 
-  const issue = async () => (await issueToken(t.db, t.app.masterKey, t.settings, { customer: 'acme', scopes: ['okm:read'], ttlSeconds: 600 })).token;
+  const issue = async () => (await issueToken(t.db, t.app.keyRing, t.settings, { customer: 'acme', scopes: ['okm:read'], ttlSeconds: 600 })).token;
   const listOkms = (token: string) => t.app.inject({ method: 'GET', url: '/api/v1/okms', headers: { authorization: `Bearer ${token}` } });
 
   test('after a rotation, a running server accepts tokens of the new key at once and of the previous key during its grace', async () => {
     const before = await issue();
 
-    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
     const afterRotation = await issue();
 
     assert.equal(decodeProtectedHeader(afterRotation).kid, rotated.kid);
@@ -54,7 +54,7 @@ forEachDatabase('signing key rotation', (kind) => {
     const verify = () => jwtVerify(token, keySet.getKey, { issuer: t.settings.jwtIssuer, audience: t.settings.jwtAudience });
     await verify();
 
-    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
     await retireSigningKey(t.db, rotated.previous!);
     clock += 61_000;
 
