@@ -28,9 +28,9 @@ type Row = Record<string, string | number | null>;
 // Table and column names come from SEALED_COLUMNS, not from input: the one place typed loosely.
 const untyped = (db: Db) => db as unknown as Kysely<Record<string, Row>>;
 
-/** The key ring of a process: its data keys, unwrapped with the master key. */
-export function createKeyRing(db: Db, masterKey: MasterKey): KeyRing {
-  return new KeyRing(db, masterKey, { checkLegacyValues: (key) => legacyValuesOpen(db, key) });
+/** The key ring of a process: its data keys, unwrapped with the master key. Tests shorten the timing. */
+export function createKeyRing(db: Db, masterKey: MasterKey, timing: { refreshMs?: number; maxAgeMs?: number } = {}): KeyRing {
+  return new KeyRing(db, masterKey, { ...timing, checkLegacyValues: (key) => legacyValuesOpen(db, key) });
 }
 
 /** Whether one value of each column sealed before key ids ("v1.…", directly under the master key) opens with `masterKey`. */

@@ -5,6 +5,7 @@ import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
+import { createKeyRing } from '../../src/secrets/reseal.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase, buildTestApp, type TestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
@@ -29,13 +30,13 @@ forEachDatabase('master key rotation while a server runs', (kind) => {
     assert.equal((await enrol(t.app, 'LOCK-1')).statusCode, 200);
     const newKey = randomBytes(32).toString('hex');
 
-    const rotation = await runKeyfleet({ ...env, NEW_MASTER_KEY: newKey }, 'master-key', 'rotate');
+    const rotation = await runKeyfleet({ ...env, NEW_MASTER_KEY: newKey }, 'master-key', 'rotate', '--yes');
     assert.equal(rotation.exitCode, 0, rotation.stderr);
     assert.equal((await enrol(t.app, 'LOCK-2')).statusCode, 200);
 
     const settings = loadSettings({ LOG_LEVEL: 'silent', ...env, ...(env.MASTER_KEY ? { MASTER_KEY: newKey } : {}) });
     const { db, dialect } = openDatabase(dialectFor(settings));
-    const restarted = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
+    const restarted = await buildServer({ settings, db, dialect, keyRing: createKeyRing(db, loadMasterKey(settings)) });
     try {
       for (const serial of ['LOCK-1', 'LOCK-2']) {
         const fetched = await restarted.inject({ method: 'GET', url: `/v1/dlock/${serial}`, headers: { authorization: `Bearer ${apiKey}` } });
