@@ -4,8 +4,8 @@ import { dialectFor, openDatabase, type Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
+import { loadKeyRing } from '../secrets/load-key-ring.ts';
 import { loadMasterKey } from '../secrets/master-key.ts';
-import { createKeyRing } from '../secrets/reseal.ts';
 import { parseDuration } from '../shared/duration.ts';
 
 export interface CliContext {
@@ -27,8 +27,7 @@ export async function openContext(): Promise<CliContext> {
   const { db, dialect } = openDatabase(dialectFor(settings));
   try {
     await migrateToLatest(db, dialect);
-    const keyRing = createKeyRing(db, masterKey);
-    await keyRing.refresh();
+    const keyRing = await loadKeyRing(db, masterKey, settings);
     return { settings, db, dialect, keyRing, close: () => db.destroy() };
   } catch (error) {
     await db.destroy();
