@@ -130,6 +130,8 @@ export class KeyRing {
   }
 
   async #load(): Promise<void> {
+    // The ring is as old as the moment its read began: a rotation may commit while it runs.
+    const readAt = performance.now();
     let rows = await this.#liveRows();
     if (!rows.some((row) => row.state === 'current')) {
       await this.#createFirstDataKey();
@@ -150,7 +152,7 @@ export class KeyRing {
         }
       }),
     );
-    this.#loaded = { current: current.kid, keys, loadedAt: performance.now() };
+    this.#loaded = { current: current.kid, keys, loadedAt: readAt };
   }
 
   #liveRows() {

@@ -33,6 +33,9 @@ export async function rotateKeys(db: Db, ring: KeyRing, options: { newMasterKey?
   if (newMasterKey) await resealValues(db, ring);
 
   const { kid, previous } = await db.transaction().execute(async (tx) => {
+    // Write first: a SQLite transaction that reads, then writes after another process wrote,
+    // fails at once with "database is locked"; on PostgreSQL this orders concurrent rotations.
+    await tx.updateTable('data_keys').set((eb) => ({ state: eb.ref('state') })).where('state', '=', 'current').execute();
     const live = await tx.selectFrom('data_keys').selectAll().where('state', 'in', ['current', 'previous']).execute();
     const kept = live.find((row) => row.state === 'previous');
     if (kept) {

@@ -15,8 +15,14 @@ import { forEachDatabase } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 
-/** Short enough that the test sees servers pick a rotation up; the defaults are 5 s and 30 s. */
-const RING_TIMING = { refreshMs: 200, maxAgeMs: 1_000 };
+/**
+ * Ring timing (the defaults are 5 s and 30 s), shortened so the test sees both servers pick a
+ * rotation up, and different so that for a while one seals under the new key while the other
+ * still holds the old ring: it must open the new key's values at once, and its own values,
+ * still sealed under the previous key, must stay readable.
+ */
+const FAST_RING = { refreshMs: 200, maxAgeMs: 1_000 };
+const SLOW_RING = { refreshMs: 2_500, maxAgeMs: 2_500 };
 const WORKERS_PER_SERVER = 3;
 
 interface Server {
@@ -26,11 +32,11 @@ interface Server {
 }
 
 /** One keyfleet process: its own connection and its own key ring. */
-async function startServer(env: Record<string, string>): Promise<Server> {
+async function startServer(env: Record<string, string>, timing = FAST_RING): Promise<Server> {
   const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...env });
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
-  const keyRing = createKeyRing(db, loadMasterKey(settings), RING_TIMING);
+  const keyRing = createKeyRing(db, loadMasterKey(settings), timing);
   await keyRing.refresh();
   const app = await buildServer({ settings, db, dialect, keyRing });
   await app.ready();
@@ -42,7 +48,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 forEachDatabase('master key rotation under DLock load', (kind) => {
   test('two servers enrol and fetch locks while the CLI rotates and the previous key is retired: no errors, every lock readable after a restart', async (t) => {
     const database = await createTestDatabase(kind);
-    const servers = [await startServer(database.env), await startServer(database.env)];
+    const servers = [await startServer(database.env, FAST_RING), await startServer(database.env, SLOW_RING)];
     const [first, second] = servers as [Server, Server];
     await createCustomer(first.db, 'acme');
     await createIntermediate(first.db, first.app.keyRing, first.app.settings, { customer: 'acme', name: 'acme-main' });
@@ -80,9 +86,11 @@ forEachDatabase('master key rotation under DLock load', (kind) => {
       await sleep(500);
       const rotation = await runKeyfleet(database.env, 'master-key', 'rotate', '--yes', '--json');
       assert.equal(rotation.exitCode, 0, rotation.stderr);
-      const { data_key: kid } = JSON.parse(rotation.stdout) as { data_key: string };
-      // Past the servers' longest ring age, none seals under the previous key any longer.
-      await sleep(RING_TIMING.maxAgeMs + 500);
+      const { data_key: kid, resealed } = JSON.parse(rotation.stdout) as { data_key: string; resealed: Record<string, number> };
+      assert.ok(resealed['dlocks.key_sealed']! > 0, 'the rotation resealed locks enrolled under the load');
+      // Past the servers' longest ring age (and a margin for requests in flight), none seals
+      // under the previous key any longer.
+      await sleep(SLOW_RING.maxAgeMs + 1_500);
       const retirer = createKeyRing(first.db, loadMasterKey(first.app.settings));
       await retirePreviousKey(first.db, retirer, Date.now() + RETIRE_AFTER_MS);
       const enrolledBeforeRetirement = keys.size;
@@ -103,7 +111,7 @@ forEachDatabase('master key rotation under DLock load', (kind) => {
           if (read.statusCode !== 200 || read.json().data.key.key !== key) unreadable.push(`${serial}: ${read.statusCode}`);
         }
         assert.deepEqual(unreadable, []);
-        t.diagnostic(`${keys.size} locks enrolled and ${fetched} fetched across the rotation and retirement, 0 errors; all ${keys.size} readable after a restart`);
+        t.diagnostic(`${keys.size} locks enrolled and ${fetched} fetched across the rotation (${resealed['dlocks.key_sealed']} lock keys resealed by it) and the retirement, 0 errors; all ${keys.size} readable after a restart`);
       } finally {
         await restarted.close();
       }
