@@ -24,12 +24,12 @@ interface LoadedRing {
 
 const wrapAssociatedData = (kid: string) => `keyfleet data key ${kid}`;
 
-export function wrapDataKey(masterKey: Buffer, kid: string, dataKey: Buffer): string {
+function wrapDataKey(masterKey: Buffer, kid: string, dataKey: Buffer): string {
   return encrypt(masterKey, dataKey, wrapAssociatedData(kid));
 }
 
 /** A new data key row (kid and wrapped key) under the given master key. */
-export function newDataKey(masterKey: Buffer, now: number): Pick<DataKeysTable, 'kid' | 'state' | 'wrapped_key' | 'master_key_check' | 'created_at'> {
+function newDataKey(masterKey: Buffer, now: number): Pick<DataKeysTable, 'kid' | 'state' | 'wrapped_key' | 'master_key_check' | 'created_at'> {
   const kid = randomBytes(6).toString('hex');
   return { kid, state: 'current', wrapped_key: wrapDataKey(masterKey, kid, randomBytes(32)), master_key_check: masterKeyFingerprint(masterKey), created_at: now };
 }
@@ -69,9 +69,9 @@ export class KeyRing {
     return this.#masterKey.source;
   }
 
-  /** A new current data key row, wrapped under this ring's master key. */
-  newDataKeyRow(now: number) {
-    return newDataKey(this.#masterKey.key, now);
+  /** A new current data key row, wrapped under this ring's master key or the one given. */
+  newDataKeyRow(now: number, masterKey = this.#masterKey.key) {
+    return newDataKey(masterKey, now);
   }
 
   /** A data key of the database, unwrapped with this ring's master key and wrapped again under `newMasterKey`. */

@@ -43,11 +43,7 @@ export async function rotateKeys(db: Db, ring: KeyRing, options: { newMasterKey?
     }
     const current = live.find((row) => row.state === 'current');
     if (!current || current.master_key_check !== ring.fingerprint) throw new Error('the data keys changed meanwhile (another rotation?): try again');
-    const next = ring.newDataKeyRow(now);
-    if (newMasterKey) {
-      next.wrapped_key = ring.rewrap({ kid: next.kid, wrapped_key: next.wrapped_key! }, newMasterKey);
-      next.master_key_check = masterKeyFingerprint(newMasterKey);
-    }
+    const next = ring.newDataKeyRow(now, newMasterKey);
     const demoted = await tx
       .updateTable('data_keys')
       .set({
