@@ -11,18 +11,25 @@ import { createTestCustomer } from '../helpers/tokens.ts';
 import { serveProcess } from '../helpers/server-process.ts';
 
 forEachDatabase('a wrong master key', (kind) => {
-  test('a command run with another master key is refused and names the key the database expects', async () => {
+  test('commands run with another master key are refused, name the key the database expects, and change nothing', async () => {
     const t = await buildTestApp(kind);
     try {
-      const env = t.database.env;
       await createTestCustomer(t, 'acme');
       await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-main' });
+      const wrongEnv = { ...t.database.env, MASTER_KEY: randomBytes(32).toString('hex') };
 
-      const wrong = await runKeyfleet({ ...env, MASTER_KEY: randomBytes(32).toString('hex') }, 'cert', 'create', '--customer', 'acme', '--name', 'acme-other');
+      const runs = await Promise.all([
+        runKeyfleet(wrongEnv, 'cert', 'create', '--customer', 'acme', '--name', 'acme-other'),
+        runKeyfleet(wrongEnv, 'customer', 'create', 'globex'),
+        runKeyfleet(wrongEnv, 'migrate'),
+      ]);
 
-      assert.notEqual(wrong.exitCode, 0);
-      assert.match(wrong.stderr, new RegExp(`database expects master key ${t.app.keyRing.fingerprint}, MASTER_KEY is [0-9a-f]{16}`));
+      for (const run of runs) {
+        assert.equal(run.exitCode, 1);
+        assert.match(run.stderr, new RegExp(`database expects master key ${t.app.keyRing.fingerprint}, MASTER_KEY is [0-9a-f]{16}`));
+      }
       assert.equal((await t.db.selectFrom('intermediate_certificates').select('name').where('name', '=', 'acme-other').execute()).length, 0);
+      assert.equal((await t.db.selectFrom('customers').select('name').where('name', '=', 'globex').execute()).length, 0);
     } finally {
       await t.close();
     }
