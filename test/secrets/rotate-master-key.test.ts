@@ -3,6 +3,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { loadSettings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { loadActiveSigningKey } from '../../src/auth/signing-keys.ts';
 import { checkApiKey, createApiKey } from '../../src/dlock/api-keys.ts';
 import { ensureDeploymentSecret } from '../../src/dlock/key-certificate.ts';
@@ -10,11 +13,12 @@ import { findApiKeyWithLock, lockCertificate } from '../../src/dlock/locks.ts';
 import { createIntermediate, loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import type { KeyRing } from '../../src/secrets/key-ring.ts';
-import { masterKeyFingerprint } from '../../src/secrets/master-key.ts';
+import { loadMasterKey, masterKeyFingerprint } from '../../src/secrets/master-key.ts';
 import { SEALED_COLUMNS, countSealedNotUnder, createKeyRing } from '../../src/secrets/reseal.ts';
 import { RETIRE_AFTER_MS, retirePreviousKey, rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
 
 forEachDatabase('master key rotation', (kind) => {
@@ -111,3 +115,24 @@ forEachDatabase('master key rotation', (kind) => {
 function readKeyFile(t: TestApp): Buffer {
   return Buffer.from(fs.readFileSync(path.join(t.settings.dataDir, 'master.key'), 'utf8').trim(), 'hex');
 }
+
+forEachDatabase('the first data key', (kind) => {
+  test('processes starting at the same moment on an empty database agree on one data key', async () => {
+    const database = await createTestDatabase(kind);
+    const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
+    const { db, dialect } = openDatabase(dialectFor(settings));
+    try {
+      await migrateToLatest(db, dialect);
+      const rings = Array.from({ length: 6 }, () => createKeyRing(db, loadMasterKey(settings)));
+
+      const kids = await Promise.all(rings.map((ring) => ring.currentKid()));
+
+      const rows = await db.selectFrom('data_keys').select('kid').execute();
+      assert.equal(rows.length, 1);
+      assert.deepEqual(new Set(kids), new Set([rows[0]!.kid]));
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+});
