@@ -37,8 +37,8 @@ function newDataKey(masterKey: Buffer, now: number): Pick<DataKeysTable, 'kid' |
 /**
  * The data keys of the database (the current one, which seals, and the previous one, which
  * still opens until it is retired), unwrapped with the master key and held in memory.
- * Created unloaded: refresh() loads it and verifies the master key; seal and open re-read it
- * when due, and open re-reads it at once when a value names a key it does not hold.
+ * Created unloaded: refresh() loads it and verifies the master key; seal re-reads it when due,
+ * open at once when a value names a key it does not hold.
  */
 export class KeyRing {
   readonly fingerprint: string;
@@ -62,11 +62,6 @@ export class KeyRing {
     this.#checkLegacyValues = options.checkLegacyValues ?? (async () => true);
     this.#refreshMs = options.refreshMs ?? RING_REFRESH_MS;
     this.#maxAgeMs = options.maxAgeMs ?? RING_MAX_AGE_MS;
-  }
-
-  /** Where the master key came from: "MASTER_KEY" or the key file's path. */
-  get masterKeySource(): string {
-    return this.#masterKey.source;
   }
 
   /** A new current data key row, wrapped under this ring's master key or the one given. */
