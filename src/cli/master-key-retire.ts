@@ -10,7 +10,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (options: { yes?: boolean; json?: boolean }, command: Command) => {
       if (!options.yes) {
-        command.error('error: master-key retire would delete the previous data key once nothing is sealed under it; run it again with --yes', { exitCode: 2 });
+        command.showHelpAfterError(false).error('error: master-key retire would delete the previous data key once nothing is sealed under it; run it again with --yes', { exitCode: 2 });
       }
       const context = await openContext();
       try {

@@ -18,7 +18,7 @@ export function register(program: Command): void {
       const given = options.newKeyFile ? fs.readFileSync(options.newKeyFile, 'utf8').trim() : process.env.NEW_MASTER_KEY || undefined;
       if (!options.yes) {
         const what = given ? 'change the master key, rewrap every data key under it' : 'make a new data key current';
-        command.error(`error: master-key rotate would ${what} and reseal every private key and secret; run it again with --yes`, { exitCode: 2 });
+        command.showHelpAfterError(false).error(`error: master-key rotate would ${what} and reseal every private key and secret; run it again with --yes`, { exitCode: 2 });
       }
       const context = await openContext();
       try {

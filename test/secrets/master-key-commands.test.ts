@@ -34,7 +34,8 @@ forEachDatabase('keyfleet master-key rotate and retire', (kind) => {
       const [retireEarly, tokenIssue] = await Promise.all([keyfleet('master-key', 'retire', '--yes'), keyfleet('token', 'issue', '--scope', 'admin')]);
 
       assert.equal(unconfirmed.exitCode, 2);
-      assert.match(unconfirmed.stderr.split('\n')[0]!, /master-key rotate would make a new data key current and reseal every private key and secret; run it again with --yes/);
+      assert.equal(unconfirmed.stderr.trim().split('\n').length, 1, unconfirmed.stderr);
+      assert.match(unconfirmed.stderr, /master-key rotate would make a new data key current and reseal every private key and secret; run it again with --yes/);
       assert.equal(rotation.exitCode, 0, rotation.stderr);
       const result = JSON.parse(rotation.stdout) as { data_key: string; previous_data_key: string; resealed: Record<string, number> };
       assert.equal(result.resealed['intermediate_certificates.private_key_sealed'], 1);
