@@ -23,6 +23,7 @@ import { createCustomer } from '../src/customers/repository.ts';
 import type { AclsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
 import { insertOkm } from '../src/okm/repository.ts';
+import { createKeyRing } from '../src/secrets/reseal.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, measure, printFigures, startBare, startKeyfleet, stop, withDb, type Figures, type Load } from './harness.ts';
 
@@ -78,7 +79,7 @@ interface Seeded {
 /** Migrates a fresh database; stores ACL_COUNT small ACLs (2 users × 3 locks) of one customer and an OKM of another; issues their tokens. */
 async function seed(env: Record<string, string>): Promise<Seeded> {
   return withDb(env, async (db, settings) => {
-    const masterKey = loadMasterKey(settings);
+    const keyRing = createKeyRing(db, loadMasterKey(settings));
     const listed = await createCustomer(db, LISTED);
     const big = await createCustomer(db, BIG);
     const now = Date.now();
@@ -101,7 +102,7 @@ async function seed(env: Record<string, string>): Promise<Seeded> {
     await sql`vacuum`.execute(db);
     await sql`analyze`.execute(db);
     const token = async (customer: string) =>
-      (await issueToken(db, masterKey, settings, { customer, scopes: ['acl:read', 'acl:create', 'acl:delete'], ttlSeconds: 3600 })).token;
+      (await issueToken(db, keyRing, settings, { customer, scopes: ['acl:read', 'acl:create', 'acl:delete'], ttlSeconds: 3600 })).token;
     return { listToken: await token(LISTED), bigToken: await token(BIG) };
   });
 }

@@ -21,13 +21,14 @@ import dlockRoutes from './dlock/routes.ts';
 import aclRoutes from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
+import type { KeyRing } from './secrets/key-ring.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     settings: Settings;
     db: Db;
     dialect: DialectStrategy;
-    masterKey: Buffer;
+    keyRing: KeyRing;
   }
 }
 
@@ -35,7 +36,7 @@ export interface AppOptions {
   settings: Settings;
   db: Db;
   dialect: DialectStrategy;
-  masterKey: Buffer;
+  keyRing: KeyRing;
 }
 
 /** The whole keyfleet service as one Fastify plugin; server.ts only gives it a socket. */
@@ -43,7 +44,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   app.decorate('settings', options.settings);
   app.decorate('db', options.db);
   app.decorate('dialect', options.dialect);
-  app.decorate('masterKey', options.masterKey);
+  app.decorate('keyRing', options.keyRing);
   registerErrorHandling(app);
   registerRequestIdHeader(app);
   registerJsonBodies(app);

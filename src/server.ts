@@ -7,12 +7,13 @@ import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { sendError } from './http/error-handler.ts';
 import { RequestLogController, requestIdOf } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
+import type { KeyRing } from './secrets/key-ring.ts';
 
 export interface ServerDependencies {
   settings: Settings;
   db: Db;
   dialect: DialectStrategy;
-  masterKey: Buffer;
+  keyRing: KeyRing;
 }
 
 const REDACTED_PATHS = ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'];

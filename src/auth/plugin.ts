@@ -11,7 +11,7 @@ declare module 'fastify' {
 
 /** The deployment's signing key, its public JWKS, and the token verifier that requireScopes uses. */
 async function authPlugin(app: FastifyInstance): Promise<void> {
-  await ensureActiveSigningKey(app.db, app.masterKey);
+  await ensureActiveSigningKey(app.db, app.keyRing);
   const ownKeys = await loadOwnKeySet(app.db);
   app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log));
   app.decorateRequest('principal', undefined);

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
 
@@ -20,7 +21,7 @@ export interface ActiveSigningKey {
   privateKey: CryptoKey;
 }
 
-async function newSigningKeyRow(masterKey: Buffer, now: number) {
+async function newSigningKeyRow(keyRing: KeyRing, now: number) {
   const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALGORITHM, { extractable: true });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
@@ -29,7 +30,7 @@ async function newSigningKeyRow(masterKey: Buffer, now: number) {
     algorithm: SIGNING_ALGORITHM,
     public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALGORITHM, use: 'sig' }),
     // The kid as associated data ties the sealed private key to its row.
-    private_jwk_sealed: seal(masterKey, JSON.stringify(await exportJWK(privateKey)), kid),
+    private_jwk_sealed: await seal(keyRing, JSON.stringify(await exportJWK(privateKey)), kid),
     created_at: now,
     retired_at: null,
   };
@@ -40,12 +41,12 @@ async function newSigningKeyRow(masterKey: Buffer, now: number) {
  * once: a unique index admits only one active key, so a losing insert does nothing and every
  * process then reads the winner's key.
  */
-export async function ensureActiveSigningKey(db: Db, masterKey: Buffer): Promise<void> {
+export async function ensureActiveSigningKey(db: Db, keyRing: KeyRing): Promise<void> {
   const active = await db.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst();
   if (active) return;
   await db
     .insertInto('signing_keys')
-    .values(await newSigningKeyRow(masterKey, Date.now()))
+    .values(await newSigningKeyRow(keyRing, Date.now()))
     .onConflict((oc) => oc.doNothing())
     .execute();
 }
@@ -55,8 +56,8 @@ export async function ensureActiveSigningKey(db: Db, masterKey: Buffer): Promise
  * verifying for `graceSeconds`, so that the tokens it signed stay valid until then
  * (retired_at in the future means "verifies only").
  */
-export async function rotateSigningKey(db: Db, masterKey: Buffer, graceSeconds: number, now = Date.now()): Promise<{ kid: string; previous: string | null; previousVerifiesUntil: number }> {
-  const row = await newSigningKeyRow(masterKey, now);
+export async function rotateSigningKey(db: Db, keyRing: KeyRing, graceSeconds: number, now = Date.now()): Promise<{ kid: string; previous: string | null; previousVerifiesUntil: number }> {
+  const row = await newSigningKeyRow(keyRing, now);
   const previousVerifiesUntil = now + graceSeconds * 1000;
   return db.transaction().execute(async (tx) => {
     const previous = await tx.updateTable('signing_keys').set({ retired_at: previousVerifiesUntil }).where('retired_at', 'is', null).returning('kid').executeTakeFirst();
@@ -96,14 +97,14 @@ export async function loadPublicJwks(db: Db, now = Date.now()): Promise<JSONWebK
   return { keys: rows.map((row) => JSON.parse(row.public_jwk) as JWK) };
 }
 
-export async function loadActiveSigningKey(db: Db, masterKey: Buffer): Promise<ActiveSigningKey> {
+export async function loadActiveSigningKey(db: Db, keyRing: KeyRing): Promise<ActiveSigningKey> {
   const row = await db
     .selectFrom('signing_keys')
     .select(['kid', 'algorithm', 'private_jwk_sealed'])
     .where('retired_at', 'is', null)
     .executeTakeFirst();
   if (!row) throw new Error('no active signing key: ensureActiveSigningKey has not run on this database');
-  const privateJwk = JSON.parse(open(masterKey, row.private_jwk_sealed, row.kid).toString('utf8')) as JWK;
+  const privateJwk = JSON.parse((await open(keyRing, row.private_jwk_sealed, row.kid)).toString('utf8')) as JWK;
   return { kid: row.kid, algorithm: row.algorithm, privateKey: (await importJWK(privateJwk, row.algorithm)) as CryptoKey };
 }
 

@@ -16,6 +16,7 @@ import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { badRequest, unauthorized } from '../http/errors.ts';
 import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'admin'];
 
@@ -35,7 +36,7 @@ export interface IssuedToken {
 }
 
 /** Signs a token with the deployment's active key (creating the key if this is the first use). */
-export async function issueToken(db: Db, masterKey: Buffer, settings: Settings, request: TokenRequest): Promise<IssuedToken> {
+export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, request: TokenRequest): Promise<IssuedToken> {
   const unknownScopes = request.scopes.filter((scope) => !(KNOWN_SCOPES as readonly string[]).includes(scope));
   if (unknownScopes.length > 0) {
     throw badRequest(`scope: unknown scope ${unknownScopes.join(', ')} (known: ${KNOWN_SCOPES.join(' ')})`);
@@ -51,8 +52,8 @@ export async function issueToken(db: Db, masterKey: Buffer, settings: Settings, 
     throw badRequest(`ttl: expected a positive number of seconds, got ${request.ttlSeconds}`);
   }
 
-  await ensureActiveSigningKey(db, masterKey);
-  const signingKey = await loadActiveSigningKey(db, masterKey);
+  await ensureActiveSigningKey(db, keyRing);
+  const signingKey = await loadActiveSigningKey(db, keyRing);
   const issuedAt = Math.floor(Date.now() / 1000);
   const expiresAt = issuedAt + request.ttlSeconds;
   const token = await new SignJWT({

@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .action(async (options: { customer: string; name: string; json?: boolean }) => {
       const context = await openContext();
       try {
-        const created = await createIntermediate(context.db, context.masterKey, context.settings, options);
+        const created = await createIntermediate(context.db, context.keyRing, context.settings, options);
         const expires = new Date(created.notAfter).toISOString();
         printResult(
           options.json,

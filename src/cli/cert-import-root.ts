@@ -15,7 +15,7 @@ export function register(program: Command): void {
       const keyText = readPemFile('--key', options.key);
       const context = await openContext();
       try {
-        const root = await importRootCa(context.db, context.masterKey, certificateText, keyText);
+        const root = await importRootCa(context.db, context.keyRing, certificateText, keyText);
         printResult(options.json, { serial: root.serial, imported: true }, `root CA imported, serial: ${root.serial}`);
       } finally {
         await context.close();

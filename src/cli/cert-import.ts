@@ -34,7 +34,7 @@ export function register(program: Command): void {
       const keyText = readPemFile('--key', options.key);
       const context = await openContext();
       try {
-        const imported = await importIntermediate(context.db, context.masterKey, context.settings, {
+        const imported = await importIntermediate(context.db, context.keyRing, context.settings, {
           customer: options.customer,
           name: options.name,
           certificateText,

@@ -3,30 +3,42 @@ import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { notFound } from '../http/errors.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 import { parseDuration } from '../shared/duration.ts';
 
 export interface CliContext {
   settings: Settings;
   db: Db;
   dialect: DialectStrategy;
-  masterKey: Buffer;
+  keyRing: KeyRing;
   close(): Promise<void>;
 }
 
-/** Settings, master key and a migrated database: what every command that touches data needs. */
+/**
+ * Settings, a migrated database and its key ring, verified against the master key (a wrong
+ * key is refused here, naming the key the database expects): what every command that touches
+ * data needs.
+ */
 export async function openContext(): Promise<CliContext> {
   // Imported here rather than above: help, --version and usage errors need no database driver.
-  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }] = await Promise.all([
+  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }, { loadKeyRing }] = await Promise.all([
     import('../config/settings.ts'),
     import('../db/database.ts'),
     import('../db/migrate.ts'),
     import('../secrets/master-key.ts'),
+    import('../secrets/load-key-ring.ts'),
   ]);
   const settings = loadSettings();
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
-  await migrateToLatest(db, dialect);
-  return { settings, db, dialect, masterKey, close: () => db.destroy() };
+  try {
+    await migrateToLatest(db, dialect);
+    const keyRing = await loadKeyRing(db, masterKey, settings);
+    return { settings, db, dialect, keyRing, close: () => db.destroy() };
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
 }
 
 /** For a --customer filter: a name that matches no customer is an error (exit 3), not an empty list. */

@@ -17,7 +17,7 @@ export function register(program: Command): void {
       app.decorate('settings', context.settings);
       app.decorate('db', context.db);
       app.decorate('dialect', context.dialect);
-      app.decorate('masterKey', context.masterKey);
+      app.decorate('keyRing', context.keyRing);
       // The dispatcher outlives a database outage: it logs it and tries again on its next pass.
       const outageLog = createOutageLog(app.log);
       context.dialect.onConnectionLost?.((error) => outageLog('pooled connection lost', error));

@@ -30,7 +30,7 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
   },
   'master-key': {
     description: 'manage the key that encrypts private keys and secrets at rest',
-    commands: { rotate: () => import('./master-key-rotate.ts') },
+    commands: { rotate: () => import('./master-key-rotate.ts'), retire: () => import('./master-key-retire.ts') },
   },
   apikey: {
     description: 'manage DLock API keys',

@@ -1,35 +1,44 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { parseMasterKey } from '../config/settings.ts';
 import { commitMasterKeyFile, stageMasterKeyFile } from '../secrets/master-key.ts';
-import { rotateMasterKey } from '../secrets/rotate-master-key.ts';
+import { rotateKeys } from '../secrets/rotate-master-key.ts';
 import { commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
-  commandGroup(program, 'master-key', 'manage the key that encrypts private keys and secrets at rest')
+  commandGroup(program, 'master-key', 'manage the keys that encrypt private keys and secrets at rest')
     .command('rotate')
-    .description('reseal every private key and secret under a new master key, in one transaction (stop every server first)')
-    .option('--new-key-file <path>', 'file holding the new key (64 hex digits or base64); default NEW_MASTER_KEY, or a new random key when the key is the DATA_DIR key file')
+    .description(
+      'make a new data key current and reseal every private key and secret under it, while servers run; with a new master key, also rewrap every data key under it',
+    )
+    .option('--new-key-file <path>', 'also change the master key to the one in this file (64 hex digits or base64); or set NEW_MASTER_KEY')
+    .option('--yes', 'do it (without --yes the command only says what it would do)')
     .option('--json', 'print one JSON object')
-    .action(async (options: { newKeyFile?: string; json?: boolean }) => {
+    .action(async (options: { newKeyFile?: string; yes?: boolean; json?: boolean }, command: Command) => {
+      const given = options.newKeyFile ? fs.readFileSync(options.newKeyFile, 'utf8').trim() : process.env.NEW_MASTER_KEY || undefined;
+      if (!options.yes) {
+        const what = given ? 'change the master key, rewrap every data key under it' : 'make a new data key current';
+        command.showHelpAfterError(false).error(`error: master-key rotate would ${what} and reseal every private key and secret; run it again with --yes`, { exitCode: 2 });
+      }
       const context = await openContext();
       try {
         const { settings } = context;
         const usesKeyFile = settings.masterKey === undefined;
-        const given = options.newKeyFile ? fs.readFileSync(options.newKeyFile, 'utf8').trim() : process.env.NEW_MASTER_KEY;
-        if (!given && !usesKeyFile) throw new Error('give the new key with --new-key-file or NEW_MASTER_KEY (MASTER_KEY is set, so keyfleet cannot store a key of its own)');
-        const newKey = given ? parseMasterKey(options.newKeyFile ? '--new-key-file' : 'NEW_MASTER_KEY', given) : randomBytes(32);
+        const newMasterKey = given ? { key: parseMasterKey(options.newKeyFile ? '--new-key-file' : 'NEW_MASTER_KEY', given), source: 'the new master key' } : undefined;
 
-        if (usesKeyFile) stageMasterKeyFile(settings.dataDir, newKey);
-        const resealed = await rotateMasterKey(context.db, context.masterKey, newKey);
-        if (usesKeyFile) commitMasterKeyFile(settings.dataDir);
+        if (newMasterKey && usesKeyFile) stageMasterKeyFile(settings.dataDir, newMasterKey.key);
+        const rotation = await rotateKeys(context.db, context.keyRing, newMasterKey ? { newMasterKey } : {});
+        if (newMasterKey && usesKeyFile) commitMasterKeyFile(settings.dataDir);
 
-        const next = usesKeyFile ? 'the key file in DATA_DIR holds the new key' : 'set MASTER_KEY to the new key on every server before starting them';
+        const next = !newMasterKey
+          ? `the previous data key ${rotation.previous} still opens what servers seal under it until they re-read the key ring (within seconds); retire it in a few minutes: keyfleet master-key retire --yes`
+          : usesKeyFile
+            ? `the key file in DATA_DIR now holds master key ${rotation.masterKeyFingerprint} (the old one is kept as master.key.previous); restart the server`
+            : `set MASTER_KEY to the new key (${rotation.masterKeyFingerprint}) on every server and command and restart the servers; servers still on the old key (${context.keyRing.fingerprint}) answer /readyz 503 until then`;
         printResult(
           options.json,
-          { resealed, key_file_replaced: usesKeyFile },
-          `${Object.entries(resealed).map(([column, count]) => `${column}: ${count} resealed`).join('\n')}\n${next}`,
+          { data_key: rotation.kid, previous_data_key: rotation.previous, master_key: rotation.masterKeyFingerprint, resealed: rotation.resealed, key_file_replaced: Boolean(newMasterKey && usesKeyFile) },
+          `data key ${rotation.kid} is current\n${Object.entries(rotation.resealed).map(([column, count]) => `${column}: ${count} resealed`).join('\n')}\n${next}`,
         );
       } finally {
         await context.close();

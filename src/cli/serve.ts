@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { startBackgroundReseal } from '../secrets/reseal.ts';
 import { buildServer } from '../server.ts';
 import { onStopSignal, openContext } from './context.ts';
 
@@ -13,6 +14,8 @@ export function register(program: Command): void {
     .action(async () => {
       const context = await openContext();
       const server = await buildServer(context);
+      const reseal = startBackgroundReseal(context.db, context.keyRing, server.log);
+      server.addHook('onClose', () => reseal.stop());
       // Graceful shutdown: stop accepting, let in-flight requests finish (new requests on open
       // keep-alive connections get 503), stop background work (the close hooks), close the database.
       const stop = async (signal: string) => {

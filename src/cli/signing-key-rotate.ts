@@ -12,8 +12,8 @@ export function register(program: Command): void {
       const graceSeconds = Math.ceil(durationOption('--grace', options.grace) / 1000);
       const context = await openContext();
       try {
-        await ensureActiveSigningKey(context.db, context.masterKey);
-        const rotated = await rotateSigningKey(context.db, context.masterKey, graceSeconds);
+        await ensureActiveSigningKey(context.db, context.keyRing);
+        const rotated = await rotateSigningKey(context.db, context.keyRing, graceSeconds);
         const until = new Date(rotated.previousVerifiesUntil).toISOString();
         printResult(
           options.json,

@@ -22,7 +22,7 @@ export function register(program: Command): void {
       const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
       const context = await openContext();
       try {
-        const { token, expiresAt } = await issueToken(context.db, context.masterKey, context.settings, {
+        const { token, expiresAt } = await issueToken(context.db, context.keyRing, context.settings, {
           customer: options.customer,
           scopes,
           ttlSeconds,

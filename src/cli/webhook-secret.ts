@@ -42,7 +42,7 @@ export function register(program: Command): void {
     .description("print the whsec_ secret that signs a customer's status events (made on first use)")
     .option('--customer <name>', 'the customer; omit for the deployment secret (OKMs with no customer)')
     .option('--json', 'print one JSON object')
-    .action((options: SecretOptions) => withOwner(options, (context, owner) => webhookSecrets(context.db, context.masterKey, owner, Date.now())));
+    .action((options: SecretOptions) => withOwner(options, (context, owner) => webhookSecrets(context.db, context.keyRing, owner, Date.now())));
   secret
     .command('rotate')
     .description('replace the secret; the old one keeps signing (a second signature) during the overlap')
@@ -51,6 +51,6 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .action((options: SecretOptions & { overlap: string }) => {
       const overlapMs = durationOption('--overlap', options.overlap, 0);
-      return withOwner(options, (context, owner) => rotateWebhookSecret(context.db, context.masterKey, owner, Date.now(), overlapMs));
+      return withOwner(options, (context, owner) => rotateWebhookSecret(context.db, context.keyRing, owner, Date.now(), overlapMs));
     });
 }

@@ -8,6 +8,7 @@ import * as acl from './migrations/0005_acl.ts';
 import * as statusEvents from './migrations/0006_status_events.ts';
 import * as okmHardening from './migrations/0007_okm_hardening.ts';
 import * as statusFanOut from './migrations/0008_status_fan_out.ts';
+import * as dataKeys from './migrations/0009_data_keys.ts';
 import * as okmClaims from './migrations/0010_okm_claims.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0006_status_events': statusEvents,
   '0007_okm_hardening': okmHardening,
   '0008_status_fan_out': statusFanOut,
+  '0009_data_keys': dataKeys,
   '0010_okm_claims': okmClaims,
 };
 

@@ -26,6 +26,7 @@ export interface Database {
   status_events: StatusEventsTable;
   status_delivery_failures: StatusDeliveryFailuresTable;
   webhook_secrets: WebhookSecretsTable;
+  data_keys: DataKeysTable;
   okm_claim_failures: OkmClaimFailuresTable;
 }
 
@@ -258,6 +259,20 @@ export interface WebhookSecretsTable {
   previous_valid_until: number | null;
   created_at: number;
   rotated_at: number | null;
+}
+
+export type DataKeyState = 'current' | 'previous' | 'retired';
+
+export interface DataKeysTable {
+  kid: string;
+  state: DataKeyState;
+  /** The data key encrypted under the master key; null once retired. */
+  wrapped_key: string | null;
+  /** Fingerprint of the master key that wraps wrapped_key. */
+  master_key_check: string;
+  created_at: number;
+  previous_since: number | null;
+  retired_at: number | null;
 }
 
 /** Failed claims of one serial number in the current window; pruned once expires_at has passed. */

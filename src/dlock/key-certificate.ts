@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 export const KEY_CERTIFICATE_TYPE = 'dlock-key/v1';
 const KDF_INFO = 'keyfleet dlock-key/v1';
@@ -49,14 +50,14 @@ export function deriveLockKey(enrolmentCode: Buffer, deploymentSecret: Buffer, s
  * The deployment secret (HKDF salt of lock keys): made on first use, kept sealed in the
  * database. Concurrent first starts insert with ON CONFLICT DO NOTHING and all read the winner.
  */
-export async function ensureDeploymentSecret(db: Db, masterKey: Buffer): Promise<Buffer> {
+export async function ensureDeploymentSecret(db: Db, keyRing: KeyRing): Promise<Buffer> {
   await db
     .insertInto('dlock_secret')
-    .values({ slot: SECRET_SLOT, secret_sealed: seal(masterKey, randomBytes(32), SECRET_ASSOCIATED_DATA), created_at: Date.now() })
+    .values({ slot: SECRET_SLOT, secret_sealed: await seal(keyRing, randomBytes(32), SECRET_ASSOCIATED_DATA), created_at: Date.now() })
     .onConflict((oc) => oc.column('slot').doNothing())
     .execute();
   const row = await db.selectFrom('dlock_secret').select('secret_sealed').where('slot', '=', SECRET_SLOT).executeTakeFirstOrThrow();
-  return open(masterKey, row.secret_sealed, SECRET_ASSOCIATED_DATA);
+  return open(keyRing, row.secret_sealed, SECRET_ASSOCIATED_DATA);
 }
 
 /** Builds and signs a key certificate (ECDSA P-256/SHA-256, IEEE P1363 r||s, base64). */

@@ -6,6 +6,7 @@ import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
 import { selectApiKey, type ApiKeyLookup, type ApiKeyOwner, type ApiKeyRow } from './api-keys.ts';
 import { deriveLockKey, issueKeyCertificate, type KeyCertificate } from './key-certificate.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 export const CERTIFICATE_FORBIDDEN = 'Certificate not found for this customer';
 export const LOCK_NOT_FOUND = 'DLock not found';
@@ -32,7 +33,7 @@ export interface RegisterLock {
 
 export interface LockContext {
   db: Db;
-  masterKey: Buffer;
+  keyRing: KeyRing;
   deploymentSecret: Buffer;
   validityDays: number;
 }
@@ -88,7 +89,7 @@ export const findApiKeyWithLock =
 export async function registerLock(context: LockContext, owner: ApiKeyOwner, request: RegisterLock, now = Date.now()): Promise<KeyCertificate> {
   const intermediate = await ownIntermediate(context.db, owner, request.certificate);
   if (intermediate.notAfter <= now) throw badRequest(`certificate: ${request.certificate} has expired`);
-  const signingKey = await intermediateSigningKey(context.db, context.masterKey, intermediate);
+  const signingKey = await intermediateSigningKey(context.db, context.keyRing, intermediate);
   const lockKey = deriveLockKey(Buffer.from(request.enrolment_code, 'hex'), context.deploymentSecret, request.serial_no);
   const certificate = issueKeyCertificate({
     issuer: intermediate.name,
@@ -105,7 +106,7 @@ export async function registerLock(context: LockContext, owner: ApiKeyOwner, req
     owner.customerId,
     intermediate.name,
     JSON.stringify(withoutKey),
-    seal(context.masterKey, lockKey, lockKeyAssociatedData(request.serial_no)),
+    await seal(context.keyRing, lockKey, lockKeyAssociatedData(request.serial_no)),
     now,
   );
   if (inserted.rows.length === 0) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
@@ -113,10 +114,10 @@ export async function registerLock(context: LockContext, owner: ApiKeyOwner, req
 }
 
 /** The stored key certificate of the lock read with the caller's key (findApiKeyWithLock), its key unsealed; else 404. */
-export function lockCertificate(masterKey: Buffer, serialNo: string, row: ApiKeyWithLockRow): KeyCertificate {
+export async function lockCertificate(keyRing: KeyRing, serialNo: string, row: ApiKeyWithLockRow): Promise<KeyCertificate> {
   if (row.certificate_json === null || row.key_sealed === null) throw notFound(LOCK_NOT_FOUND);
   const stored = JSON.parse(row.certificate_json) as Omit<KeyCertificate, 'key'>;
-  const key = open(masterKey, row.key_sealed, lockKeyAssociatedData(serialNo)).toString('base64');
+  const key = (await open(keyRing, row.key_sealed, lockKeyAssociatedData(serialNo))).toString('base64');
   return { type: stored.type, issuer: stored.issuer, valid: stored.valid, expires: stored.expires, data: stored.data, key, signature: stored.signature };
 }
 

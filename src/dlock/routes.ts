@@ -56,8 +56,8 @@ const keyResponse = (reply: FastifyReply, msg: string, certificate: KeyCertifica
 async function dlockRoutes(app: FastifyInstance): Promise<void> {
   const context: LockContext = {
     db: app.db,
-    masterKey: app.masterKey,
-    deploymentSecret: await ensureDeploymentSecret(app.db, app.masterKey),
+    keyRing: app.keyRing,
+    deploymentSecret: await ensureDeploymentSecret(app.db, app.keyRing),
     validityDays: app.settings.dlockCertificateValidityDays,
   };
 
@@ -74,7 +74,7 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
     '/v1/dlock/:serial',
     { config: DLOCK, onRequest: requireKeyAndLock, schema: { params: SerialParams, querystring: FetchQuery } },
     async (request, reply) => {
-      const certificate = lockCertificate(context.masterKey, request.params.serial, request.apiKeyRow as ApiKeyWithLockRow);
+      const certificate = await lockCertificate(context.keyRing, request.params.serial, request.apiKeyRow as ApiKeyWithLockRow);
       return keyResponse(reply, 'DLock fetched successfully', certificate, request.query.base64 === true);
     },
   );

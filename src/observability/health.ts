@@ -15,8 +15,9 @@ const timeout = (ms: number) =>
 
 /**
  * Probes for orchestrators and load balancers: /healthz answers while the process runs;
- * /readyz only while the database answers and the server is not shutting down. Pooled
- * connections the database drops are logged here (once per interval), not fatal.
+ * /readyz only while the database answers, the key ring loads with this master key, and the
+ * server is not shutting down. Pooled connections the database drops are logged here (once
+ * per interval), not fatal.
  */
 async function healthPlugin(app: FastifyInstance): Promise<void> {
   const outageLog = createOutageLog(app.log);
@@ -36,6 +37,8 @@ async function healthPlugin(app: FastifyInstance): Promise<void> {
     } catch (error) {
       throw new HttpError(503, 'NOT_READY', `database unreachable: ${(error as Error).message}`);
     }
+    const keyRingProblem = await app.keyRing.problem();
+    if (keyRingProblem) throw new HttpError(503, 'NOT_READY', keyRingProblem);
     return { status: 'ok' as const };
   });
 }

@@ -20,6 +20,7 @@ import {
   toPkcs8Pem,
   type IssuedCertificate,
 } from './x509.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 export const CERTIFICATE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
 const CERTIFICATE_NAME = new RegExp(CERTIFICATE_NAME_PATTERN);
@@ -60,7 +61,7 @@ async function requireCustomer(db: Db, name: string): Promise<Customer> {
   return customer;
 }
 
-async function store(db: Db, masterKey: Buffer, customer: Customer, name: string, issued: IssuedCertificate, imported: boolean) {
+async function store(db: Db, keyRing: KeyRing, customer: Customer, name: string, issued: IssuedCertificate, imported: boolean) {
   const inserted = await db
     .insertInto('intermediate_certificates')
     .values({
@@ -68,7 +69,7 @@ async function store(db: Db, masterKey: Buffer, customer: Customer, name: string
       customer_id: customer.id,
       serial: issued.serial,
       certificate_pem: issued.certificatePem,
-      private_key_sealed: seal(masterKey, issued.privateKeyPem, intermediateKeyAssociatedData(name, issued.serial)),
+      private_key_sealed: await seal(keyRing, issued.privateKeyPem, intermediateKeyAssociatedData(name, issued.serial)),
       not_after: issued.notAfter.getTime(),
       imported: imported ? 1 : 0,
       created_at: Date.now(),
@@ -93,21 +94,21 @@ async function store(db: Db, masterKey: Buffer, customer: Customer, name: string
 /** Makes a new P-256 key and an intermediate certificate for it, signed by the deployment root. */
 export async function createIntermediate(
   db: Db,
-  masterKey: Buffer,
+  keyRing: KeyRing,
   settings: PkiSettings,
   request: { customer: string; name: string },
 ): Promise<IntermediateCertificate> {
   checkName(request.name);
   const customer = await requireCustomer(db, request.customer);
-  await ensureRootCa(db, masterKey, settings.pkiRootValidityDays);
+  await ensureRootCa(db, keyRing, settings.pkiRootValidityDays);
   if (await findIntermediate(db, request.name)) throw conflict(`certificate ${request.name} already exists`);
-  const { root, privateKey } = await loadRootPrivateKey(db, masterKey);
+  const { root, privateKey } = await loadRootPrivateKey(db, keyRing);
   const issued = await createIntermediateCertificate(
     { certificatePem: root.certificatePem, privateKey },
     { customer: customer.name, name: request.name },
     settings.pkiIntermediateValidityDays,
   );
-  return store(db, masterKey, customer, request.name, issued, false);
+  return store(db, keyRing, customer, request.name, issued, false);
 }
 
 /**
@@ -119,13 +120,13 @@ export async function createIntermediate(
  */
 export async function importIntermediate(
   db: Db,
-  masterKey: Buffer,
+  keyRing: KeyRing,
   settings: PkiSettings,
   request: { customer: string; name: string; certificateText: string; keyText: string },
 ): Promise<IntermediateCertificate> {
   checkName(request.name);
   const customer = await requireCustomer(db, request.customer);
-  const root = await ensureRootCa(db, masterKey, settings.pkiRootValidityDays);
+  const root = await ensureRootCa(db, keyRing, settings.pkiRootValidityDays);
   const rootCertificate = new X509Certificate(root.certificatePem);
 
   const pems = splitCertificatePems(request.certificateText);
@@ -156,7 +157,7 @@ export async function importIntermediate(
     privateKeyPem: toPkcs8Pem(key),
     notAfter: new Date(certificate.validTo),
   };
-  return store(db, masterKey, customer, request.name, issued, true);
+  return store(db, keyRing, customer, request.name, issued, true);
 }
 
 /** Looks a certificate up by name across the deployment (names are unique globally). */
@@ -196,10 +197,10 @@ export async function exportChain(db: Db, name: string): Promise<{ certificate: 
 }
 
 /** The intermediate's private key for signing key certificates, opened from its sealed form. */
-export async function loadIntermediatePrivateKey(db: Db, masterKey: Buffer, name: string): Promise<KeyObject> {
+export async function loadIntermediatePrivateKey(db: Db, keyRing: KeyRing, name: string): Promise<KeyObject> {
   const row = await db.selectFrom('intermediate_certificates').select(['serial', 'private_key_sealed']).where('name', '=', name).executeTakeFirst();
   if (!row) throw notFound(`certificate ${name} not found`);
-  return createPrivateKey(open(masterKey, row.private_key_sealed, intermediateKeyAssociatedData(name, row.serial)));
+  return createPrivateKey(await open(keyRing, row.private_key_sealed, intermediateKeyAssociatedData(name, row.serial)));
 }
 
 /**
@@ -214,13 +215,13 @@ const sealedKeyQuery = precompiledQuery<{ private_key_sealed: string }, [string,
 );
 
 /** The private key of a certificate found with findIntermediate, unsealed once per process. */
-export async function intermediateSigningKey(db: Db, masterKey: Buffer, certificate: Pick<IntermediateCertificate, 'name' | 'serial'>): Promise<KeyObject> {
+export async function intermediateSigningKey(db: Db, keyRing: KeyRing, certificate: Pick<IntermediateCertificate, 'name' | 'serial'>): Promise<KeyObject> {
   const cacheKey = `${certificate.name}\n${certificate.serial}`;
   let key = signingKeys.get(cacheKey);
   if (!key) {
     const [row] = (await sealedKeyQuery(db, certificate.name, certificate.serial)).rows;
     if (!row) throw notFound(`certificate ${certificate.name} not found`);
-    key = createPrivateKey(open(masterKey, row.private_key_sealed, intermediateKeyAssociatedData(certificate.name, certificate.serial)));
+    key = createPrivateKey(await open(keyRing, row.private_key_sealed, intermediateKeyAssociatedData(certificate.name, certificate.serial)));
     signingKeys.set(cacheKey, key);
   }
   return key;

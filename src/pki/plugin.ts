@@ -4,7 +4,7 @@ import { ensureRootCa } from './root-ca.ts';
 
 /** Makes sure the deployment root CA exists before the server takes requests. */
 async function pkiPlugin(app: FastifyInstance): Promise<void> {
-  const root = await ensureRootCa(app.db, app.masterKey, app.settings.pkiRootValidityDays);
+  const root = await ensureRootCa(app.db, app.keyRing, app.settings.pkiRootValidityDays);
   app.log.debug({ serial: root.serial, imported: root.imported }, 'deployment root CA ready');
 }
 

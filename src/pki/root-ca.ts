@@ -14,6 +14,7 @@ import {
   toPkcs8Pem,
   type IssuedCertificate,
 } from './x509.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 /** The single row of pki_root. */
 const ROOT_SLOT = 'deployment';
@@ -35,14 +36,14 @@ export const ROOT_PRIVATE_KEY = sealedColumn({
   associatedData: (row) => rootKeyAssociatedData(row.serial as string),
 });
 
-async function insertRootIfAbsent(db: Db, masterKey: Buffer, issued: IssuedCertificate, imported: boolean): Promise<boolean> {
+async function insertRootIfAbsent(db: Db, keyRing: KeyRing, issued: IssuedCertificate, imported: boolean): Promise<boolean> {
   const inserted = await db
     .insertInto('pki_root')
     .values({
       slot: ROOT_SLOT,
       serial: issued.serial,
       certificate_pem: issued.certificatePem,
-      private_key_sealed: seal(masterKey, issued.privateKeyPem, rootKeyAssociatedData(issued.serial)),
+      private_key_sealed: await seal(keyRing, issued.privateKeyPem, rootKeyAssociatedData(issued.serial)),
       imported: imported ? 1 : 0,
       created_at: Date.now(),
     })
@@ -62,20 +63,20 @@ export async function findRootCa(db: Db): Promise<RootCa | undefined> {
  * candidate; the primary key admits one insert, the others do nothing, and every process
  * reads back the stored root.
  */
-export async function ensureRootCa(db: Db, masterKey: Buffer, validityDays: number): Promise<RootCa> {
+export async function ensureRootCa(db: Db, keyRing: KeyRing, validityDays: number): Promise<RootCa> {
   const existing = await findRootCa(db);
   if (existing) return existing;
-  await insertRootIfAbsent(db, masterKey, await createRootCertificate(validityDays), false);
+  await insertRootIfAbsent(db, keyRing, await createRootCertificate(validityDays), false);
   const stored = await findRootCa(db);
   if (!stored) throw new Error('the deployment root CA could not be stored');
   return stored;
 }
 
 /** The root's private key, opened from its sealed form. Never logged, never returned by the API. */
-export async function loadRootPrivateKey(db: Db, masterKey: Buffer): Promise<{ root: RootCa; privateKey: KeyObject }> {
+export async function loadRootPrivateKey(db: Db, keyRing: KeyRing): Promise<{ root: RootCa; privateKey: KeyObject }> {
   const row = await db.selectFrom('pki_root').selectAll().where('slot', '=', ROOT_SLOT).executeTakeFirst();
   if (!row) throw new Error('no deployment root CA: ensureRootCa has not run on this database');
-  const privateKey = createPrivateKey(open(masterKey, row.private_key_sealed, rootKeyAssociatedData(row.serial)));
+  const privateKey = createPrivateKey(await open(keyRing, row.private_key_sealed, rootKeyAssociatedData(row.serial)));
   return { root: { serial: row.serial, certificatePem: row.certificate_pem, imported: row.imported === 1 }, privateKey };
 }
 
@@ -84,7 +85,7 @@ export async function loadRootPrivateKey(db: Db, masterKey: Buffer): Promise<{ r
  * root: replacing one would orphan every intermediate it signed. The certificate must be a
  * self-signed, unexpired ECDSA P-256 CA and the key its private half.
  */
-export async function importRootCa(db: Db, masterKey: Buffer, certificateText: string, keyText: string): Promise<RootCa> {
+export async function importRootCa(db: Db, keyRing: KeyRing, certificateText: string, keyText: string): Promise<RootCa> {
   const pems = splitCertificatePems(certificateText);
   if (pems.length !== 1) throw badRequest(`--cert: expected one PEM certificate, found ${pems.length}`);
   const certificate = parseCertificatePem(pems[0]!);
@@ -100,7 +101,7 @@ export async function importRootCa(db: Db, masterKey: Buffer, certificateText: s
   if (!keyMatchesCertificate(key, certificate)) throw badRequest('--key: the private key does not match the certificate');
   const serial = certificate.serialNumber.toLowerCase();
   const issued = { serial, certificatePem: certificate.toString(), privateKeyPem: toPkcs8Pem(key), notAfter: new Date(certificate.validTo) };
-  if (!(await insertRootIfAbsent(db, masterKey, issued, true))) {
+  if (!(await insertRootIfAbsent(db, keyRing, issued, true))) {
     throw conflict('the deployment already has a root CA; a root can only be imported before the first start');
   }
   return { serial, certificatePem: issued.certificatePem, imported: true };

@@ -1,18 +1,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Settings } from '../config/settings.ts';
 import { SettingsError } from '../config/settings.ts';
 
 export const MASTER_KEY_FILE = 'master.key';
 
+/** The master key and where it came from ("MASTER_KEY" or the key file's path), for messages. */
+export interface MasterKey {
+  key: Buffer;
+  source: string;
+}
+
 /**
- * The key that encrypts private keys at rest: MASTER_KEY when set; on the embedded SQLite
- * default, a key file (mode 0600) in DATA_DIR made on first start. With PostgreSQL several
- * processes must share it, so there it has to be given.
+ * The key that wraps the data keys (src/secrets/key-ring.ts): MASTER_KEY when set; on the
+ * embedded SQLite default, a key file (mode 0600) in DATA_DIR made on first start. With
+ * PostgreSQL several processes must share it, so there it has to be given.
  */
-export function loadMasterKey(settings: Pick<Settings, 'masterKey' | 'databaseUrl' | 'dataDir'>): Buffer {
-  if (settings.masterKey) return settings.masterKey;
+export function loadMasterKey(settings: Pick<Settings, 'masterKey' | 'databaseUrl' | 'dataDir'>): MasterKey {
+  if (settings.masterKey) return { key: settings.masterKey, source: 'MASTER_KEY' };
   if (settings.databaseUrl) {
     throw new SettingsError('MASTER_KEY', 'required when DATABASE_URL is set (openssl rand -hex 32)');
   }
@@ -25,20 +31,40 @@ export function loadMasterKey(settings: Pick<Settings, 'masterKey' | 'databaseUr
   }
   const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex');
   if (key.length !== 32) throw new SettingsError('MASTER_KEY', `${file} does not hold 64 hex digits`);
-  return key;
+  return { key, source: file };
+}
+
+/**
+ * Names a master key without revealing it: the first 64 bits of an HMAC under the key, as
+ * 16 hex digits. The database stores it beside each wrapped data key.
+ */
+export function masterKeyFingerprint(key: Buffer): string {
+  return createHmac('sha256', key).update('keyfleet master key fingerprint').digest('hex').slice(0, 16);
 }
 
 const stagedFile = (dataDir: string) => path.join(dataDir, `${MASTER_KEY_FILE}.new`);
+export const previousKeyFile = (dataDir: string) => path.join(dataDir, `${MASTER_KEY_FILE}.previous`);
 
 /**
- * Key-file rotation, step 1: writes the new key beside the current one before any value is
- * resealed, so that a crash after the reseal commits cannot lose it.
+ * Key-file change, step 1: writes the new key beside the current one before the data keys are
+ * rewrapped, so that a crash after the rewrap commits cannot lose it.
  */
 export function stageMasterKeyFile(dataDir: string, key: Buffer): void {
   fs.writeFileSync(stagedFile(dataDir), key.toString('hex'), { mode: 0o600 });
 }
 
-/** Step 2, once the reseal has committed: the new key replaces the current one. */
+/**
+ * Step 2, once the rewrap has committed: the new key replaces the current one, which is kept as
+ * master.key.previous (backups taken before the change need it).
+ */
 export function commitMasterKeyFile(dataDir: string): void {
-  fs.renameSync(stagedFile(dataDir), path.join(dataDir, MASTER_KEY_FILE));
+  const current = path.join(dataDir, MASTER_KEY_FILE);
+  fs.copyFileSync(current, previousKeyFile(dataDir));
+  fs.chmodSync(previousKeyFile(dataDir), 0o600);
+  fs.renameSync(stagedFile(dataDir), current);
+}
+
+/** A staged key file left by a change that stopped between its two steps, if any. */
+export function stagedMasterKeyFile(dataDir: string): string | undefined {
+  return fs.existsSync(stagedFile(dataDir)) ? stagedFile(dataDir) : undefined;
 }

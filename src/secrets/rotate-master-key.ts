@@ -1,61 +1,98 @@
-import type { Kysely } from 'kysely';
-import { SIGNING_PRIVATE_KEYS } from '../auth/signing-keys.ts';
 import type { Db } from '../db/database.ts';
-import { DEPLOYMENT_SECRET } from '../dlock/key-certificate.ts';
-import { LOCK_KEYS } from '../dlock/locks.ts';
-import { INTERMEDIATE_PRIVATE_KEYS } from '../pki/intermediates.ts';
-import { ROOT_PRIVATE_KEY } from '../pki/root-ca.ts';
-import { PREVIOUS_WEBHOOK_SECRETS, WEBHOOK_SECRETS } from '../webhooks/secrets.ts';
-import { open, seal } from './sealed-box.ts';
-import type { SealedColumn } from './sealed-columns.ts';
-
-/** Every column sealed under the master key. A new one is one line here. */
-export const SEALED_COLUMNS: readonly SealedColumn[] = [
-  ROOT_PRIVATE_KEY,
-  INTERMEDIATE_PRIVATE_KEYS,
-  SIGNING_PRIVATE_KEYS,
-  DEPLOYMENT_SECRET,
-  LOCK_KEYS,
-  WEBHOOK_SECRETS,
-  PREVIOUS_WEBHOOK_SECRETS,
-];
-
-const PAGE_SIZE = 1000;
+import { RING_MAX_AGE_MS, type KeyRing } from './key-ring.ts';
+import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
+import { countSealedNotUnder, createKeyRing, resealValues } from './reseal.ts';
 
 /**
- * Reseals every sealed value from `oldKey` to `newKey` in one transaction: either all of them
- * move to the new key or none does. Servers must be stopped meanwhile: they hold the old key.
- * Returns the number of values resealed per table.
+ * A previous data key may be retired this long after it stopped being current: every process
+ * re-reads the ring within RING_MAX_AGE_MS or stops sealing, and the rest covers requests in
+ * flight and clocks that differ between hosts.
  */
-export async function rotateMasterKey(db: Db, oldKey: Buffer, newKey: Buffer): Promise<Record<string, number>> {
-  if (oldKey.equals(newKey)) throw new Error('the new master key is the current one');
-  return db.transaction().execute(async (tx) => {
-    // Table and column names come from SEALED_COLUMNS, not from input: the one place typed loosely.
-    const untyped = tx as unknown as Kysely<Record<string, Record<string, string | number>>>;
-    const counts: Record<string, number> = {};
-    for (const sealed of SEALED_COLUMNS) {
-      const { table, key, column }: { table: string; key: string; column: string } = sealed;
-      counts[`${table}.${column}`] = 0;
-      for (let after: string | number | undefined; ; ) {
-        let query = untyped
-          .selectFrom(table)
-          .select([key, column, ...sealed.reads])
-          .orderBy(key)
-          .limit(PAGE_SIZE);
-        if (after !== undefined) query = query.where(key, '>', after);
-        const rows = await query.execute();
-        for (const row of rows) {
-          // A nullable column (the previous webhook secret) may hold nothing to reseal.
-          if (row[column] === null) continue;
-          const associatedData = sealed.associatedData(row);
-          const value = seal(newKey, open(oldKey, row[column] as string, associatedData), associatedData);
-          await untyped.updateTable(table).set({ [column]: value }).where(key, '=', row[key]!).execute();
-        }
-        counts[`${table}.${column}`]! += rows.filter((row) => row[column] !== null).length;
-        if (rows.length < PAGE_SIZE) break;
-        after = rows.at(-1)![key];
-      }
+export const RETIRE_AFTER_MS = RING_MAX_AGE_MS + 90_000;
+
+export interface Rotation {
+  kid: string;
+  previous: string;
+  masterKeyFingerprint: string;
+  resealed: Record<string, number>;
+}
+
+/**
+ * Makes a new data key current (the current one becomes previous and still opens), then
+ * reseals every value under it. With `newMasterKey`, every data key is also rewrapped under
+ * it, in the same transaction. Works while servers run: they pick up the new key within
+ * RING_REFRESH_MS; what they seal meanwhile under the previous key stays readable and is
+ * resealed by retirePreviousKey. Refused while a previous key is kept.
+ */
+export async function rotateKeys(db: Db, ring: KeyRing, options: { newMasterKey?: MasterKey; now?: number } = {}): Promise<Rotation> {
+  const now = options.now ?? Date.now();
+  const newMasterKey = options.newMasterKey?.key;
+  if (newMasterKey && masterKeyFingerprint(newMasterKey) === ring.fingerprint) throw new Error('the new master key is the current one');
+  await ring.refresh();
+  // Values from before key ids are sealed directly under the master key: move them while it opens them.
+  if (newMasterKey) await resealValues(db, ring);
+
+  const { kid, previous } = await db.transaction().execute(async (tx) => {
+    // Write first: a SQLite transaction that reads, then writes after another process wrote,
+    // fails at once with "database is locked"; on PostgreSQL this orders concurrent rotations.
+    await tx.updateTable('data_keys').set((eb) => ({ state: eb.ref('state') })).where('state', '=', 'current').execute();
+    const live = await tx.selectFrom('data_keys').selectAll().where('state', 'in', ['current', 'previous']).execute();
+    const kept = live.find((row) => row.state === 'previous');
+    if (kept) {
+      throw new Error(`data key ${kept.kid} is still kept as the previous key: retire it first (keyfleet master-key retire --yes)`);
     }
-    return counts;
+    const current = live.find((row) => row.state === 'current');
+    if (!current || current.master_key_check !== ring.fingerprint) throw new Error('the data keys changed meanwhile (another rotation?): try again');
+    const next = ring.newDataKeyRow(now, newMasterKey);
+    const demoted = await tx
+      .updateTable('data_keys')
+      .set({
+        state: 'previous',
+        previous_since: now,
+        ...(newMasterKey ? { wrapped_key: ring.rewrap({ kid: current.kid, wrapped_key: current.wrapped_key! }, newMasterKey), master_key_check: masterKeyFingerprint(newMasterKey) } : {}),
+      })
+      .where('kid', '=', current.kid)
+      .where('state', '=', 'current')
+      .executeTakeFirst();
+    if (Number(demoted.numUpdatedRows) !== 1) throw new Error('the data keys changed meanwhile (another rotation?): try again');
+    await tx.insertInto('data_keys').values(next).execute();
+    return { kid: next.kid, previous: current.kid };
   });
+
+  const sealingRing = options.newMasterKey ? createKeyRing(db, options.newMasterKey) : ring;
+  await sealingRing.refresh();
+  const resealed = await resealValues(db, sealingRing);
+  return { kid, previous, masterKeyFingerprint: sealingRing.fingerprint, resealed };
+}
+
+export interface Retirement {
+  kid: string;
+  resealed: Record<string, number>;
+}
+
+/**
+ * Retires the previous data key: reseals what is still under it (a server that had not
+ * re-read the ring may have sealed under it after the rotation), checks that nothing remains,
+ * and deletes its material. Refused until RETIRE_AFTER_MS after it stopped being current.
+ */
+export async function retirePreviousKey(db: Db, ring: KeyRing, now = Date.now()): Promise<Retirement> {
+  await ring.refresh();
+  const previous = await db.selectFrom('data_keys').select(['kid', 'previous_since']).where('state', '=', 'previous').executeTakeFirst();
+  if (!previous) throw new Error('there is no previous data key to retire');
+  const retireFrom = Number(previous.previous_since) + RETIRE_AFTER_MS;
+  if (now < retireFrom) {
+    throw new Error(
+      `data key ${previous.kid} stopped being current at ${new Date(Number(previous.previous_since)).toISOString()}; servers that have not re-read the key ring may still seal under it: retire it from ${new Date(retireFrom).toISOString()}`,
+    );
+  }
+  const resealed = await resealValues(db, ring);
+  const remaining = await countSealedNotUnder(db, await ring.currentKid());
+  if (remaining > 0) throw new Error(`${remaining} values are still not under the current data key; nothing retired (try again)`);
+  await db
+    .updateTable('data_keys')
+    .set({ state: 'retired', wrapped_key: null, retired_at: now })
+    .where('kid', '=', previous.kid)
+    .where('state', '=', 'previous')
+    .execute();
+  return { kid: previous.kid, resealed };
 }

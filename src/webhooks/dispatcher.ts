@@ -22,6 +22,7 @@ import { nextAttemptAt } from './retry-schedule.ts';
 import { ownerOf, webhookSecrets } from './secrets.ts';
 import { signingKeyOf } from './signing.ts';
 import { createDeliveryAgent } from './ssrf-guard.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
 
 export type DispatcherSettings = Pick<
   Settings,
@@ -36,7 +37,7 @@ export type DispatcherSettings = Pick<
 export interface DispatcherOptions {
   db: Db;
   dialect: DialectStrategy;
-  masterKey: Buffer;
+  keyRing: KeyRing;
   settings: DispatcherSettings;
   metrics: StatusEventMetrics;
   log: FastifyBaseLogger;
@@ -94,7 +95,7 @@ interface HostLane {
  * number of dispatchers may share one database.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  const { db, dialect, masterKey, settings, metrics, log } = options;
+  const { db, dialect, keyRing, settings, metrics, log } = options;
   const random = options.random ?? Math.random;
   const serverBusy = options.serverBusy ?? (() => false);
   const agent: Agent = createDeliveryAgent({
@@ -145,7 +146,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const owner = ownerOf(customerId);
     const cached = secretCache.get(owner);
     if (cached && cached.until > now) return cached.keys;
-    const keys = webhookSecrets(db, masterKey, owner, now).then(({ current, previous }) =>
+    const keys = webhookSecrets(db, keyRing, owner, now).then(({ current, previous }) =>
       [current, previous?.secret].filter((secret) => secret !== undefined).map(signingKeyOf),
     );
     secretCache.set(owner, { keys, until: now + SECRET_CACHE_MS });

@@ -42,7 +42,7 @@ async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOpt
     dispatcher = createDispatcher({
       db: app.db,
       dialect: app.dialect,
-      masterKey: app.masterKey,
+      keyRing: app.keyRing,
       settings: app.settings,
       metrics,
       log: app.log,

@@ -67,7 +67,7 @@ export type AclTokens = Awaited<ReturnType<typeof issueAclTokens>>;
 
 /** A token of the deployment key with every ACL scope for acme, expired an hour ago. */
 export async function expiredAclToken(t: TestApp): Promise<string> {
-  const key = await loadActiveSigningKey(t.db, t.app.masterKey);
+  const key = await loadActiveSigningKey(t.db, t.app.keyRing);
   return new SignJWT({ sub: 'customer:acme', customer: 'acme', scope: ALL_ACL_SCOPES.join(' ') })
     .setProtectedHeader({ alg: key.algorithm, kid: key.kid })
     .setIssuer(t.settings.jwtIssuer)

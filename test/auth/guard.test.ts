@@ -37,7 +37,7 @@ forEachDatabase('requireScopes guard', (kind) => {
 
   /** Signs arbitrary claims with the deployment's own key, for tokens issueToken refuses to make. */
   async function signWithDeploymentKey(claims: Record<string, unknown>, expiresAt: number | null = nowSeconds() + 600) {
-    const key = await loadActiveSigningKey(t.db, t.app.masterKey);
+    const key = await loadActiveSigningKey(t.db, t.app.keyRing);
     const jwt = new SignJWT({ iss: t.settings.jwtIssuer, aud: t.settings.jwtAudience, sub: 'probe', ...claims }).setProtectedHeader({
       alg: key.algorithm,
       kid: key.kid,
@@ -101,7 +101,7 @@ forEachDatabase('requireScopes guard', (kind) => {
       {
         name: 'a signature by another key under the deployment kid',
         authorization: async () => {
-          const { kid } = await loadActiveSigningKey(t.db, t.app.masterKey);
+          const { kid } = await loadActiveSigningKey(t.db, t.app.keyRing);
           const { privateKey } = await generateKeyPair('EdDSA');
           const forged = await new SignJWT({ scope: 'admin' })
             .setProtectedHeader({ alg: 'EdDSA', kid })

@@ -16,13 +16,13 @@ forEachDatabase('signing key rotation', (kind) => {
   });
   after(() => t.close());
 
-  const issue = async () => (await issueToken(t.db, t.app.masterKey, t.settings, { customer: 'acme', scopes: ['okm:read'], ttlSeconds: 600 })).token;
+  const issue = async () => (await issueToken(t.db, t.app.keyRing, t.settings, { customer: 'acme', scopes: ['okm:read'], ttlSeconds: 600 })).token;
   const listOkms = (token: string) => t.app.inject({ method: 'GET', url: '/api/v1/okms', headers: { authorization: `Bearer ${token}` } });
 
   test('after a rotation, a running server accepts tokens of the new key at once and of the previous key during its grace', async () => {
     const before = await issue();
 
-    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
     const afterRotation = await issue();
 
     assert.equal(decodeProtectedHeader(afterRotation).kid, rotated.kid);
@@ -55,7 +55,7 @@ forEachDatabase('signing key rotation', (kind) => {
     const verify = () => jwtVerify(token, keySet.getKey, { issuer: t.settings.jwtIssuer, audience: t.settings.jwtAudience });
     await verify();
 
-    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
     await retireSigningKey(t.db, rotated.previous!);
     clock += 61_000;
 
@@ -64,7 +64,7 @@ forEachDatabase('signing key rotation', (kind) => {
 
   test('when `keyfleet signing-key retire` has returned, a running server refuses tokens of that key at once', async () => {
     const token = await issue();
-    const rotated = await rotateSigningKey(t.db, t.app.masterKey, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
     // Earlier tests rotated keys behind the server's back: wait until it knows this token's key.
     await eventually(async () => (await listOkms(token)).statusCode === 200, 10_000, 'the previous key verifying during its grace');
 

@@ -6,6 +6,7 @@ import { issueToken } from '../../src/auth/tokens.ts';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createKeyRing } from '../../src/secrets/reseal.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { open } from '../../src/secrets/sealed-box.ts';
 import { buildServer } from '../../src/server.ts';
@@ -35,7 +36,7 @@ forEachDatabase('deployment signing key and JWKS', (kind) => {
     await createTestCustomer(t, 'acme');
     const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<JSONWebKeySet>();
 
-    const { token, expiresAt } = await issueToken(t.db, t.app.masterKey, t.settings, {
+    const { token, expiresAt } = await issueToken(t.db, t.app.keyRing, t.settings, {
       customer: 'acme',
       scopes: ['acl:read', 'okm:read'],
       ttlSeconds: 900,
@@ -56,7 +57,7 @@ forEachDatabase('deployment signing key and JWKS', (kind) => {
 
   test('the stored signing key holds its private part only sealed', async () => {
     const [row] = await t.db.selectFrom('signing_keys').selectAll().execute();
-    const privateJwk = JSON.parse(open(t.app.masterKey, row!.private_jwk_sealed, row!.kid).toString('utf8')) as JWK;
+    const privateJwk = JSON.parse((await open(t.app.keyRing, row!.private_jwk_sealed, row!.kid)).toString('utf8')) as JWK;
 
     assert.ok(privateJwk.d);
     assert.ok(!row!.private_jwk_sealed.includes(privateJwk.d));
@@ -64,7 +65,7 @@ forEachDatabase('deployment signing key and JWKS', (kind) => {
   });
 
   test('a second server on the same database reuses the key instead of making another', async () => {
-    const second = await buildServer({ settings: t.settings, db: t.db, dialect: t.dialect, masterKey: t.app.masterKey });
+    const second = await buildServer({ settings: t.settings, db: t.db, dialect: t.dialect, keyRing: t.app.keyRing });
     await second.ready();
 
     const first = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<JSONWebKeySet>();
@@ -79,14 +80,14 @@ forEachDatabase('deployment signing key and JWKS', (kind) => {
     const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
     const { db, dialect } = openDatabase(dialectFor(settings));
     await migrateToLatest(db, dialect);
-    const masterKey = loadMasterKey(settings);
+    const keyRing = createKeyRing(db, loadMasterKey(settings));
 
     try {
-      await Promise.all(Array.from({ length: 8 }, () => ensureActiveSigningKey(db, masterKey)));
+      await Promise.all(Array.from({ length: 8 }, () => ensureActiveSigningKey(db, keyRing)));
 
       const rows = await db.selectFrom('signing_keys').select('kid').execute();
       assert.equal(rows.length, 1);
-      const { token } = await issueToken(db, masterKey, settings, { scopes: ['admin'], ttlSeconds: 60 });
+      const { token } = await issueToken(db, keyRing, settings, { scopes: ['admin'], ttlSeconds: 60 });
       assert.equal(decodeProtectedHeader(token).kid, rows[0]!.kid);
     } finally {
       await db.destroy();

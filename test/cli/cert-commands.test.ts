@@ -7,6 +7,7 @@ import type { Db } from '../../src/db/database.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { createIntermediateCertificate } from '../../src/pki/x509.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
+import type { KeyRing } from '../../src/secrets/key-ring.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import type { TestDatabase } from '../helpers/databases.ts';
 
@@ -14,10 +15,10 @@ forEachDatabase('keyfleet cert commands', (kind) => {
   let store: TestStore;
   let database: TestDatabase;
   let db: Db;
-  let masterKey: Buffer;
+  let keyRing: KeyRing;
   before(async () => {
     store = await openTestStore(kind);
-    ({ database, db, masterKey } = store);
+    ({ database, db, keyRing } = store);
   });
   after(() => store.close());
 
@@ -55,7 +56,7 @@ forEachDatabase('keyfleet cert commands', (kind) => {
   });
 
   test('cert import accepts a root-signed intermediate with its key and refuses a mismatching key', async () => {
-    const { root, privateKey } = await loadRootPrivateKey(db, masterKey);
+    const { root, privateKey } = await loadRootPrivateKey(db, keyRing);
     const offline = await createIntermediateCertificate({ certificatePem: root.certificatePem, privateKey }, { customer: 'acme', name: 'acme-offline' }, 30);
     const certFile = writeFile('offline.crt', offline.certificatePem + root.certificatePem);
     const keyFile = writeFile('offline.key', offline.privateKeyPem);

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { KEY_SET_MAX_AGE_MS } from '../../src/auth/signing-keys.ts';
 import { issueToken } from '../../src/auth/tokens.ts';
@@ -64,7 +65,7 @@ async function appOnFreshSchema(editUrl: (url: URL) => void) {
   const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, DATABASE_URL: url.toString() });
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
-  const app = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
+  const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(db, loadMasterKey(settings), settings) });
   await app.ready();
   return {
     app,
@@ -118,7 +119,7 @@ describe('a server whose PostgreSQL goes away', { skip }, () => {
     const { app, settings, close } = await appBehindRelay(relay);
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
-      const { token } = await issueToken(app.db, app.masterKey, settings, { scopes: ['admin'], ttlSeconds: 3600 });
+      const { token } = await issueToken(app.db, app.keyRing, settings, { scopes: ['admin'], ttlSeconds: 3600 });
 
       await relay.cut();
       // A token is verified with keys read at most KEY_SET_MAX_AGE_MS ago: let this app's copy age.

@@ -46,7 +46,7 @@ forEachDatabase('DLock deployment secret', (kind) => {
   after(() => t.close());
 
   test('the deployment secret is made on first start, kept across calls, and stored sealed', async () => {
-    const secrets = await Promise.all([1, 2, 3].map(() => ensureDeploymentSecret(t.db, t.app.masterKey)));
+    const secrets = await Promise.all([1, 2, 3].map(() => ensureDeploymentSecret(t.db, t.app.keyRing)));
 
     assert.equal(secrets[0]!.length, 32);
     for (const secret of secrets) assert.deepEqual(secret, secrets[0]);

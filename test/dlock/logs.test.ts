@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import type { Db } from '../../src/db/database.ts';
 import { loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
+import type { KeyRing } from '../../src/secrets/key-ring.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { serveProcess } from '../helpers/server-process.ts';
 import type { TestDatabase } from '../helpers/databases.ts';
@@ -14,10 +15,10 @@ forEachDatabase('DLock secrets in the logs', (kind) => {
   let store: TestStore;
   let database: TestDatabase;
   let db: Db;
-  let masterKey: Buffer;
+  let keyRing: KeyRing;
   before(async () => {
     store = await openTestStore(kind);
-    ({ database, db, masterKey } = store);
+    ({ database, db, keyRing } = store);
   });
   after(() => store.close());
 
@@ -52,7 +53,7 @@ forEachDatabase('DLock secrets in the logs', (kind) => {
 
     const log = server.output();
     assert.match(log, /\/v1\/dlock/, 'the requests were logged');
-    const intermediateKey = await loadIntermediatePrivateKey(db, masterKey, 'acme-main');
+    const intermediateKey = await loadIntermediatePrivateKey(db, keyRing, 'acme-main');
     const secrets = [
       ...lockKeys.flatMap((key) => {
         const bytes = Buffer.from(key, 'base64');

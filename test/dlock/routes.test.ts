@@ -42,8 +42,8 @@ forEachDatabase('DLock routes', (kind) => {
     t = await buildTestApp(kind);
     await createCustomer(t.db, 'acme');
     await createCustomer(t.db, 'globex');
-    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-main' });
-    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'globex', name: 'globex-main' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-main' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'globex', name: 'globex-main' });
     acmeKey = (await createApiKey(t.db, { customer: 'acme' })).key;
     globexKey = (await createApiKey(t.db, { customer: 'globex' })).key;
   });
@@ -180,7 +180,7 @@ forEachDatabase('DLock routes', (kind) => {
   });
 
   test('a certificate past its validity gets 400 naming the certificate field', async () => {
-    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-old' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-old' });
     await t.db.updateTable('intermediate_certificates').set({ not_after: Date.now() - 1000 }).where('name', '=', 'acme-old').execute();
 
     const response = await post(body({ certificate: 'acme-old' }));

@@ -23,8 +23,8 @@ forEachDatabase('DLock key certificate verifier', (kind) => {
   before(async () => {
     t = await buildTestApp(kind);
     await createCustomer(t.db, 'acme');
-    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-main' });
-    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-other' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-main' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-other' });
     const headers = { authorization: `Bearer ${(await createApiKey(t.db, { customer: 'acme' })).key}` };
     const posted = await t.app.inject({
       method: 'POST',

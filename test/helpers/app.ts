@@ -4,7 +4,9 @@ import { loadSettings, type Settings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { KeyRing } from '../../src/secrets/key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
+import { createKeyRing } from '../../src/secrets/reseal.ts';
 import { buildServer } from '../../src/server.ts';
 import { DATABASE_KINDS, createTestDatabase, unavailableReason, type DatabaseKind, type TestDatabase } from './databases.ts';
 
@@ -29,10 +31,11 @@ export async function buildTestApp(
   const database = await createTestDatabase(kind);
   // Rate limits are off unless a test sets them: suites poll far faster than any device.
   const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...database.env, ...env });
-  const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
-  const app = await buildServer({ settings, db, dialect, masterKey });
+  const keyRing = createKeyRing(db, loadMasterKey(settings));
+  await keyRing.refresh();
+  const app = await buildServer({ settings, db, dialect, keyRing });
   await beforeReady?.(app);
   await app.ready();
   return {
@@ -54,7 +57,8 @@ export interface TestStore {
   database: TestDatabase;
   settings: Settings;
   db: Db;
-  masterKey: Buffer;
+  /** Loads on first use, once the commands have migrated the database. */
+  keyRing: KeyRing;
   close(): Promise<void>;
 }
 
@@ -66,7 +70,7 @@ export async function openTestStore(kind: DatabaseKind): Promise<TestStore> {
     database,
     settings,
     db,
-    masterKey: loadMasterKey(settings),
+    keyRing: createKeyRing(db, loadMasterKey(settings)),
     async close() {
       await db.destroy();
       await database.drop();

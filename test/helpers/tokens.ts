@@ -14,7 +14,7 @@ export async function issueTestToken(
   if (options.customer !== undefined && !(await findCustomerByName(t.db, options.customer))) {
     await createTestCustomer(t, options.customer);
   }
-  const { token } = await issueToken(t.db, t.app.masterKey, t.settings, {
+  const { token } = await issueToken(t.db, t.app.keyRing, t.settings, {
     customer: options.customer,
     scopes: options.scopes,
     ttlSeconds: options.ttlSeconds ?? 3600,

@@ -40,7 +40,7 @@ forEachDatabase('OpenAPI document', (kind) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       if (!route.schema?.hide) for (const method of methods) if (method !== 'HEAD') routes.push({ method: method.toLowerCase(), url: route.url });
     });
-    await bare.register(app, { settings: subject.settings, db: subject.db, dialect: subject.dialect, masterKey: subject.app.masterKey });
+    await bare.register(app, { settings: subject.settings, db: subject.db, dialect: subject.dialect, keyRing: subject.app.keyRing });
     await bare.ready();
     await bare.close();
 

@@ -292,7 +292,7 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
 async function secondServer(t: TestApp): Promise<{ claim: (token: string, serial: string, code: string) => Promise<{ statusCode: number }>; close(): Promise<void> }> {
   const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...t.database.env });
   const { db, dialect } = openDatabase(dialectFor(settings));
-  const app = await buildServer({ settings, db: db as Db, dialect, masterKey: t.app.masterKey });
+  const app = await buildServer({ settings, db: db as Db, dialect, keyRing: t.app.keyRing });
   await app.ready();
   return {
     claim: async (token, serial, code) =>

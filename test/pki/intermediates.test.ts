@@ -18,7 +18,7 @@ forEachDatabase('customer intermediate certificates', (kind) => {
   let t: TestApp;
   /** An intermediate signed by the deployment root outside keyfleet, as an offline CA would make it. */
   async function offlineIntermediate(name: string) {
-    const { root, privateKey } = await loadRootPrivateKey(t.db, t.app.masterKey);
+    const { root, privateKey } = await loadRootPrivateKey(t.db, t.app.keyRing);
     return createIntermediateCertificate({ certificatePem: root.certificatePem, privateKey }, { customer: 'acme', name }, 30);
   }
 
@@ -30,7 +30,7 @@ forEachDatabase('customer intermediate certificates', (kind) => {
   after(() => t.close());
 
   test('a created intermediate is a P-256 CA signed by the deployment root, valid for 10 years', async () => {
-    const created = await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-main' });
+    const created = await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-main' });
 
     const { chainPem } = await exportChain(t.db, 'acme-main');
     const [intermediate, root] = splitChain(chainPem);
@@ -61,13 +61,13 @@ forEachDatabase('customer intermediate certificates', (kind) => {
   test('the sealed intermediate key opens to the private half of the certificate', async () => {
     const { certificate } = await exportChain(t.db, 'acme-main');
 
-    const privateKey = await loadIntermediatePrivateKey(t.db, t.app.masterKey, 'acme-main');
+    const privateKey = await loadIntermediatePrivateKey(t.db, t.app.keyRing, 'acme-main');
 
     assert.ok(new X509Certificate(certificate.certificatePem).checkPrivateKey(privateKey));
   });
 
   test('a certificate name is unique across customers', async () => {
-    await assert.rejects(createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'globex', name: 'acme-main' }), {
+    await assert.rejects(createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'globex', name: 'acme-main' }), {
       statusCode: 409,
       message: 'certificate acme-main already exists',
     });
@@ -76,12 +76,12 @@ forEachDatabase('customer intermediate certificates', (kind) => {
   test('a malformed name or an unknown customer is refused and nothing is stored', async () => {
     const before = await t.db.selectFrom('intermediate_certificates').select('id').execute();
 
-    await assert.rejects(createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'bad name' }), {
+    await assert.rejects(createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'bad name' }), {
       statusCode: 400,
       message: 'name: expected 1-64 characters of A-Z a-z 0-9 . _ -, got "bad name"',
     });
-    await assert.rejects(createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'x'.repeat(65) }), { statusCode: 400 });
-    await assert.rejects(createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'nobody', name: 'fine' }), {
+    await assert.rejects(createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'x'.repeat(65) }), { statusCode: 400 });
+    await assert.rejects(createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'nobody', name: 'fine' }), {
       statusCode: 400,
       message: 'customer: unknown customer nobody',
     });
@@ -92,7 +92,7 @@ forEachDatabase('customer intermediate certificates', (kind) => {
   test('an intermediate signed by the deployment root imports with its matching key', async () => {
     const offline = await offlineIntermediate('acme-offline');
 
-    const imported = await importIntermediate(t.db, t.app.masterKey, t.settings, {
+    const imported = await importIntermediate(t.db, t.app.keyRing, t.settings, {
       customer: 'acme',
       name: 'acme-offline',
       certificateText: offline.certificatePem,
@@ -101,7 +101,7 @@ forEachDatabase('customer intermediate certificates', (kind) => {
 
     assert.equal(imported.imported, true);
     assert.equal(imported.serial, offline.serial);
-    const key = await loadIntermediatePrivateKey(t.db, t.app.masterKey, 'acme-offline');
+    const key = await loadIntermediatePrivateKey(t.db, t.app.keyRing, 'acme-offline');
     assert.ok(new X509Certificate(imported.certificatePem).checkPrivateKey(key));
   });
 
@@ -110,7 +110,7 @@ forEachDatabase('customer intermediate certificates', (kind) => {
     const otherKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
     await assert.rejects(
-      importIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-mismatch', certificateText: offline.certificatePem, keyText: otherKey }),
+      importIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-mismatch', certificateText: offline.certificatePem, keyText: otherKey }),
       { statusCode: 400, message: '--key: the private key does not match the certificate' },
     );
     assert.equal(await t.db.selectFrom('intermediate_certificates').select('id').where('name', '=', 'acme-mismatch').executeTakeFirst(), undefined);
@@ -126,7 +126,7 @@ forEachDatabase('customer intermediate certificates', (kind) => {
     const offline = await offlineIntermediate('acme-p384');
     const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const attempt = (certificateText: string, keyText: string) =>
-      importIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'refused', certificateText, keyText });
+      importIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'refused', certificateText, keyText });
 
     await assert.rejects(attempt(foreign.certificatePem, foreign.privateKeyPem), {
       statusCode: 400,
@@ -139,9 +139,9 @@ forEachDatabase('customer intermediate certificates', (kind) => {
 
   test('no private key is stored in clear: the database holds none of their forms', async () => {
     const keys = [
-      (await loadRootPrivateKey(t.db, t.app.masterKey)).privateKey,
-      await loadIntermediatePrivateKey(t.db, t.app.masterKey, 'acme-main'),
-      await loadIntermediatePrivateKey(t.db, t.app.masterKey, 'acme-offline'),
+      (await loadRootPrivateKey(t.db, t.app.keyRing)).privateKey,
+      await loadIntermediatePrivateKey(t.db, t.app.keyRing, 'acme-main'),
+      await loadIntermediatePrivateKey(t.db, t.app.keyRing, 'acme-offline'),
     ];
 
     const { certificate } = await exportChain(t.db, 'acme-main');

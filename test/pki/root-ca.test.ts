@@ -8,6 +8,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import pkiPlugin from '../../src/pki/plugin.ts';
 import { ensureRootCa, findRootCa, importRootCa, loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { createIntermediateCertificate, createRootCertificate } from '../../src/pki/x509.ts';
+import { createKeyRing } from '../../src/secrets/reseal.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
@@ -36,15 +37,15 @@ forEachDatabase('deployment root CA', (kind) => {
   test('a later start reuses the stored root instead of making another', async () => {
     const before = await findRootCa(t.db);
 
-    const again = await ensureRootCa(t.db, t.app.masterKey, t.settings.pkiRootValidityDays);
+    const again = await ensureRootCa(t.db, t.app.keyRing, t.settings.pkiRootValidityDays);
 
     assert.deepEqual(again, before);
     assert.equal((await t.db.selectFrom('pki_root').select('serial').execute()).length, 1);
   });
 
   test('the stored root key opens only with the master key and matches the root certificate', async () => {
-    const { root, privateKey } = await loadRootPrivateKey(t.db, t.app.masterKey);
-    const wrongKey = Buffer.alloc(32, 7);
+    const { root, privateKey } = await loadRootPrivateKey(t.db, t.app.keyRing);
+    const wrongKey = createKeyRing(t.db, { key: Buffer.alloc(32, 7), source: 'a wrong key' });
 
     const certificate = new X509Certificate(root.certificatePem);
     assert.ok(certificate.checkPrivateKey(privateKey));
@@ -56,18 +57,18 @@ forEachDatabase('deployment root CA', (kind) => {
     const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
     const { db, dialect } = openDatabase(dialectFor(settings));
     await migrateToLatest(db, dialect);
-    const masterKey = loadMasterKey(settings);
+    const keyRing = createKeyRing(db, loadMasterKey(settings));
     const servers = Array.from({ length: 6 }, () => {
       const server = Fastify({ logger: false });
       server.decorate('settings', settings);
       server.decorate('db', db);
-      server.decorate('masterKey', masterKey);
+      server.decorate('keyRing', keyRing);
       return server;
     });
 
     try {
       await Promise.all(servers.map(async (server) => server.register(pkiPlugin).ready()));
-      const direct = await Promise.all(Array.from({ length: 6 }, () => ensureRootCa(db, masterKey, 30)));
+      const direct = await Promise.all(Array.from({ length: 6 }, () => ensureRootCa(db, keyRing, 30)));
 
       const rows = await db.selectFrom('pki_root').select('serial').execute();
       assert.equal(rows.length, 1);
@@ -84,18 +85,18 @@ forEachDatabase('deployment root CA', (kind) => {
     const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
     const { db, dialect } = openDatabase(dialectFor(settings));
     await migrateToLatest(db, dialect);
-    const masterKey = loadMasterKey(settings);
+    const keyRing = createKeyRing(db, loadMasterKey(settings));
     const offline = await createRootCertificate(365);
     const another = await createRootCertificate(365);
 
     try {
-      const imported = await importRootCa(db, masterKey, offline.certificatePem, offline.privateKeyPem);
-      const atStart = await ensureRootCa(db, masterKey, settings.pkiRootValidityDays);
+      const imported = await importRootCa(db, keyRing, offline.certificatePem, offline.privateKeyPem);
+      const atStart = await ensureRootCa(db, keyRing, settings.pkiRootValidityDays);
 
       assert.equal(imported.imported, true);
       assert.equal(atStart.serial, offline.serial);
-      assert.ok(new X509Certificate(atStart.certificatePem).checkPrivateKey((await loadRootPrivateKey(db, masterKey)).privateKey));
-      await assert.rejects(importRootCa(db, masterKey, another.certificatePem, another.privateKeyPem), { statusCode: 409 });
+      assert.ok(new X509Certificate(atStart.certificatePem).checkPrivateKey((await loadRootPrivateKey(db, keyRing)).privateKey));
+      await assert.rejects(importRootCa(db, keyRing, another.certificatePem, another.privateKeyPem), { statusCode: 409 });
     } finally {
       await db.destroy();
       await database.drop();
@@ -111,11 +112,11 @@ forEachDatabase('deployment root CA', (kind) => {
     );
     const otherKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
-    await assert.rejects(importRootCa(t.db, t.app.masterKey, intermediate.certificatePem, intermediate.privateKeyPem), {
+    await assert.rejects(importRootCa(t.db, t.app.keyRing, intermediate.certificatePem, intermediate.privateKeyPem), {
       statusCode: 400,
       message: '--cert: a root CA must be self-signed',
     });
-    await assert.rejects(importRootCa(t.db, t.app.masterKey, offline.certificatePem, otherKey), {
+    await assert.rejects(importRootCa(t.db, t.app.keyRing, offline.certificatePem, otherKey), {
       statusCode: 400,
       message: '--key: the private key does not match the certificate',
     });

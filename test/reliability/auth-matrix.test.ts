@@ -114,7 +114,7 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
   });
 
   test('every JWT operation answers 401 to no token, an expired one, one of another key, alg none and other forgeries, and 403 to one without its scopes', async (context) => {
-    const own = await loadActiveSigningKey(t.db, t.app.masterKey);
+    const own = await loadActiveSigningKey(t.db, t.app.keyRing);
     const foreign = await generateKeyPair('EdDSA');
     const adminClaims = () =>
       new SignJWT({ scope: 'admin' }).setIssuer(t.settings.jwtIssuer).setAudience(t.settings.jwtAudience).setSubject('admin');

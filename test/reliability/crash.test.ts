@@ -54,7 +54,7 @@ forEachDatabase('crash: kill -9 of the server under load, restart on the same da
       let base = await server.listening;
       await createCustomer(store.db, CUSTOMER);
       const issue = async (scopes: string[], customer?: string) =>
-        (await issueToken(store.db, store.masterKey, store.settings, { scopes, ttlSeconds: 3600, ...(customer ? { customer } : {}) })).token;
+        (await issueToken(store.db, store.keyRing, store.settings, { scopes, ttlSeconds: 3600, ...(customer ? { customer } : {}) })).token;
       const admin = { authorization: `Bearer ${await issue(['admin'])}` };
       const aclWriter = { authorization: `Bearer ${await issue(['acl:create', 'acl:read'], CUSTOMER)}` };
       const json = { 'content-type': 'application/json' };

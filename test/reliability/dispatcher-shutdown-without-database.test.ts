@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { registerStatusEventMetrics } from '../../src/webhooks/metrics.ts';
@@ -29,11 +30,11 @@ describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () =
     const settings = loadSettings({ ...FAST_WEBHOOKS, LOG_LEVEL: 'silent', WEBHOOK_CONCURRENCY_PER_HOST: '8', ...database.env, DATABASE_URL: url.toString() });
     const { db, dialect } = openDatabase(dialectFor(settings));
     await migrateToLatest(db, dialect);
-    const app = await buildServer({ settings, db, dialect, masterKey: loadMasterKey(settings) });
+    const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(db, loadMasterKey(settings), settings) });
     const dispatcher = createDispatcher({
       db,
       dialect,
-      masterKey: app.masterKey,
+      keyRing: app.keyRing,
       settings,
       metrics: registerStatusEventMetrics(new Registry(), async () => 0),
       log: app.log,

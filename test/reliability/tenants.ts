@@ -40,7 +40,7 @@ function expectStatus(response: { statusCode: number; body: string }, expected: 
 async function createTenant(t: TestApp, adminToken: string, name: string): Promise<Tenant> {
   const token = await issueTestToken(t, { customer: name, scopes: CUSTOMER_SCOPES });
   const certificateName = `${name}-main`;
-  await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: name, name: certificateName });
+  await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: name, name: certificateName });
   const apiKey = (await createApiKey(t.db, { customer: name })).key;
   const okmSerial = `${name.toUpperCase()}-OKM-1`;
   expectStatus(await call(t, 'PUT', `/api/v1/okms/${okmSerial}?customer=${name}`, { token: adminToken, payload: { polling_interval: 60 } }), 201, `OKM of ${name}`);

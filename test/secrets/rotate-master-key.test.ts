@@ -3,16 +3,22 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { loadSettings } from '../../src/config/settings.ts';
+import { dialectFor, openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { loadActiveSigningKey } from '../../src/auth/signing-keys.ts';
 import { checkApiKey, createApiKey } from '../../src/dlock/api-keys.ts';
 import { ensureDeploymentSecret } from '../../src/dlock/key-certificate.ts';
 import { findApiKeyWithLock, lockCertificate } from '../../src/dlock/locks.ts';
 import { createIntermediate, loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
-import { SEALED_COLUMNS, rotateMasterKey } from '../../src/secrets/rotate-master-key.ts';
+import type { KeyRing } from '../../src/secrets/key-ring.ts';
+import { loadMasterKey, masterKeyFingerprint } from '../../src/secrets/master-key.ts';
+import { SEALED_COLUMNS, countSealedNotUnder, createKeyRing } from '../../src/secrets/reseal.ts';
+import { RETIRE_AFTER_MS, retirePreviousKey, rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
-import { buildTestApp, forEachDatabase, openTestStore, type TestApp } from '../helpers/app.ts';
-import { runKeyfleet } from '../helpers/cli.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
 
 forEachDatabase('master key rotation', (kind) => {
@@ -22,7 +28,7 @@ forEachDatabase('master key rotation', (kind) => {
   before(async () => {
     t = await buildTestApp(kind);
     await createTestCustomer(t, 'acme');
-    await createIntermediate(t.db, t.app.masterKey, t.settings, { customer: 'acme', name: 'acme-main' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-main' });
     apiKey = (await createApiKey(t.db, { customer: 'acme' })).key;
     const enrolled = await t.app.inject({
       method: 'POST',
@@ -33,6 +39,20 @@ forEachDatabase('master key rotation', (kind) => {
     lockKey = enrolled.json().data.key.key;
   });
   after(() => t.close());
+
+  /** Every sealed value, opened with `ring`. */
+  const openEverything = async (ring: KeyRing) => {
+    const withLock = await checkApiKey(t.db, apiKey, Date.now(), findApiKeyWithLock(t.db, 'ROTATE-1'));
+    assert.ok(withLock.ok);
+    return {
+      root: (await loadRootPrivateKey(t.db, ring)).privateKey.export({ format: 'pem', type: 'pkcs8' }),
+      intermediate: (await loadIntermediatePrivateKey(t.db, ring, 'acme-main')).export({ format: 'pem', type: 'pkcs8' }),
+      signingKid: (await loadActiveSigningKey(t.db, ring)).kid,
+      deploymentSecret: await ensureDeploymentSecret(t.db, ring),
+      webhookSecrets: await webhookSecrets(t.db, ring, DEPLOYMENT_OWNER, Date.now()),
+      lockKey: (await lockCertificate(ring, 'ROTATE-1', withLock.row)).key,
+    };
+  };
 
   test('every column named *_sealed in the schema is in SEALED_COLUMNS', async () => {
     // PostgreSQL lists the tables of every schema: only this database's count.
@@ -45,67 +65,74 @@ forEachDatabase('master key rotation', (kind) => {
     assert.deepEqual(SEALED_COLUMNS.map((sealed) => `${sealed.table}.${sealed.column}`).sort(), sealedInSchema);
   });
 
-  test('after a rotation every private key and secret opens with the new key, unchanged, and none with the old', async () => {
-    const oldKey = t.app.masterKey;
-    const newKey = randomBytes(32);
-    const before = {
-      root: (await loadRootPrivateKey(t.db, oldKey)).privateKey.export({ format: 'pem', type: 'pkcs8' }),
-      intermediate: (await loadIntermediatePrivateKey(t.db, oldKey, 'acme-main')).export({ format: 'pem', type: 'pkcs8' }),
-      signingKid: (await loadActiveSigningKey(t.db, oldKey)).kid,
-      deploymentSecret: await ensureDeploymentSecret(t.db, oldKey),
-      webhookSecrets: await rotateWebhookSecret(t.db, oldKey, DEPLOYMENT_OWNER, Date.now(), 3_600_000),
-    };
+  test('after a data key rotation every value names the new key and opens unchanged, in this process and in a new one', async () => {
+    await rotateWebhookSecret(t.db, t.app.keyRing, DEPLOYMENT_OWNER, Date.now(), 3_600_000);
+    const before = await openEverything(t.app.keyRing);
 
-    const resealed = await rotateMasterKey(t.db, oldKey, newKey);
+    const rotation = await rotateKeys(t.db, t.app.keyRing);
 
-    assert.equal(resealed['dlocks.key_sealed'], 1);
-    assert.equal(resealed['pki_root.private_key_sealed'], 1);
-    assert.deepEqual((await loadRootPrivateKey(t.db, newKey)).privateKey.export({ format: 'pem', type: 'pkcs8' }), before.root);
-    assert.deepEqual((await loadIntermediatePrivateKey(t.db, newKey, 'acme-main')).export({ format: 'pem', type: 'pkcs8' }), before.intermediate);
-    assert.equal((await loadActiveSigningKey(t.db, newKey)).kid, before.signingKid);
-    assert.deepEqual(await ensureDeploymentSecret(t.db, newKey), before.deploymentSecret);
-    assert.deepEqual(await webhookSecrets(t.db, newKey, DEPLOYMENT_OWNER, Date.now()), before.webhookSecrets);
-    assert.ok(before.webhookSecrets.previous, 'the rotated webhook secret keeps its previous one');
-    const withLock = await checkApiKey(t.db, apiKey, Date.now(), findApiKeyWithLock(t.db, 'ROTATE-1'));
-    assert.ok(withLock.ok);
-    assert.equal(lockCertificate(newKey, 'ROTATE-1', withLock.row).key, lockKey);
-    await assert.rejects(loadIntermediatePrivateKey(t.db, oldKey, 'acme-main'));
-    assert.throws(() => lockCertificate(oldKey, 'ROTATE-1', withLock.row));
+    assert.equal(rotation.resealed['dlocks.key_sealed'], 1);
+    assert.equal(rotation.resealed['pki_root.private_key_sealed'], 1);
+    assert.equal(rotation.resealed['webhook_secrets.previous_secret_sealed'], 1);
+    assert.equal(await countSealedNotUnder(t.db, rotation.kid), 0);
+    assert.equal(before.lockKey, lockKey);
+    assert.deepEqual(await openEverything(t.app.keyRing), before);
+    assert.deepEqual(await openEverything(createKeyRing(t.db, { key: t.settings.masterKey ?? readKeyFile(t), source: 'MASTER_KEY' })), before);
+    await retirePreviousKey(t.db, t.app.keyRing, Date.now() + RETIRE_AFTER_MS);
   });
 
-  test('rotating to the current key is refused and changes nothing', async () => {
-    const key = randomBytes(32);
+  test('a second rotation is refused while the previous key is kept; retiring it is refused until every server can have stopped sealing under it', async () => {
+    const rotation = await rotateKeys(t.db, t.app.keyRing);
 
-    await assert.rejects(rotateMasterKey(t.db, key, Buffer.from(key)), /the new master key is the current one/);
+    await assert.rejects(rotateKeys(t.db, t.app.keyRing), new RegExp(`data key ${rotation.previous} is still kept as the previous key: retire it first`));
+    await assert.rejects(retirePreviousKey(t.db, t.app.keyRing), /servers that have not re-read the key ring may still seal under it: retire it from /);
+    const retired = await retirePreviousKey(t.db, t.app.keyRing, Date.now() + RETIRE_AFTER_MS);
+
+    assert.equal(retired.kid, rotation.previous);
+    const row = await t.db.selectFrom('data_keys').selectAll().where('kid', '=', rotation.previous).executeTakeFirstOrThrow();
+    assert.equal(row.state, 'retired');
+    assert.equal(row.wrapped_key, null);
+    await assert.rejects(retirePreviousKey(t.db, t.app.keyRing), /there is no previous data key to retire/);
+  });
+
+  test('after a master key change every value opens with the new key; the old key is refused, naming the key the database expects', async () => {
+    const before = await openEverything(t.app.keyRing);
+    const newKey = { key: randomBytes(32), source: 'MASTER_KEY' };
+
+    const rotation = await rotateKeys(t.db, t.app.keyRing, { newMasterKey: newKey });
+
+    assert.equal(rotation.masterKeyFingerprint, masterKeyFingerprint(newKey.key));
+    const newRing = createKeyRing(t.db, newKey);
+    assert.deepEqual(await openEverything(newRing), before);
+    const oldRing = createKeyRing(t.db, { key: t.settings.masterKey ?? readKeyFile(t), source: 'MASTER_KEY' });
+    await assert.rejects(oldRing.refresh(), { message: `database expects master key ${masterKeyFingerprint(newKey.key)}, MASTER_KEY is ${oldRing.fingerprint}` });
+    assert.match((await t.app.keyRing.problem()) ?? '', /database expects master key/);
+    await retirePreviousKey(t.db, newRing, Date.now() + RETIRE_AFTER_MS);
+    await assert.rejects(rotateKeys(t.db, newRing, { newMasterKey: newKey }), /the new master key is the current one/);
   });
 });
 
-forEachDatabase('keyfleet master-key rotate', (kind) => {
-  test('the CLI reseals under the new key; afterwards commands work with it and not with the old one', async () => {
-    const store = await openTestStore(kind);
+function readKeyFile(t: TestApp): Buffer {
+  return Buffer.from(fs.readFileSync(path.join(t.settings.dataDir, 'master.key'), 'utf8').trim(), 'hex');
+}
+
+forEachDatabase('the first data key', (kind) => {
+  test('processes starting at the same moment on an empty database agree on one data key', async () => {
+    const database = await createTestDatabase(kind);
+    const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
+    const { db, dialect } = openDatabase(dialectFor(settings));
     try {
-      const env = store.database.env;
-      const keyfleet = (extra: Record<string, string>, ...args: string[]) => runKeyfleet({ ...env, ...extra }, ...args);
-      assert.equal((await keyfleet({}, 'customer', 'create', 'acme')).exitCode, 0);
-      assert.equal((await keyfleet({}, 'cert', 'create', '--customer', 'acme', '--name', 'acme-main')).exitCode, 0);
-      const newKey = randomBytes(32).toString('hex');
-      const keyFile = path.join(store.settings.dataDir, 'master.key');
-      const keyFileBefore = env.MASTER_KEY ? undefined : fs.readFileSync(keyFile, 'utf8');
+      await migrateToLatest(db, dialect);
+      const rings = Array.from({ length: 6 }, () => createKeyRing(db, loadMasterKey(settings)));
 
-      const rotation = await keyfleet(env.MASTER_KEY ? { NEW_MASTER_KEY: newKey } : {}, 'master-key', 'rotate', '--json');
+      const kids = await Promise.all(rings.map((ring) => ring.currentKid()));
 
-      assert.equal(rotation.exitCode, 0, rotation.stderr);
-      assert.equal(JSON.parse(rotation.stdout).resealed['intermediate_certificates.private_key_sealed'], 1);
-      const afterEnv: Record<string, string> = env.MASTER_KEY ? { MASTER_KEY: newKey } : {};
-      assert.equal((await keyfleet(afterEnv, 'token', 'issue', '--scope', 'admin')).exitCode, 0);
-      if (env.MASTER_KEY) {
-        assert.notEqual((await keyfleet({}, 'token', 'issue', '--scope', 'admin')).exitCode, 0);
-      } else {
-        assert.notEqual(fs.readFileSync(keyFile, 'utf8'), keyFileBefore);
-        assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
-      }
+      const rows = await db.selectFrom('data_keys').select('kid').execute();
+      assert.equal(rows.length, 1);
+      assert.deepEqual(new Set(kids), new Set([rows[0]!.kid]));
     } finally {
-      await store.close();
+      await db.destroy();
+      await database.drop();
     }
   });
 });

@@ -114,7 +114,7 @@ export function testDispatcher(subject: TestApp, options: Pick<DispatcherOptions
   return createDispatcher({
     db: subject.db,
     dialect: subject.dialect,
-    masterKey: subject.app.masterKey,
+    keyRing: subject.app.keyRing,
     settings: subject.settings,
     metrics: registerStatusEventMetrics(new Registry(), async () => 0),
     log: subject.app.log,

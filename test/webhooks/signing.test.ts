@@ -45,7 +45,7 @@ forEachDatabase('status event signatures', (kind) => {
 
   test('an OKM with no customer signs with the deployment secret, verified by the standardwebhooks package', async () => {
     const delivered = await deliverOne('/deployment', null);
-    const { current } = await webhookSecrets(subject.db, subject.app.masterKey, DEPLOYMENT_OWNER, Date.now());
+    const { current } = await webhookSecrets(subject.db, subject.app.keyRing, DEPLOYMENT_OWNER, Date.now());
 
     const verified = new Webhook(current).verify(delivered.body, headersOf(delivered));
 
@@ -56,16 +56,16 @@ forEachDatabase('status event signatures', (kind) => {
   test("a customer's OKM signs with that customer's secret, not the deployment's", async () => {
     const customer = await createTestCustomer(subject, `sig-${process.pid}`);
     const delivered = await deliverOne('/customer', customer.id);
-    const own = await webhookSecrets(subject.db, subject.app.masterKey, customerOwner(customer.id), Date.now());
-    const deployment = await webhookSecrets(subject.db, subject.app.masterKey, DEPLOYMENT_OWNER, Date.now());
+    const own = await webhookSecrets(subject.db, subject.app.keyRing, customerOwner(customer.id), Date.now());
+    const deployment = await webhookSecrets(subject.db, subject.app.keyRing, DEPLOYMENT_OWNER, Date.now());
 
     assert.ok(new Webhook(own.current).verify(delivered.body, headersOf(delivered)));
     assert.throws(() => new Webhook(deployment.current).verify(delivered.body, headersOf(delivered)));
   });
 
   test('during a rotation both signatures are sent, so the old and the new secret each verify', async () => {
-    const before = await webhookSecrets(subject.db, subject.app.masterKey, DEPLOYMENT_OWNER, Date.now());
-    const rotated = await rotateWebhookSecret(subject.db, subject.app.masterKey, DEPLOYMENT_OWNER, Date.now(), 3_600_000);
+    const before = await webhookSecrets(subject.db, subject.app.keyRing, DEPLOYMENT_OWNER, Date.now());
+    const rotated = await rotateWebhookSecret(subject.db, subject.app.keyRing, DEPLOYMENT_OWNER, Date.now(), 3_600_000);
 
     const delivered = await deliverOne('/rotating', null);
 
@@ -76,8 +76,8 @@ forEachDatabase('status event signatures', (kind) => {
   });
 
   test('a rotation with no overlap signs with the new secret only', async () => {
-    const before = await webhookSecrets(subject.db, subject.app.masterKey, DEPLOYMENT_OWNER, Date.now());
-    const rotated = await rotateWebhookSecret(subject.db, subject.app.masterKey, DEPLOYMENT_OWNER, Date.now(), 0);
+    const before = await webhookSecrets(subject.db, subject.app.keyRing, DEPLOYMENT_OWNER, Date.now());
+    const rotated = await rotateWebhookSecret(subject.db, subject.app.keyRing, DEPLOYMENT_OWNER, Date.now(), 0);
 
     const delivered = await deliverOne('/rotated', null);
 

@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Db } from '../db/database.ts';
+import type { DataKeysTable } from '../db/schema.ts';
+import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
+import { decrypt, encrypt } from './sealed-box.ts';
+
+/** A process re-reads the ring this often (in the background, on the next seal after it is due). */
+export const RING_REFRESH_MS = 5_000;
+/**
+ * A process never seals with a ring older than this: past it, a seal waits for the re-read and
+ * fails if the re-read fails. Retiring a key waits longer than this (RETIRE_AFTER_MS).
+ */
+export const RING_MAX_AGE_MS = 30_000;
+
+/** The master key given is not the one that wraps the database's data keys. */
+export class MasterKeyMismatchError extends Error {}
+
+interface LoadedRing {
+  current: string;
+  keys: Map<string, Buffer>;
+  loadedAt: number;
+}
+
+const wrapAssociatedData = (kid: string) => `keyfleet data key ${kid}`;
+
+function wrapDataKey(masterKey: Buffer, kid: string, dataKey: Buffer): string {
+  return encrypt(masterKey, dataKey, wrapAssociatedData(kid));
+}
+
+/** A new data key row (kid and wrapped key) under the given master key. */
+function newDataKey(masterKey: Buffer, now: number): Pick<DataKeysTable, 'kid' | 'state' | 'wrapped_key' | 'master_key_check' | 'created_at'> {
+  const kid = randomBytes(6).toString('hex');
+  return { kid, state: 'current', wrapped_key: wrapDataKey(masterKey, kid, randomBytes(32)), master_key_check: masterKeyFingerprint(masterKey), created_at: now };
+}
+
+/**
+ * The data keys of the database (the current one, which seals, and the previous one, which
+ * still opens until it is retired), unwrapped with the master key and held in memory.
+ * Created unloaded: refresh() loads it and verifies the master key; seal re-reads it when due,
+ * open at once when a value names a key it does not hold.
+ */
+export class KeyRing {
+  readonly fingerprint: string;
+  readonly #db: Db;
+  readonly #masterKey: MasterKey;
+  readonly #refreshMs: number;
+  readonly #maxAgeMs: number;
+  /** Checks, before the first data key is made, that values sealed before key ids open with this master key. */
+  readonly #checkLegacyValues: (masterKey: Buffer) => Promise<boolean>;
+  #loaded: LoadedRing | undefined;
+  #refreshing: Promise<void> | undefined;
+
+  constructor(
+    db: Db,
+    masterKey: MasterKey,
+    options: { checkLegacyValues?: (masterKey: Buffer) => Promise<boolean>; refreshMs?: number; maxAgeMs?: number } = {},
+  ) {
+    this.#db = db;
+    this.#masterKey = masterKey;
+    this.fingerprint = masterKeyFingerprint(masterKey.key);
+    this.#checkLegacyValues = options.checkLegacyValues ?? (async () => true);
+    this.#refreshMs = options.refreshMs ?? RING_REFRESH_MS;
+    this.#maxAgeMs = options.maxAgeMs ?? RING_MAX_AGE_MS;
+  }
+
+  /** A new current data key row, wrapped under this ring's master key or the one given. */
+  newDataKeyRow(now: number, masterKey = this.#masterKey.key) {
+    return newDataKey(masterKey, now);
+  }
+
+  /** A data key of the database, unwrapped with this ring's master key and wrapped again under `newMasterKey`. */
+  rewrap(row: { kid: string; wrapped_key: string }, newMasterKey: Buffer): string {
+    return wrapDataKey(newMasterKey, row.kid, decrypt(this.#masterKey.key, row.wrapped_key, wrapAssociatedData(row.kid)));
+  }
+
+  /** Re-reads the ring now (concurrent callers share one read); rejects on a wrong master key. */
+  refresh(): Promise<void> {
+    this.#refreshing ??= this.#load().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  /** Why the ring cannot be used right now (re-read for the answer), or undefined when it can. */
+  async problem(): Promise<string | undefined> {
+    try {
+      await this.refresh();
+      return undefined;
+    } catch (error) {
+      return `key ring: ${(error as Error).message}`;
+    }
+  }
+
+  /** The data key that seals now. */
+  async currentKid(): Promise<string> {
+    return (await this.#fresh()).current;
+  }
+
+  async seal(plaintext: Buffer | string, associatedData: string): Promise<string> {
+    const { current, keys } = await this.#fresh();
+    return `v2.${current}.${encrypt(keys.get(current)!, plaintext, associatedData)}`;
+  }
+
+  async open(sealed: string, associatedData: string): Promise<Buffer> {
+    const firstDot = sealed.indexOf('.');
+    const version = sealed.slice(0, firstDot);
+    if (version === 'v1') return decrypt(this.#masterKey.key, sealed.slice(firstDot + 1), associatedData);
+    const secondDot = sealed.indexOf('.', firstDot + 1);
+    if (version !== 'v2' || secondDot === -1) throw new Error('sealed value has an unknown format');
+    const kid = sealed.slice(firstDot + 1, secondDot);
+    if (!this.#loaded?.keys.has(kid)) await this.refresh();
+    const key = this.#loaded!.keys.get(kid);
+    if (!key) throw new Error(`sealed under data key ${kid}, which the database no longer holds`);
+    return decrypt(key, sealed.slice(secondDot + 1), associatedData);
+  }
+
+  /** The ring to seal with: re-read in the background once due, and waited for once too old to trust. */
+  async #fresh(): Promise<LoadedRing> {
+    const age = this.#loaded ? performance.now() - this.#loaded.loadedAt : Infinity;
+    if (age >= this.#maxAgeMs) await this.refresh();
+    // The next seal waits if this background re-read fails for too long; nothing to report here.
+    else if (age >= this.#refreshMs) this.refresh().catch(() => {});
+    return this.#loaded!;
+  }
+
+  async #load(): Promise<void> {
+    // The ring is as old as the moment its read began: a rotation may commit while it runs.
+    const readAt = performance.now();
+    let rows = await this.#liveRows();
+    if (!rows.some((row) => row.state === 'current')) {
+      await this.#createFirstDataKey();
+      rows = await this.#liveRows();
+    }
+    const current = rows.find((row) => row.state === 'current');
+    if (!current) throw new Error('the database holds no current data key');
+    const expected = rows.find((row) => row.master_key_check !== this.fingerprint)?.master_key_check;
+    if (expected !== undefined) {
+      throw new MasterKeyMismatchError(`database expects master key ${expected}, ${this.#masterKey.source} is ${this.fingerprint}`);
+    }
+    const keys = new Map(
+      rows.map((row) => {
+        try {
+          return [row.kid, decrypt(this.#masterKey.key, row.wrapped_key!, wrapAssociatedData(row.kid))] as const;
+        } catch {
+          throw new MasterKeyMismatchError(`data key ${row.kid} does not open with master key ${this.fingerprint} although the database names it`);
+        }
+      }),
+    );
+    this.#loaded = { current: current.kid, keys, loadedAt: readAt };
+  }
+
+  #liveRows() {
+    return this.#db.selectFrom('data_keys').select(['kid', 'state', 'wrapped_key', 'master_key_check']).where('state', 'in', ['current', 'previous']).execute();
+  }
+
+  async #createFirstDataKey(): Promise<void> {
+    if (!(await this.#checkLegacyValues(this.#masterKey.key))) {
+      throw new MasterKeyMismatchError(
+        `the values already in the database do not open with master key ${this.fingerprint} (${this.#masterKey.source}): give the master key they were sealed under`,
+      );
+    }
+    // Two processes starting on an empty table: the unique index on the state lets one insert win.
+    await this.#db
+      .insertInto('data_keys')
+      .values(newDataKey(this.#masterKey.key, Date.now()))
+      .onConflict((conflict) => conflict.doNothing())
+      .execute();
+  }
+}
