@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { retirePreviousKey } from '../secrets/rotate-master-key.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { UsageError, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'master-key', 'manage the keys that encrypt private keys and secrets at rest')
@@ -8,9 +8,9 @@ export function register(program: Command): void {
     .description('reseal what is left under the previous data key, then delete it (refused until every server has had time to stop sealing under it)')
     .option('--yes', 'do it (without --yes the command only says what it would do)')
     .option('--json', 'print one JSON object')
-    .action(async (options: { yes?: boolean; json?: boolean }, command: Command) => {
+    .action(async (options: { yes?: boolean; json?: boolean }) => {
       if (!options.yes) {
-        command.showHelpAfterError(false).error('error: master-key retire would delete the previous data key once nothing is sealed under it; run it again with --yes', { exitCode: 2 });
+        throw new UsageError('master-key retire would delete the previous data key once nothing is sealed under it; run it again with --yes');
       }
       const context = await openContext();
       try {

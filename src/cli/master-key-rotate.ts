@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { parseMasterKey } from '../config/settings.ts';
 import { commitMasterKeyFile, stageMasterKeyFile } from '../secrets/master-key.ts';
 import { rotateKeys } from '../secrets/rotate-master-key.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { UsageError, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'master-key', 'manage the keys that encrypt private keys and secrets at rest')
@@ -14,11 +14,11 @@ export function register(program: Command): void {
     .option('--new-key-file <path>', 'also change the master key to the one in this file (64 hex digits or base64); or set NEW_MASTER_KEY')
     .option('--yes', 'do it (without --yes the command only says what it would do)')
     .option('--json', 'print one JSON object')
-    .action(async (options: { newKeyFile?: string; yes?: boolean; json?: boolean }, command: Command) => {
+    .action(async (options: { newKeyFile?: string; yes?: boolean; json?: boolean }) => {
       const given = options.newKeyFile ? fs.readFileSync(options.newKeyFile, 'utf8').trim() : process.env.NEW_MASTER_KEY || undefined;
       if (!options.yes) {
         const what = given ? 'change the master key, rewrap every data key under it' : 'make a new data key current';
-        command.showHelpAfterError(false).error(`error: master-key rotate would ${what} and reseal every private key and secret; run it again with --yes`, { exitCode: 2 });
+        throw new UsageError(`master-key rotate would ${what} and reseal every private key and secret; run it again with --yes`);
       }
       const context = await openContext();
       try {
