@@ -126,7 +126,7 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
 /** `keyfleet ARGS --json` against the given settings; its JSON output. */
 export function keyfleetCli(env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['bin/keyfleet.js', ...args, '--json'], { cwd: REPO_ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'silent' } }, (error, stdout, stderr) =>
+    execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], { cwd: REPO_ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'silent' } }, (error, stdout, stderr) =>
       error ? reject(new Error(`keyfleet ${args.join(' ')}: ${stderr.trim()}`)) : resolve(JSON.parse(stdout) as Record<string, unknown>),
     );
   });

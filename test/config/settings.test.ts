@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadSettings, SettingsError } from '../../src/config/settings.ts';
+import { KEYFLEET_SOURCES } from '../helpers/cli.ts';
 
-const bin = path.resolve('bin/keyfleet.js');
 
 function errorFor(env: Record<string, string>): SettingsError {
   try {
@@ -103,7 +103,7 @@ describe('settings', () => {
   });
 
   test('when a setting is bad, the server stops with one line naming the variable', () => {
-    const result = spawnSync(process.execPath, [bin, 'serve'], {
+    const result = spawnSync(process.execPath, [...KEYFLEET_SOURCES, 'serve'], {
       env: { ...process.env, PORT: 'abc' },
       encoding: 'utf8',
       timeout: 30_000,
@@ -114,7 +114,7 @@ describe('settings', () => {
   });
 
   test('with PostgreSQL and no MASTER_KEY, the server refuses to start', () => {
-    const result = spawnSync(process.execPath, [bin, 'serve'], {
+    const result = spawnSync(process.execPath, [...KEYFLEET_SOURCES, 'serve'], {
       env: { ...process.env, DATABASE_URL: 'postgres://root@127.0.0.1:5432/test', MASTER_KEY: '' },
       encoding: 'utf8',
       timeout: 30_000,

@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { forEachDatabase } from '../helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+import { KEYFLEET_SOURCES } from '../helpers/cli.ts';
 
-const bin = path.resolve('bin/keyfleet.js');
 
 function keyfleet(env: Record<string, string>, ...args: string[]) {
-  return spawnSync(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, [...KEYFLEET_SOURCES, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
 }
 
 forEachDatabase('keyfleet migrate', (kind) => {
