@@ -20,15 +20,18 @@ test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API 
   let output = '';
   server.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   server.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  // Listened for before the browser starts: a server that exits at once (no dist/) must fail the test, not hang it.
+  const listening = new Promise<string>((resolve, reject) => {
+    server.stdout.on('data', () => {
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match) resolve(match[1]!);
+    });
+    server.once('exit', () => reject(new Error(`npm start exited: ${output}`)));
+  });
+  listening.catch(() => {});
   const browser = await launchChromium();
   try {
-    const base = await new Promise<string>((resolve, reject) => {
-      server.stdout.on('data', () => {
-        const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-        if (match) resolve(match[1]!);
-      });
-      server.once('exit', () => reject(new Error(`npm start exited: ${output}`)));
-    });
+    const base = await listening;
     const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
 
     await page.goto(`${base}/docs`);
@@ -43,8 +46,10 @@ test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API 
   } finally {
     await browser.close();
     // npm start runs tsx, which runs node: signal the whole process group.
-    process.kill(-server.pid!, 'SIGTERM');
-    await new Promise((resolve) => (server.exitCode === null ? server.once('exit', resolve) : resolve(undefined)));
+    if (server.exitCode === null) {
+      process.kill(-server.pid!, 'SIGTERM');
+      await new Promise((resolve) => server.once('exit', resolve));
+    }
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });
