@@ -43,7 +43,19 @@ export function isPostgresReachable(): Promise<boolean> {
 export async function unavailableReason(kind: DatabaseKind): Promise<string | undefined> {
   if (kind === 'sqlite' || (await isPostgresReachable())) return undefined;
   if (process.env.CI) throw new Error(`PostgreSQL is not reachable at ${POSTGRES_URL}, and CI requires it`);
+  warnPostgresSkipped();
   return `PostgreSQL is not reachable at ${POSTGRES_URL}`;
+}
+
+let warnedPostgresSkipped = false;
+/** Once per test file: a skipped half of the suite must not read as a green run. */
+function warnPostgresSkipped(): void {
+  if (warnedPostgresSkipped) return;
+  warnedPostgresSkipped = true;
+  process.stderr.write(
+    `WARNING: PostgreSQL is not reachable at ${POSTGRES_URL}: every PostgreSQL test in this file is SKIPPED ` +
+      '(counted under "skipped"; set CI=true to make this a failure, or KEYFLEET_TEST_POSTGRES_URL to point at a server)\n',
+  );
 }
 
 export async function createTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SCREENSHOT = path.join(PROJECT_ROOT, 'docs/images/api-docs.png');
+const TRACKED_SCREENSHOT = path.join(PROJECT_ROOT, 'docs/images/api-docs.png');
 
 test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API in a browser', { skip: browserTestSkip() }, async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-docs-'));
@@ -20,21 +20,25 @@ test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API 
   let output = '';
   server.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   server.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  // Listened for before the browser starts: a server that exits at once (no dist/) must fail the test, not hang it.
+  const listening = new Promise<string>((resolve, reject) => {
+    server.stdout.on('data', () => {
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match) resolve(match[1]!);
+    });
+    server.once('exit', () => reject(new Error(`npm start exited: ${output}`)));
+  });
+  listening.catch(() => {});
   const browser = await launchChromium();
   try {
-    const base = await new Promise<string>((resolve, reject) => {
-      server.stdout.on('data', () => {
-        const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-        if (match) resolve(match[1]!);
-      });
-      server.once('exit', () => reject(new Error(`npm start exited: ${output}`)));
-    });
+    const base = await listening;
     const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
 
     await page.goto(`${base}/docs`);
     await page.waitForSelector('.opblock-summary-path', { timeout: 20_000 });
     const paths = await page.locator('.opblock-summary-path').allInnerTexts();
-    await page.screenshot({ path: SCREENSHOT });
+    // The tracked image changes only on request (UPDATE_SCREENSHOTS=1), never as a side effect of npm test.
+    await page.screenshot({ path: process.env.UPDATE_SCREENSHOTS === '1' ? TRACKED_SCREENSHOT : path.join(dataDir, 'api-docs.png') });
 
     assert.ok(paths.some((text) => text.includes('/v1/dlock')), `paths shown: ${paths.join(' ')}`);
     assert.ok(paths.some((text) => text.includes('/api/v1/okms')));
@@ -42,8 +46,10 @@ test('`npm start` on an empty DATA_DIR serves a /docs page that renders the API 
   } finally {
     await browser.close();
     // npm start runs tsx, which runs node: signal the whole process group.
-    process.kill(-server.pid!, 'SIGTERM');
-    await new Promise((resolve) => (server.exitCode === null ? server.once('exit', resolve) : resolve(undefined)));
+    if (server.exitCode === null) {
+      process.kill(-server.pid!, 'SIGTERM');
+      await new Promise((resolve) => server.once('exit', resolve));
+    }
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });

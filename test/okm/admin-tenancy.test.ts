@@ -58,13 +58,18 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
     assert.deepEqual((await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.betaWrite })).json().data, []);
   });
 
-  test('a customer\'s list never shows another customer\'s OKMs', async () => {
-    const serial = uniqueSerial();
-    await createOkm(t, tokens.betaWrite, serial);
+  test('a customer\'s list shows its own OKMs and never another customer\'s', async () => {
+    const own = uniqueSerial();
+    const others = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, own);
+    await createOkm(t, tokens.betaWrite, others);
 
     const response = await call(t, 'GET', `${OKMS}?results_per_page=100`, { token: tokens.acmeRead });
+    const listed: { serial_number: string; customer: string }[] = response.json().data;
 
-    assert.ok(response.json().data.every((okm: { customer: string }) => okm.customer === 'acme'));
+    assert.ok(listed.some((okm) => okm.serial_number === own), 'the list is not empty: it holds the customer\'s own OKM');
+    assert.ok(listed.every((okm) => okm.customer === 'acme'));
+    assert.equal(listed.some((okm) => okm.serial_number === others), false);
   });
 
   test('a customer token naming another customer gets 403', async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import type { OkmSettings } from '../../src/okm/model.ts';
 import { REPORTED_PARAMETERS } from '../../src/okm/reported.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { addRelease, freezeServerClock, newSerial, poll, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
 import { anyFirmwareVersion } from './resolvers/arbitraries.ts';
 import { parametersAfter } from './resolvers/device.ts';
@@ -43,18 +43,18 @@ const anyDeviceParameters: fc.Arbitrary<DeviceParameters> = fc.record(
   Object.fromEntries(REPORTED_PARAMETERS.map((name) => [name, fc.option(anyValue, { nil: undefined })])),
 );
 
-describe('config convergence on a real app over SQLite', () => {
+forEachDatabase('config convergence on a real app', (kind) => {
   let t: TestApp;
   freezeServerClock();
   before(async () => {
-    t = await buildTestApp('sqlite');
+    t = await buildTestApp(kind);
     for (const [kind, versions] of Object.entries(CATALOG)) {
       for (const version of versions) await addRelease(t.db, kind as keyof typeof CATALOG, version, { fleetLatest: true });
     }
   });
   after(() => t.close());
 
-  test('whatever a device reports, applying each correction converges to {} within 13 polls', async () => {
+  test('whatever a device reports, applying each correction (lists digested by the device itself) converges to {} within 13 polls', async () => {
     await fc.assert(
       fc.asyncProperty(anyOkmSettings, anyDeviceParameters, async (settings, initial) => {
         const serial = newSerial();

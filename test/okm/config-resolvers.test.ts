@@ -3,12 +3,25 @@ import { after, before, describe, test } from 'node:test';
 import { listMessages, queueMessage } from '../../src/okm/messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../../src/okm/model.ts';
 import { insertOkm, updateOkmSettings } from '../../src/okm/repository.ts';
-import { canonicalDigest } from '../../src/shared/canonical-json.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { addRelease, freezeServerClock, newSerial, poll, SERVER_TIME, SHA256, type DeviceParameters } from './config-helpers.ts';
 
 const ASSETS = ['L-001', 'L-002'];
 const USERS = [{ user_id: 7, pin_hash: 'abc123', permissions: [1, 17] }];
+
+// What a device computes: SHA-256 of the RFC 8785 text, written out by hand and hashed outside
+// keyfleet (`printf '%s' '<text>' | sha256sum`), so that a changed digest breaks these tests.
+const DIGESTS = {
+  empty: '4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945', // []
+  assetList: {
+    items: 'fdc4a095f3aed1dbe5f3c93b99deb891b16406de12d455718e3d2d1674b57fcb', // ["L-001","L-002"]
+    more: 'f0f7c619f088362b314ac7cc731fb50bf5d296fcac54d19647388d8138295e8f', // ["L-001","L-002","more"]
+  },
+  usersAssets: {
+    items: 'afad4518d21a28ac1868d1d9d3445870bd97625df9058b29994fd7b3d75f0124', // [{"permissions":[1,17],"pin_hash":"abc123","user_id":7}]
+    more: '687d971f83006ca0867662a8cd082092b72336081baebf356a586c6bf30a1c4c', // [{"permissions":[1,17],"pin_hash":"abc123","user_id":7},"more"]
+  },
+};
 
 const CONFIGURED: OkmSettings = {
   ...UNCONFIGURED_OKM,
@@ -28,8 +41,8 @@ const IN_SYNC: DeviceParameters = {
   keyCheckoutWindowTime: 30,
   keyCheckoutWindowContact: 'closed',
   retailCfg: 2,
-  assetList: canonicalDigest(ASSETS),
-  usersAssets: canonicalDigest(USERS),
+  assetList: DIGESTS.assetList.items,
+  usersAssets: DIGESTS.usersAssets.items,
   auditUrl: '/api/v1/audit',
   pollingInterval: 60,
   batchKeyFirmware: '1.2',
@@ -223,25 +236,25 @@ forEachDatabase('config resolvers', (kind) => {
       test('when the reported digest differs, the list and its digest are sent', async () => {
         assert.deepEqual(await answer(await okmWith(), { ...IN_SYNC, [name]: 'ff'.repeat(32) }), {
           [name]: items,
-          [`${name}Digest`]: canonicalDigest(items),
+          [`${name}Digest`]: DIGESTS[name].items,
         });
       });
 
       test('when the reported digest matches in uppercase, no correction', async () => {
-        assert.deepEqual(await answer(await okmWith(), { ...IN_SYNC, [name]: canonicalDigest(items).toUpperCase() }), {});
+        assert.deepEqual(await answer(await okmWith(), { ...IN_SYNC, [name]: DIGESTS[name].items.toUpperCase() }), {});
       });
 
       test('when an empty list is configured on a device with no digest, the empty list is sent', async () => {
         const serial = await okmWith({ [setting]: [] });
 
-        assert.deepEqual(await answer(serial, { ...IN_SYNC, [name]: undefined }), { [name]: [], [`${name}Digest`]: canonicalDigest([]) });
+        assert.deepEqual(await answer(serial, { ...IN_SYNC, [name]: undefined }), { [name]: [], [`${name}Digest`]: DIGESTS.empty });
       });
 
       test('when the list changes, the next poll sends the new list', async () => {
         const serial = await okmWith();
         await updateOkmSettings(t.db, serial, { ...CONFIGURED, [setting]: [...items, 'more'] }, SERVER_TIME);
 
-        assert.deepEqual(await answer(serial, IN_SYNC), { [name]: [...items, 'more'], [`${name}Digest`]: canonicalDigest([...items, 'more']) });
+        assert.deepEqual(await answer(serial, IN_SYNC), { [name]: [...items, 'more'], [`${name}Digest`]: DIGESTS[name].more });
       });
 
       test('when no list is configured, no correction whatever the device reports', async () => {

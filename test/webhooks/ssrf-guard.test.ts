@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import dns from 'node:dns';
+import { after, before, describe, mock, test } from 'node:test';
 import { request } from 'undici';
 import { createDeliveryAgent, isForbiddenAddress } from '../../src/webhooks/ssrf-guard.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -45,6 +46,47 @@ describe('delivery agent with private networks not allowed', () => {
       assert.equal(receiver.received.length, 0);
     });
   }
+});
+
+/**
+ * A resolver of the test's own that rebinds between the check and the connection: the answer
+ * reads as a public address the first time and as 127.0.0.1 from then on. Only the check of
+ * the address actually connected to can refuse it.
+ */
+function rebindingResolver(hostname: string) {
+  const systemLookup = dns.lookup.bind(dns);
+  return mock.method(dns, 'lookup', (name: string, options: dns.LookupAllOptions, callback: (error: Error | null, addresses: dns.LookupAddress[]) => void) => {
+    if (name !== hostname) return systemLookup(name, options, callback);
+    let reads = 0;
+    const answer = { family: 4, get address() { return reads++ === 0 ? '93.184.216.34' : '127.0.0.1'; } };
+    process.nextTick(() => callback(null, [answer]));
+  });
+}
+
+describe('delivery agent against DNS rebinding', () => {
+  let receiver: Receiver;
+  const agent = createDeliveryAgent({ allowPrivateNetworks: false, connectionsPerHost: 4, timeoutMs: 2000 });
+  before(async () => {
+    receiver = await Receiver.start();
+  });
+  after(async () => {
+    await agent.close();
+    await receiver.close();
+  });
+
+  test('when a name passes the resolver check but the connection reaches 127.0.0.1, the request is refused at connect time', async () => {
+    const resolver = rebindingResolver('rebinding.test');
+    try {
+      await assert.rejects(
+        request(`http://rebinding.test:${receiver.port}/`, { method: 'POST', dispatcher: agent, body: '{}' }),
+        (error: Error) => /127\.0\.0\.1 is a private, loopback or link-local address/.test(`${error.message} ${(error.cause as Error | undefined)?.message ?? ''}`),
+      );
+    } finally {
+      resolver.mock.restore();
+    }
+    assert.ok(resolver.mock.callCount() >= 1, 'the guard resolved the name through the rebinding resolver');
+    assert.equal(receiver.received.length, 0);
+  });
 });
 
 forEachDatabase('status events to private addresses', (kind) => {
