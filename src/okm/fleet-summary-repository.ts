@@ -30,7 +30,12 @@ const REPORTED_VERSION_COLUMN = {
   wireless_key: 'wireless_key_firmware_version',
 } as const satisfies Record<FirmwareKind, string>;
 
-/** One pass over okms_drift_idx (it covers every column read here): counts per last correction. */
+/**
+ * One pass over okms_drift_idx (it covers every column read here): counts per last correction.
+ * Grouped by customer too, in the index's order, so that SQLite aggregates as it walks the
+ * index instead of sorting a million entries into a temporary tree; the few groups are
+ * summed up here.
+ */
 export async function countByCorrection(db: Db, scope: SummaryScope): Promise<CorrectionCounts[]> {
   let query = db
     .selectFrom('okms')
@@ -42,28 +47,31 @@ export async function countByCorrection(db: Db, scope: SummaryScope): Promise<Co
         'overdue',
       ),
     ])
-    .groupBy('last_correction');
+    .groupBy(['customer_id', 'last_correction']);
   if (scope.customerId !== undefined) query = query.where('customer_id', '=', scope.customerId);
-  const rows = await query.execute();
-  return rows.map((row) => ({
-    lastCorrection: row.last_correction,
-    okms: Number(row.okms),
-    neverPolled: Number(row.never_polled ?? 0),
-    overdue: Number(row.overdue ?? 0),
-  }));
+  const totals = new Map<string | null, CorrectionCounts>();
+  for (const row of await query.execute()) {
+    const counts = totals.get(row.last_correction) ?? { lastCorrection: row.last_correction, okms: 0, neverPolled: 0, overdue: 0 };
+    counts.okms += Number(row.okms);
+    counts.neverPolled += Number(row.never_polled ?? 0);
+    counts.overdue += Number(row.overdue ?? 0);
+    totals.set(row.last_correction, counts);
+  }
+  return [...totals.values()];
 }
 
-/** How many OKMs last reported each version of one firmware kind (an index on customer and version). */
+/** How many OKMs last reported each version of one firmware kind, over the index on customer and version (grouped as above). */
 export async function countByReportedVersion(db: Db, kind: FirmwareKind, scope: SummaryScope): Promise<VersionCount[]> {
   const column = REPORTED_VERSION_COLUMN[kind];
   let query = db
     .selectFrom('okms')
     .select((eb) => [eb.ref(column).as('version'), eb.fn.countAll<number | string>().as('okms')])
     .where(column, 'is not', null)
-    .groupBy(column);
+    .groupBy(['customer_id', column]);
   if (scope.customerId !== undefined) query = query.where('customer_id', '=', scope.customerId);
-  const rows = await query.execute();
-  return rows.map((row) => ({ version: row.version as string, okms: Number(row.okms) }));
+  const totals = new Map<string, number>();
+  for (const row of await query.execute()) totals.set(row.version as string, (totals.get(row.version as string) ?? 0) + Number(row.okms));
+  return [...totals].map(([version, okms]) => ({ version, okms }));
 }
 
 export async function countPendingOkms(db: Db): Promise<number> {
