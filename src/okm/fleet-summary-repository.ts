@@ -3,17 +3,15 @@ import type { Db } from '../db/database.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { MISSED_INTERVALS_UNTIL_OVERDUE } from './admin-repository.ts';
 
-export interface CorrectionCounts {
+/** The OKMs of one customer that share a last correction and the three reported firmware versions. */
+export interface SummaryGroup {
   /** null: OKMs whose last poll was answered {} or that never polled. */
   lastCorrection: string | null;
+  /** The versions last reported (kasFirmware, batchKeyFirmware, wirelessKeyFirmware); null: none. */
+  versions: Record<FirmwareKind, string | null>;
   okms: number;
   neverPolled: number;
   overdue: number;
-}
-
-export interface VersionCount {
-  version: string;
-  okms: number;
 }
 
 export interface SummaryScope {
@@ -23,24 +21,19 @@ export interface SummaryScope {
   now: number;
 }
 
-/** The column of the version each firmware kind's device last reported. */
-const REPORTED_VERSION_COLUMN = {
-  kas: 'firmware_version',
-  batch_key: 'batch_key_firmware_version',
-  wireless_key: 'wireless_key_firmware_version',
-} as const satisfies Record<FirmwareKind, string>;
-
 /**
- * One pass over okms_drift_idx (it covers every column read here): counts per last correction.
- * Grouped by customer too, in the index's order, so that SQLite aggregates as it walks the
- * index instead of sorting a million entries into a temporary tree; the few groups are
- * summed up here.
+ * One walk over okms_summary_idx, which covers every column read here, grouped by its leading
+ * columns in its order: SQLite aggregates as it walks instead of sorting a million entries.
+ * A fleet has few such groups (customers × corrections × version combinations in use).
  */
-export async function countByCorrection(db: Db, scope: SummaryScope): Promise<CorrectionCounts[]> {
+export async function summaryGroups(db: Db, scope: SummaryScope): Promise<SummaryGroup[]> {
   let query = db
     .selectFrom('okms')
     .select((eb) => [
       'last_correction',
+      'firmware_version',
+      'batch_key_firmware_version',
+      'wireless_key_firmware_version',
       eb.fn.countAll<number | string>().as('okms'),
       // FILTER, not sum(CASE …): half the time on SQLite over a million index entries.
       sql<number | string>`count(*) filter (where last_sync_time is null)`.as('never_polled'),
@@ -48,31 +41,16 @@ export async function countByCorrection(db: Db, scope: SummaryScope): Promise<Co
         'overdue',
       ),
     ])
-    .groupBy(['customer_id', 'last_correction']);
+    .groupBy(['customer_id', 'last_correction', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version']);
   if (scope.customerId !== undefined) query = query.where('customer_id', '=', scope.customerId);
-  const totals = new Map<string | null, CorrectionCounts>();
-  for (const row of await query.execute()) {
-    const counts = totals.get(row.last_correction) ?? { lastCorrection: row.last_correction, okms: 0, neverPolled: 0, overdue: 0 };
-    counts.okms += Number(row.okms);
-    counts.neverPolled += Number(row.never_polled ?? 0);
-    counts.overdue += Number(row.overdue ?? 0);
-    totals.set(row.last_correction, counts);
-  }
-  return [...totals.values()];
-}
-
-/** How many OKMs last reported each version of one firmware kind, over the index on customer and version (grouped as above). */
-export async function countByReportedVersion(db: Db, kind: FirmwareKind, scope: SummaryScope): Promise<VersionCount[]> {
-  const column = REPORTED_VERSION_COLUMN[kind];
-  let query = db
-    .selectFrom('okms')
-    .select((eb) => [eb.ref(column).as('version'), eb.fn.countAll<number | string>().as('okms')])
-    .where(column, 'is not', null)
-    .groupBy(['customer_id', column]);
-  if (scope.customerId !== undefined) query = query.where('customer_id', '=', scope.customerId);
-  const totals = new Map<string, number>();
-  for (const row of await query.execute()) totals.set(row.version as string, (totals.get(row.version as string) ?? 0) + Number(row.okms));
-  return [...totals].map(([version, okms]) => ({ version, okms }));
+  const rows = await query.execute();
+  return rows.map((row) => ({
+    lastCorrection: row.last_correction,
+    versions: { kas: row.firmware_version, batch_key: row.batch_key_firmware_version, wireless_key: row.wireless_key_firmware_version },
+    okms: Number(row.okms),
+    neverPolled: Number(row.never_polled ?? 0),
+    overdue: Number(row.overdue ?? 0),
+  }));
 }
 
 export async function countPendingOkms(db: Db): Promise<number> {

@@ -1,8 +1,8 @@
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
-import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion } from '../firmware/version.ts';
-import { countByCorrection, countByReportedVersion, countPendingOkms, type SummaryScope, type VersionCount } from './fleet-summary-repository.ts';
+import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
+import { countPendingOkms, summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
 import type { FleetSummary } from './schemas.ts';
 
 export interface SummaryRequest {
@@ -14,6 +14,11 @@ export interface SummaryRequest {
 }
 
 /** Newest first; a version that is not a dotted number (devices report anything) after every one that is. */
+interface VersionCount {
+  version: string;
+  okms: number;
+}
+
 function newestFirst(a: VersionCount, b: VersionCount): number {
   const [left, right] = [parseFirmwareVersion(a.version), parseFirmwareVersion(b.version)];
   if (left && right) return compareFirmwareVersions(right, left);
@@ -33,25 +38,29 @@ export async function fleetSummary(request: SummaryRequest): Promise<FleetSummar
     fleetPollingInterval: request.settings.fleetPollingInterval,
     now: request.now,
   };
-  const [byCorrection, pending, ...firmware] = await Promise.all([
-    countByCorrection(request.db, scope),
+  const [groups, pending] = await Promise.all([
+    summaryGroups(request.db, scope),
     request.principal.isAdmin ? countPendingOkms(request.db) : undefined,
-    ...FIRMWARE_KINDS.map((kind) => countByReportedVersion(request.db, kind, scope)),
   ]);
   const okms = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0 };
   const corrections: Record<string, number> = {};
-  for (const group of byCorrection) {
+  const versionCounts = Object.fromEntries(FIRMWARE_KINDS.map((kind) => [kind, new Map<string, number>()])) as Record<FirmwareKind, Map<string, number>>;
+  for (const group of groups) {
     okms.total += group.okms;
     okms.overdue += group.overdue;
     okms.never_polled += group.neverPolled;
     if (group.lastCorrection === null) okms.in_step += group.okms - group.neverPolled;
     else {
       okms.drifting += group.okms;
-      corrections[group.lastCorrection] = group.okms;
+      corrections[group.lastCorrection] = (corrections[group.lastCorrection] ?? 0) + group.okms;
+    }
+    for (const kind of FIRMWARE_KINDS) {
+      const version = group.versions[kind];
+      if (version !== null) versionCounts[kind].set(version, (versionCounts[kind].get(version) ?? 0) + group.okms);
     }
   }
-  const versions = Object.fromEntries(
-    FIRMWARE_KINDS.map((kind, index) => [kind, firmware[index]!.sort(newestFirst)]),
+  const firmware = Object.fromEntries(
+    FIRMWARE_KINDS.map((kind) => [kind, [...versionCounts[kind]].map(([version, count]) => ({ version, okms: count })).sort(newestFirst)]),
   ) as FleetSummary['firmware'];
-  return { okms, ...(pending === undefined ? {} : { pending }), corrections, firmware: versions };
+  return { okms, ...(pending === undefined ? {} : { pending }), corrections, firmware };
 }
