@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { after, before, mock, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
@@ -50,6 +51,36 @@ forEachDatabase('OKM drift and last_correction', (kind) => {
     const answer = await poll(t, serial, inStep());
     assert.deepEqual(answer.json(), {});
     assert.equal((await record(serial)).last_correction, null);
+  });
+
+  /** Counts the statements that write okms.last_correction (an UPDATE OF trigger: the poll's own UPDATE does not name it). */
+  async function countCorrectionWrites(): Promise<() => Promise<number>> {
+    await sql`CREATE TABLE IF NOT EXISTS correction_writes (serial_number text)`.execute(t.db);
+    if (kind === 'sqlite') {
+      await sql`CREATE TRIGGER IF NOT EXISTS count_correction_writes AFTER UPDATE OF last_correction ON okms
+        BEGIN INSERT INTO correction_writes VALUES (new.serial_number); END`.execute(t.db);
+    } else {
+      await sql`CREATE OR REPLACE FUNCTION count_correction_write() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO correction_writes VALUES (NEW.serial_number); RETURN NEW; END $$`.execute(t.db);
+      await sql`DROP TRIGGER IF EXISTS count_correction_writes ON okms`.execute(t.db);
+      await sql`CREATE TRIGGER count_correction_writes AFTER UPDATE OF last_correction ON okms
+        FOR EACH ROW EXECUTE FUNCTION count_correction_write()`.execute(t.db);
+    }
+    await sql`DELETE FROM correction_writes`.execute(t.db);
+    return async () => Number((await sql<{ n: number | string }>`SELECT count(*) AS n FROM correction_writes`.execute(t.db)).rows[0]!.n);
+  }
+
+  test('last_correction is written only when the verdict changes: polls with the same answer write nothing more than the poll itself', async () => {
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
+    const correctionWrites = await countCorrectionWrites();
+
+    for (let round = 0; round < 3; round++) await poll(t, serial, inStep());
+    assert.equal(await correctionWrites(), 0);
+    for (let round = 0; round < 3; round++) await poll(t, serial, { ...inStep(), pollingInterval: 300 });
+    assert.equal(await correctionWrites(), 1);
+    await poll(t, serial, inStep());
+    assert.equal(await correctionWrites(), 2);
   });
 
   test('a correction of two keys is recorded by its first (keyCheckoutWindowTime)', async () => {
