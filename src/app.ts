@@ -14,10 +14,13 @@ import openApiPlugin from './http/openapi.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
 import pendingOkmRoutes from './okm/pending-routes.ts';
+import okmDriftRoutes from './okm/drift-routes.ts';
+import fleetSummaryRoutes from './okm/fleet-summary-routes.ts';
 import firmwareRoutes from './firmware/routes.ts';
 import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
 import dlockRoutes from './dlock/routes.ts';
+import locksListRoutes from './dlock/locks-list-routes.ts';
 import aclRoutes from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
@@ -60,10 +63,13 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(statusEventsPlugin, { dispatch: options.settings.webhookDispatchInServer });
   await app.register(okmConfigRoutes);
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
+  await app.register(okmDriftRoutes, { prefix: '/api/v1/okms' });
+  await app.register(fleetSummaryRoutes, { prefix: '/api/v1/fleet' });
   await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
   await app.register(deliveriesRoutes, { prefix: '/api/v1/okms' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
+  await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
 }
 
 export default fp(keyfleetApp, { name: 'keyfleet' });

@@ -5,7 +5,7 @@ import { bearerCredential } from '../http/bearer.ts';
 import { badRequest, forbidden, unauthorized } from '../http/errors.ts';
 import { documentSecurity } from '../http/openapi.ts';
 
-export type Scope = 'acl:read' | 'acl:create' | 'acl:delete' | 'okm:read' | 'okm:write' | 'admin';
+export type Scope = 'acl:read' | 'acl:create' | 'acl:delete' | 'okm:read' | 'okm:write' | 'lock:read' | 'admin';
 
 /** Who a verified bearer token stands for. */
 export interface Principal {

@@ -18,7 +18,7 @@ import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
 
-export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'admin'];
+export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read', 'admin'];
 
 const ACCEPTED_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'];
 

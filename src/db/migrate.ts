@@ -10,6 +10,7 @@ import * as okmHardening from './migrations/0007_okm_hardening.ts';
 import * as statusFanOut from './migrations/0008_status_fan_out.ts';
 import * as dataKeys from './migrations/0009_data_keys.ts';
 import * as okmClaims from './migrations/0010_okm_claims.ts';
+import * as okmLastCorrection from './migrations/0011_okm_last_correction.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0008_status_fan_out': statusFanOut,
   '0009_data_keys': dataKeys,
   '0010_okm_claims': okmClaims,
+  '0011_okm_last_correction': okmLastCorrection,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -68,6 +68,11 @@ export interface OkmsTable {
   last_sync_time: number | null;
   last_ip: string | null;
   firmware_version: string | null;
+  /** batchKeyFirmware and wirelessKeyFirmware of the last poll (kasFirmware is firmware_version). */
+  batch_key_firmware_version: string | null;
+  wireless_key_firmware_version: string | null;
+  /** Reply key of the resolver that answered the last poll (e.g. kasFirmware); null: it was answered {} or never polled. */
+  last_correction: string | null;
   /** Lowercase hex SHA-256 of the OKM's device token; null: none issued. */
   device_token_hash: string | null;
   device_token_issued_at: number | null;

@@ -65,6 +65,7 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
     last_sync_time: okm.lastSyncTime === null ? null : iso(okm.lastSyncTime),
     last_ip: okm.lastIp,
     firmware_version: okm.firmwareVersion,
+    last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
     overdue: isOverdue(okm.lastSyncTime, effectivePollingInterval, now),
     created_at: iso(okm.createdAt),

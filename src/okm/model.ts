@@ -34,6 +34,8 @@ export interface Okm extends OkmSettings {
   lastSyncTime: number | null;
   lastIp: string | null;
   firmwareVersion: string | null;
+  /** Reply key of the resolver that answered the last poll; null: in step, or never polled. */
+  lastCorrection: string | null;
   deviceTokenIssuedAt: number | null;
   createdAt: number;
   updatedAt: number;

@@ -1,6 +1,6 @@
-import type { Insertable, Selectable } from 'kysely';
+import type { ExpressionBuilder, Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
+import type { Database, FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
@@ -16,6 +16,9 @@ export interface PollObservation {
   now: number;
   ip: string;
   firmwareVersion: string | null;
+  /** batchKeyFirmware and wirelessKeyFirmware as reported, for the fleet summary's firmware distribution. */
+  batchKeyFirmwareVersion: string | null;
+  wirelessKeyFirmwareVersion: string | null;
   /** JSON object of the reported values, as stored in okms.reported. */
   reported: string;
   /** Only a valid install code is written; null leaves the stored one. */
@@ -37,17 +40,49 @@ export interface PolledOkmRow {
   pending_message_id: number | null;
   /** JSON array of the subscriber URLs of status events. */
   status_urls: string;
+  /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
+  last_correction: string | null;
 }
 
-const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, string | null, string, string | null]>(
-  6,
-  (db, [serialNumber, now, ip, firmwareVersion, reported, installCode]) =>
+const POLLED_COLUMNS = [
+  'cache_mode',
+  'key_checkout_window_time',
+  'key_checkout_window_contact',
+  'auditing_enabled',
+  'asset_list_digest',
+  'users_assets_digest',
+  'polling_interval',
+  'kas_firmware',
+  'batch_key_firmware',
+  'wireless_key_firmware',
+  'status_urls',
+  'last_correction',
+] as const;
+
+const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
+  eb
+    .selectFrom('okm_messages')
+    .select('okm_messages.id')
+    .whereRef('okm_messages.okm_serial', '=', 'okms.serial_number')
+    .where('okm_messages.delivered_at', 'is', null)
+    .orderBy('okm_messages.id')
+    .limit(1)
+    .as('pending_message_id');
+
+const recordPollQuery = precompiledQuery<
+  PolledOkmRow,
+  [string, number, string, string | null, string | null, string | null, string, string | null]
+>(
+  8,
+  (db, [serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode]) =>
     db
       .updateTable('okms')
       .set((eb) => ({
         last_sync_time: now as number,
         last_ip: ip as string,
         firmware_version: firmwareVersion as string | null,
+        batch_key_firmware_version: batchKeyFirmwareVersion as string | null,
+        wireless_key_firmware_version: wirelessKeyFirmwareVersion as string | null,
         reported: reported as string,
         install_code: eb.fn.coalesce(eb.val(installCode as string | null), eb.ref('install_code')),
         // Queues the status for the OKM's subscribers (SPEC §6) in the poll's own row; the
@@ -60,34 +95,31 @@ const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, 
           .end(),
       }))
       .where('serial_number', '=', serialNumber as string)
-      .returning((eb) => [
-        'cache_mode',
-        'key_checkout_window_time',
-        'key_checkout_window_contact',
-        'auditing_enabled',
-        'asset_list_digest',
-        'users_assets_digest',
-        'polling_interval',
-        'kas_firmware',
-        'batch_key_firmware',
-        'wireless_key_firmware',
-        'status_urls',
-        eb
-          .selectFrom('okm_messages')
-          .select('okm_messages.id')
-          .whereRef('okm_messages.okm_serial', '=', 'okms.serial_number')
-          .where('okm_messages.delivered_at', 'is', null)
-          .orderBy('okm_messages.id')
-          .limit(1)
-          .as('pending_message_id'),
-      ]),
+      .returning((eb) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)]),
 );
 
 /** Records the poll on a known OKM and returns its desired state in the same statement; undefined when unknown. */
 export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | undefined> {
-  const { now, ip, firmwareVersion, reported, installCode } = observation;
-  const result = await recordPollQuery(db, serialNumber, now, ip, firmwareVersion, reported, installCode);
+  const { now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode } = observation;
+  const result = await recordPollQuery(db, serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode);
   return result.rows[0];
+}
+
+const recordCorrectionQuery = precompiledQuery<never, [string, string | null]>(2, (db, [serialNumber, correction]) =>
+  db
+    .updateTable('okms')
+    .set({ last_correction: correction as string | null })
+    .where('serial_number', '=', serialNumber as string),
+);
+
+/**
+ * Records which resolver answered the poll (its reply key; null for {}). The poll's own UPDATE
+ * cannot carry it, since the correction is decided from the row that UPDATE returns; so this
+ * runs only when the verdict changed since the previous poll, which a fleet in its steady
+ * state (the same verdict poll after poll) never pays.
+ */
+export async function recordCorrection(db: Db, serialNumber: string, correction: string | null): Promise<void> {
+  await recordCorrectionQuery(db, serialNumber, correction);
 }
 
 /** Inserts an unknown OKM (no customer, nothing configured) with this poll recorded; false when it already exists. */
@@ -103,6 +135,8 @@ export async function enrolOkm(db: Db, serialNumber: string, observation: PollOb
       last_sync_time: observation.now,
       last_ip: observation.ip,
       firmware_version: observation.firmwareVersion,
+      batch_key_firmware_version: observation.batchKeyFirmwareVersion,
+      wireless_key_firmware_version: observation.wirelessKeyFirmwareVersion,
       reported: observation.reported,
       install_code: observation.installCode,
     })
@@ -141,4 +175,18 @@ export async function loadList(db: Db, serialNumber: string, column: 'asset_list
   const items = row?.own_items ?? row?.acl_items ?? null;
   const digest = row?.digest ?? null;
   return items === null || digest === null ? null : { items: JSON.parse(items) as unknown[], digest };
+}
+
+/** What a poll of the OKM would read, without recording one: for the drift report. */
+export interface PolledOkmSnapshot extends PolledOkmRow {
+  reported: string | null;
+  last_sync_time: number | null;
+}
+
+export async function findPolledOkm(db: Db, serialNumber: string): Promise<PolledOkmSnapshot | undefined> {
+  return db
+    .selectFrom('okms')
+    .select((eb) => [...POLLED_COLUMNS, 'reported', 'last_sync_time', oldestPendingMessageId(eb)])
+    .where('serial_number', '=', serialNumber)
+    .executeTakeFirst();
 }

@@ -8,9 +8,18 @@ import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
 import { recordPendingCall } from './pending-repository.ts';
-import { NO_STATUS_URLS, enrolOkm, fleetLatestReleasesForPoll, loadList, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import {
+  NO_STATUS_URLS,
+  enrolOkm,
+  fleetLatestReleasesForPoll,
+  loadList,
+  recordCorrection,
+  recordPoll,
+  type PolledOkmRow,
+  type PollObservation,
+} from './poll-repository.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
-import { resolve } from './resolvers/index.ts';
+import { correctionKey, resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
 
 // A device may send anything; what cannot be stored as text (a NUL, say) is recorded as unknown.
@@ -32,11 +41,16 @@ export interface PollRequest {
  */
 export type PollReply = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'answered'; body: Correction };
 
-function observe(request: PollRequest, { kasFirmware, installCode }: ReportedState): PollObservation {
+const storableVersion = (version: string | undefined) =>
+  version !== undefined && STORABLE_TEXT.test(version) ? version.slice(0, FIRMWARE_VERSION_MAX_LENGTH) : null;
+
+function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState): PollObservation {
   return {
     now: request.now,
     ip: request.ip,
-    firmwareVersion: kasFirmware !== undefined && STORABLE_TEXT.test(kasFirmware) ? kasFirmware.slice(0, FIRMWARE_VERSION_MAX_LENGTH) : null,
+    firmwareVersion: storableVersion(kasFirmware),
+    batchKeyFirmwareVersion: storableVersion(batchKeyFirmware),
+    wirelessKeyFirmwareVersion: storableVersion(wirelessKeyFirmware),
     reported: JSON.stringify(reportedValues(request.query)),
     installCode: installCode ?? null,
   };
@@ -70,7 +84,7 @@ const FLEET_RELEASES = Symbol('fleet releases');
  * Effective release of each kind: the OKM's pin (none if the pin is not in the catalog), else
  * the fleet latest, read once per transaction.
  */
-async function effectiveReleases(db: Db, row: PolledOkmRow, scope: BatchScope): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
+export async function effectiveReleases(db: Db, row: PolledOkmRow, scope: BatchScope): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
   const pins: Record<FirmwareKind, string | null> = {
     kas: row.kas_firmware,
     batch_key: row.batch_key_firmware,
@@ -95,7 +109,7 @@ function offer(release: FirmwareRelease | undefined, settings: PollSettings): Fi
 /** The effective interval is always 5–3600 s, whatever a database row holds. */
 const clampPollingInterval = (seconds: number) => Math.min(3600, Math.max(5, seconds));
 
-function desiredState(
+export function desiredState(
   row: PolledOkmRow,
   releases: Partial<Record<FirmwareKind, FirmwareRelease>>,
   pendingMessage: PendingMessage | null,
@@ -170,11 +184,14 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
   const correction = resolve(desired, reported) ?? {};
 
   // Two polls at once may both have picked the message; only the one that claims it sends it.
+  let answered = { desired, answer: correction };
   if (pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))) {
     const withoutMessage = { ...desired, pendingMessage: null };
-    return { kind: 'answered', desired: withoutMessage, reported, answer: resolve(withoutMessage, reported) ?? {}, statusEventsQueued };
+    answered = { desired: withoutMessage, answer: resolve(withoutMessage, reported) ?? {} };
   }
-  return { kind: 'answered', desired, reported, answer: correction, statusEventsQueued };
+  const answeredBy = correctionKey(answered.answer);
+  if (answeredBy !== row.last_correction) await recordCorrection(db, request.serialNumber, answeredBy);
+  return { kind: 'answered', ...answered, reported, statusEventsQueued };
 }
 
 /**

@@ -34,6 +34,7 @@ export function toOkm(row: OkmRow): Okm {
     lastSyncTime: row.last_sync_time,
     lastIp: row.last_ip,
     firmwareVersion: row.firmware_version,
+    lastCorrection: row.last_correction,
     deviceTokenIssuedAt: row.device_token_issued_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

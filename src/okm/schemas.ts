@@ -31,6 +31,7 @@ export const READ_ONLY_OKM_FIELDS = [
   'last_sync_time',
   'last_ip',
   'firmware_version',
+  'last_correction',
   'device_token_issued_at',
   'overdue',
   'created_at',
@@ -155,6 +156,9 @@ export const OkmRecord = Type.Object({
   last_sync_time: Nullable(IsoTime),
   last_ip: Nullable(Type.String()),
   firmware_version: Nullable(Type.String()),
+  last_correction: Nullable(
+    Type.String({ description: 'reply key of the resolver that answered the last poll (e.g. kasFirmware); null: answered {} (in step), or never polled' }),
+  ),
   device_token_issued_at: Nullable({ ...IsoTime, description: 'when its current device token was issued; null: it has none' }),
   overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
   created_at: IsoTime,
@@ -218,3 +222,46 @@ export const DeviceTokenRecord = Type.Object({
   issued_at: IsoTime,
 });
 export type DeviceTokenRecord = Static<typeof DeviceTokenRecord>;
+
+const CorrectionBody = Type.Record(Type.String(), Type.Unknown(), { description: 'a config reply body, keyed by the device parameters it sets' });
+
+/** GET /api/v1/okms/{serial}/drift (SPEC section 11). */
+export const DriftReport = Type.Object({
+  serial_number: Type.String(),
+  in_step: Type.Boolean({ description: 'no resolver would correct the device' }),
+  next: Nullable({ ...CorrectionBody, description: 'the body the next poll would get; null: {}' }),
+  resolvers: Type.Array(
+    Type.Object({
+      name: Type.String({ description: "the resolver's reply key, as in last_correction (message, kasFirmware, kasDateTime, …)" }),
+      in_step: Type.Boolean(),
+      correction: Nullable(CorrectionBody),
+    }),
+    { description: "every resolver's verdict, in the seed's order" },
+  ),
+});
+export type DriftReport = Static<typeof DriftReport>;
+
+export const FleetSummaryQuery = Type.Object(
+  { customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'admin: only this customer\'s OKMs' })) },
+  { additionalProperties: false },
+);
+export type FleetSummaryQuery = Static<typeof FleetSummaryQuery>;
+
+const VersionCounts = Type.Array(Type.Object({ version: Type.String(), okms: Type.Integer() }), {
+  description: 'OKMs by the version they last reported, newest first',
+});
+
+/** GET /api/v1/fleet/summary (SPEC section 11). */
+export const FleetSummary = Type.Object({
+  okms: Type.Object({
+    total: Type.Integer(),
+    in_step: Type.Integer({ description: 'polled, and the last poll was answered {} (last_correction null)' }),
+    drifting: Type.Integer({ description: 'the last poll was answered with a correction (last_correction set)' }),
+    overdue: Type.Integer({ description: 'polled before, but not for 3 × the effective polling interval (in step or drifting)' }),
+    never_polled: Type.Integer({ description: 'never polled: neither in step nor drifting' }),
+  }),
+  pending: Type.Optional(Type.Integer({ description: 'admin tokens only: OKMs waiting to be accepted' })),
+  corrections: Type.Record(Type.String(), Type.Integer(), { description: 'drifting OKMs by the reply key of their last correction' }),
+  firmware: Type.Object({ kas: VersionCounts, batch_key: VersionCounts, wireless_key: VersionCounts }),
+});
+export type FleetSummary = Static<typeof FleetSummary>;

@@ -46,6 +46,7 @@ forEachDatabase('OKM admin API routes', (kind) => {
       install_code: null,
       last_sync_time: null,
       last_ip: null,
+      last_correction: null,
       firmware_version: null,
       device_token_issued_at: null,
       overdue: false,

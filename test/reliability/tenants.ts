@@ -8,7 +8,7 @@ import { call } from '../okm/admin-helpers.ts';
 import { type Operation, operationName } from './openapi-operations.ts';
 
 export const ENROLMENT_CODE = '00112233445566778899aabbccddeeff';
-export const CUSTOMER_SCOPES = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write'];
+export const CUSTOMER_SCOPES = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read'];
 
 /** One customer and what it holds: an OKM, an ACL linked to it, a lock enrolled with its API key, its certificate. */
 export interface Tenant {

@@ -1,0 +1,28 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { principalOf, requireScopes } from '../auth/guard.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { fleetSummary } from './fleet-summary-service.ts';
+import { FleetSummary, FleetSummaryQuery } from './schemas.ts';
+
+/** GET /api/v1/fleet/summary (SPEC section 11), mounted at /api/v1/fleet. */
+const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/summary',
+    {
+      onRequest: requireScopes('okm:read'),
+      schema: { querystring: FleetSummaryQuery, response: { 200: resourceResponse(FleetSummary), '4xx': ErrorResponse } },
+    },
+    async (request) => ({
+      message: MESSAGES.fetched,
+      data: await fleetSummary({
+        db: app.db,
+        settings: app.settings,
+        principal: principalOf(request),
+        customerName: request.query.customer,
+        now: Date.now(),
+      }),
+    }),
+  );
+};
+
+export default fleetSummaryRoutes;

@@ -1,0 +1,66 @@
+import { actingCustomer, type Principal } from '../auth/guard.ts';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
+import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
+import { countPendingOkms, summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
+import type { FleetSummary } from './schemas.ts';
+
+export interface SummaryRequest {
+  db: Db;
+  settings: Pick<Settings, 'fleetPollingInterval'>;
+  principal: Principal;
+  customerName: string | undefined;
+  now: number;
+}
+
+/** Newest first; a version that is not a dotted number (devices report anything) after every one that is. */
+interface VersionCount {
+  version: string;
+  okms: number;
+}
+
+function newestFirst(a: VersionCount, b: VersionCount): number {
+  const [left, right] = [parseFirmwareVersion(a.version), parseFirmwareVersion(b.version)];
+  if (left && right) return compareFirmwareVersions(right, left);
+  if (left || right) return left ? -1 : 1;
+  return a.version < b.version ? -1 : a.version > b.version ? 1 : 0;
+}
+
+/**
+ * SPEC section 11. An OKM is in step when its last poll was answered {} (last_correction
+ * null), drifting when a resolver corrected it (last_correction set), and never polled apart
+ * from both; overdue counts across them.
+ */
+export async function fleetSummary(request: SummaryRequest): Promise<FleetSummary> {
+  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  const scope: SummaryScope = {
+    ...(acting === null ? {} : { customerId: acting.id }),
+    fleetPollingInterval: request.settings.fleetPollingInterval,
+    now: request.now,
+  };
+  const [groups, pending] = await Promise.all([
+    summaryGroups(request.db, scope),
+    request.principal.isAdmin ? countPendingOkms(request.db) : undefined,
+  ]);
+  const okms = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0 };
+  const corrections: Record<string, number> = {};
+  const versionCounts = Object.fromEntries(FIRMWARE_KINDS.map((kind) => [kind, new Map<string, number>()])) as Record<FirmwareKind, Map<string, number>>;
+  for (const group of groups) {
+    okms.total += group.okms;
+    okms.overdue += group.overdue;
+    okms.never_polled += group.neverPolled;
+    if (group.lastCorrection === null) okms.in_step += group.okms - group.neverPolled;
+    else {
+      okms.drifting += group.okms;
+      corrections[group.lastCorrection] = (corrections[group.lastCorrection] ?? 0) + group.okms;
+    }
+    for (const kind of FIRMWARE_KINDS) {
+      const version = group.versions[kind];
+      if (version !== null) versionCounts[kind].set(version, (versionCounts[kind].get(version) ?? 0) + group.okms);
+    }
+  }
+  const firmware = Object.fromEntries(
+    FIRMWARE_KINDS.map((kind) => [kind, [...versionCounts[kind]].map(([version, count]) => ({ version, okms: count })).sort(newestFirst)]),
+  ) as FleetSummary['firmware'];
+  return { okms, ...(pending === undefined ? {} : { pending }), corrections, firmware };
+}

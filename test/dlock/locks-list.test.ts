@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createApiKey } from '../../src/dlock/api-keys.ts';
+import { createIntermediate } from '../../src/pki/intermediates.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { issueTestToken } from '../helpers/tokens.ts';
+
+const LOCKS = '/api/v1/locks';
+const ENROLMENT_CODE = '00112233445566778899aabbccddeeff';
+
+forEachDatabase('DLock list for people (GET /api/v1/locks)', (kind) => {
+  let t: TestApp;
+  let acmeToken: string;
+  let globexToken: string;
+  const list = (token: string | undefined, query = '') =>
+    t.app.inject({ method: 'GET', url: `${LOCKS}${query}`, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+
+  async function enrol(apiKey: string, serialNo: string, type: string, certificate: string) {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/v1/dlock',
+      headers: { authorization: `Bearer ${apiKey}` },
+      payload: { serial_no: serialNo, type, certificate, enrolment_code: ENROLMENT_CODE, base64: false },
+    });
+    assert.equal(response.statusCode, 200, response.body);
+  }
+
+  before(async () => {
+    t = await buildTestApp(kind);
+    acmeToken = await issueTestToken(t, { customer: 'acme', scopes: ['lock:read'] });
+    globexToken = await issueTestToken(t, { customer: 'globex', scopes: ['lock:read'] });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'acme', name: 'acme-main' });
+    await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: 'globex', name: 'globex-main' });
+    const acmeKey = (await createApiKey(t.db, { customer: 'acme' })).key;
+    const globexKey = (await createApiKey(t.db, { customer: 'globex' })).key;
+    await enrol(acmeKey, 'LOCK-B', 'padlock', 'acme-main');
+    await enrol(acmeKey, 'LOCK-A', 'cabinet', 'acme-main');
+    await enrol(acmeKey, 'LOCK-C', 'padlock', 'acme-main');
+    await enrol(globexKey, 'LOCK-G', 'door', 'globex-main');
+  });
+  after(() => t.close());
+
+  test("a customer's token lists its enrolled locks by serial number, with type, certificate and enrolment time and no key material", async () => {
+    const response = await list(acmeToken);
+
+    assert.equal(response.statusCode, 200);
+    const body = response.json();
+    assert.deepEqual(body.pagination, { page: 1, results_per_page: '30', total_results: '3' });
+    assert.deepEqual(
+      body.data.map((lock: { serial_no: string; type: string; certificate: string; customer: string }) => [lock.serial_no, lock.type, lock.certificate, lock.customer]),
+      [
+        ['LOCK-A', 'cabinet', 'acme-main', 'acme'],
+        ['LOCK-B', 'padlock', 'acme-main', 'acme'],
+        ['LOCK-C', 'padlock', 'acme-main', 'acme'],
+      ],
+    );
+    assert.ok(body.data.every((lock: { enrolled_at: string }) => Math.abs(Date.parse(lock.enrolled_at) - Date.now()) < 60_000));
+    assert.deepEqual(Object.keys(body.data[0]).sort(), ['certificate', 'customer', 'enrolled_at', 'serial_no', 'type']);
+    assert.doesNotMatch(response.body, /"key"|signature|sealed/);
+  });
+
+  test('pages follow page and results_per_page', async () => {
+    const body = (await list(acmeToken, '?page=2&results_per_page=2')).json();
+
+    assert.deepEqual(body.pagination, { page: 2, results_per_page: '2', total_results: '3' });
+    assert.deepEqual(body.data.map((lock: { serial_no: string }) => lock.serial_no), ['LOCK-C']);
+  });
+
+  test("another customer sees only its own locks, and may not name the first", async () => {
+    const body = (await list(globexToken)).json();
+
+    assert.deepEqual(body.data.map((lock: { serial_no: string }) => lock.serial_no), ['LOCK-G']);
+    assert.equal((await list(globexToken, '?customer=acme')).statusCode, 403);
+  });
+
+  test('an admin lists every customer\'s locks, or one customer\'s with ?customer=', async () => {
+    const admin = await issueTestToken(t, { scopes: ['admin'] });
+
+    assert.equal((await list(admin)).json().pagination.total_results, '4');
+    assert.deepEqual((await list(admin, '?customer=globex')).json().data.map((lock: { serial_no: string }) => lock.serial_no), ['LOCK-G']);
+  });
+
+  test('the list needs lock:read and a valid query', async () => {
+    const okmOnly = await issueTestToken(t, { customer: 'acme', scopes: ['okm:read'] });
+
+    assert.equal((await list(undefined)).statusCode, 401);
+    assert.equal((await list(okmOnly)).statusCode, 403);
+    assert.equal((await list(acmeToken, '?results_per_page=0')).statusCode, 400);
+    assert.equal((await list(acmeToken, '?customer=bad%20name')).statusCode, 400);
+  });
+});
