@@ -14,7 +14,7 @@ export function register(program: Command): void {
     .command('issue')
     .description('print a JWT signed with the deployment key')
     .option('--customer <name>', 'the customer the token acts for; omit for an operator token (needs admin)')
-    .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write admin')
+    .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write lock:read admin')
     .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
     .option('--json', 'print one JSON object')
     .action(async (options: TokenIssueOptions) => {
