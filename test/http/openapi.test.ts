@@ -134,6 +134,22 @@ forEachDatabase('OpenAPI document', (kind) => {
     assert.ok(document.paths['/embeddedv1/kas/config']!.get!.responses['200']!.content!['application/json']);
   });
 
+  test('the documented poll parameters are never enforced: malformed, repeated or empty values still get 204 (new OKM) and then 200', async () => {
+    const malformed = new URLSearchParams();
+    for (const name of REPORTED_PARAMETERS) {
+      malformed.append(name, 'not-a-number-{}');
+      malformed.append(name, '');
+    }
+    const answers: number[] = [];
+    for (const query of [malformed.toString(), REPORTED_PARAMETERS.map((name) => `${name}=%FF%FE`).join('&'), REPORTED_PARAMETERS.map((name) => `${name}[x]=1`).join('&')]) {
+      const serial = `MALFORMED-${answers.length}`;
+      answers.push((await subject.app.inject({ method: 'GET', url: `/api/v1/config/${serial}?${query}` })).statusCode);
+      answers.push((await subject.app.inject({ method: 'GET', url: `/api/v1/config/${serial}?${query}` })).statusCode);
+    }
+
+    assert.deepEqual(answers, [204, 200, 204, 200, 204, 200]);
+  });
+
   test('firmware files are binary: the upload takes application/octet-stream, the download answers it (200, 206) with 304 and 416', () => {
     const upload = document.paths['/api/v1/firmware/{kind}/{version}']!.put!;
     const download = document.paths['/api/v1/firmware/{kind}/{version}/file']!.get!;
