@@ -91,7 +91,8 @@ function tagOf(url: string, devicePaths: string[]): string {
 }
 
 const isWrite = (method: string) => method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE';
-const hasBody = (method: string) => method === 'POST' || method === 'PUT' || method === 'PATCH';
+// DELETE too: Fastify reads a body on DELETE, so a body of an unknown type or too large is refused there as well.
+const hasBody = (method: string) => method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE';
 
 /** A response in the form @fastify/swagger turns into an OpenAPI response object. */
 function responseObject({ description, content, headers }: DocumentedResponse): Record<string, unknown> {
