@@ -1180,6 +1180,24 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DlockError"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DlockError"];
+                };
+            };
             /** @description Rate limit exceeded; see Retry-After */
             429: {
                 headers: {
@@ -1984,6 +2002,24 @@ export interface operations {
             };
             /** @description Conflict: the record exists already, or another record is in the way; the message says which */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3673,6 +3709,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limit exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4309,6 +4363,24 @@ export interface operations {
             };
             /** @description Conflict: the record exists already, or another record is in the way; the message says which */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
