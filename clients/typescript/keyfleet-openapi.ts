@@ -644,7 +644,8 @@ export interface components {
             keyCheckoutWindowTime?: number;
             keyCheckoutWindowContact?: "open" | "closed";
             retailCfg?: number;
-            assetList?: string[];
+            /** @description the asset list as configured (or the linked ACL's locks) */
+            assetList?: unknown[];
             assetListDigest?: string;
             usersAssets?: unknown[];
             usersAssetsDigest?: string;

@@ -43,7 +43,7 @@ export const PollReply = Type.Object(
     keyCheckoutWindowTime: Type.Optional(Type.Integer()),
     keyCheckoutWindowContact: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed')])),
     retailCfg: Type.Optional(Type.Integer()),
-    assetList: Type.Optional(Type.Array(Type.String())),
+    assetList: Type.Optional(Type.Array(Type.Unknown(), { description: 'the asset list as configured (or the linked ACL\'s locks)' })),
     assetListDigest: Type.Optional(Type.String()),
     usersAssets: Type.Optional(Type.Array(Type.Unknown())),
     usersAssetsDigest: Type.Optional(Type.String()),
