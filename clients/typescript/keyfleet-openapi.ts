@@ -3753,7 +3753,14 @@ export interface operations {
     downloadFirmware: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description one byte range, `bytes=first-last`, `bytes=first-` or `bytes=-suffix`; several ranges get the whole file */
+                range?: string;
+                /** @description the ETag the range is for; another one gets the whole file */
+                "if-range"?: string;
+                /** @description ETags the device has; a match is 304 */
+                "if-none-match"?: string;
+            };
             path: {
                 kind: "kas" | "batch_key" | "wireless_key";
                 /** @description dotted numbers, 1–4 parts: 2.10.0 */
@@ -3763,18 +3770,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The whole file (with ETag and Accept-Ranges) */
+            /** @description The whole file */
             200: {
                 headers: {
+                    /** @description strong validator of the file */
+                    etag?: string;
+                    "accept-ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/octet-stream": string;
                 };
             };
-            /** @description One byte range of the file (Range, If-Range) */
+            /** @description One byte range of the file */
             206: {
                 headers: {
+                    /** @description strong validator of the file */
+                    etag?: string;
+                    "accept-ranges"?: "bytes";
+                    /** @description `bytes first-last/size` */
+                    "content-range"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3784,6 +3799,8 @@ export interface operations {
             /** @description Not modified (If-None-Match matches its ETag); no body */
             304: {
                 headers: {
+                    /** @description strong validator of the file */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;

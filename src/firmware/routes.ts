@@ -25,11 +25,24 @@ const FirmwareFile = Type.String({ contentMediaType: OCTET_STREAM, description: 
 
 /** Documentation only: the upload is read as a stream and the download sent as one, never through a schema. */
 const UPLOAD: OperationDocumentation = { body: { description: 'The release file', content: { [OCTET_STREAM]: FirmwareFile } } };
+const FILE_HEADERS = {
+  etag: Type.String({ description: 'strong validator of the file' }),
+  'accept-ranges': Type.Literal('bytes'),
+};
 const DOWNLOAD: OperationDocumentation = {
+  headers: Type.Object({
+    range: Type.Optional(Type.String({ description: 'one byte range, `bytes=first-last`, `bytes=first-` or `bytes=-suffix`; several ranges get the whole file' })),
+    'if-range': Type.Optional(Type.String({ description: 'the ETag the range is for; another one gets the whole file' })),
+    'if-none-match': Type.Optional(Type.String({ description: 'ETags the device has; a match is 304' })),
+  }),
   responses: {
-    200: { description: 'The whole file (with ETag and Accept-Ranges)', content: { [OCTET_STREAM]: FirmwareFile } },
-    206: { description: 'One byte range of the file (Range, If-Range)', content: { [OCTET_STREAM]: FirmwareFile } },
-    304: { description: 'Not modified (If-None-Match matches its ETag); no body' },
+    200: { description: 'The whole file', content: { [OCTET_STREAM]: FirmwareFile }, headers: FILE_HEADERS },
+    206: {
+      description: 'One byte range of the file',
+      content: { [OCTET_STREAM]: FirmwareFile },
+      headers: { ...FILE_HEADERS, 'content-range': Type.String({ description: '`bytes first-last/size`' }) },
+    },
+    304: { description: 'Not modified (If-None-Match matches its ETag); no body', headers: { etag: FILE_HEADERS.etag } },
   },
   errors: [416],
 };

@@ -25,6 +25,8 @@ export interface DocumentedResponse {
 export interface OperationDocumentation {
   /** Query parameters the handler reads itself. */
   querystring?: TSchema;
+  /** Request headers the handler reads itself. */
+  headers?: TSchema;
   /** The request body the handler reads itself, by media type. */
   body?: { description: string; content: Record<string, TSchema> };
   /** Responses beyond the route's schema, by status. */
@@ -142,6 +144,7 @@ function documentedSchema(route: RouteOptions, devicePaths: string[], tokenCheck
   return {
     ...schema,
     ...(documentation.querystring ? { querystring: documentation.querystring } : {}),
+    ...(documentation.headers ? { headers: documentation.headers } : {}),
     ...(documentation.body ? { body: { description: documentation.body.description, content: Object.fromEntries(Object.entries(documentation.body.content).map(([type, body]) => [type, { schema: body }])) } } : {}),
     response: responses,
     security,
