@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { methodNotAllowed } from '../http/errors.ts';
+import { methodNotAllowedRoute } from '../http/openapi.ts';
 import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
 import { aclJson, type StoredAcl } from './model.ts';
 import { createAcl, getAcl, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
@@ -46,7 +47,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: canCreate,
       bodyLimit,
-      schema: { body: AclBody, response: { 201: resourceResponse(AclView), ...errorResponses } },
+      schema: { operationId: 'createAcl', summary: 'Create an ACL (or overwrite one of the same customer)', body: AclBody, response: { 201: resourceResponse(AclView), ...errorResponses } },
     },
     async (request, reply) => sendJson(reply, 201, resourceJson(MESSAGES.created, await createAcl(aclRequest(request), aclWrite(request, request.body)))),
   );
@@ -55,7 +56,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       onRequest: canRead,
-      schema: { querystring: AclListQuery, response: { 200: pageResponse(AclView), ...errorResponses } },
+      schema: { operationId: 'listAcls', summary: 'List a customer\'s ACLs', querystring: AclListQuery, response: { 200: pageResponse(AclView), ...errorResponses } },
     },
     async (request, reply) => {
       const { acls, total } = await listCustomerAcls(aclRequest(request), request.query);
@@ -67,7 +68,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       onRequest: canRead,
-      schema: { params: AclParams, querystring: AclCustomerQuery, response: { 200: resourceResponse(AclView), ...errorResponses } },
+      schema: { operationId: 'getAcl', summary: 'Get an ACL', params: AclParams, querystring: AclCustomerQuery, response: { 200: resourceResponse(AclView), ...errorResponses } },
     },
     async (request, reply) => {
       const acl = await getAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
@@ -81,6 +82,8 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canCreate,
       bodyLimit,
       schema: {
+        operationId: 'replaceAcl',
+        summary: 'Replace an ACL',
         params: AclParams,
         querystring: AclCustomerQuery,
         body: AclBody,
@@ -97,7 +100,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       onRequest: canDelete,
-      schema: { params: AclParams, querystring: AclCustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
+      schema: { operationId: 'deleteAcl', summary: 'Delete an ACL', params: AclParams, querystring: AclCustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
     },
     async (request, reply) => {
       await removeAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
@@ -106,9 +109,8 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   // The seed's PATCH is 405 whoever asks, before authentication.
-  const notAllowed = { summary: 'Not a method of this resource: 405 "Cannot PATCH" with Allow' };
-  app.patch('/', { schema: notAllowed }, refusePatch('GET, HEAD, POST'));
-  app.patch('/:id', { schema: { ...notAllowed, params: AclParams } }, refusePatch('GET, HEAD, PUT, DELETE'));
+  app.patch('/', methodNotAllowedRoute('GET, HEAD, POST'), refusePatch('GET, HEAD, POST'));
+  app.patch('/:id', methodNotAllowedRoute('GET, HEAD, PUT, DELETE'), refusePatch('GET, HEAD, PUT, DELETE'));
 };
 
 export default aclRoutes;

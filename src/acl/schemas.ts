@@ -20,7 +20,7 @@ export interface AclLimits {
 
 const CustomerName = Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer name' });
 
-const aclUser = (limits: AclLimits) =>
+const aclUser = (maxLocks: number | undefined) =>
   Type.Object(
     {
       user_id: Type.Integer({ minimum: 0, maximum: USER_ID_MAX, description: 'vendor-assigned user id, at most 9 digits, unique in the ACL' }),
@@ -31,7 +31,7 @@ const aclUser = (limits: AclLimits) =>
       sounder_duration: Type.Integer({ minimum: 0, maximum: 255, description: 'seconds' }),
       sounder_volume: Type.Enum([0, 1, 2], { description: '0 off, 1 low, 2 normal' }),
       permissions: Type.Array(Type.Enum([...PERMISSIONS]), {
-        maxItems: limits.maxLocks,
+        ...(maxLocks === undefined ? {} : { maxItems: maxLocks }),
         description: 'one per lock, by index: 0 no access, 1 access, 17 dual authentication',
       }),
     },
@@ -45,7 +45,7 @@ export const aclBody = (limits: AclLimits) =>
     {
       id: Type.Optional(Type.String({ pattern: UUID_PATTERN, description: 'UUID; generated (v4) when absent' })),
       customer: CustomerName,
-      users: Type.Array(aclUser(limits), { maxItems: limits.maxUsers }),
+      users: Type.Array(aclUser(limits.maxLocks), { maxItems: limits.maxUsers }),
       locks: Type.Array(Type.String({ pattern: SERIAL_NUMBER_PATTERN }), {
         maxItems: limits.maxLocks,
         description: 'lock serial numbers, strictly ascending',
@@ -63,11 +63,14 @@ export const aclBody = (limits: AclLimits) =>
   );
 export type AclBody = Static<ReturnType<typeof aclBody>>;
 
+/** A user of an ACL as responses show it: as it was written. */
+export const AclUserView = aclUser(undefined);
+
 /** An ACL as responses show it (never with okm_id). */
 export const AclView = Type.Object({
   id: Type.String(),
   customer: Type.String(),
-  users: Type.Array(Type.Object({}, { additionalProperties: true })),
+  users: Type.Array(AclUserView),
   locks: Type.Array(Type.String()),
   user_data: Type.Optional(Type.Object({}, { additionalProperties: true })),
 });

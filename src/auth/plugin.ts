@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { ensureActiveSigningKey, loadOwnKeySet } from './signing-keys.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 
@@ -16,7 +17,10 @@ async function authPlugin(app: FastifyInstance): Promise<void> {
   app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log));
   app.decorateRequest('principal', undefined);
 
-  app.get('/.well-known/jwks.json', async (_request, reply) => {
+  // Documentation only: each key type has its own members (RFC 7517), sent as jose exports them.
+  const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String() }, { additionalProperties: true })) });
+  const documentation = { responses: { 200: { description: 'The public keys of the deployment\'s own signing keys (RFC 7517)', content: { 'application/json': Jwks } } } };
+  app.get('/.well-known/jwks.json', { config: { openapi: documentation }, schema: { operationId: 'getJwks', summary: 'Public keys that verify the deployment\'s own JWTs' } }, async (_request, reply) => {
     reply.header('cache-control', 'public, max-age=300');
     return await ownKeys.jwks();
   });

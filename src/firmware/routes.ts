@@ -4,12 +4,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { requireScopes } from '../auth/guard.ts';
 import { unsupportedMediaType } from '../http/errors.ts';
+import type { OperationDocumentation } from '../http/openapi.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { addFileRelease, addUrlRelease, getRelease, listCatalog, openDownload, removeRelease, setLatest } from './catalog-service.ts';
 import {
   CatalogQuery,
   CatalogResponse,
-  FileResponse,
   KindParams,
   LatestBody,
   LatestView,
@@ -20,6 +20,32 @@ import {
 
 const errorResponses = { '4xx': ErrorResponse };
 const OCTET_STREAM = 'application/octet-stream';
+
+const FirmwareFile = Type.String({ contentMediaType: OCTET_STREAM, description: 'the release file' });
+
+/** Documentation only: the upload is read as a stream and the download sent as one, never through a schema. */
+const UPLOAD: OperationDocumentation = { body: { description: 'The release file', content: { [OCTET_STREAM]: FirmwareFile } } };
+const FILE_HEADERS = {
+  etag: Type.String({ description: 'strong validator of the file' }),
+  'accept-ranges': Type.Literal('bytes'),
+};
+const DOWNLOAD: OperationDocumentation = {
+  headers: Type.Object({
+    range: Type.Optional(Type.String({ description: 'one byte range, `bytes=first-last`, `bytes=first-` or `bytes=-suffix`; several ranges get the whole file' })),
+    'if-range': Type.Optional(Type.String({ description: 'the ETag the range is for; another one gets the whole file' })),
+    'if-none-match': Type.Optional(Type.String({ description: 'ETags the device has; a match is 304' })),
+  }),
+  responses: {
+    200: { description: 'The whole file', content: { [OCTET_STREAM]: FirmwareFile }, headers: FILE_HEADERS },
+    206: {
+      description: 'One byte range of the file',
+      content: { [OCTET_STREAM]: FirmwareFile },
+      headers: { ...FILE_HEADERS, 'content-range': Type.String({ description: '`bytes first-last/size`' }) },
+    },
+    304: { description: 'Not modified (If-None-Match matches its ETag); no body', headers: { etag: FILE_HEADERS.etag } },
+  },
+  errors: [416],
+};
 
 async function requireOctetStream(request: FastifyRequest): Promise<void> {
   if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== OCTET_STREAM) {
@@ -44,7 +70,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/',
-    { onRequest: canRead, schema: { querystring: CatalogQuery, response: { 200: CatalogResponse, ...errorResponses } } },
+    { onRequest: canRead, schema: { operationId: 'listFirmware', summary: 'The firmware catalog and the fleet-wide latest releases', querystring: CatalogQuery, response: { 200: CatalogResponse, ...errorResponses } } },
     async (request) => {
       const { releases, latest } = await listCatalog(app.db, app.settings, request.query.kind);
       return { message: MESSAGES.fetched, data: releases, latest };
@@ -53,7 +79,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/',
-    { onRequest: canAdminister, schema: { body: UrlReleaseBody, response: { 201: resourceResponse(ReleaseView), ...errorResponses } } },
+    { onRequest: canAdminister, schema: { operationId: 'addFirmwareUrl', summary: 'Add a release served from a URL', body: UrlReleaseBody, response: { 201: resourceResponse(ReleaseView), ...errorResponses } } },
     async (request, reply) => {
       const release = await addUrlRelease(app.db, app.settings, request.body, Date.now());
       return reply.code(201).send({ message: MESSAGES.created, data: release });
@@ -64,7 +90,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:kind/latest',
     {
       onRequest: canAdminister,
-      schema: { params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
+      schema: { operationId: 'setLatestFirmware', summary: 'Set the fleet-wide latest release of a kind', params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
     },
     async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, request.params.kind, request.body.version) }),
   );
@@ -74,7 +100,8 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: canAdminister,
       preValidation: requireOctetStream,
-      schema: { params: ReleaseParams, response: { 201: resourceResponse(ReleaseView), ...errorResponses } },
+      config: { openapi: UPLOAD },
+      schema: { operationId: 'uploadFirmware', summary: 'Upload a release file (application/octet-stream)', params: ReleaseParams, response: { 201: resourceResponse(ReleaseView), ...errorResponses } },
     },
     async (request, reply) => {
       const { kind, version } = request.params;
@@ -85,7 +112,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/:kind/:version',
-    { onRequest: canRead, schema: { params: ReleaseParams, response: { 200: resourceResponse(ReleaseView), ...errorResponses } } },
+    { onRequest: canRead, schema: { operationId: 'getFirmware', summary: 'Get a release', params: ReleaseParams, response: { 200: resourceResponse(ReleaseView), ...errorResponses } } },
     async (request) => ({
       message: MESSAGES.fetched,
       data: await getRelease(app.db, app.settings, request.params.kind, request.params.version),
@@ -94,7 +121,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(
     '/:kind/:version',
-    { onRequest: canAdminister, schema: { params: ReleaseParams, response: { 204: Type.Null(), ...errorResponses } } },
+    { onRequest: canAdminister, schema: { operationId: 'deleteFirmware', summary: 'Delete a release', params: ReleaseParams, response: { 204: Type.Null(), ...errorResponses } } },
     async (request, reply) => {
       await removeRelease(app.db, request.params.kind, request.params.version);
       return reply.code(204).send(null);
@@ -104,7 +131,15 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // No token: devices download from here with the URL their config poll gave them (so it is rate-limited as a device route).
   app.get(
     '/:kind/:version/file',
-    { config: { rateLimitGroup: 'device' }, schema: { params: ReleaseParams, response: { 200: FileResponse, 206: FileResponse, ...errorResponses } } },
+    {
+      config: { rateLimitGroup: 'device', openapi: DOWNLOAD },
+      schema: {
+        operationId: 'downloadFirmware',
+        summary: 'Download a release file (no token: the URL a config poll gave); Range supported',
+        params: ReleaseParams,
+        response: errorResponses,
+      },
+    },
     async (request, reply) => {
       const file = await openDownload(app.db, request.params.kind, request.params.version, {
         range: singleHeader(request.headers.range),

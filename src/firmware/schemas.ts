@@ -53,4 +53,3 @@ export const CatalogResponse = Type.Object({ message: Type.String(), data: Type.
 export const LatestView = Type.Object({ kind: Kind, version: VersionOrNull });
 export type LatestView = Static<typeof LatestView>;
 
-export const FileResponse = Type.String({ format: 'binary', description: 'the release file (application/octet-stream)' });

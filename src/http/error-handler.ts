@@ -41,13 +41,17 @@ const DATABASE_RETRY_AFTER_SECONDS = '5';
 /** One for the process: each plugin of an app has a server instance of its own. */
 const logOutage = createOutageLog();
 
-function toErrorReply(error: FastifyError | HttpError): ErrorReply | undefined {
+function toErrorReply(error: FastifyError | HttpError, request: FastifyRequest): ErrorReply | undefined {
   if (error instanceof HttpError) {
     return { statusCode: error.statusCode, errorCode: error.errorCode, message: error.message, headers: error.headers };
   }
   if (error.validation && error.validation.length > 0) {
     const message = describeValidationError(error.validationContext ?? 'body', error.validation[0] as never);
     return { statusCode: 400, errorCode: 'BAD_REQUEST', message, headers: {} };
+  }
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const message = `Content-Type ${request.headers['content-type']?.split(';')[0] ?? '(none)'} is not supported: JSON bodies are application/json, firmware files application/octet-stream`;
+    return { statusCode: 415, errorCode: 'UNSUPPORTED_MEDIA_TYPE', message, headers: {} };
   }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
@@ -76,7 +80,7 @@ export function sendError(error: FastifyError | HttpError, request: FastifyReque
       .header('retry-after', DATABASE_RETRY_AFTER_SECONDS)
       .send(errorBody(request, 503, 'DATABASE_UNAVAILABLE', DATABASE_UNAVAILABLE));
   }
-  const known = toErrorReply(error);
+  const known = toErrorReply(error, request);
   if (!known) {
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send(errorBody(request, 500, 'INTERNAL_ERROR', 'Internal server error'));

@@ -52,6 +52,8 @@ export function registerJsonBodies(app: FastifyInstance): void {
   app.decorateRequest('jsonText', undefined);
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // Fastify reads text/plain as a string by default: a JSON API answers it 415, not a 400 about the body's type.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(JSON_MEDIA_TYPES, { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     const charset = charsetOf(request);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 declare module 'fastify' {
@@ -47,7 +48,10 @@ async function metricsPlugin(app: FastifyInstance): Promise<void> {
     },
   });
 
-  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
+  const documentation = {
+    responses: { 200: { description: 'Prometheus text exposition format', content: { [registry.contentType.split(';')[0]!]: Type.String() } } },
+  };
+  app.get('/metrics', { logLevel: 'warn', config: { openapi: documentation }, schema: { operationId: 'getMetrics', summary: 'Prometheus metrics' } }, async (_request, reply) => {
     reply.type(registry.contentType);
     return registry.metrics();
   });

@@ -63,7 +63,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       onRequest: canRead,
-      schema: { querystring: OkmListQuery, response: { 200: pageResponse(OkmRecord), ...errorResponses } },
+      schema: { operationId: 'listOkms', summary: 'List OKMs', querystring: OkmListQuery, response: { 200: pageResponse(OkmRecord), ...errorResponses } },
     },
     async (request) => {
       const { items, total } = await listOkmRecords(okmRequest(request, request.query.customer), request.query);
@@ -75,7 +75,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial',
     {
       onRequest: canRead,
-      schema: { params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
+      schema: { operationId: 'getOkm', summary: 'Get an OKM', params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
     },
     async (request) => ({
       message: MESSAGES.fetched,
@@ -89,6 +89,8 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canWrite,
       preValidation: rejectReadOnlyFields,
       schema: {
+        operationId: 'putOkm',
+        summary: 'Create or replace an OKM\'s settings',
         params: SerialParams,
         querystring: CustomerQuery,
         body: OkmSettingsBody,
@@ -107,6 +109,8 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canWrite,
       preValidation: rejectReadOnlyFields,
       schema: {
+        operationId: 'updateOkm',
+        summary: 'Update an OKM\'s settings (JSON merge patch)',
         params: SerialParams,
         querystring: CustomerQuery,
         body: OkmPatchBody,
@@ -123,7 +127,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial',
     {
       onRequest: canWrite,
-      schema: { params: SerialParams, querystring: CustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
+      schema: { operationId: 'deleteOkm', summary: 'Delete an OKM', params: SerialParams, querystring: CustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
     },
     async (request, reply) => {
       await removeOkm(okmRequest(request, request.query.customer), request.params.serial);
@@ -135,7 +139,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial/customer',
     {
       onRequest: canAdminister,
-      schema: { params: SerialParams, body: CustomerAssignmentBody, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
+      schema: { operationId: 'assignOkmCustomer', summary: 'Assign an OKM to a customer (operators)', params: SerialParams, body: CustomerAssignmentBody, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
     },
     async (request) => ({
       message: MESSAGES.updated,
@@ -148,6 +152,8 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: canWrite,
       schema: {
+        operationId: 'claimOkm',
+        summary: 'Claim an OKM with its installer code',
         description: 'Takes an OKM that no customer holds, by the installer code its device last reported.',
         params: SerialParams,
         querystring: CustomerQuery,
@@ -166,6 +172,8 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: canWrite,
       schema: {
+        operationId: 'queueOkmMessage',
+        summary: 'Queue a buffered message for an OKM',
         params: SerialParams,
         querystring: CustomerQuery,
         body: MessageBody,
@@ -188,6 +196,8 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: canRead,
       schema: {
+        operationId: 'listOkmMessages',
+        summary: 'List an OKM\'s messages',
         params: SerialParams,
         querystring: CustomerQuery,
         response: { 200: resourceResponse(Type.Array(MessageRecord)), ...errorResponses },
@@ -203,7 +213,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial/device-token',
     {
       onRequest: canAdminister,
-      schema: { params: SerialParams, response: { 201: resourceResponse(DeviceTokenRecord), ...errorResponses } },
+      schema: { operationId: 'issueDeviceToken', summary: 'Issue a new device token for an OKM', params: SerialParams, response: { 201: resourceResponse(DeviceTokenRecord), ...errorResponses } },
     },
     async (request, reply) => {
       const issued = await issueDeviceToken(app.db, request.params.serial, Date.now());
@@ -215,7 +225,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial/audit',
     {
       onRequest: canRead,
-      schema: { params: SerialParams, querystring: PageQuery, response: { 200: pageResponse(AuditRecordView), ...errorResponses } },
+      schema: { operationId: 'listOkmAuditRecords', summary: 'List an OKM\'s audit records', params: SerialParams, querystring: PageQuery, response: { 200: pageResponse(AuditRecordView), ...errorResponses } },
     },
     async (request) => {
       const { items, total } = await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query);

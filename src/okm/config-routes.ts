@@ -8,6 +8,7 @@ import { appendAuditRecords } from './audit-repository.ts';
 import { INVALID_DEVICE_TOKEN, authenticateDevice, type DeviceAuthentication } from './device-tokens.ts';
 import { recordPendingCall } from './pending-repository.ts';
 import { createPollHandler } from './poll-service.ts';
+import { AuditReceipt, AuditRecords, BootstrapResponse, PollQuery, PollReply } from './device-schemas.ts';
 import { SERIAL_NUMBER_PATTERN, isSerialNumber } from './schemas.ts';
 
 declare module 'fastify' {
@@ -77,15 +78,43 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   }
 
   const bootstrap = async () => ({ configUrl: configPath });
-  app.get(BOOTSTRAP_PATH, { config: DEVICE }, bootstrap);
+  const bootstrapSchema = {
+    summary: 'Where the config route is (the first URL an OKM calls)',
+    response: { 200: { ...BootstrapResponse, description: 'The path of the config route' } },
+  };
+  app.get(BOOTSTRAP_PATH, { config: DEVICE, schema: { ...bootstrapSchema, operationId: 'getBootstrap' } }, bootstrap);
   // A CONFIG_PATH equal to the bootstrap path leaves /{serialNumber} to the config route.
   if (configPath !== BOOTSTRAP_PATH) {
-    app.get(`${BOOTSTRAP_PATH}/:serialNumber`, { config: DEVICE, schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError }, bootstrap);
+    app.get(
+      `${BOOTSTRAP_PATH}/:serialNumber`,
+      { config: DEVICE, schema: { ...bootstrapSchema, operationId: 'getBootstrapForSerialNumber', params: SerialNumberParams }, schemaErrorFormatter: serialNumberError },
+      bootstrap,
+    );
   }
 
   app.get(
     `${configPath}/:serialNumber`,
-    { config: DEVICE, schema: { params: SerialNumberParams }, schemaErrorFormatter: serialNumberError, onRequest: requireDeviceToken },
+    {
+      config: {
+        ...DEVICE,
+        openapi: {
+          querystring: PollQuery,
+          responses: {
+            200: { description: 'The one correction of this poll, or `{}` when the OKM is in step', content: { 'application/json': PollReply } },
+            204: { description: 'Unknown serial number: the OKM was enrolled (auto-enrol on); no body' },
+          },
+        },
+      },
+      schema: {
+        operationId: 'pollConfig',
+        summary: 'Config poll: report the device state, get at most one correction',
+        description:
+          'The device reports its state in the query; the first resolver (SPEC §4) that finds a difference answers. The query parameters are never a reason for a 4xx. 404 is an OKM pending acceptance (auto-enrol off).',
+        params: SerialNumberParams,
+      },
+      schemaErrorFormatter: serialNumberError,
+      onRequest: requireDeviceToken,
+    },
     async (request, reply) => {
       const result = await handlePoll({
         serialNumber: request.params.serialNumber,
@@ -110,8 +139,14 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   app.post(
     `${auditUrl}/:serialNumber`,
     {
-      config: DEVICE,
-      schema: { params: SerialNumberParams },
+      config: {
+        ...DEVICE,
+        openapi: {
+          body: { description: 'Audit records of the OKM', content: { 'application/json': AuditRecords } },
+          responses: { 201: { description: 'Records stored, append-only', content: { 'application/json': AuditReceipt } } },
+        },
+      },
+      schema: { operationId: 'sendAuditRecords', summary: 'Audit intake: store the OKM\'s audit records', params: SerialNumberParams },
       schemaErrorFormatter: serialNumberError,
       bodyLimit: AUDIT_BODY_LIMIT,
       onRequest: requireDeviceToken,

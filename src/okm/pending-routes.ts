@@ -19,7 +19,7 @@ const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/',
-    { onRequest: canAdminister, schema: { querystring: PendingListQuery, response: { 200: pageResponse(PendingOkmRecord), ...errorResponses } } },
+    { onRequest: canAdminister, schema: { operationId: 'listPendingOkms', summary: 'List OKMs waiting for an operator (auto-enrol off)', querystring: PendingListQuery, response: { 200: pageResponse(PendingOkmRecord), ...errorResponses } } },
     async (request) => {
       const { items, total } = await pendingOkmRecords(app.db, pageOf(request.query), perPageOf(request.query));
       return paginated(request.query, items, total);
@@ -34,7 +34,7 @@ const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: async (request) => {
         request.body ??= {};
       },
-      schema: { params: SerialParams, body: AcceptBody, response: { 201: resourceResponse(OkmRecord), ...errorResponses } },
+      schema: { operationId: 'acceptPendingOkm', summary: 'Accept a pending OKM, optionally for a customer', params: SerialParams, body: AcceptBody, response: { 201: resourceResponse(OkmRecord), ...errorResponses } },
     },
     async (request, reply) => {
       const now = Date.now();

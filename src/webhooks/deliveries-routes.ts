@@ -49,7 +49,7 @@ const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial/deliveries',
     {
       onRequest: requireScopes('okm:read'),
-      schema: { params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(DeliveryLogView), '4xx': ErrorResponse } },
+      schema: { operationId: 'getOkmDeliveries', summary: 'The status-event delivery log of an OKM', params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(DeliveryLogView), '4xx': ErrorResponse } },
     },
     async (request) => {
       const serial = request.params.serial;

@@ -167,14 +167,15 @@ forEachDatabase('DLock routes', (kind) => {
     }
   });
 
-  test("a certificate that is unknown or another customer's gets 403", async () => {
+  test("a certificate that is unknown or another customer's gets 403 on enrolment, and 404 when its chain is read", async () => {
     for (const certificate of ['globex-main', 'nobody']) {
       const response = await post(body({ certificate }));
       assert.equal(response.statusCode, 403);
       assert.deepEqual(response.json(), { status: 403, msg: 'Certificate not found for this customer' });
+      const chain = await t.app.inject({ method: 'GET', url: `/v1/certificates/${certificate}`, headers: bearer(acmeKey) });
+      assert.equal(chain.statusCode, 404);
+      assert.deepEqual(chain.json(), { status: 404, msg: 'Certificate not found' });
     }
-    const chain = await t.app.inject({ method: 'GET', url: '/v1/certificates/globex-main', headers: bearer(acmeKey) });
-    assert.equal(chain.statusCode, 403);
     const own = await t.app.inject({ method: 'GET', url: '/v1/certificates/globex-main', headers: bearer(globexKey) });
     assert.equal(own.statusCode, 200);
   });

@@ -8,6 +8,7 @@ import type { KeyRing } from '../../src/secrets/key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { createKeyRing } from '../../src/secrets/reseal.ts';
 import { buildServer } from '../../src/server.ts';
+import { checkConformance } from './conformance.ts';
 import { DATABASE_KINDS, createTestDatabase, unavailableReason, type DatabaseKind, type TestDatabase } from './databases.ts';
 
 export interface TestApp {
@@ -36,6 +37,8 @@ export async function buildTestApp(
   const keyRing = createKeyRing(db, loadMasterKey(settings));
   await keyRing.refresh();
   const app = await buildServer({ settings, db, dialect, keyRing });
+  // Every answer a test receives keeps to the document (issue 15), so a test that gets one outside it fails.
+  checkConformance(app);
   await beforeReady?.(app);
   await app.ready();
   return {

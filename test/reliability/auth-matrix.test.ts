@@ -8,7 +8,8 @@ import { issueTestToken } from '../helpers/tokens.ts';
 import { aclUser } from '../acl/helpers.ts';
 import { call } from '../okm/admin-helpers.ts';
 import {
-  isMethodNotAllowedStub,
+  isPublic,
+  methodsNotAllowedOf,
   jwtScopesOf,
   operationName,
   operationsOf,
@@ -80,8 +81,6 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
     return t.app.inject({ method: operation.method as 'GET', url, headers: { ...authorization(credential), 'content-type': 'application/json' }, payload });
   };
   const hasCustomerQuery = (operation: Operation) => queryParameters(operation).some((parameter) => parameter.name === 'customer');
-  // Device routes declare the deviceToken scheme when per-OKM device tokens are required: still no customer credential.
-  const isPublic = (operation: Operation) => operation.security?.every((requirement) => 'deviceToken' in requirement) ?? true;
   const securedOperations = () => operations.filter((operation) => !isPublic(operation));
 
   before(async () => {
@@ -95,7 +94,7 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
   });
 
   test('the operations without a customer credential in the document (none, or only the device token) are exactly the public ones, and each other one declares a JWT or an API key', () => {
-    const undeclared = operations.filter((operation) => isPublic(operation) && !isMethodNotAllowedStub(operation)).map(operationName);
+    const undeclared = operations.filter(isPublic).map(operationName);
     const unknownSchemes = securedOperations().filter((operation) => !jwtScopesOf(operation) && !usesApiKey(operation)).map(operationName);
 
     assert.deepEqual(undeclared.sort(), Object.keys(PUBLIC_OPERATIONS).sort());
@@ -104,7 +103,7 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
 
   test('the method-not-allowed routes answer 405 to anyone, never 2xx', async () => {
     const answers = [];
-    for (const operation of operations.filter(isMethodNotAllowedStub)) {
+    for (const operation of await methodsNotAllowedOf(t.app)) {
       const response = await attempt({ operation, credential: world.adminToken, path: identifiersOf(operation, world.a, world), body: world.a });
       answers.push(`${operationName(operation)} → ${response.statusCode}`);
     }

@@ -3,7 +3,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { isMethodNotAllowedStub, jwtScopesOf, operationName, operationsOf, pathParameters, queryParameters, usesApiKey, type JsonSchema, type Operation } from './openapi-operations.ts';
+import { isPublic, jwtScopesOf, operationName, operationsOf, pathParameters, queryParameters, usesApiKey, type JsonSchema, type Operation } from './openapi-operations.ts';
 import { buildTenantWorld, identifiersOf, sampleBody, type TenantWorld } from './tenants.ts';
 
 /** Fixed, so that a failure replays exactly: `seed` and `path` of fast-check's report. */
@@ -133,7 +133,7 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
   before(async () => {
     t = await buildTestApp(kind);
     world = await buildTenantWorld(t);
-    operations = (await operationsOf(t.app)).filter((operation) => !isMethodNotAllowedStub(operation));
+    operations = await operationsOf(t.app);
   });
   beforeEach(() => {
     serverErrors.length = 0;
@@ -263,8 +263,7 @@ forEachDatabase('fuzz of the public routes with the hardening settings on (no au
       RATE_LIMIT_API_PER_MINUTE: '1000000',
     });
     // With device tokens required, the device routes declare the deviceToken scheme.
-    const isDeviceOrPublic = (operation: Operation) => operation.security?.every((requirement) => 'deviceToken' in requirement) ?? !isMethodNotAllowedStub(operation);
-    publicOperations = (await operationsOf(t.app)).filter(isDeviceOrPublic);
+    publicOperations = (await operationsOf(t.app)).filter(isPublic);
   });
   after(async () => {
     console.log(`fuzz, hardened [${kind}]: ${requestsTried} requests tried over ${publicOperations.length} public and device operations`);

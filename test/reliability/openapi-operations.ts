@@ -38,6 +38,13 @@ interface OpenApiOperation {
   summary?: string;
 }
 
+/** No credential needed: no requirement, an empty one (`{}`: a credential is optional), or only the per-OKM device token. */
+export const isPublic = (operation: Operation) =>
+  operation.security === undefined ||
+  operation.security.length === 0 ||
+  operation.security.some((requirement) => Object.keys(requirement).length === 0) ||
+  operation.security.every((requirement) => Object.keys(requirement).every((scheme) => scheme === 'deviceToken'));
+
 /** Every operation of the app's own OpenAPI document (GET /openapi.json), so that a new route is covered without editing the suite. */
 export async function operationsOf(app: FastifyInstance): Promise<Operation[]> {
   const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, OpenApiOperation>> };
@@ -59,14 +66,31 @@ export async function operationsOf(app: FastifyInstance): Promise<Operation[]> {
 
 export const operationName = (operation: Operation) => `${operation.method} ${operation.path}`;
 
-/** The routes that only answer 405 with Allow for the methods a resource does not have. */
-export const isMethodNotAllowedStub = (operation: Operation) => operation.summary.startsWith('Not a method of this resource');
+/** A method a resource does not have: not an operation of the document, listed under `x-methods-not-allowed`; it answers 405 with Allow. */
+export interface MethodNotAllowed {
+  method: string;
+  path: string;
+  allow: string;
+}
+
+/** The methods the document lists as answering only 405, as operations (no security, no body), so that the suites can call them. */
+export async function methodsNotAllowedOf(app: FastifyInstance): Promise<Operation[]> {
+  const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { 'x-methods-not-allowed': MethodNotAllowed[] };
+  return document['x-methods-not-allowed'].map(({ method, path }) => ({
+    method,
+    path,
+    security: undefined,
+    parameters: [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({ in: 'path' as const, name: name!, required: true, schema: { type: 'string' } })),
+    requestBody: {},
+    summary: '',
+  }));
+}
 
 export const pathParameters = (operation: Operation) => operation.parameters.filter((parameter) => parameter.in === 'path');
 export const queryParameters = (operation: Operation) => operation.parameters.filter((parameter) => parameter.in === 'query');
 
 export const jwtScopesOf = (operation: Operation) => operation.security?.find((requirement) => 'jwt' in requirement)?.jwt;
-export const usesApiKey = (operation: Operation) => operation.security?.some((requirement) => 'apiKey' in requirement) ?? false;
+export const usesApiKey = (operation: Operation) => operation.security?.some((requirement) => 'dlockApiKey' in requirement) ?? false;
 
 /** The URL of an operation with its path parameters set (percent-encoded) and an optional query string. */
 export function urlOf(operation: Operation, values: Record<string, string>, query: Record<string, string> = {}): string {
