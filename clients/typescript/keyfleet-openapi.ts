@@ -323,6 +323,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/okms/{serial}/drift": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every resolver's verdict for an OKM: what its next poll would correct */
+        get: operations["getOkmDrift"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fleet/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fleet counts: in step, drifting, overdue, never polled; corrections waiting by resolver; firmware versions */
+        get: operations["getFleetSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/pending-okms": {
         parameters: {
             query?: never;
@@ -482,6 +516,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/locks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a customer's enrolled DLocks (no key material) */
+        get: operations["listLocks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -528,6 +579,7 @@ export interface components {
             last_sync_time: string | null;
             last_ip: string | null;
             firmware_version: string | null;
+            last_correction: string | null;
             device_token_issued_at: string | null;
             /** @description polled before, but not for 3 × effective_polling_interval */
             overdue: boolean;
@@ -2815,6 +2867,224 @@ export interface operations {
             };
         };
     };
+    getOkmDrift: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                serial: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the OKM the report is about */
+                            serial_number: string;
+                            /** @description no resolver would correct the device */
+                            in_step: boolean;
+                            next: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description every resolver's verdict, in the seed's order */
+                            resolvers: {
+                                /** @description the resolver's reply key, as in last_correction (message, kasFirmware, kasDateTime, …) */
+                                name: string;
+                                in_step: boolean;
+                                correction: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFleetSummary: {
+        parameters: {
+            query?: {
+                /** @description admin: only this customer's OKMs */
+                customer?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            okms: {
+                                total: number;
+                                /** @description polled, and the last poll was answered {} (last_correction null) */
+                                in_step: number;
+                                /** @description the last poll was answered with a correction (last_correction set) */
+                                drifting: number;
+                                /** @description polled before, but not for 3 × the effective polling interval (in step or drifting) */
+                                overdue: number;
+                                /** @description never polled: neither in step nor drifting */
+                                never_polled: number;
+                            };
+                            /** @description admin tokens only: OKMs waiting to be accepted */
+                            pending?: number;
+                            /** @description drifting OKMs by the reply key of their last correction */
+                            corrections: {
+                                [key: string]: number;
+                            };
+                            firmware: {
+                                /** @description OKMs by the version they last reported, newest first */
+                                kas: {
+                                    version: string;
+                                    okms: number;
+                                }[];
+                                /** @description OKMs by the version they last reported, newest first */
+                                batch_key: {
+                                    version: string;
+                                    okms: number;
+                                }[];
+                                /** @description OKMs by the version they last reported, newest first */
+                                wireless_key: {
+                                    version: string;
+                                    okms: number;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listPendingOkms: {
         parameters: {
             query?: {
@@ -4399,6 +4669,100 @@ export interface operations {
             };
             /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listLocks: {
+        parameters: {
+            query?: {
+                /** @description whose DLocks to list; an admin token without it lists every customer's */
+                customer?: string;
+                page?: number;
+                results_per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        pagination: components["schemas"]["Pagination"];
+                        data: {
+                            serial_no: string;
+                            /** @description the lock type it was enrolled with */
+                            type: string;
+                            /** @description name of the intermediate certificate that signed its key certificate */
+                            certificate: string;
+                            customer: string;
+                            /** Format: date-time */
+                            enrolled_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

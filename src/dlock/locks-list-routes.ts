@@ -27,7 +27,12 @@ const locksListRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       onRequest: requireScopes('lock:read'),
-      schema: { querystring: LockListQuery, response: { 200: pageResponse(LockView), '4xx': ErrorResponse } },
+      schema: {
+        operationId: 'listLocks',
+        summary: "List a customer's enrolled DLocks (no key material)",
+        querystring: LockListQuery,
+        response: { 200: pageResponse(LockView), '4xx': ErrorResponse },
+      },
     },
     async (request) => {
       const acting = await actingCustomer(app.db, principalOf(request), request.query.customer);

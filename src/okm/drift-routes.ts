@@ -11,6 +11,8 @@ const okmDriftRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: requireScopes('okm:read'),
       schema: {
+        operationId: 'getOkmDrift',
+        summary: "Every resolver's verdict for an OKM: what its next poll would correct",
         params: SerialParams,
         querystring: CustomerQuery,
         response: { 200: resourceResponse(DriftReport), '4xx': ErrorResponse },

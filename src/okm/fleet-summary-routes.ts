@@ -10,7 +10,12 @@ const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/summary',
     {
       onRequest: requireScopes('okm:read'),
-      schema: { querystring: FleetSummaryQuery, response: { 200: resourceResponse(FleetSummary), '4xx': ErrorResponse } },
+      schema: {
+        operationId: 'getFleetSummary',
+        summary: 'Fleet counts: in step, drifting, overdue, never polled; corrections waiting by resolver; firmware versions',
+        querystring: FleetSummaryQuery,
+        response: { 200: resourceResponse(FleetSummary), '4xx': ErrorResponse },
+      },
     },
     async (request) => ({
       message: MESSAGES.fetched,

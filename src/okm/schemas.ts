@@ -227,7 +227,7 @@ const CorrectionBody = Type.Record(Type.String(), Type.Unknown(), { description:
 
 /** GET /api/v1/okms/{serial}/drift (SPEC section 11). */
 export const DriftReport = Type.Object({
-  serial_number: Type.String(),
+  serial_number: Type.String({ description: 'the OKM the report is about' }),
   in_step: Type.Boolean({ description: 'no resolver would correct the device' }),
   next: Nullable({ ...CorrectionBody, description: 'the body the next poll would get; null: {}' }),
   resolvers: Type.Array(
