@@ -69,15 +69,19 @@ function checkerOf(document: Document): Check {
  * type or a body that does not match its schema is turned into a 500 that names the breach, so
  * the test whose request caused it fails (SPEC §9: the document is the contract).
  */
-export function checkConformance(app: FastifyInstance): void {
+export function checkConformance(app: FastifyInstance, { routesAddedLaterAreTests = true } = {}): void {
   let check: Check | undefined;
   // Routes a test adds after the app is built (probes of a guard) are the test's own, not the API's.
   const testRoutes = new Set<string>();
-  app.addHook('onRoute', (route) => {
-    testRoutes.add(route.url);
-  });
+  if (routesAddedLaterAreTests) {
+    app.addHook('onRoute', (route) => {
+      testRoutes.add(route.url);
+    });
+  }
   app.addHook('onSend', async (request, reply, payload) => {
     if (request.routeOptions.url !== undefined && testRoutes.has(request.routeOptions.url)) return payload;
+    // An instance without the API's document (the metrics listener of `keyfleet dispatch`) has nothing to keep to.
+    if (typeof app.swagger !== 'function') return payload;
     check ??= checkerOf(app.swagger() as unknown as Document);
     const breach = check(request, reply, payload);
     if (breach === undefined) return payload;

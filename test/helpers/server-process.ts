@@ -6,7 +6,8 @@ import { eventually } from './eventually.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The CLI from its TypeScript sources (through tsx), so that tests never run a stale dist/. */
-const KEYFLEET = ['--import', 'tsx', 'src/cli/main.ts'];
+// The processes answer as the in-process test apps do: checked against their OpenAPI document.
+const KEYFLEET = ['--import', 'tsx', '--import', './test/helpers/conformance-preload.ts', 'src/cli/main.ts'];
 
 export interface ServerProcess {
   /** Resolves with the base URL once the server listens. */
