@@ -1,4 +1,5 @@
 import { issueToken } from '../../src/auth/tokens.ts';
+import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { createCustomer, findCustomerByName, type Customer } from '../../src/customers/repository.ts';
 import type { TestApp } from './app.ts';
 
@@ -20,4 +21,10 @@ export async function issueTestToken(
     ttlSeconds: options.ttlSeconds ?? 3600,
   });
   return token;
+}
+
+/** A DLock API key (the key itself) of the customer, which is created if missing. */
+export async function issueTestApiKey(t: TestApp, customer: string): Promise<string> {
+  if (!(await findCustomerByName(t.db, customer))) await createTestCustomer(t, customer);
+  return (await createApiKey(t.db, { customer })).key;
 }

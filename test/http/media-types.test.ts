@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { issueTestToken } from '../helpers/tokens.ts';
+import { issueTestApiKey, issueTestToken } from '../helpers/tokens.ts';
 
 forEachDatabase('a JSON body sent with another media type', (kind) => {
   let t: TestApp;
@@ -11,10 +10,7 @@ forEachDatabase('a JSON body sent with another media type', (kind) => {
   before(async () => {
     t = await buildTestApp(kind);
     adminToken = await issueTestToken(t, { scopes: ['admin'] });
-    apiKey = (await createApiKey(t.db, { customer: 'media' }).catch(async () => {
-      await issueTestToken(t, { customer: 'media', scopes: ['okm:read'] });
-      return createApiKey(t.db, { customer: 'media' });
-    })).key;
+    apiKey = await issueTestApiKey(t, 'media');
   });
   after(() => t.close());
 

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { issueTestToken } from '../helpers/tokens.ts';
+import { issueTestApiKey, issueTestToken } from '../helpers/tokens.ts';
 
 interface Parameter {
   name: string;
@@ -69,10 +68,7 @@ forEachDatabase('every path and query parameter is validated by its route', (kin
   before(async () => {
     t = await buildTestApp(kind);
     adminToken = await issueTestToken(t, { scopes: ['admin'] });
-    apiKey = (await createApiKey(t.db, { customer: 'walker' }).catch(async () => {
-      await issueTestToken(t, { customer: 'walker', scopes: ['okm:read'] });
-      return createApiKey(t.db, { customer: 'walker' });
-    })).key;
+    apiKey = await issueTestApiKey(t, 'walker');
   });
   after(() => t.close());
 

@@ -5,21 +5,7 @@ import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
 import { addRelease, freezeServerClock, poll, SERVER_TIME } from './config-helpers.ts';
-
-const RESOLVER_NAMES = [
-  'message',
-  'kasFirmware',
-  'kasDateTime',
-  'cacheMode',
-  'keyCheckoutWindowTime',
-  'retailCfg',
-  'assetList',
-  'usersAssets',
-  'auditUrl',
-  'pollingInterval',
-  'batchKeyFirmware',
-  'wirelessKeyFirmware',
-];
+import { SEED_ORDER } from './resolvers/fixtures.ts';
 
 forEachDatabase('OKM drift and last_correction', (kind) => {
   let t: TestApp;
@@ -105,7 +91,7 @@ forEachDatabase('OKM drift and last_correction', (kind) => {
     assert.equal(data.in_step, false);
     assert.deepEqual(
       data.resolvers.map((verdict: { name: string }) => verdict.name),
-      RESOLVER_NAMES,
+      SEED_ORDER,
     );
     const drifting = data.resolvers.filter((verdict: { in_step: boolean }) => !verdict.in_step);
     assert.deepEqual(

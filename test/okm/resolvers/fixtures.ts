@@ -2,6 +2,22 @@ import { parseFirmwareVersion } from '../../../src/firmware/version.ts';
 import type { ReportedState } from '../../../src/okm/reported.ts';
 import type { DesiredState, FirmwareOffer } from '../../../src/okm/resolvers/types.ts';
 
+/** The reply key that names each resolver, in the seed's order (SPEC section 4): written out, not read from the code. */
+export const SEED_ORDER = [
+  'message',
+  'kasFirmware',
+  'kasDateTime',
+  'cacheMode',
+  'keyCheckoutWindowTime',
+  'retailCfg',
+  'assetList',
+  'usersAssets',
+  'auditUrl',
+  'pollingInterval',
+  'batchKeyFirmware',
+  'wirelessKeyFirmware',
+];
+
 export const SERVER_TIME = Date.UTC(2025, 0, 15, 12, 0, 0);
 
 export function firmwareOffer(version: string): FirmwareOffer {
