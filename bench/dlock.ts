@@ -18,6 +18,7 @@ import {
   forEachBenchDatabase,
   keyfleetCli,
   measure,
+  median,
   printFigures,
   startBare,
   startKeyfleet,
@@ -116,8 +117,7 @@ async function main(): Promise<void> {
   printFigures(figures, (entry) => bareFor.get(entry.target));
   for (const database of new Set(ratios.map((entry) => entry.database))) {
     const values = ratios.filter((entry) => entry.database === database).map((entry) => entry.ratio);
-    const median = [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-    console.log(`${database}: GET ratio to bare, median of ${values.length} rounds ${median.toFixed(2)} (${values.map((value) => value.toFixed(2)).join(' ')})`);
+    console.log(`${database}: GET ratio to bare, median of ${values.length} rounds ${median(values).toFixed(2)} (${values.map((value) => value.toFixed(2)).join(' ')})`);
   }
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

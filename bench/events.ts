@@ -29,6 +29,7 @@ import {
   forEachBenchDatabase,
   freePort,
   measure,
+  median,
   pathsLoad,
   startKeyfleet,
   startScript,
@@ -182,7 +183,6 @@ interface Round {
 }
 
 const sum = (rounds: Round[], of: (figures: Figures) => number) => rounds.reduce((total, round) => total + of(round.without) + of(round.with), 0);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ratioOf = (round: Round) => round.with.requestsPerSecond / round.without.requestsPerSecond;
 
 /**

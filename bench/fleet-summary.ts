@@ -18,7 +18,7 @@ import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { createKeyRing } from '../src/secrets/reseal.ts';
 import { buildServer } from '../src/server.ts';
 import { serialOf } from './fleet.ts';
-import { withFreshDatabase } from './harness.ts';
+import { median, withFreshDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -92,8 +92,7 @@ async function main(): Promise<void> {
           times.push(Number(process.hrtime.bigint() - started) / 1e6);
           if (response.statusCode !== 200) throw new Error(`${url}: ${response.statusCode} ${response.body}`);
         }
-        times.sort((a, b) => a - b);
-        console.log(`${name}: ${label}: median ${times[3]!.toFixed(1)} ms, max ${times[6]!.toFixed(1)} ms (7 runs)`);
+        console.log(`${name}: ${label}: median ${median(times).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms (${times.length} runs)`);
       }
     } finally {
       await app.close();

@@ -281,6 +281,14 @@ export async function measure(target: string, port: number, load: Load, { warmUp
   };
 }
 
+/** The median of `values` (not sorted in place): for an even count, the mean of the two middle values. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) throw new Error('median of an empty list');
+  const sorted = [...values].sort((a, b) => a - b);
+  const upper = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[upper]! : (sorted[upper - 1]! + sorted[upper]!) / 2;
+}
+
 /** The figures as a table, each rate also as a ratio to the bare server's figures named by `bareOf`. */
 export function printFigures(figures: Figures[], bareOf: (entry: Figures) => Figures | undefined): void {
   console.table(
