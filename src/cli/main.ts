@@ -74,6 +74,8 @@ const json = optionWords.includes('--json');
 const program = new Command('keyfleet')
   .description('keyfleet server and admin CLI')
   .version(packageJson.version, '-V, --version', 'print the version')
+  // -V means the version only before a command: after it, "-V…" is a word (a kid may begin with it).
+  .enablePositionalOptions()
   .exitOverride()
   .configureOutput({ outputError: () => {} });
 

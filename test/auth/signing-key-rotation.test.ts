@@ -104,4 +104,12 @@ forEachDatabase('signing key rotation', (kind) => {
     assert.notEqual(run.exitCode, 0);
     assert.equal(run.stderr, 'keyfleet: signing key -no-such-kid not found\n');
   });
+
+  test('keyfleet signing-key retire takes a kid that begins with "-V", which is not the version flag after a command', async () => {
+    const run = await runKeyfleet(t.database.env, 'signing-key', 'retire', '-Vno-such-kid', '--json');
+
+    assert.equal(run.exitCode, 3);
+    assert.equal(run.stdout, '');
+    assert.deepEqual(JSON.parse(run.stderr), { error: { code: 'not_found', message: 'signing key -Vno-such-kid not found' } });
+  });
 });
