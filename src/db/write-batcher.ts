@@ -10,22 +10,8 @@ import type { Db } from './database.ts';
  */
 export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' };
 
-/** Values computed once per transaction and shared by the calls in it (e.g. a fleet-wide read). */
-export class BatchScope {
-  readonly #values = new Map<symbol, Promise<unknown>>();
-
-  once<T>(key: symbol, compute: () => Promise<T>): Promise<T> {
-    let value = this.#values.get(key) as Promise<T> | undefined;
-    if (!value) {
-      value = compute();
-      this.#values.set(key, value);
-    }
-    return value;
-  }
-}
-
-/** The writing part of one call: runs on `db`, a transaction. */
-export type WriteWork<In, Out> = (db: Db, input: In, scope: BatchScope) => Promise<Out>;
+/** The writing part of a batch of calls: runs on `db`, a transaction, and answers each input, in order. */
+export type WriteWork<In, Out> = (db: Db, inputs: readonly In[]) => Promise<Out[]>;
 
 interface Pending<In, Out> {
   input: In;
@@ -34,9 +20,9 @@ interface Pending<In, Out> {
 }
 
 /**
- * Runs `work` for each call as the grouping says. Each call's promise settles only after
- * the transaction holding its work has committed (or failed), so a caller never answers for
- * a write that may still be lost. When a batch's transaction fails, its calls run again one
+ * Runs `work` as the grouping says: once for each batch of calls, or once for each call. Each
+ * call's promise settles only after the transaction holding its work has committed (or
+ * failed), so a caller never answers for a write that may still be lost. When a batch's transaction fails, its calls run again one
  * transaction each, so that only a failing call fails; unless the database is unavailable,
  * which fails them all at once.
  */
@@ -45,12 +31,13 @@ export function createWriteBatcher<In, Out>(
   grouping: WriteGrouping,
   work: WriteWork<In, Out>,
   /**
-   * The key of the row a call locks first. A batch runs its calls in this key's order, so
-   * that two batches locking the same rows take them in the same order and cannot deadlock.
+   * The key of the row a call locks first. A batch gives its calls to `work` in this key's
+   * order, so that two batches locking the same rows take them in the same order and cannot
+   * deadlock.
    */
   lockKey?: (input: In) => string,
 ): (input: In) => Promise<Out> {
-  const alone = (input: In) => db.transaction().execute((tx) => work(tx, input, new BatchScope()));
+  const alone = (input: In) => db.transaction().execute(async (tx) => (await work(tx, [input]))[0]!);
   if (grouping.kind === 'transaction') return alone;
 
   let queue: Pending<In, Out>[] = [];
@@ -59,12 +46,7 @@ export function createWriteBatcher<In, Out>(
     const batch = lockKey ? arrived.map((call) => ({ call, key: lockKey(call.input) })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map(({ call }) => call) : arrived;
     let results: Out[];
     try {
-      results = await db.transaction().execute(async (tx) => {
-        const scope = new BatchScope();
-        const outputs: Out[] = [];
-        for (const { input } of batch) outputs.push(await work(tx, input, scope));
-        return outputs;
-      });
+      results = await db.transaction().execute((tx) => work(tx, batch.map((call) => call.input)));
     } catch (error) {
       // Without a database the calls would only fail again, one (connection timeout) at a time.
       if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.forEach((call) => call.reject(error));

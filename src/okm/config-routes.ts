@@ -40,7 +40,7 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { configPath, auditUrl, okmAutoEnrol, okmDeviceTokens } = app.settings;
 
-  const handlePoll = createPollHandler(app.db, app.settings, app.dialect.writeGrouping, app.statusEvents.queued);
+  const handlePoll = createPollHandler(app.db, app.settings, app.dialect, app.statusEvents.queued);
   const polls = new Counter({
     name: 'keyfleet_okm_polls_total',
     help: 'Config polls answered, by outcome: enrolled (unknown OKM inserted, 204), in_step ({}), corrected',

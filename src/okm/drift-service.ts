@@ -7,7 +7,6 @@ import { desiredState, effectiveReleases, type PollSettings } from './poll-servi
 import { parseReported } from './reported.ts';
 import { RESOLVERS } from './resolvers/index.ts';
 import type { Correction } from './resolvers/types.ts';
-import { BatchScope } from '../db/write-batcher.ts';
 import type { DriftReport } from './schemas.ts';
 
 /**
@@ -22,7 +21,7 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
   const row = await findPolledOkm(db, serialNumber);
   if (!row) throw notFound('OKM not found');
   const [releases, message] = await Promise.all([
-    effectiveReleases(db, row, new BatchScope()),
+    effectiveReleases(db, row),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Insertable, Selectable } from 'kysely';
+import type { Expression, ExpressionBuilder, Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database, FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
@@ -69,6 +69,31 @@ const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
     .limit(1)
     .as('pending_message_id');
 
+/** A poll's observed values as SQL expressions: parameters in the per-row statement, a row set's columns in the set-based one. */
+export type ObservedValues = { [K in keyof PollObservation]: Expression<PollObservation[K]> };
+
+/** What a poll SETs on its OKM's row: the one definition for the per-row and the set-based statement. */
+export const pollSets = (eb: ExpressionBuilder<Database, 'okms'>, observed: ObservedValues) => ({
+  last_sync_time: observed.now,
+  last_ip: observed.ip,
+  firmware_version: observed.firmwareVersion,
+  batch_key_firmware_version: observed.batchKeyFirmwareVersion,
+  wireless_key_firmware_version: observed.wirelessKeyFirmwareVersion,
+  reported: observed.reported,
+  install_code: eb.fn.coalesce(observed.installCode, eb.ref('install_code')),
+  // Queues the status for the OKM's subscribers (SPEC §6) in the poll's own row; the
+  // dispatcher fans it out. A mark already there stays: its fan-out reads the newest status.
+  status_queued_at: eb
+    .case()
+    .when('status_urls', '=', NO_STATUS_URLS)
+    .then(null)
+    .else(eb.fn.coalesce(eb.ref('status_queued_at'), observed.now))
+    .end(),
+});
+
+/** What a poll RETURNs from its OKM's row (the PolledOkmRow): the one definition for both statements. */
+export const pollReturning = (eb: ExpressionBuilder<Database, 'okms'>) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)] as const;
+
 const recordPollQuery = precompiledQuery<
   PolledOkmRow,
   [string, number, string, string | null, string | null, string | null, string, string | null]
@@ -77,25 +102,19 @@ const recordPollQuery = precompiledQuery<
   (db, [serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode]) =>
     db
       .updateTable('okms')
-      .set((eb) => ({
-        last_sync_time: now as number,
-        last_ip: ip as string,
-        firmware_version: firmwareVersion as string | null,
-        batch_key_firmware_version: batchKeyFirmwareVersion as string | null,
-        wireless_key_firmware_version: wirelessKeyFirmwareVersion as string | null,
-        reported: reported as string,
-        install_code: eb.fn.coalesce(eb.val(installCode as string | null), eb.ref('install_code')),
-        // Queues the status for the OKM's subscribers (SPEC §6) in the poll's own row; the
-        // dispatcher fans it out. A mark already there stays: its fan-out reads the newest status.
-        status_queued_at: eb
-          .case()
-          .when('status_urls', '=', NO_STATUS_URLS)
-          .then(null)
-          .else(eb.fn.coalesce(eb.ref('status_queued_at'), eb.val(now as number)))
-          .end(),
-      }))
+      .set((eb) =>
+        pollSets(eb, {
+          now: eb.val(now as number),
+          ip: eb.val(ip as string),
+          firmwareVersion: eb.val(firmwareVersion as string | null),
+          batchKeyFirmwareVersion: eb.val(batchKeyFirmwareVersion as string | null),
+          wirelessKeyFirmwareVersion: eb.val(wirelessKeyFirmwareVersion as string | null),
+          reported: eb.val(reported as string),
+          installCode: eb.val(installCode as string | null),
+        }),
+      )
       .where('serial_number', '=', serialNumber as string)
-      .returning((eb) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)]),
+      .returning(pollReturning),
 );
 
 /** Records the poll on a known OKM and returns its desired state in the same statement; undefined when unknown. */

@@ -1,23 +1,14 @@
 import type { Settings } from '../config/settings.ts';
 import { FREE_TEXT_PATTERN } from '../http/schemas.ts';
 import type { Db } from '../db/database.ts';
-import { createWriteBatcher, type BatchScope, type WriteGrouping } from '../db/write-batcher.ts';
-import { downloadUrl, findRelease, type FirmwareRelease } from '../firmware/repository.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
+import { createWriteBatcher } from '../db/write-batcher.ts';
+import { downloadUrl, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
-import { recordPendingCall } from './pending-repository.ts';
-import {
-  NO_STATUS_URLS,
-  enrolOkm,
-  fleetLatestReleasesForPoll,
-  loadList,
-  recordCorrection,
-  recordPoll,
-  type PolledOkmRow,
-  type PollObservation,
-} from './poll-repository.ts';
+import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
+import { NO_STATUS_URLS, fleetLatestReleasesForPoll, loadList, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { correctionKey, resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
@@ -57,47 +48,73 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
 }
 
 /**
- * The recording step: writes the poll on the OKM, inserting an unknown one (or, with
+ * The recording step: writes each poll on its OKM, inserting an unknown one (or, with
  * auto-enrol off, recording it as pending). It only takes a Db, so it can run inside a
  * transaction together with whatever must commit with it.
  */
-async function recordCall(
+async function recordCalls(
   db: Db,
-  serialNumber: string,
-  observation: PollObservation,
+  statements: PollStatements,
+  polls: readonly ObservedPoll[],
   autoEnrol: boolean,
-): Promise<PolledOkmRow | 'enrolled' | 'pending'> {
-  const row = await recordPoll(db, serialNumber, observation);
-  if (row) return row;
+): Promise<(PolledOkmRow | 'enrolled' | 'pending')[]> {
+  const rows: (PolledOkmRow | 'enrolled' | 'pending' | undefined)[] = await statements.recordPolls(db, polls);
+  const unknown = indexesWhere(rows, (row) => row === undefined);
+  const unknownPolls = unknown.map((index) => polls[index]!);
   if (!autoEnrol) {
-    await recordPendingCall(db, serialNumber, observation);
-    return 'pending';
+    await statements.recordPendingCalls(db, unknownPolls);
+    for (const index of unknown) rows[index] = 'pending';
+    return rows as (PolledOkmRow | 'pending')[];
   }
-  if (await enrolOkm(db, serialNumber, observation)) return 'enrolled';
+  const inserted = await statements.enrolOkms(db, unknownPolls);
   // A concurrent first poll inserted it in between: this one is an ordinary poll.
-  return (await recordPoll(db, serialNumber, observation)) ?? 'enrolled';
+  const raced = unknown.filter((_, position) => !inserted[position]);
+  const racedRows = await statements.recordPolls(db, raced.map((index) => polls[index]!));
+  for (const index of unknown) rows[index] = 'enrolled';
+  raced.forEach((index, position) => (rows[index] = racedRows[position] ?? 'enrolled'));
+  return rows as (PolledOkmRow | 'enrolled')[];
 }
 
-const FLEET_RELEASES = Symbol('fleet releases');
+const indexesWhere = <T>(items: readonly T[], test: (item: T) => boolean) => items.flatMap((item, index) => (test(item) ? [index] : []));
+
+type EffectiveReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
 
 /**
- * Effective release of each kind: the OKM's pin (none if the pin is not in the catalog), else
- * the fleet latest, read once per transaction.
+ * Effective releases of each OKM, of each kind: the OKM's pin (none if the pin is not in the
+ * catalog), else the fleet latest, read by `fleet` (once per transaction).
  */
-export async function effectiveReleases(db: Db, row: PolledOkmRow, scope: BatchScope): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
-  const pins: Record<FirmwareKind, string | null> = {
-    kas: row.kas_firmware,
-    batch_key: row.batch_key_firmware,
-    wireless_key: row.wireless_key_firmware,
+async function effectiveReleasesOf(
+  db: Db,
+  statements: PollStatements,
+  rows: readonly PolledOkmRow[],
+  fleet: () => Promise<EffectiveReleases>,
+): Promise<EffectiveReleases[]> {
+  const pinsOf = (row: PolledOkmRow) => {
+    const pins: Record<FirmwareKind, string | null> = {
+      kas: row.kas_firmware,
+      batch_key: row.batch_key_firmware,
+      wireless_key: row.wireless_key_firmware,
+    };
+    return FIRMWARE_KINDS.flatMap((kind) => (pins[kind] === null ? [] : [{ kind, version: pins[kind] }]));
   };
-  const pinned = FIRMWARE_KINDS.filter((kind) => pins[kind] !== null);
-  const [fleet, ...pinnedReleases] = await Promise.all([
-    pinned.length === FIRMWARE_KINDS.length ? {} : scope.once(FLEET_RELEASES, () => fleetLatestReleasesForPoll(db)),
-    ...pinned.map((kind) => findRelease(db, kind, pins[kind]!)),
+  const pinKey = (pin: PinnedRelease) => `${pin.kind}\n${pin.version}`;
+  const rowPins = rows.map(pinsOf);
+  const pins = [...new Map(rowPins.flat().map((pin) => [pinKey(pin), pin])).values()];
+  const [fleetReleases, pinnedReleases] = await Promise.all([
+    rowPins.every((pinned) => pinned.length === FIRMWARE_KINDS.length) ? {} : fleet(),
+    statements.findReleases(db, pins),
   ]);
-  const releases: Partial<Record<FirmwareKind, FirmwareRelease>> = { ...fleet };
-  pinned.forEach((kind, index) => (releases[kind] = pinnedReleases[index]));
-  return releases;
+  const pinned = new Map(pins.map((pin, index) => [pinKey(pin), pinnedReleases[index]]));
+  return rowPins.map((pinnedKinds) => {
+    const releases: EffectiveReleases = { ...fleetReleases };
+    for (const pin of pinnedKinds) releases[pin.kind] = pinned.get(pinKey(pin));
+    return releases;
+  });
+}
+
+/** The effective release of each kind for one OKM (see effectiveReleasesOf). */
+export async function effectiveReleases(db: Db, row: PolledOkmRow): Promise<EffectiveReleases> {
+  return (await effectiveReleasesOf(db, PER_ROW_POLL_STATEMENTS, [row], () => fleetLatestReleasesForPoll(db)))[0]!;
 }
 
 function offer(release: FirmwareRelease | undefined, settings: PollSettings): FirmwareOffer | null {
@@ -163,35 +180,86 @@ function statusEventsQueuedBy(row: PolledOkmRow): number {
   return row.status_urls === NO_STATUS_URLS ? 0 : (JSON.parse(row.status_urls) as string[]).length;
 }
 
+/** The polls of a batch in rounds of distinct serial numbers, each poll of an OKM in a later round than its previous one. */
+function roundsOfDistinctSerials(requests: readonly PollRequest[]): number[][] {
+  const rounds: number[][] = [];
+  const seen = new Map<string, number>();
+  requests.forEach((request, index) => {
+    const round = seen.get(request.serialNumber) ?? 0;
+    seen.set(request.serialNumber, round + 1);
+    (rounds[round] ??= []).push(index);
+  });
+  return rounds;
+}
+
 /**
- * The part of a poll that writes, run inside the poll's transaction (shared with the other
- * polls of its batch, where the dialect groups them): record it, decide the correction, and
- * claim the pending message it sends.
+ * The part of a batch of polls that writes, run inside the batch's transaction: record them,
+ * decide each correction, claim the pending messages they send and record which resolver
+ * answered. Each step is one call of the dialect's poll statements for the whole round; an
+ * OKM polled twice in a batch has its second poll in the next round, as if polled after.
  */
-async function decide(db: Db, settings: PollSettings, request: PollRequest, scope: BatchScope): Promise<Decision> {
-  const reported = parseReported(request.query);
-  const observation = observe(request, reported);
-  const row = await recordCall(db, request.serialNumber, observation, settings.okmAutoEnrol);
-  if (row === 'enrolled' || row === 'pending') return { kind: row };
+async function decideBatch(db: Db, statements: PollStatements, settings: PollSettings, requests: readonly PollRequest[]): Promise<Decision[]> {
+  const decisions: Decision[] = [];
+  let fleet: Promise<EffectiveReleases> | undefined;
+  const fleetOnce = () => (fleet ??= fleetLatestReleasesForPoll(db));
+  for (const round of roundsOfDistinctSerials(requests)) {
+    const polls = round.map((index) => {
+      const request = requests[index]!;
+      const reported = parseReported(request.query);
+      return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported) };
+    });
+    const rows = await recordCalls(db, statements, polls, settings.okmAutoEnrol);
+    const known = polls.flatMap((poll, position) => {
+      const row = rows[position]!;
+      if (row === 'enrolled' || row === 'pending') {
+        decisions[poll.index] = { kind: row };
+        return [];
+      }
+      return [{ ...poll, row }];
+    });
 
-  const statusEventsQueued = statusEventsQueuedBy(row);
-  const [releases, message] = await Promise.all([
-    effectiveReleases(db, row, scope),
-    row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
-  ]);
-  const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
-  const desired = desiredState(row, releases, pendingMessage, settings, request.now);
-  const correction = resolve(desired, reported) ?? {};
+    const withMessage = known.filter(({ row }) => row.pending_message_id !== null);
+    const [releases, messages] = await Promise.all([
+      effectiveReleasesOf(
+        db,
+        statements,
+        known.map(({ row }) => row),
+        fleetOnce,
+      ),
+      statements.findMessages(
+        db,
+        withMessage.map(({ row }) => row.pending_message_id!),
+      ),
+    ]);
+    const pendingMessages = new Map(withMessage.map(({ row }, position) => [row.pending_message_id!, messages[position] ?? null]));
+    const answered = known.map(({ request, reported, row }, position) => {
+      const pendingMessage = row.pending_message_id === null ? null : (pendingMessages.get(row.pending_message_id) ?? null);
+      const desired = desiredState(row, releases[position]!, pendingMessage, settings, request.now);
+      return { desired, answer: resolve(desired, reported) ?? {} };
+    });
 
-  // Two polls at once may both have picked the message; only the one that claims it sends it.
-  let answered = { desired, answer: correction };
-  if (pendingMessage && 'message' in correction && !(await markMessageDelivered(db, pendingMessage.id, request.now))) {
-    const withoutMessage = { ...desired, pendingMessage: null };
-    answered = { desired: withoutMessage, answer: resolve(withoutMessage, reported) ?? {} };
+    // Two polls at once may both have picked the message; only the one that claims it sends it.
+    const sending = indexesWhere(answered, ({ desired, answer }) => desired.pendingMessage !== null && 'message' in answer);
+    const claimed = await statements.claimMessages(
+      db,
+      sending.map((position) => ({ id: answered[position]!.desired.pendingMessage!.id, now: known[position]!.request.now })),
+    );
+    sending.forEach((position, claim) => {
+      if (claimed[claim]) return;
+      const withoutMessage = { ...answered[position]!.desired, pendingMessage: null };
+      answered[position] = { desired: withoutMessage, answer: resolve(withoutMessage, known[position]!.reported) ?? {} };
+    });
+
+    const changed = known.flatMap(({ serialNumber, row }, position) => {
+      const correction = correctionKey(answered[position]!.answer);
+      return correction === row.last_correction ? [] : [{ serialNumber, correction }];
+    });
+    await statements.recordCorrections(db, changed);
+    known.forEach(({ index, reported, row }, position) => {
+      decisions[index] = { kind: 'answered', ...answered[position]!, reported, statusEventsQueued: statusEventsQueuedBy(row) };
+    });
   }
-  const answeredBy = correctionKey(answered.answer);
-  if (answeredBy !== row.last_correction) await recordCorrection(db, request.serialNumber, answeredBy);
-  return { kind: 'answered', ...answered, reported, statusEventsQueued };
+  return decisions;
 }
 
 /**
@@ -203,13 +271,14 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
 export function createPollHandler(
   db: Db,
   settings: PollSettings,
-  grouping: WriteGrouping,
+  dialect: Pick<DialectStrategy, 'writeGrouping' | 'rowSet' | 'lockRowsInOrder'>,
   onStatusEventsQueued: (count: number) => void,
 ): (request: PollRequest) => Promise<PollReply> {
+  const statements = pollStatementsFor(dialect);
   const record = createWriteBatcher(
     db,
-    grouping,
-    (tx, request: PollRequest, scope) => decide(tx, settings, request, scope),
+    dialect.writeGrouping,
+    (tx, requests: readonly PollRequest[]) => decideBatch(tx, statements, settings, requests),
     (request) => request.serialNumber,
   );
   return async (request) => {

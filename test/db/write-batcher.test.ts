@@ -27,6 +27,15 @@ forEachDatabase('write batcher', (kind) => {
   const lastIp = async (db: Db, serial: string) =>
     (await db.selectFrom('okms').select('last_ip').where('serial_number', '=', serial).executeTakeFirstOrThrow()).last_ip;
 
+  /** Work for a batch that runs `call` for each of its calls in turn. */
+  const eachInTurn =
+    <In, Out>(call: (db: Db, input: In) => Promise<Out>) =>
+    async (db: Db, inputs: readonly In[]) => {
+      const outputs: Out[] = [];
+      for (const input of inputs) outputs.push(await call(db, input));
+      return outputs;
+    };
+
   /** Writes `ip` on the OKM and answers with what the row then holds; fails for ip "bad". */
   const writeIp = (db: Db, { serial, ip }: { serial: string; ip: string }) => async () => {
     await db.updateTable('okms').set({ last_ip: ip }).where('serial_number', '=', serial).execute();
@@ -38,7 +47,7 @@ forEachDatabase('write batcher', (kind) => {
     const name = grouping.kind === 'batch' ? `batch of ${grouping.maxSize}` : grouping.kind;
 
     test(`${name}: concurrent calls each get their own answer`, async () => {
-      const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());
+      const run = createWriteBatcher(t.db, grouping, eachInTurn((db, input: { serial: string; ip: string }) => writeIp(db, input)()));
 
       const answers = await Promise.all(serials.map((serial) => run({ serial, ip: `${name}-${serial}` })));
 
@@ -49,7 +58,7 @@ forEachDatabase('write batcher', (kind) => {
     });
 
     test(`${name}: a failing call fails alone, and the others' writes are kept`, async () => {
-      const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());
+      const run = createWriteBatcher(t.db, grouping, eachInTurn((db, input: { serial: string; ip: string }) => writeIp(db, input)()));
       const inputs = serials.map((serial, index) => ({ serial, ip: index === 4 ? 'bad' : `kept-${name}-${serial}` }));
 
       const results = await Promise.allSettled(inputs.map((input) => run(input)));
@@ -62,7 +71,7 @@ forEachDatabase('write batcher', (kind) => {
     });
 
     test(`${name}: a call settles only once its write is committed`, async () => {
-      const run = createWriteBatcher(t.db, grouping, (db, input: { serial: string; ip: string }) => writeIp(db, input)());
+      const run = createWriteBatcher(t.db, grouping, eachInTurn((db, input: { serial: string; ip: string }) => writeIp(db, input)()));
 
       const seen = await Promise.all(
         serials.map((serial) => run({ serial, ip: `committed-${name}` }).then(() => lastIp(other, serial))),
@@ -89,20 +98,20 @@ forEachDatabase('write batcher', (kind) => {
     assert.equal(attempts, 1);
   });
 
-  test('calls of the same event-loop turn share one transaction and one batch scope, up to the batch size', async () => {
+  test('calls of the same event-loop turn are given to the work together, in one transaction, up to the batch size', async () => {
     const transactions: Db[] = [];
-    const scopes = new Set<unknown>();
-    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 4 }, async (db, serial: string, scope) => {
+    const batchSizes: number[] = [];
+    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 4 }, async (db, batch: readonly string[]) => {
       transactions.push(db);
-      scopes.add(scope);
-      return scope.once(Symbol.for('shared'), async () => lastIp(db, serial));
+      batchSizes.push(batch.length);
+      return Promise.all(batch.map((serial) => lastIp(db, serial)));
     });
 
     await Promise.all(serials.map((serial) => run(serial)));
 
-    assert.equal(transactions.length, serials.length);
-    assert.equal(new Set(transactions).size, Math.ceil(serials.length / 4));
-    assert.equal(scopes.size, Math.ceil(serials.length / 4));
+    assert.equal(transactions.length, Math.ceil(serials.length / 4));
+    assert.equal(new Set(transactions).size, transactions.length);
+    assert.deepEqual(batchSizes, [4, 4, 2]);
     assert.ok(!transactions.includes(t.db));
   });
   test('with a lock key, a batch runs its calls in key order and each caller still gets its own answer', async () => {
@@ -110,11 +119,11 @@ forEachDatabase('write batcher', (kind) => {
     const record = createWriteBatcher(
       t.db,
       { kind: 'batch', maxSize: 64 },
-      async (db, serial: string) => {
+      eachInTurn(async (db, serial: string) => {
         ran.push(serial);
         await db.updateTable('okms').set({ last_ip: `ip-${serial}` }).where('serial_number', '=', serial).execute();
         return lastIp(db, serial);
-      },
+      }),
       (serial) => serial,
     );
     const arrival = ['BATCH-7', 'BATCH-2', 'BATCH-9', 'BATCH-0', 'BATCH-5'];

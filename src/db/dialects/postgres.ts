@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
-import type { DialectStrategy } from './strategy.ts';
+import type { DialectStrategy, RowSetColumn } from './strategy.ts';
 
 const INT8_OID = 20;
 
@@ -70,6 +70,12 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     // NO KEY UPDATE: the rows' keys do not change, and a plain FOR UPDATE on an OKM would block
     // (and deadlock with) a transaction inserting a row that references it (a delivery failure).
     skipRowsClaimedByOthers: (query) => query.forNoKeyUpdate().skipLocked(),
+    // ORDER BY runs before the locking clause, so the rows are locked in the query's order.
+    lockRowsInOrder: (query) => query.forNoKeyUpdate(),
+    rowSet: <Row, Alias extends string>(alias: Alias, columns: readonly RowSetColumn[]) =>
+      sql<Row>`unnest(${sql.join(columns.map(({ values, type }) => sql`${values}::${sql.raw(type)}[]`))})`.as<Alias>(
+        sql`${sql.table(alias)}(${sql.join(columns.map(({ name }) => sql.id(name)))})`,
+      ),
     createDialect() {
       pool = new pg.Pool({
         connectionString: options.connectionString,

@@ -28,6 +28,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
     // SQLite runs one write at a time (one per database file, across processes), so a claiming
     // UPDATE is atomic as it stands, and FOR UPDATE does not exist.
     skipRowsClaimedByOthers: (query) => query,
+    lockRowsInOrder: (query) => query,
     // synchronous=NORMAL: a WAL commit does not wait for a flush already.
     relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,

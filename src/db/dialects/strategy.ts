@@ -1,6 +1,20 @@
-import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
+import type { AliasedRawBuilder, ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
 import type { Db } from '../database.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
+
+/** A column of a row set: its name, its SQL type, and its values, one per row (an array, or a placeholder for one). */
+export interface RowSetColumn {
+  name: string;
+  type: 'text' | 'bigint' | 'integer';
+  values: unknown;
+}
+
+/**
+ * A table of rows given column by column, for one statement over a batch of rows
+ * (`UPDATE … FROM <row set>`, `INSERT … SELECT … FROM <row set>`). Each column is one
+ * parameter whatever the number of rows, so the statement's text is the same for every batch.
+ */
+export type RowSet = <Row, Alias extends string>(alias: Alias, columns: readonly RowSetColumn[]) => AliasedRawBuilder<Row, Alias>;
 
 export interface PoolState {
   total: number;
@@ -28,6 +42,19 @@ export interface DialectStrategy {
    * database take disjoint rows without waiting for one another.
    */
   skipRowsClaimedByOthers<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /**
+   * Where a statement round trip costs more than building a set (a database over the
+   * network), the row sets that let a batch of writes run as one statement each; undefined
+   * where a statement per row is cheaper (SQLite is in-process and caches its prepared
+   * statements), and callers run their per-row statement for each row.
+   */
+  readonly rowSet?: RowSet;
+  /**
+   * Makes a SELECT lock the rows it returns until the transaction ends, in the order it
+   * returns them, as an UPDATE of them would; so that a set-based UPDATE locks its rows in a
+   * known order, which a join does not promise.
+   */
+  lockRowsInOrder<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** Column type of auto-incrementing ids. */
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */

@@ -1,0 +1,325 @@
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
+import type { FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
+import { findRelease, toRelease, type FirmwareRelease } from '../firmware/repository.ts';
+import type { FirmwareKind } from '../firmware/version.ts';
+import { findMessage, markMessageDelivered } from './messages-repository.ts';
+import { UNCONFIGURED_OKM } from './model.ts';
+import { recordPendingCall } from './pending-repository.ts';
+import { enrolOkm, pollReturning, pollSets, recordCorrection, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import { settingsColumns } from './repository.ts';
+import type { PendingMessage } from './resolvers/types.ts';
+
+/** One poll of a batch; no two polls given to one call have the same serial number. */
+export interface ObservedPoll {
+  serialNumber: string;
+  observation: PollObservation;
+}
+
+export interface PinnedRelease {
+  kind: FirmwareKind;
+  version: string;
+}
+
+/** A pending message to claim for the poll that sends it, delivered at the poll's time. */
+export interface MessageClaim {
+  id: number;
+  now: number;
+}
+
+/**
+ * The statements of a batch of polls, each called once for the whole batch: where the
+ * dialect has row sets (PostgreSQL), each is one statement whatever the number of polls, so
+ * a batch costs a constant number of round trips; elsewhere (SQLite), the per-row statement
+ * runs for each poll. Answers are in the order of the input.
+ */
+export interface PollStatements {
+  /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
+  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(PolledOkmRow | undefined)[]>;
+  /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
+  enrolOkms(db: Db, polls: readonly ObservedPoll[]): Promise<boolean[]>;
+  /** Records each call of an unknown serial number as pending (auto-enrol off). */
+  recordPendingCalls(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
+  findReleases(db: Db, pins: readonly PinnedRelease[]): Promise<(FirmwareRelease | undefined)[]>;
+  findMessages(db: Db, ids: readonly number[]): Promise<(PendingMessage | undefined)[]>;
+  /** Marks each message delivered; false where it was already (a concurrent poll claimed it). */
+  claimMessages(db: Db, claims: readonly MessageClaim[]): Promise<boolean[]>;
+  /** Records which resolver answered each poll (see recordCorrection). */
+  recordCorrections(db: Db, corrections: readonly { serialNumber: string; correction: string | null }[]): Promise<void>;
+}
+
+const inSequence = async <In, Out>(items: readonly In[], statement: (item: In) => Promise<Out>): Promise<Out[]> => {
+  const results: Out[] = [];
+  for (const item of items) results.push(await statement(item));
+  return results;
+};
+
+const toPendingMessage = (message: { id: number; type: string; payload: unknown } | undefined): PendingMessage | undefined =>
+  message && { id: message.id, type: message.type, payload: message.payload };
+
+export const PER_ROW_POLL_STATEMENTS: PollStatements = {
+  recordPolls: (db, polls) => inSequence(polls, ({ serialNumber, observation }) => recordPoll(db, serialNumber, observation)),
+  enrolOkms: (db, polls) => inSequence(polls, ({ serialNumber, observation }) => enrolOkm(db, serialNumber, observation)),
+  recordPendingCalls: async (db, polls) => void (await inSequence(polls, ({ serialNumber, observation }) => recordPendingCall(db, serialNumber, observation))),
+  findReleases: (db, pins) => inSequence(pins, ({ kind, version }) => findRelease(db, kind, version)),
+  findMessages: (db, ids) => inSequence(ids, async (id) => toPendingMessage(await findMessage(db, id))),
+  claimMessages: (db, claims) => inSequence(claims, ({ id, now }) => markMessageDelivered(db, id, now)),
+  recordCorrections: async (db, corrections) =>
+    void (await inSequence(corrections, ({ serialNumber, correction }) => recordCorrection(db, serialNumber, correction))),
+};
+
+/** The row set of a batch of polls: the observation's columns under names no okms column has, so the poll's SET reads unambiguously. */
+interface PollRowSet {
+  serial: string;
+  now: number;
+  ip: string;
+  kas_reported: string | null;
+  batch_key_reported: string | null;
+  wireless_key_reported: string | null;
+  reported_values: string;
+  new_install_code: string | null;
+}
+
+type PollColumns = [string[], number[], string[], (string | null)[], (string | null)[], (string | null)[], string[], (string | null)[]];
+
+function pollColumns(polls: readonly ObservedPoll[]): PollColumns {
+  const column = <T>(value: (poll: ObservedPoll) => T) => polls.map(value);
+  return [
+    column((poll) => poll.serialNumber),
+    column((poll) => poll.observation.now),
+    column((poll) => poll.observation.ip),
+    column((poll) => poll.observation.firmwareVersion),
+    column((poll) => poll.observation.batchKeyFirmwareVersion),
+    column((poll) => poll.observation.wirelessKeyFirmwareVersion),
+    column((poll) => poll.observation.reported),
+    column((poll) => poll.observation.installCode),
+  ];
+}
+
+function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
+  const [serial, now, ip, kas, batchKey, wirelessKey, reported, installCode] = placeholders;
+  return rowSet<PollRowSet, 'poll'>('poll', [
+    { name: 'serial', type: 'text', values: serial },
+    { name: 'now', type: 'bigint', values: now },
+    { name: 'ip', type: 'text', values: ip },
+    { name: 'kas_reported', type: 'text', values: kas },
+    { name: 'batch_key_reported', type: 'text', values: batchKey },
+    { name: 'wireless_key_reported', type: 'text', values: wirelessKey },
+    { name: 'reported_values', type: 'text', values: reported },
+    { name: 'new_install_code', type: 'text', values: installCode },
+  ]);
+}
+
+function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOrder']): PollStatements {
+  // An UPDATE … FROM locks its rows in the join's order, which nothing fixes; two batches
+  // over the same OKMs could then lock them in opposite orders and deadlock. The CTE locks
+  // them first, by serial number, as the per-row path does.
+  const recordPollsQuery = precompiledQuery<PolledOkmRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
+    db
+      .with(
+        (cte) => cte('locked').materialized(),
+        (db) =>
+          lockRowsInOrder(
+            db
+              .selectFrom('okms')
+              .innerJoin(pollRowSet(rowSet, placeholders), 'poll.serial', 'okms.serial_number')
+              .selectAll('poll')
+              .orderBy('okms.serial_number'),
+          ),
+      )
+      .updateTable('okms')
+      .from('locked')
+      .set((eb) =>
+        pollSets(eb, {
+          now: eb.ref('locked.now'),
+          ip: eb.ref('locked.ip'),
+          firmwareVersion: eb.ref('locked.kas_reported'),
+          batchKeyFirmwareVersion: eb.ref('locked.batch_key_reported'),
+          wirelessKeyFirmwareVersion: eb.ref('locked.wireless_key_reported'),
+          reported: eb.ref('locked.reported_values'),
+          installCode: eb.ref('locked.new_install_code'),
+        }),
+      )
+      .whereRef('okms.serial_number', '=', 'locked.serial')
+      .returning((eb) => [...pollReturning(eb), 'okms.serial_number']),
+  );
+
+  const unconfigured = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
+  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(8, (db, placeholders) =>
+    db
+      .insertInto('okms')
+      .columns([
+        ...(Object.keys(unconfigured) as (keyof OkmsTable)[]),
+        'serial_number',
+        'customer_id',
+        'created_at',
+        'updated_at',
+        'last_sync_time',
+        'last_ip',
+        'firmware_version',
+        'batch_key_firmware_version',
+        'wireless_key_firmware_version',
+        'reported',
+        'install_code',
+      ])
+      .expression((eb) =>
+        eb
+          .selectFrom(pollRowSet(rowSet, placeholders))
+          .select([
+            ...Object.entries(unconfigured).map(([column, value]) => eb.val(value).as(column)),
+            'poll.serial',
+            eb.val(null).as('customer_id'),
+            'poll.now as created_at',
+            'poll.now as updated_at',
+            'poll.now as last_sync_time',
+            'poll.ip',
+            'poll.kas_reported',
+            'poll.batch_key_reported',
+            'poll.wireless_key_reported',
+            'poll.reported_values',
+            'poll.new_install_code',
+          ])
+          // Unique-index entries taken in serial order too: two batches enrolling the same OKMs wait, not deadlock.
+          .orderBy('poll.serial'),
+      )
+      .onConflict((oc) => oc.column('serial_number').doNothing())
+      .returning('serial_number'),
+  );
+
+  const recordPendingCallsQuery = precompiledQuery<never, PollColumns>(8, (db, placeholders) =>
+    db
+      .insertInto('pending_okms')
+      .columns(['serial_number', 'first_seen_at', 'last_seen_at', 'last_ip', 'firmware_version', 'call_count'])
+      .expression((eb) =>
+        eb
+          .selectFrom(pollRowSet(rowSet, placeholders))
+          .select(['poll.serial', 'poll.now as first_seen_at', 'poll.now as last_seen_at', 'poll.ip', 'poll.kas_reported', eb.val(1).as('call_count')])
+          .orderBy('poll.serial'),
+      )
+      .onConflict((oc) =>
+        oc.column('serial_number').doUpdateSet((eb) => ({
+          last_seen_at: eb.ref('excluded.last_seen_at'),
+          last_ip: eb.ref('excluded.last_ip'),
+          firmware_version: eb.fn.coalesce(eb.ref('excluded.firmware_version'), eb.ref('pending_okms.firmware_version')),
+          call_count: sql<number>`pending_okms.call_count + 1`,
+        })),
+      ),
+  );
+
+  const findReleasesQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, [string[], string[]]>(2, (db, [kinds, versions]) =>
+    db
+      .selectFrom(
+        rowSet<{ kind: string; version: string }, 'pin'>('pin', [
+          { name: 'kind', type: 'text', values: kinds },
+          { name: 'version', type: 'text', values: versions },
+        ]),
+      )
+      .innerJoin('firmware_releases', (join) => join.onRef('firmware_releases.kind', '=', 'pin.kind').onRef('firmware_releases.version', '=', 'pin.version'))
+      .selectAll('firmware_releases'),
+  );
+
+  const findMessagesQuery = precompiledQuery<{ id: number; type: string; payload: string }, [number[]]>(1, (db, [ids]) =>
+    db
+      .selectFrom(rowSet<{ id: number }, 'wanted'>('wanted', [{ name: 'id', type: 'bigint', values: ids }]))
+      .innerJoin('okm_messages', 'okm_messages.id', 'wanted.id')
+      .select(['okm_messages.id', 'okm_messages.type', 'okm_messages.payload']),
+  );
+
+  const claimMessagesQuery = precompiledQuery<{ id: number }, [number[], number[]]>(2, (db, [ids, nows]) =>
+    db
+      .updateTable('okm_messages')
+      .from(
+        rowSet<{ id: number; now: number }, 'claim'>('claim', [
+          { name: 'id', type: 'bigint', values: ids },
+          { name: 'now', type: 'bigint', values: nows },
+        ]),
+      )
+      .set((eb) => ({ delivered_at: eb.ref('claim.now') }))
+      .whereRef('okm_messages.id', '=', 'claim.id')
+      .where('okm_messages.delivered_at', 'is', null)
+      .returning('okm_messages.id'),
+  );
+
+  // The OKMs' rows are locked already, by the batch's recordPolls.
+  const recordCorrectionsQuery = precompiledQuery<never, [string[], (string | null)[]]>(2, (db, [serials, corrections]) =>
+    db
+      .updateTable('okms')
+      .from(
+        rowSet<{ serial: string; correction: string | null }, 'answered'>('answered', [
+          { name: 'serial', type: 'text', values: serials },
+          { name: 'correction', type: 'text', values: corrections },
+        ]),
+      )
+      .set((eb) => ({ last_correction: eb.ref('answered.correction') }))
+      .whereRef('okms.serial_number', '=', 'answered.serial'),
+  );
+
+  const keyed = <Row, Key>(rows: readonly Row[], key: (row: Row) => Key) => new Map(rows.map((row) => [key(row), row]));
+
+  return {
+    async recordPolls(db, polls) {
+      if (polls.length === 0) return [];
+      const { rows } = await recordPollsQuery(db, ...pollColumns(polls));
+      const bySerial = keyed(rows, (row) => row.serial_number);
+      return polls.map(({ serialNumber }) => {
+        const row = bySerial.get(serialNumber);
+        if (!row) return undefined;
+        const { serial_number: _serial, ...polled } = row;
+        return polled;
+      });
+    },
+    async enrolOkms(db, polls) {
+      if (polls.length === 0) return [];
+      const { rows } = await enrolOkmsQuery(db, ...pollColumns(polls));
+      const inserted = new Set(rows.map((row) => row.serial_number));
+      return polls.map(({ serialNumber }) => inserted.has(serialNumber));
+    },
+    async recordPendingCalls(db, polls) {
+      if (polls.length > 0) await recordPendingCallsQuery(db, ...pollColumns(polls));
+    },
+    async findReleases(db, pins) {
+      if (pins.length === 0) return [];
+      const { rows } = await findReleasesQuery(
+        db,
+        pins.map((pin) => pin.kind),
+        pins.map((pin) => pin.version),
+      );
+      const found = keyed(rows.map(toRelease), (release) => `${release.kind}\n${release.version}`);
+      return pins.map(({ kind, version }) => found.get(`${kind}\n${version}`));
+    },
+    async findMessages(db, ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await findMessagesQuery(db, [...ids]);
+      const found = keyed(rows, (row) => Number(row.id));
+      return ids.map((id) => {
+        const row = found.get(id);
+        return row && { id: Number(row.id), type: row.type, payload: JSON.parse(row.payload) as unknown };
+      });
+    },
+    async claimMessages(db, claims) {
+      if (claims.length === 0) return [];
+      const { rows } = await claimMessagesQuery(
+        db,
+        claims.map((claim) => claim.id),
+        claims.map((claim) => claim.now),
+      );
+      const claimed = new Set(rows.map((row) => Number(row.id)));
+      return claims.map(({ id }) => claimed.has(id));
+    },
+    async recordCorrections(db, corrections) {
+      if (corrections.length === 0) return;
+      await recordCorrectionsQuery(
+        db,
+        corrections.map((answer) => answer.serialNumber),
+        corrections.map((answer) => answer.correction),
+      );
+    },
+  };
+}
+
+/** The dialect's poll statements: set-based where it has row sets, else per row. */
+export function pollStatementsFor(dialect: Pick<DialectStrategy, 'rowSet' | 'lockRowsInOrder'>): PollStatements {
+  return dialect.rowSet ? setBased(dialect.rowSet, dialect.lockRowsInOrder) : PER_ROW_POLL_STATEMENTS;
+}
