@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Kysely } from 'kysely';
+import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
+import type { Database } from '../../src/db/schema.ts';
+import { listMessages, queueMessage } from '../../src/okm/messages-repository.ts';
+import { UNCONFIGURED_OKM, type OkmSettings } from '../../src/okm/model.ts';
+import { pollStatementsFor, type ObservedPoll } from '../../src/okm/poll-batch-repository.ts';
+import { createPollHandler, type PollReply, type PollRequest } from '../../src/okm/poll-service.ts';
+import { findOkm, insertOkm } from '../../src/okm/repository.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { unavailableReason } from '../helpers/databases.ts';
+import { addRelease, freezeServerClock, newSerial, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
+
+const IN_STEP: DeviceParameters = { kasDateTime: SERVER_TIME, kasFirmware: '1.0.0', cacheMode: 1, pollingInterval: 60, auditUrl: '/api/v1/audit' };
+const CONFIGURED: OkmSettings = { ...UNCONFIGURED_OKM, cacheMode: 1, pollingInterval: 60 };
+
+/** One poll of a scenario: the OKM (by its role) and what it reports. */
+interface ScenarioPoll {
+  okm: string;
+  parameters: DeviceParameters;
+}
+
+/**
+ * A fleet with one OKM for each case a poll meets, created afresh under its own serial
+ * numbers, and the polls to send it: in step, a changed verdict, the same verdict again, a
+ * pending message, a firmware pin (in the catalog or not), subscriber URLs, an unknown serial
+ * number, and one OKM polled twice.
+ */
+async function mixedScenario(t: TestApp): Promise<{ serials: Record<string, string>; polls: ScenarioPoll[] }> {
+  const roles = ['inStep', 'changed', 'sameVerdict', 'message', 'pinned', 'pinMissing', 'subscribed', 'twice', 'unknown'];
+  const serials = Object.fromEntries(roles.map((role) => [role, newSerial(role)]));
+  const settings: Record<string, OkmSettings> = {
+    pinned: { ...CONFIGURED, firmware: { ...CONFIGURED.firmware, kas: '2.0.0' } },
+    pinMissing: { ...CONFIGURED, firmware: { ...CONFIGURED.firmware, batch_key: '9.9' } },
+    subscribed: { ...CONFIGURED, statusUrls: ['https://subscriber.example/status'] },
+  };
+  for (const role of roles.filter((role) => role !== 'unknown')) {
+    await insertOkm(t.db, serials[role]!, null, settings[role] ?? CONFIGURED, 1000);
+  }
+  await t.db.updateTable('okms').set({ last_correction: 'pollingInterval' }).where('serial_number', '=', serials.sameVerdict!).execute();
+  await queueMessage(t.db, serials.message!, 'delete-assets', { all: true });
+  const offInterval = { ...IN_STEP, pollingInterval: 300 };
+  return {
+    serials,
+    polls: [
+      { okm: 'inStep', parameters: { ...IN_STEP, installCode: '12345678' } },
+      { okm: 'changed', parameters: offInterval },
+      { okm: 'sameVerdict', parameters: offInterval },
+      { okm: 'message', parameters: IN_STEP },
+      { okm: 'pinned', parameters: IN_STEP },
+      { okm: 'pinMissing', parameters: { ...IN_STEP, batchKeyFirmware: '1.0' } },
+      { okm: 'subscribed', parameters: IN_STEP },
+      { okm: 'twice', parameters: offInterval },
+      { okm: 'unknown', parameters: IN_STEP },
+      { okm: 'twice', parameters: { ...IN_STEP, kasDateTime: SERVER_TIME - 600_000 } },
+      { okm: 'unknown', parameters: offInterval },
+    ],
+  };
+}
+
+const pollRequest = (serialNumber: string, query: DeviceParameters): PollRequest => ({
+  serialNumber,
+  ip: '192.0.2.1',
+  query: Object.fromEntries(Object.entries(query).map(([name, value]) => [name, String(value)])),
+  now: SERVER_TIME,
+});
+
+/** What a scenario left: each reply and each OKM as stored, with serial numbers and message ids left out. */
+async function outcome(t: TestApp, serials: Record<string, string>, replies: PollReply[]) {
+  const okms: Record<string, unknown> = {};
+  for (const [role, serial] of Object.entries(serials)) {
+    const okm = await findOkm(t.db, serial);
+    const row = await t.db.selectFrom('okms').select(['status_queued_at', 'last_correction']).where('serial_number', '=', serial).executeTakeFirst();
+    const messages = (await listMessages(t.db, serial)).map(({ type, deliveredAt }) => ({ type, deliveredAt }));
+    const pending = await t.db.selectFrom('pending_okms').select(['call_count', 'last_seen_at']).where('serial_number', '=', serial).executeTakeFirst();
+    okms[role] = { okm: okm && { ...okm, serialNumber: role, createdAt: 0, updatedAt: 0 }, row, messages, pending: pending && { ...pending, call_count: Number(pending.call_count) } };
+  }
+  return { replies: replies.map((reply) => JSON.stringify(reply).replace(/"id":\d+/g, '"id":0')), okms };
+}
+
+for (const autoEnrol of ['true', 'false']) {
+  forEachDatabase(`config polls of one batch, auto-enrol ${autoEnrol}`, (kind) => {
+    let t: TestApp;
+    freezeServerClock();
+    before(async () => {
+      t = await buildTestApp(kind, { OKM_AUTO_ENROL: autoEnrol });
+      await addRelease(t.db, 'kas', '2.0.0');
+    });
+    after(() => t.close());
+
+    test('a batch of polls of every kind gets the same answers and leaves the same rows as the same polls one by one, a statement per row', async () => {
+      const together = await mixedScenario(t);
+      const oneByOne = await mixedScenario(t);
+      const queued = { together: 0, oneByOne: 0 };
+      const batched = createPollHandler(t.db, t.settings, t.dialect, (count) => (queued.together += count));
+      const perRow = createPollHandler(t.db, t.settings, { ...t.dialect, rowSet: undefined, writeGrouping: { kind: 'transaction' } }, (count) => (queued.oneByOne += count));
+
+      const batchReplies = await Promise.all(together.polls.map(({ okm, parameters }) => batched(pollRequest(together.serials[okm]!, parameters))));
+      const sequentialReplies = [];
+      for (const { okm, parameters } of oneByOne.polls) sequentialReplies.push(await perRow(pollRequest(oneByOne.serials[okm]!, parameters)));
+
+      const batch = await outcome(t, together.serials, batchReplies);
+      assert.deepEqual(batch, await outcome(t, oneByOne.serials, sequentialReplies));
+      assert.deepEqual(queued, { together: 1, oneByOne: 1 });
+      // The scenario does meet each case.
+      const enrolled = autoEnrol === 'true' ? 'enrolled' : 'pending';
+      assert.deepEqual(
+        batchReplies.map(({ kind }) => kind),
+        [...Array(8).fill('answered'), enrolled, 'answered', autoEnrol === 'true' ? 'answered' : 'pending'],
+      );
+      assert.match(batch.replies[3]!, /"message"/);
+      assert.match(batch.replies[4]!, /"kasFirmware".*2\.0\.0/);
+      assert.deepEqual(batchReplies[9], { kind: 'answered', body: { kasDateTime: SERVER_TIME } });
+      assert.equal(batch.okms.changed && (batch.okms.changed as { row: { last_correction: string } }).row.last_correction, 'pollingInterval');
+    });
+  });
+}
+
+/** Polls in one batch, through a handler on a database handle that counts the statements it runs. */
+async function countStatements(strategy: DialectStrategy, t: TestApp, requests: PollRequest[]): Promise<number> {
+  let statements = 0;
+  const db = new Kysely<Database>({ dialect: strategy.createDialect(), log: () => void statements++ });
+  try {
+    const handle = createPollHandler(db, t.settings, strategy, () => {});
+    await Promise.all(requests.map((request) => handle(request)));
+    return statements;
+  } finally {
+    await db.destroy();
+  }
+}
+
+describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres') }, () => {
+  let t: TestApp;
+  freezeServerClock();
+  before(async () => {
+    t = await buildTestApp('postgres');
+    await addRelease(t.db, 'kas', '2.0.0');
+  });
+  after(() => t.close());
+
+  /** `copies` polls of each kind: a changed verdict, a pending message, a pin, subscriber URLs, an unknown serial number. */
+  async function mixedRequests(copies: number): Promise<PollRequest[]> {
+    const requests: PollRequest[] = [];
+    for (let copy = 0; copy < copies; copy++) {
+      const [changed, message, pinned, subscribed] = [newSerial('changed'), newSerial('message'), newSerial('pinned'), newSerial('subscribed')];
+      await insertOkm(t.db, changed, null, CONFIGURED, 1000);
+      await insertOkm(t.db, message, null, CONFIGURED, 1000);
+      await insertOkm(t.db, pinned, null, { ...CONFIGURED, firmware: { ...CONFIGURED.firmware, kas: '2.0.0' } }, 1000);
+      await insertOkm(t.db, subscribed, null, { ...CONFIGURED, statusUrls: ['https://subscriber.example/status'] }, 1000);
+      await queueMessage(t.db, message, 'delete-assets');
+      requests.push(
+        pollRequest(changed, { ...IN_STEP, pollingInterval: 300 }),
+        pollRequest(message, IN_STEP),
+        pollRequest(pinned, IN_STEP),
+        pollRequest(subscribed, IN_STEP),
+        pollRequest(newSerial('unknown'), IN_STEP),
+      );
+    }
+    return requests;
+  }
+
+  test('a batch of polls runs the same number of statements whatever the number of polls', async () => {
+    const strategy = dialectFor(t.settings);
+
+    const few = await countStatements(strategy, t, await mixedRequests(1));
+    const many = await countStatements(strategy, t, await mixedRequests(12));
+
+    assert.equal(many, few);
+    assert.ok(few <= 12, `${few} statements`);
+  });
+
+  test('two batches polling the same OKMs at once, in opposite orders, both commit (their rows are locked in one order)', async () => {
+    const serials = Array.from({ length: 300 }, () => newSerial('locked'));
+    for (const serial of serials) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
+    const statements = pollStatementsFor(t.dialect);
+    const polls = (order: string[]): ObservedPoll[] =>
+      order.map((serialNumber) => ({
+        serialNumber,
+        observation: { now: SERVER_TIME, ip: '192.0.2.1', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '{}', installCode: null },
+      }));
+    const other: Db = openDatabase(dialectFor(t.settings)).db;
+    try {
+      for (let round = 0; round < 10; round++) {
+        const results = await Promise.allSettled([
+          t.db.transaction().execute((tx) => statements.recordPolls(tx, polls(serials))),
+          other.transaction().execute((tx) => statements.recordPolls(tx, polls([...serials].reverse()))),
+        ]);
+        for (const result of results) assert.equal(result.status, 'fulfilled', result.status === 'rejected' ? String(result.reason) : '');
+      }
+    } finally {
+      await other.destroy();
+    }
+  });
+});
