@@ -12,6 +12,16 @@ interface Prepared<Row> {
   slots: (number | undefined)[];
 }
 
+const statementNames = new Map<string, string>();
+
+/**
+ * The name under which a database that keeps prepared statements (PostgreSQL) may prepare a
+ * precompiled query's SQL once per connection, rather than parse it on every execution;
+ * undefined for any other SQL. Precompiled queries are a fixed few, so their prepared
+ * statements are too.
+ */
+export const precompiledStatementName = (sql: string): string | undefined => statementNames.get(sql);
+
 /**
  * A query that is built and compiled once per dialect, then executed with new values: the
  * config poll runs a few fixed queries thousands of times a second, and building them
@@ -32,6 +42,7 @@ export function precompiledQuery<Row, Args extends readonly unknown[]>(
       const slots = compiled.parameters.map((parameter) => (parameter instanceof Placeholder ? parameter.index : undefined));
       if (new Set(slots.filter((slot) => slot !== undefined)).size !== arity) throw new Error('every placeholder must be used');
       prepared = { compiled, slots };
+      if (!statementNames.has(compiled.sql)) statementNames.set(compiled.sql, `keyfleet_${statementNames.size + 1}`);
       byAdapter.set(adapter, prepared);
     }
     const { compiled, slots } = prepared;

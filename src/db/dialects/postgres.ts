@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import { precompiledStatementName } from '../precompiled-query.ts';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
 import type { DialectStrategy, RowSetColumn } from './strategy.ts';
 
@@ -32,15 +33,18 @@ const QUERY_READ_TIMEOUT = 'Query read timeout';
 /**
  * The pool as Kysely uses it, except that a connection one of whose statements timed out on
  * the client side is closed rather than reused: it may wait for an answer that never comes,
- * and every statement queued behind it would time out in turn.
+ * and every statement queued behind it would time out in turn; and that the config poll's
+ * precompiled queries are prepared once per connection (named statements), not parsed and
+ * planned on every execution.
  */
 function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
   return {
     async connect() {
       const client = await pool.connect();
       let timedOut: Error | undefined;
-      const query = ((...args: [string, unknown[]]) => {
-        const result = client.query(...args) as unknown;
+      const query = ((text: string, values: unknown[]) => {
+        const name = precompiledStatementName(text);
+        const result = (name ? client.query({ name, text, values }) : client.query(text, values)) as unknown;
         if (!(result instanceof Promise)) return result;
         return result.catch((error: unknown) => {
           if (error instanceof Error && error.message === QUERY_READ_TIMEOUT) timedOut = error;
