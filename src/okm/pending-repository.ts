@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
@@ -31,6 +31,15 @@ const toPendingOkm = (row: Selectable<PendingOkmsTable>): PendingOkm => ({
   calls: Number(row.call_count),
 });
 
+/** A call of a serial number already pending updates its entry: the INSERT's conflict clause, for one call or a batch of them. */
+export const countAnotherCall = (oc: OnConflictBuilder<Database, 'pending_okms'>) =>
+  oc.column('serial_number').doUpdateSet((eb) => ({
+    last_seen_at: eb.ref('excluded.last_seen_at'),
+    last_ip: eb.ref('excluded.last_ip'),
+    firmware_version: eb.fn.coalesce(eb.ref('excluded.firmware_version'), eb.ref('pending_okms.firmware_version')),
+    call_count: sql<number>`pending_okms.call_count + 1`,
+  }));
+
 const recordPendingCallQuery = precompiledQuery<never, [string, number, string, string | null]>(4, (db, [serialNumber, now, ip, firmwareVersion]) =>
   db
     .insertInto('pending_okms')
@@ -42,14 +51,7 @@ const recordPendingCallQuery = precompiledQuery<never, [string, number, string, 
       firmware_version: firmwareVersion as string | null,
       call_count: 1,
     })
-    .onConflict((oc) =>
-      oc.column('serial_number').doUpdateSet((eb) => ({
-        last_seen_at: eb.ref('excluded.last_seen_at'),
-        last_ip: eb.ref('excluded.last_ip'),
-        firmware_version: eb.fn.coalesce(eb.ref('excluded.firmware_version'), eb.ref('pending_okms.firmware_version')),
-        call_count: sql<number>`pending_okms.call_count + 1`,
-      })),
-    ),
+    .onConflict(countAnotherCall),
 );
 
 /** Records a call from an unknown serial number: adds it to the pending OKMs, or updates its entry. */

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
@@ -7,7 +7,7 @@ import { findRelease, toRelease, type FirmwareRelease } from '../firmware/reposi
 import type { FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
-import { recordPendingCall } from './pending-repository.ts';
+import { countAnotherCall, recordPendingCall } from './pending-repository.ts';
 import { enrolOkm, pollReturning, pollSets, recordCorrection, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
 import { settingsColumns } from './repository.ts';
 import type { PendingMessage } from './resolvers/types.ts';
@@ -198,14 +198,7 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
           .select(['poll.serial', 'poll.now as first_seen_at', 'poll.now as last_seen_at', 'poll.ip', 'poll.kas_reported', eb.val(1).as('call_count')])
           .orderBy('poll.serial'),
       )
-      .onConflict((oc) =>
-        oc.column('serial_number').doUpdateSet((eb) => ({
-          last_seen_at: eb.ref('excluded.last_seen_at'),
-          last_ip: eb.ref('excluded.last_ip'),
-          firmware_version: eb.fn.coalesce(eb.ref('excluded.firmware_version'), eb.ref('pending_okms.firmware_version')),
-          call_count: sql<number>`pending_okms.call_count + 1`,
-        })),
-      ),
+      .onConflict(countAnotherCall),
   );
 
   const findReleasesQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, [string[], string[]]>(2, (db, [kinds, versions]) =>
