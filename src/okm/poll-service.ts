@@ -14,6 +14,7 @@ import {
   fleetLatestReleasesForPoll,
   loadList,
   recordCorrection,
+  recordEndOfSilence,
   recordPoll,
   type PolledOkmRow,
   type PollObservation,
@@ -44,7 +45,7 @@ export type PollReply = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'an
 const storableVersion = (version: string | undefined) =>
   version !== undefined && STORABLE_TEXT.test(version) ? version.slice(0, FIRMWARE_VERSION_MAX_LENGTH) : null;
 
-function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState): PollObservation {
+function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState, settings: PollSettings): PollObservation {
   return {
     now: request.now,
     ip: request.ip,
@@ -53,6 +54,7 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
     wirelessKeyFirmwareVersion: storableVersion(wirelessKeyFirmware),
     reported: JSON.stringify(reportedValues(request.query)),
     installCode: installCode ?? null,
+    fleetPollingInterval: settings.fleetPollingInterval,
   };
 }
 
@@ -170,11 +172,12 @@ function statusEventsQueuedBy(row: PolledOkmRow): number {
  */
 async function decide(db: Db, settings: PollSettings, request: PollRequest, scope: BatchScope): Promise<Decision> {
   const reported = parseReported(request.query);
-  const observation = observe(request, reported);
+  const observation = observe(request, reported, settings);
   const row = await recordCall(db, request.serialNumber, observation, settings.okmAutoEnrol);
   if (row === 'enrolled' || row === 'pending') return { kind: row };
 
   const statusEventsQueued = statusEventsQueuedBy(row);
+  if (row.overdue_at !== null) await recordEndOfSilence(db, request.serialNumber, row.overdue_at, request.now);
   const [releases, message] = await Promise.all([
     effectiveReleases(db, row, scope),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
