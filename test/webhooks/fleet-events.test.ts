@@ -76,7 +76,7 @@ forEachDatabase('fleet events', (kind) => {
       [{ url: 'ftp://hooks.example/x', event_types: ['okm.overdue'] }, /^url: must be an http or https URL$/],
       [{ url: 'http://127.0.0.1:9/x', event_types: ['okm.overdue'] }, /^url: private, loopback/],
       [{ url: 'https://hooks.example/x', event_types: [] }, /^event_types/],
-      [{ url: 'https://hooks.example/x', event_types: ['okm.nonsense'] }, /^event_types/],
+      [{ url: 'https://hooks.example/x', event_types: ['okm.nonsense'] }, /^event_types\[0\]: must be one of "okm.enrolled", /],
       [{ url: 'https://hooks.example/x', event_types: ['okm.overdue', 'okm.overdue'] }, /^event_types/],
       [{ url: 'https://hooks.example/x', event_types: ['okm.pending'] }, /^event_types: okm.pending is only for deployment-wide endpoints/],
       [{ url: 'https://hooks.example/x', event_types: ['okm.overdue'], secret: 'x' }, /^secret: unknown field$/],
