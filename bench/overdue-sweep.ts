@@ -7,16 +7,13 @@
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { sql, type Insertable } from 'kysely';
+import { sql } from 'kysely';
 import { loadSettings } from '../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import type { OkmsTable } from '../src/db/schema.ts';
-import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
 import { markOverdueOkms, sweepOverdueOkms } from '../src/okm/overdue-repository.ts';
-import { settingsColumns } from '../src/okm/repository.ts';
 import { insertEndpoint } from '../src/webhooks/endpoints-repository.ts';
-import { serialOf } from './fleet.ts';
+import { UNCONFIGURED_COLUMNS, insertOkms, serialOf } from './fleet.ts';
 import { median, withFreshDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
@@ -29,7 +26,6 @@ const { values: options } = parseArgs({
 const OKM_COUNT = Number(options.okms);
 const OVERDUE_COUNT = Number(options.overdue);
 const ROWS_PER_INSERT = 500;
-const ROWS_PER_TRANSACTION = 20_000;
 const RUNS = 21;
 
 const load = () => `load ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`;
@@ -47,21 +43,8 @@ async function main(): Promise<void> {
     try {
       await migrateToLatest(db, dialect);
       const seeding = Date.now();
-      const template = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
-      const now = Date.now();
-      for (let start = 0; start < OKM_COUNT; start += ROWS_PER_TRANSACTION) {
-        await db.transaction().execute(async (trx) => {
-          for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, OKM_COUNT); batch += ROWS_PER_INSERT) {
-            const rows = Array.from({ length: Math.min(ROWS_PER_INSERT, OKM_COUNT - batch) }, (_, offset) => {
-              const index = batch + offset;
-              // Polled within the last 150 s, due 3 × 150 s after that: none overdue.
-              const lastSync = now - (index % 150) * 1000;
-              return { ...template, serial_number: serialOf(index), customer_id: null, created_at: now, updated_at: now, last_sync_time: lastSync, due_by: lastSync + 450_000, overdue_at: null };
-            });
-            await trx.insertInto('okms').values(rows).execute();
-          }
-        });
-      }
+      // Polled within the last 150 s, due 3 × 150 s after that: none overdue.
+      await insertOkms(db, OKM_COUNT, (index, now) => ({ ...UNCONFIGURED_COLUMNS, last_sync_time: now - (index % 150) * 1000, due_by: now - (index % 150) * 1000 + 450_000, overdue_at: null }));
       if (dialect.name === 'postgres') await sql`ANALYZE okms`.execute(db);
       console.log(`${name}: stored ${OKM_COUNT} OKMs in ${((Date.now() - seeding) / 1000).toFixed(1)} s (${load()})`);
 
