@@ -5,19 +5,15 @@
  *   npx tsx bench/fleet-summary.ts [--okms 1000000] [--customers 20] [--postgres]
  */
 import { parseArgs } from 'node:util';
-import type { Insertable } from 'kysely';
 import { issueToken } from '../src/auth/tokens.ts';
 import { loadSettings } from '../src/config/settings.ts';
 import { createCustomer } from '../src/customers/repository.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import type { OkmsTable } from '../src/db/schema.ts';
-import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
-import { settingsColumns } from '../src/okm/repository.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { createKeyRing } from '../src/secrets/reseal.ts';
 import { buildServer } from '../src/server.ts';
-import { serialOf } from './fleet.ts';
+import { UNCONFIGURED_COLUMNS, insertOkms, serialOf } from './fleet.ts';
 import { median, withFreshDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
@@ -29,8 +25,6 @@ const { values: options } = parseArgs({
 });
 const OKM_COUNT = Number(options.okms);
 const CUSTOMER_COUNT = Number(options.customers);
-const ROWS_PER_INSERT = 500;
-const ROWS_PER_TRANSACTION = 20_000;
 const CORRECTIONS = [null, null, null, null, null, null, null, 'kasDateTime', 'kasFirmware', 'pollingInterval'];
 const KAS_VERSIONS = ['2.10.0', '2.9.9', '2.8.1'];
 
@@ -45,32 +39,19 @@ async function main(): Promise<void> {
     for (let index = 0; index < CUSTOMER_COUNT; index++) customers.push(await createCustomer(db, `customer-${index}`));
 
     const seeding = Date.now();
-    const template = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
-    const now = Date.now();
-    for (let start = 0; start < OKM_COUNT; start += ROWS_PER_TRANSACTION) {
-      await db.transaction().execute(async (trx) => {
-        for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, OKM_COUNT); batch += ROWS_PER_INSERT) {
-          const rows = Array.from({ length: Math.min(ROWS_PER_INSERT, OKM_COUNT - batch) }, (_, offset) => {
-            const index = batch + offset;
-            const polled = index % 50 !== 0;
-            return {
-              ...template,
-              serial_number: serialOf(index),
-              customer_id: index % 100 === 0 ? null : customers[index % CUSTOMER_COUNT]!.id,
-              created_at: now,
-              updated_at: now,
-              last_sync_time: polled ? now - (index % 97 === 0 ? 3_600_000 : 60_000) : null,
-              last_correction: polled ? CORRECTIONS[index % CORRECTIONS.length]! : null,
-              firmware_version: polled ? KAS_VERSIONS[index % KAS_VERSIONS.length]! : null,
-              batch_key_firmware_version: polled ? '1.2' : null,
-              wireless_key_firmware_version: polled && index % 2 === 0 ? '3.0' : null,
-              reported: polled ? JSON.stringify({ kasFirmware: KAS_VERSIONS[index % KAS_VERSIONS.length], kasDateTime: String(now) }) : null,
-            };
-          });
-          await trx.insertInto('okms').values(rows).execute();
-        }
-      });
-    }
+    await insertOkms(db, OKM_COUNT, (index, now) => {
+      const polled = index % 50 !== 0;
+      return {
+        ...UNCONFIGURED_COLUMNS,
+        customer_id: index % 100 === 0 ? null : customers[index % CUSTOMER_COUNT]!.id,
+        last_sync_time: polled ? now - (index % 97 === 0 ? 3_600_000 : 60_000) : null,
+        last_correction: polled ? CORRECTIONS[index % CORRECTIONS.length]! : null,
+        firmware_version: polled ? KAS_VERSIONS[index % KAS_VERSIONS.length]! : null,
+        batch_key_firmware_version: polled ? '1.2' : null,
+        wireless_key_firmware_version: polled && index % 2 === 0 ? '3.0' : null,
+        reported: polled ? JSON.stringify({ kasFirmware: KAS_VERSIONS[index % KAS_VERSIONS.length], kasDateTime: String(now) }) : null,
+      };
+    });
     console.log(`${name}: stored ${OKM_COUNT} OKMs of ${CUSTOMER_COUNT} customers in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
 
     const app = await buildServer({ settings, db, dialect, keyRing });

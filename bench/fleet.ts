@@ -9,6 +9,7 @@ import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
+import type { Db } from '../src/db/database.ts';
 import { withDb } from './harness.ts';
 
 const FIRMWARE = { kas: '2.10.0', batch_key: '1.2', wireless_key: '3.0' } as const;
@@ -92,6 +93,31 @@ export function requestPaths(configPath: string, okmCount: number, firstIndex = 
 const ROWS_PER_INSERT = 500;
 const ROWS_PER_TRANSACTION = 10_000;
 
+/**
+ * Stores `count` OKMs named serialOf(0…) with no customer, each with the columns `columnsOf`
+ * gives it (settings columns at least), in batched inserts inside transactions.
+ */
+export async function insertOkms(db: Db, count: number, columnsOf: (index: number, now: number) => Insertable<OkmsTable> | Omit<Insertable<OkmsTable>, 'serial_number' | 'created_at' | 'updated_at'>): Promise<void> {
+  const now = Date.now();
+  for (let start = 0; start < count; start += ROWS_PER_TRANSACTION) {
+    await db.transaction().execute(async (trx) => {
+      for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, count); batch += ROWS_PER_INSERT) {
+        const rows = Array.from({ length: Math.min(ROWS_PER_INSERT, count - batch) }, (_, offset) => ({
+          customer_id: null,
+          ...columnsOf(batch + offset, now),
+          serial_number: serialOf(batch + offset),
+          created_at: now,
+          updated_at: now,
+        }));
+        await trx.insertInto('okms').values(rows).execute();
+      }
+    });
+  }
+}
+
+/** The columns of an unconfigured OKM, for insertOkms. */
+export const UNCONFIGURED_COLUMNS = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
+
 /** Migrates a fresh database and stores `okmCount` OKMs and the fleet firmware, in batched inserts inside transactions. */
 export async function seedFleet(env: Record<string, string>, okmCount: number): Promise<void> {
   await withDb(env, async (db) => {
@@ -101,20 +127,7 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       await db.insertInto('fleet_firmware').values({ kind, version }).execute();
     }
     const templateColumns = TEMPLATES.map((template) => settingsColumns(template) as Insertable<OkmsTable>);
-    for (let start = 0; start < okmCount; start += ROWS_PER_TRANSACTION) {
-      await db.transaction().execute(async (trx) => {
-        for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, okmCount); batch += ROWS_PER_INSERT) {
-          const rows = Array.from({ length: Math.min(ROWS_PER_INSERT, okmCount - batch) }, (_, offset) => ({
-            ...templateColumns[(batch + offset) % TEMPLATES.length]!,
-            serial_number: serialOf(batch + offset),
-            customer_id: null,
-            created_at: now,
-            updated_at: now,
-          }));
-          await trx.insertInto('okms').values(rows).execute();
-        }
-      });
-    }
+    await insertOkms(db, okmCount, (index) => templateColumns[index % TEMPLATES.length]!);
   });
 }
 

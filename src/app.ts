@@ -24,6 +24,7 @@ import locksListRoutes from './dlock/locks-list-routes.ts';
 import aclRoutes from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
+import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
 declare module 'fastify' {
@@ -67,6 +68,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(fleetSummaryRoutes, { prefix: '/api/v1/fleet' });
   await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
   await app.register(deliveriesRoutes, { prefix: '/api/v1/okms' });
+  await app.register(webhookEndpointRoutes, { prefix: '/api/v1/webhook-endpoints' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });

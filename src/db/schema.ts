@@ -28,6 +28,8 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   data_keys: DataKeysTable;
   okm_claim_failures: OkmClaimFailuresTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  fleet_event_deliveries: FleetEventDeliveriesTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -78,6 +80,10 @@ export interface OkmsTable {
   device_token_issued_at: number | null;
   /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
   status_queued_at: number | null;
+  /** last_sync_time + 3 × the effective polling interval, set by each poll: past it the OKM is overdue. */
+  due_by: number | null;
+  /** When the overdue sweep found the OKM silent (cleared by its next poll); 0: never polled as an OKM (its next poll enrols it). */
+  overdue_at: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
 }
@@ -288,4 +294,38 @@ export interface OkmClaimFailuresTable {
   /** Claims of the serial number are refused (429) until then. */
   blocked_until: number | null;
   expires_at: number;
+}
+
+/** A fleet-event subscription: a customer's, or deployment-wide (customer_id null, admin). */
+export interface WebhookEndpointsTable {
+  id: Generated<number> & Id;
+  customer_id: number | null;
+  url: string;
+  host: string;
+  /** JSON array of event types. */
+  event_types: string;
+  created_at: number;
+}
+
+/** One fleet event for one endpoint: its body as sent, and where its delivery stands (as status_events). */
+export interface FleetEventDeliveriesTable {
+  id: Generated<number> & Id;
+  endpoint_id: number;
+  /** The endpoint's customer, whose secret signs; null: the deployment secret. */
+  customer_id: number | null;
+  url: string;
+  host: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  state: StatusEventState;
+  attempts: number;
+  next_attempt_at: number;
+  claim_token: string | null;
+  claimed_until: number | null;
+  created_at: number;
+  last_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
 }

@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } 
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
+import { emitFleetEvent } from '../webhooks/fleet-events.ts';
 
 /** An unknown serial number that called while auto-enrol is off: what an operator needs to decide on it. */
 export interface PendingOkm {
@@ -40,7 +41,7 @@ export const countAnotherCall = (oc: OnConflictBuilder<Database, 'pending_okms'>
     call_count: sql<number>`pending_okms.call_count + 1`,
   }));
 
-const recordPendingCallQuery = precompiledQuery<never, [string, number, string, string | null]>(4, (db, [serialNumber, now, ip, firmwareVersion]) =>
+const recordPendingCallQuery = precompiledQuery<{ call_count: number }, [string, number, string, string | null]>(4, (db, [serialNumber, now, ip, firmwareVersion]) =>
   db
     .insertInto('pending_okms')
     .values({
@@ -51,12 +52,20 @@ const recordPendingCallQuery = precompiledQuery<never, [string, number, string, 
       firmware_version: firmwareVersion as string | null,
       call_count: 1,
     })
-    .onConflict(countAnotherCall),
+    .onConflict(countAnotherCall)
+    .returning('call_count'),
 );
 
-/** Records a call from an unknown serial number: adds it to the pending OKMs, or updates its entry. */
+/** Records a call from an unknown serial number: adds it to the pending OKMs (emitting okm.pending), or updates its entry. */
 export async function recordPendingCall(db: Db, serialNumber: string, call: PendingCall): Promise<void> {
-  await recordPendingCallQuery(db, serialNumber, call.now, call.ip, call.firmwareVersion);
+  const { rows } = await recordPendingCallQuery(db, serialNumber, call.now, call.ip, call.firmwareVersion);
+  if (Number(rows[0]?.call_count) === 1) await emitPending(db, serialNumber, call);
+}
+
+/** okm.pending for a serial number whose first call has just been recorded. */
+export async function emitPending(db: Db, serialNumber: string, call: PendingCall): Promise<void> {
+  const data = { serial_number: serialNumber, first_seen_at: new Date(call.now).toISOString(), last_ip: call.ip, firmware_version: call.firmwareVersion };
+  await emitFleetEvent(db, { type: 'okm.pending', customerId: null, data }, call.now);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
@@ -7,8 +7,22 @@ import { findRelease, toRelease, type FirmwareRelease } from '../firmware/reposi
 import type { FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
-import { countAnotherCall, recordPendingCall } from './pending-repository.ts';
-import { enrolOkm, pollReturning, pollSets, recordCorrection, recordPoll, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import { countAnotherCall, emitPending, recordPendingCall } from './pending-repository.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from './admin-repository.ts';
+import {
+  emitEndOfSilence,
+  emitEnrolled,
+  enrolOkm,
+  pollReturning,
+  pollSets,
+  recordCorrection,
+  recordEndOfSilence,
+  recordPoll,
+  type EndOfSilence,
+  type PolledOkmRow,
+  type PollObservation,
+  type SilencedOkm,
+} from './poll-repository.ts';
 import { settingsColumns } from './repository.ts';
 import type { PendingMessage } from './resolvers/types.ts';
 
@@ -46,6 +60,8 @@ export interface PollStatements {
   findMessages(db: Db, ids: readonly number[]): Promise<(PendingMessage | undefined)[]>;
   /** Marks each message delivered; false where it was already (a concurrent poll claimed it). */
   claimMessages(db: Db, claims: readonly MessageClaim[]): Promise<boolean[]>;
+  /** Clears the overdue mark of each OKM whose poll ended a silence, emitting its event (see recordEndOfSilence). */
+  recordEndsOfSilence(db: Db, ends: readonly EndOfSilence[]): Promise<void>;
   /** Records which resolver answered each poll (see recordCorrection). */
   recordCorrections(db: Db, corrections: readonly { serialNumber: string; correction: string | null }[]): Promise<void>;
 }
@@ -66,6 +82,7 @@ export const PER_ROW_POLL_STATEMENTS: PollStatements = {
   findReleases: (db, pins) => inSequence(pins, ({ kind, version }) => findRelease(db, kind, version)),
   findMessages: (db, ids) => inSequence(ids, async (id) => toPendingMessage(await findMessage(db, id))),
   claimMessages: (db, claims) => inSequence(claims, ({ id, now }) => markMessageDelivered(db, id, now)),
+  recordEndsOfSilence: async (db, ends) => void (await inSequence(ends, (end) => recordEndOfSilence(db, end))),
   recordCorrections: async (db, corrections) =>
     void (await inSequence(corrections, ({ serialNumber, correction }) => recordCorrection(db, serialNumber, correction))),
 };
@@ -80,9 +97,10 @@ interface PollRowSet {
   wireless_key_reported: string | null;
   reported_values: string;
   new_install_code: string | null;
+  fleet_polling_interval: number;
 }
 
-type PollColumns = [string[], number[], string[], (string | null)[], (string | null)[], (string | null)[], string[], (string | null)[]];
+type PollColumns = [string[], number[], string[], (string | null)[], (string | null)[], (string | null)[], string[], (string | null)[], number[]];
 
 function pollColumns(polls: readonly ObservedPoll[]): PollColumns {
   const column = <T>(value: (poll: ObservedPoll) => T) => polls.map(value);
@@ -95,11 +113,12 @@ function pollColumns(polls: readonly ObservedPoll[]): PollColumns {
     column((poll) => poll.observation.wirelessKeyFirmwareVersion),
     column((poll) => poll.observation.reported),
     column((poll) => poll.observation.installCode),
+    column((poll) => poll.observation.fleetPollingInterval),
   ];
 }
 
 function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
-  const [serial, now, ip, kas, batchKey, wirelessKey, reported, installCode] = placeholders;
+  const [serial, now, ip, kas, batchKey, wirelessKey, reported, installCode, fleetPollingInterval] = placeholders;
   return rowSet<PollRowSet, 'poll'>('poll', [
     { name: 'serial', type: 'text', values: serial },
     { name: 'now', type: 'bigint', values: now },
@@ -109,6 +128,7 @@ function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
     { name: 'wireless_key_reported', type: 'text', values: wirelessKey },
     { name: 'reported_values', type: 'text', values: reported },
     { name: 'new_install_code', type: 'text', values: installCode },
+    { name: 'fleet_polling_interval', type: 'integer', values: fleetPollingInterval },
   ]);
 }
 
@@ -116,7 +136,7 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
   // An UPDATE … FROM locks its rows in the join's order, which nothing fixes; two batches
   // over the same OKMs could then lock them in opposite orders and deadlock. The CTE locks
   // them first, by serial number, as the per-row path does.
-  const recordPollsQuery = precompiledQuery<PolledOkmRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
+  const recordPollsQuery = precompiledQuery<PolledOkmRow & { serial_number: string }, PollColumns>(9, (db, placeholders) =>
     db
       .with(
         (cte) => cte('locked').materialized(),
@@ -140,6 +160,7 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
           wirelessKeyFirmwareVersion: eb.ref('locked.wireless_key_reported'),
           reported: eb.ref('locked.reported_values'),
           installCode: eb.ref('locked.new_install_code'),
+          fleetPollingInterval: eb.ref('locked.fleet_polling_interval'),
         }),
       )
       .whereRef('okms.serial_number', '=', 'locked.serial')
@@ -147,7 +168,7 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
   );
 
   const unconfigured = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
-  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(8, (db, placeholders) =>
+  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(9, (db, placeholders) =>
     db
       .insertInto('okms')
       .columns([
@@ -163,6 +184,8 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
         'wireless_key_firmware_version',
         'reported',
         'install_code',
+        'due_by',
+        'overdue_at',
       ])
       .expression((eb) =>
         eb
@@ -180,6 +203,8 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
             'poll.wireless_key_reported',
             'poll.reported_values',
             'poll.new_install_code',
+            sql<number>`poll.now + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * poll.fleet_polling_interval`.as('due_by'),
+            eb.val(null).as('overdue_at'),
           ])
           // Unique-index entries taken in serial order too: two batches enrolling the same OKMs wait, not deadlock.
           .orderBy('poll.serial'),
@@ -188,7 +213,7 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
       .returning('serial_number'),
   );
 
-  const recordPendingCallsQuery = precompiledQuery<never, PollColumns>(8, (db, placeholders) =>
+  const recordPendingCallsQuery = precompiledQuery<{ serial_number: string; call_count: number }, PollColumns>(9, (db, placeholders) =>
     db
       .insertInto('pending_okms')
       .columns(['serial_number', 'first_seen_at', 'last_seen_at', 'last_ip', 'firmware_version', 'call_count'])
@@ -198,7 +223,8 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
           .select(['poll.serial', 'poll.now as first_seen_at', 'poll.now as last_seen_at', 'poll.ip', 'poll.kas_reported', eb.val(1).as('call_count')])
           .orderBy('poll.serial'),
       )
-      .onConflict(countAnotherCall),
+      .onConflict(countAnotherCall)
+      .returning(['serial_number', 'call_count']),
   );
 
   const findReleasesQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, [string[], string[]]>(2, (db, [kinds, versions]) =>
@@ -236,6 +262,16 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
   );
 
   // The OKMs' rows are locked already, by the batch's recordPolls.
+  const endSilencesQuery = precompiledQuery<SilencedOkm & { serial_number: string }, [string[]]>(1, (db, [serials]) =>
+    db
+      .updateTable('okms')
+      .from(rowSet<{ serial: string }, 'ended'>('ended', [{ name: 'serial', type: 'text', values: serials }]))
+      .set({ overdue_at: null })
+      .whereRef('okms.serial_number', '=', 'ended.serial')
+      .where('okms.overdue_at', 'is not', null)
+      .returning(['okms.serial_number', 'okms.customer_id', 'okms.last_ip', 'okms.firmware_version']),
+  );
+
   const recordCorrectionsQuery = precompiledQuery<never, [string[], (string | null)[]]>(2, (db, [serials, corrections]) =>
     db
       .updateTable('okms')
@@ -267,10 +303,14 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
       if (polls.length === 0) return [];
       const { rows } = await enrolOkmsQuery(db, ...pollColumns(polls));
       const inserted = new Set(rows.map((row) => row.serial_number));
+      for (const { serialNumber, observation } of polls) if (inserted.has(serialNumber)) await emitEnrolled(db, serialNumber, observation);
       return polls.map(({ serialNumber }) => inserted.has(serialNumber));
     },
     async recordPendingCalls(db, polls) {
-      if (polls.length > 0) await recordPendingCallsQuery(db, ...pollColumns(polls));
+      if (polls.length === 0) return;
+      const { rows } = await recordPendingCallsQuery(db, ...pollColumns(polls));
+      const firstCalls = new Set(rows.filter((row) => Number(row.call_count) === 1).map((row) => row.serial_number));
+      for (const { serialNumber, observation } of polls) if (firstCalls.has(serialNumber)) await emitPending(db, serialNumber, observation);
     },
     async findReleases(db, pins) {
       if (pins.length === 0) return [];
@@ -300,6 +340,18 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
       );
       const claimed = new Set(rows.map((row) => Number(row.id)));
       return claims.map(({ id }) => claimed.has(id));
+    },
+    async recordEndsOfSilence(db, ends) {
+      if (ends.length === 0) return;
+      const { rows } = await endSilencesQuery(
+        db,
+        ends.map((end) => end.serialNumber),
+      );
+      const cleared = keyed(rows, (row) => row.serial_number);
+      for (const end of ends) {
+        const okm = cleared.get(end.serialNumber);
+        if (okm) await emitEndOfSilence(db, end, okm);
+      }
     },
     async recordCorrections(db, corrections) {
       if (corrections.length === 0) return;

@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, Insertable, Selectable } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database, FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
@@ -7,6 +7,8 @@ import { UNCONFIGURED_OKM } from './model.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from './admin-repository.ts';
+import { emitFleetEvent } from '../webhooks/fleet-events.ts';
 
 /** okms.status_urls of an OKM without subscribers. */
 export const NO_STATUS_URLS = '[]';
@@ -23,6 +25,8 @@ export interface PollObservation {
   reported: string;
   /** Only a valid install code is written; null leaves the stored one. */
   installCode: string | null;
+  /** The fleet default polling interval, for the due-by time of an OKM without its own. */
+  fleetPollingInterval: number;
 }
 
 /** The desired-state columns a poll needs (list digests, not the lists) and the oldest undelivered message. */
@@ -42,6 +46,8 @@ export interface PolledOkmRow {
   status_urls: string;
   /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
   last_correction: string | null;
+  /** Not written by the poll, so as it was: non-null when the poll ends a silence or is the OKM's first (0). */
+  overdue_at: number | null;
 }
 
 const POLLED_COLUMNS = [
@@ -57,7 +63,15 @@ const POLLED_COLUMNS = [
   'wireless_key_firmware',
   'status_urls',
   'last_correction',
+  'overdue_at',
 ] as const;
+
+/** When an OKM polling now with this interval (seconds) becomes overdue: after MISSED_INTERVALS_UNTIL_OVERDUE intervals. */
+const dueBy = (now: Expression<number>, intervalSeconds: Expression<number>) =>
+  sql<number>`cast(${now} as bigint) + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * ${intervalSeconds}`;
+
+/** The due-by time of an OKM inserted by its first poll, which has no interval of its own yet. */
+export const firstDueBy = ({ now, fleetPollingInterval }: PollObservation) => now + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * fleetPollingInterval;
 
 const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
   eb
@@ -89,6 +103,7 @@ export const pollSets = (eb: ExpressionBuilder<Database, 'okms'>, observed: Obse
     .then(null)
     .else(eb.fn.coalesce(eb.ref('status_queued_at'), observed.now))
     .end(),
+  due_by: dueBy(observed.now, eb.fn.coalesce('polling_interval', observed.fleetPollingInterval)),
 });
 
 /** What a poll RETURNs from its OKM's row (the PolledOkmRow): the one definition for both statements. */
@@ -96,10 +111,10 @@ export const pollReturning = (eb: ExpressionBuilder<Database, 'okms'>) => [...PO
 
 const recordPollQuery = precompiledQuery<
   PolledOkmRow,
-  [string, number, string, string | null, string | null, string | null, string, string | null]
+  [string, number, string, string | null, string | null, string | null, string, string | null, number]
 >(
-  8,
-  (db, [serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode]) =>
+  9,
+  (db, [serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode, fleetPollingInterval]) =>
     db
       .updateTable('okms')
       .set((eb) =>
@@ -111,6 +126,7 @@ const recordPollQuery = precompiledQuery<
           wirelessKeyFirmwareVersion: eb.val(wirelessKeyFirmwareVersion as string | null),
           reported: eb.val(reported as string),
           installCode: eb.val(installCode as string | null),
+          fleetPollingInterval: eb.val(fleetPollingInterval as number),
         }),
       )
       .where('serial_number', '=', serialNumber as string)
@@ -119,9 +135,63 @@ const recordPollQuery = precompiledQuery<
 
 /** Records the poll on a known OKM and returns its desired state in the same statement; undefined when unknown. */
 export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | undefined> {
-  const { now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode } = observation;
-  const result = await recordPollQuery(db, serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode);
+  const { now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode, fleetPollingInterval } = observation;
+  const result = await recordPollQuery(db, serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode, fleetPollingInterval);
   return result.rows[0];
+}
+
+/** The data of okm.enrolled and okm.back_online: the poll that brought the event. */
+const okmEventData = (serialNumber: string, now: number, lastIp: string | null, firmwareVersion: string | null) => ({
+  serial_number: serialNumber,
+  last_sync_time: new Date(now).toISOString(),
+  last_ip: lastIp,
+  firmware_version: firmwareVersion,
+});
+
+/** What the end of a silence reports: the OKM's owner and what its poll just recorded. */
+export interface SilencedOkm {
+  customer_id: number | null;
+  last_ip: string | null;
+  firmware_version: string | null;
+}
+
+const endSilenceQuery = precompiledQuery<SilencedOkm, [string]>(1, (db, [serialNumber]) =>
+  db
+    .updateTable('okms')
+    .set({ overdue_at: null })
+    .where('serial_number', '=', serialNumber as string)
+    .where('overdue_at', 'is not', null)
+    .returning(['customer_id', 'last_ip', 'firmware_version']),
+);
+
+/** A poll whose row had overdue_at set: the previous value, and when it polled. */
+export interface EndOfSilence {
+  serialNumber: string;
+  previousOverdueAt: number;
+  now: number;
+}
+
+/**
+ * The follow-up of a poll whose row had overdue_at set, rare like recordCorrection: clears it
+ * and emits okm.back_online (the sweep had found the OKM silent) or, for 0, okm.enrolled (its
+ * first poll as an OKM, created by the admin API or accepted from pending). Only one of
+ * concurrent polls clears it, so the event is emitted once.
+ */
+export async function recordEndOfSilence(db: Db, end: EndOfSilence): Promise<void> {
+  const [okm] = (await endSilenceQuery(db, end.serialNumber)).rows;
+  if (okm) await emitEndOfSilence(db, end, okm);
+}
+
+/** okm.enrolled or okm.back_online for an OKM whose overdue_at its poll has just cleared. */
+export async function emitEndOfSilence(db: Db, { serialNumber, previousOverdueAt, now }: EndOfSilence, okm: SilencedOkm): Promise<void> {
+  const data = okmEventData(serialNumber, now, okm.last_ip, okm.firmware_version);
+  await emitFleetEvent(
+    db,
+    previousOverdueAt === 0
+      ? { type: 'okm.enrolled', customerId: okm.customer_id, data }
+      : { type: 'okm.back_online', customerId: okm.customer_id, data: { ...data, overdue_since: new Date(previousOverdueAt).toISOString() } },
+    now,
+  );
 }
 
 const recordCorrectionQuery = precompiledQuery<never, [string, string | null]>(2, (db, [serialNumber, correction]) =>
@@ -158,10 +228,19 @@ export async function enrolOkm(db: Db, serialNumber: string, observation: PollOb
       wireless_key_firmware_version: observation.wirelessKeyFirmwareVersion,
       reported: observation.reported,
       install_code: observation.installCode,
+      due_by: firstDueBy(observation),
+      overdue_at: null,
     })
     .onConflict((oc) => oc.column('serial_number').doNothing())
     .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  const enrolled = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  if (enrolled) await emitEnrolled(db, serialNumber, observation);
+  return enrolled;
+}
+
+/** okm.enrolled for an OKM its first poll has just inserted. */
+export async function emitEnrolled(db: Db, serialNumber: string, { now, ip, firmwareVersion }: PollObservation): Promise<void> {
+  await emitFleetEvent(db, { type: 'okm.enrolled', customerId: null, data: okmEventData(serialNumber, now, ip, firmwareVersion) }, now);
 }
 
 const fleetLatestQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, []>(

@@ -35,7 +35,7 @@ export type PollReply = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'an
 const storableVersion = (version: string | undefined) =>
   version !== undefined && STORABLE_TEXT.test(version) ? version.slice(0, FIRMWARE_VERSION_MAX_LENGTH) : null;
 
-function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState): PollObservation {
+function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState, settings: PollSettings): PollObservation {
   return {
     now: request.now,
     ip: request.ip,
@@ -44,6 +44,7 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
     wirelessKeyFirmwareVersion: storableVersion(wirelessKeyFirmware),
     reported: JSON.stringify(reportedValues(request.query)),
     installCode: installCode ?? null,
+    fleetPollingInterval: settings.fleetPollingInterval,
   };
 }
 
@@ -206,7 +207,7 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
     const polls = round.map((index) => {
       const request = requests[index]!;
       const reported = parseReported(request.query);
-      return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported) };
+      return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported, settings) };
     });
     const rows = await recordCalls(db, statements, polls, settings.okmAutoEnrol);
     const known = polls.flatMap((poll, position) => {
@@ -217,6 +218,11 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
       }
       return [{ ...poll, row }];
     });
+    // Rare, like a changed correction: the poll ends a silence the overdue sweep recorded, or is an OKM's first.
+    await statements.recordEndsOfSilence(
+      db,
+      known.flatMap(({ serialNumber, row, request }) => (row.overdue_at === null ? [] : [{ serialNumber, previousOverdueAt: row.overdue_at, now: request.now }])),
+    );
 
     const withMessage = known.filter(({ row }) => row.pending_message_id !== null);
     const [releases, messages] = await Promise.all([

@@ -1,10 +1,10 @@
 import { request, type Agent } from 'undici';
 import { parseRetryAfter } from './retry-schedule.ts';
 import { signatureHeader } from './signing.ts';
+import type { WebhookEvent } from './fleet-events.ts';
 
 /** What a status event says (SPEC §6); `data` is the OKM's status as of the poll that queued it. */
-export interface StatusEvent {
-  id: string;
+export interface StatusEvent extends WebhookEvent {
   type: 'okm.status';
   timestamp: string;
   data: { serial_number: string; last_sync_time: string; last_ip: string; firmware_version: string | null };
@@ -19,13 +19,13 @@ export type AttemptResult =
 const USER_AGENT = 'keyfleet-webhooks/1';
 
 /**
- * POSTs one signed event. Redirects are not followed (a 3xx is a failed attempt), the whole
+ * POSTs one signed event (a status event or a fleet event). Redirects are not followed (a 3xx is a failed attempt), the whole
  * exchange has timeoutMs, and the response body is read and discarded.
  */
 export async function postStatusEvent(
   agent: Agent,
   url: string,
-  event: StatusEvent,
+  event: WebhookEvent,
   signingKeys: readonly Buffer[],
   timeoutMs: number,
   now: number,

@@ -6,6 +6,15 @@ import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
+import { sweepOverdueOkms } from '../okm/overdue-repository.ts';
+import {
+  claimDueFleetDeliveries,
+  pruneFleetDeliveries,
+  recordFleetAttempts,
+  releaseFleetClaims,
+  type ClaimedFleetDelivery,
+} from './fleet-deliveries-repository.ts';
+import type { WebhookEvent } from './fleet-events.ts';
 import type { StatusEventMetrics } from './metrics.ts';
 import {
   claimDueEvents,
@@ -77,7 +86,19 @@ const CLAIM_MARGIN_MS = 15_000;
 /** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
 const SECRET_CACHE_MS = 30_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
+/** How often the OKMs past their due-by time are marked overdue (okm.overdue is that late at most). */
+const OVERDUE_SWEEP_EVERY_MS = 5_000;
 const DAY_MS = 86_400_000;
+
+/** A claimed row of either queue: a status event or a fleet-event delivery. */
+type Delivery = ClaimedEvent | ClaimedFleetDelivery;
+
+/** The earliest due time of each host over both queues. */
+function mergeHosts(...lists: { host: string; firstDueAt: number }[][]): { host: string; firstDueAt: number }[] {
+  const merged = new Map<string, number>();
+  for (const { host, firstDueAt } of lists.flat()) merged.set(host, Math.min(firstDueAt, merged.get(host) ?? Infinity));
+  return [...merged].map(([host, firstDueAt]) => ({ host, firstDueAt }));
+}
 
 /** The rows of one destination host that this process holds. */
 interface HostLane {
@@ -85,11 +106,12 @@ interface HostLane {
   sending: number;
   /** Sent, the outcome not written yet. */
   recording: number;
-  waiting: ClaimedEvent[];
+  waiting: Delivery[];
 }
 
 /**
- * Delivers queued status events: claims due rows in batches into one lane per destination
+ * Delivers queued status events and fleet events (SPEC §6, §14) alike, and runs the overdue
+ * sweep that emits okm.overdue: claims due rows in batches into one lane per destination
  * host, POSTs them (at most webhookConcurrency at once, at most webhookConcurrencyPerHost per
  * host, so a hanging host holds only its own lane), and records the outcomes in batches. Any
  * number of dispatchers may share one database.
@@ -119,6 +141,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let idleTimer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
+  let sweepTimer: NodeJS.Timeout | undefined;
   const lanes = new Map<string, HostLane>();
   /** Deliveries started and not finished (sent and outcome written). */
   const unfinished = new Set<Promise<void>>();
@@ -126,9 +149,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let sending = 0;
   /** Claimed rows not finished yet: waiting in a lane, being sent, or their outcome not written. */
   let held = 0;
-  /** Each claim's token, by row id, for recording its outcome or releasing it. */
-  const tokens = new Map<number, string>();
-  let outcomes: AttemptRecord[] = [];
+  /** Each claimed row's token, for recording its outcome or releasing it. */
+  const tokens = new Map<Delivery, string>();
+  let outcomes: AttemptRecord<Delivery>[] = [];
   let recording: Promise<void> = Promise.resolve();
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
   const outageLog = createOutageLog(log);
@@ -154,7 +177,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return keys;
   }
 
-  function toEvent(row: ClaimedEvent): StatusEvent {
+  function toEvent(row: Delivery): StatusEvent | WebhookEvent {
+    if (row.kind === 'fleet') return row.event;
     return {
       id: row.eventId,
       type: 'okm.status',
@@ -168,7 +192,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     };
   }
 
-  function outcomeOf(row: ClaimedEvent, result: AttemptResult, now: number): AttemptOutcome {
+  function outcomeOf(row: Delivery, result: AttemptResult, now: number): AttemptOutcome {
     if (result.kind !== 'failed') return result.kind === 'gone' ? { kind: 'gone', statusCode: 410, error: 'HTTP 410: deliveries to this URL stopped' } : result;
     const next = nextAttemptAt(settings.webhookRetrySchedule, row.attempts + 1, now, result.retryAfterMs, random);
     return next === undefined
@@ -183,7 +207,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   /** Sends one row, calls `sent`, and resolves once its outcome is written (with the others of its batch). */
-  async function attempt(row: ClaimedEvent, token: string, sent: () => void): Promise<void> {
+  async function attempt(row: Delivery, token: string, sent: () => void): Promise<void> {
     let result: AttemptResult;
     try {
       const keys = await signingKeys(row.customerId, Date.now());
@@ -195,7 +219,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const attemptedAt = Date.now();
     const outcome = outcomeOf(row, result, attemptedAt);
     count(outcome);
-    if (outcome.kind !== 'delivered') log.debug({ okm: row.okmSerial, url: row.url, outcome }, 'status event not delivered');
+    if (outcome.kind !== 'delivered') log.debug({ event: row.eventId, url: row.url, outcome }, 'webhook event not delivered');
     outcomes.push({ event: row, token, attemptedAt, outcome });
     if (outcomes.length === 1) recording = recording.then(recordOutcomes);
     await recording;
@@ -207,7 +231,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const batch = outcomes;
     outcomes = [];
     try {
-      await recordAttempts(db, dialect, batch);
+      await recordAttempts(db, dialect, batch.filter((record): record is AttemptRecord => record.event.kind === 'status'));
+      await recordFleetAttempts(db, dialect, batch.filter((record): record is AttemptRecord<ClaimedFleetDelivery> => record.event.kind === 'fleet'));
     } catch (error) {
       // The claims lapse and the events are attempted again: at least once, never lost.
       logFailure('error', error, 'could not record status event outcomes', { count: batch.length });
@@ -220,7 +245,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
    * Sends a row. Its host slot is free again once it is sent, while its outcome waits for the
    * next batch write, so that sending and writing overlap; the row counts as held until written.
    */
-  function launch(row: ClaimedEvent, lane: HostLane): void {
+  function launch(row: Delivery, lane: HostLane): void {
     lane.sending++;
     sending++;
     let isSent = false;
@@ -232,10 +257,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       lane.recording++;
       startWaiting();
     };
-    const delivery = attempt(row, tokens.get(row.id)!, sent).finally(() => {
+    const delivery = attempt(row, tokens.get(row)!, sent).finally(() => {
       sent();
       unfinished.delete(delivery);
-      tokens.delete(row.id);
+      tokens.delete(row);
       lane.recording--;
       held--;
       if (laneHeld(lane) === 0) lanes.delete(row.host);
@@ -283,7 +308,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       mayHaveMoreToFanOut = fannedOut === fanOutLimit;
       let now = Date.now();
       if (fannedOut > 0 || now - hostsReadAt >= HOSTS_REFRESH_MS) {
-        hosts = await hostsWithPendingEvents(db);
+        hosts = mergeHosts(await hostsWithPendingEvents(db), await hostsWithPendingEvents(db, 'fleet_event_deliveries'));
         hostsReadAt = now = Date.now();
       }
       const token = randomUUID();
@@ -297,15 +322,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           mayHaveDueWork ||= limit <= 0 && entry.firstDueAt <= now;
           continue;
         }
-        const claimed = await claimDueEvents(db, dialect, {
-          host: entry.host,
-          now,
-          limit,
-          token,
-          claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS,
-        });
+        const claim = { host: entry.host, now, limit, token, claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS };
+        const claimed: Delivery[] = await claimDueEvents(db, dialect, claim);
+        if (claimed.length < limit) claimed.push(...(await claimDueFleetDeliveries(db, dialect, { ...claim, limit: limit - claimed.length })));
         if (claimed.length > 0) lanes.set(entry.host, lane);
-        for (const row of claimed) tokens.set(row.id, token);
+        for (const row of claimed) tokens.set(row, token);
         lane.waiting.push(...claimed);
         held += claimed.length;
         startWaiting();
@@ -332,9 +353,20 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   async function prune(): Promise<void> {
     try {
-      await pruneDeliveryFailures(db, Date.now() - settings.webhookLogRetentionDays * DAY_MS);
+      const before = Date.now() - settings.webhookLogRetentionDays * DAY_MS;
+      await pruneDeliveryFailures(db, before);
+      await pruneFleetDeliveries(db, before);
     } catch (error) {
       logFailure('warn', error, 'could not prune the status event delivery log');
+    }
+  }
+
+  async function sweepOverdue(): Promise<void> {
+    try {
+      await sweepOverdueOkms(db, dialect);
+    } catch (error) {
+      // The OKMs stay past due and unmarked: the next sweep takes them.
+      logFailure('warn', error, 'could not sweep overdue OKMs');
     }
   }
 
@@ -345,6 +377,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       void prune();
       pruneTimer = setInterval(() => void prune(), PRUNE_EVERY_MS);
       pruneTimer.unref();
+      sweepTimer = setInterval(() => void sweepOverdue(), OVERDUE_SWEEP_EVERY_MS);
+      sweepTimer.unref();
     },
     wake() {
       if (stopping || wakeTimer || serverBusy()) return;
@@ -359,6 +393,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       clearTimeout(idleTimer);
       clearTimeout(wakeTimer);
       clearInterval(pruneTimer);
+      clearInterval(sweepTimer);
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
       // Rows not started yet go back to the queue for the next dispatcher. Without a database
       // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
@@ -368,12 +403,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         held -= waiting.length;
         for (const row of waiting) {
           if (!databaseUnavailable) {
-            await releaseClaims(db, [row.id], tokens.get(row.id)!).catch((error: unknown) => {
+            const release = row.kind === 'status' ? releaseClaims : releaseFleetClaims;
+            await release(db, [row.id], tokens.get(row)!).catch((error: unknown) => {
               databaseUnavailable = isDatabaseUnavailable(error);
               logFailure('warn', error, 'could not release a claim');
             });
           }
-          tokens.delete(row.id);
+          tokens.delete(row);
         }
       }
       await Promise.all(unfinished);

@@ -4,9 +4,10 @@ import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { StatusDeliveryFailuresTable, StatusEventState, StatusEventsTable } from '../db/schema.ts';
+import { emitFleetEvent } from './fleet-events.ts';
 
 // Literal, not a parameter, so that SQLite can use the partial index on pending rows.
-const PENDING = sql.lit<StatusEventState>('pending');
+export const PENDING = sql.lit<StatusEventState>('pending');
 
 const hostCache = new Map<string, string>();
 /** host[:port] of a URL; the few distinct URLs of a fleet are parsed once. */
@@ -129,6 +130,7 @@ export async function forgetRemovedStatusUrls(db: Db, serialNumber: string, urls
 
 /** A claimed row with the OKM's status as it was read by the claim. */
 export interface ClaimedEvent {
+  kind: 'status';
   id: number;
   okmSerial: string;
   url: string;
@@ -153,15 +155,16 @@ function eventIdOf(serial: string, url: string, lastSyncTime: number, lastIp: st
  * pending index (a loose index scan), so the cost grows with the number of hosts, not with
  * the events a dead host has piled up.
  */
-export async function hostsWithPendingEvents(db: Db): Promise<{ host: string; firstDueAt: number }[]> {
+export async function hostsWithPendingEvents(db: Db, queue: DeliveryQueue = 'status_events'): Promise<{ host: string; firstDueAt: number }[]> {
+  const table = sql.table(queue);
   const result = await sql<{ host: string; first_due_at: number | string }>`
     with recursive hosts(host) as (
-      select min(host) from status_events where state = ${PENDING}
+      select min(host) from ${table} where state = ${PENDING}
       union all
-      select (select min(later.host) from status_events later where later.state = ${PENDING} and later.host > hosts.host)
+      select (select min(later.host) from ${table} later where later.state = ${PENDING} and later.host > hosts.host)
       from hosts where hosts.host is not null
     )
-    select host, (select min(next_attempt_at) from status_events due where due.state = ${PENDING} and due.host = hosts.host) as first_due_at
+    select host, (select min(next_attempt_at) from ${table} due where due.state = ${PENDING} and due.host = hosts.host) as first_due_at
     from hosts where host is not null`.execute(db);
   return result.rows.map((row) => ({ host: row.host, firstDueAt: Number(row.first_due_at) }));
 }
@@ -175,13 +178,17 @@ export interface ClaimRequest {
   claimedUntil: number;
 }
 
+/** The tables the dispatcher delivers from: status events and fleet events, alike in their delivery columns. */
+export type DeliveryQueue = 'status_events' | 'fleet_event_deliveries';
+
 /**
- * Takes up to `limit` due pending rows of one host, oldest due first, that no other
- * dispatcher holds (or whose holder's claim has lapsed), in one statement.
+ * The ids of up to `limit` due pending rows of one host, oldest due first, that no other
+ * dispatcher holds (or whose holder's claim has lapsed), for a claiming UPDATE.
  */
-export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedEvent[]> {
+export function dueRowIds(db: Db, dialect: DialectStrategy, queue: DeliveryQueue, claim: ClaimRequest) {
+  // Typed as status_events: the columns read here are the same in both tables.
   const due = db
-    .selectFrom('status_events')
+    .selectFrom(queue as 'status_events')
     .select('id')
     .where('state', '=', PENDING)
     .where('host', '=', claim.host)
@@ -189,10 +196,15 @@ export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: Cl
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', claim.now)]))
     .orderBy('next_attempt_at')
     .limit(claim.limit);
+  return dialect.skipRowsClaimedByOthers(due);
+}
+
+/** Takes due status events of one host (see dueRowIds), in one statement. */
+export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedEvent[]> {
   const rows = await db
     .updateTable('status_events')
     .set({ claim_token: claim.token, claimed_until: claim.claimedUntil })
-    .where('id', 'in', dialect.skipRowsClaimedByOthers(due))
+    .where('id', 'in', dueRowIds(db, dialect, 'status_events', claim))
     .returning((eb) => {
       const okm = eb.selectFrom('okms').whereRef('okms.serial_number', '=', 'status_events.okm_serial');
       return [
@@ -214,6 +226,7 @@ export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: Cl
     const lastIp = row.last_ip ?? '';
     const firmwareVersion = row.firmware_version ?? null;
     return {
+      kind: 'status' as const,
       id: row.id,
       okmSerial: row.okm_serial,
       url: row.url,
@@ -240,8 +253,8 @@ export type AttemptOutcome =
   | { kind: 'retrying'; statusCode: number | null; error: string; nextAttemptAt: number }
   | { kind: 'failed' | 'gone'; statusCode: number | null; error: string };
 
-export interface AttemptRecord {
-  event: ClaimedEvent;
+export interface AttemptRecord<Event = ClaimedEvent> {
+  event: Event;
   token: string;
   attemptedAt: number;
   outcome: AttemptOutcome;
@@ -292,6 +305,7 @@ const recordDelivered = multiRowStatement<DeliveredRecord>(6, (db, rows) => {
  * lost outcome only means the claim lapses and the event is sent again.
  */
 export async function recordAttempts(db: Db, dialect: DialectStrategy, records: readonly AttemptRecord[]): Promise<void> {
+  if (records.length === 0) return;
   const ids = records.map((record) => record.event.id);
   const held = await db.transaction().execute(async (tx) => {
     await dialect.relaxCommitDurability(tx);
@@ -358,6 +372,10 @@ async function recordUndelivered(
       next_attempt_at: nextAttemptAt,
     })
     .execute();
+  if (outcome.kind === 'failed') {
+    const data = { serial_number: event.okmSerial, url: event.url, attempts: attempt, last_status_code: outcome.statusCode, last_error: outcome.error };
+    await emitFleetEvent(db, { type: 'subscriber.failing', customerId: event.customerId, data }, attemptedAt);
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { type Operation, operationName } from './openapi-operations.ts';
 export const ENROLMENT_CODE = '00112233445566778899aabbccddeeff';
 export const CUSTOMER_SCOPES = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read'];
 
-/** One customer and what it holds: an OKM, an ACL linked to it, a lock enrolled with its API key, its certificate. */
+/** One customer and what it holds: an OKM, an ACL linked to it, a lock enrolled with its API key, its certificate, a webhook endpoint. */
 export interface Tenant {
   name: string;
   /** Every customer scope (not admin). */
@@ -20,6 +20,7 @@ export interface Tenant {
   aclId: string;
   lockSerial: string;
   certificateName: string;
+  webhookEndpointId: string;
 }
 
 export interface TenantWorld {
@@ -52,7 +53,10 @@ async function createTenant(t: TestApp, adminToken: string, name: string): Promi
   const lockSerial = `${name.toUpperCase()}-LOCK-1`;
   const lock = { serial_no: lockSerial, type: 'padlock', certificate: certificateName, enrolment_code: ENROLMENT_CODE, base64: false };
   expectStatus(await call(t, 'POST', '/v1/dlock', { token: apiKey, payload: lock }), 200, `lock of ${name}`);
-  return { name, token, apiKey, okmSerial, aclId, lockSerial, certificateName };
+  const endpoint = await call(t, 'POST', '/api/v1/webhook-endpoints', { token, payload: { url: `https://hooks.example/${name}`, event_types: ['okm.overdue'] } });
+  expectStatus(endpoint, 201, `webhook endpoint of ${name}`);
+  const webhookEndpointId = String(endpoint.json().data.id);
+  return { name, token, apiKey, okmSerial, aclId, lockSerial, certificateName, webhookEndpointId };
 }
 
 /** Customers A (`rel-a`) and B (`rel-b`) with their resources, an operator token, a revoked key, an unassigned OKM and a firmware release. */
@@ -76,7 +80,7 @@ export function identifiersOf(operation: Operation, tenant: Tenant, world: Tenan
     serial: operation.path.startsWith('/v1/dlock') ? tenant.lockSerial : tenant.okmSerial,
     serialNumber: tenant.okmSerial,
     name: tenant.certificateName,
-    id: tenant.aclId,
+    id: operation.path.startsWith('/api/v1/webhook-endpoints') ? tenant.webhookEndpointId : tenant.aclId,
     kind: world.firmware.kind,
     version: world.firmware.version,
   };
@@ -100,6 +104,7 @@ export function sampleBody(operation: Operation, owner: Tenant): { payload: stri
     'POST /api/v1/okms/{serial}/claim': () => json({ install_code: '12345678' }),
     'POST /api/v1/pending-okms/{serial}/accept': () => json({ customer: owner.name }),
     'POST /api/v1/audit/{serialNumber}': () => json({ event: 'close' }),
+    'POST /api/v1/webhook-endpoints': () => json({ url: 'https://hooks.example/fleet', event_types: ['okm.overdue'] }),
     'POST /api/v1/firmware': () => json({ kind: 'kas', version: '9.9.10', url: 'https://firmware.example/kas.bin', sha256: 'cd'.repeat(32) }),
     'PUT /api/v1/firmware/{kind}/latest': () => json({ version: '9.9.9' }),
     'PUT /api/v1/firmware/{kind}/{version}': () => ({ payload: Buffer.from('firmware image'), contentType: 'application/octet-stream' }),
@@ -127,6 +132,8 @@ export async function snapshotOf(t: TestApp, world: TenantWorld, tenant: Tenant)
     call(t, 'GET', `/v1/dlock/${tenant.lockSerial}`, own),
     call(t, 'GET', `/v1/certificates/${tenant.certificateName}`, own),
     call(t, 'GET', '/api/v1/firmware', admin),
+    call(t, 'GET', `/api/v1/webhook-endpoints?customer=${tenant.name}`, admin),
+    call(t, 'GET', `/api/v1/webhook-endpoints/${tenant.webhookEndpointId}/deliveries`, admin),
   ]);
   return JSON.stringify(reads.map((response) => [response.statusCode, response.body]));
 }

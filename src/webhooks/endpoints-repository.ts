@@ -1,0 +1,85 @@
+import type { Db } from '../db/database.ts';
+import { endpointsChanged } from './fleet-events.ts';
+
+export interface WebhookEndpoint {
+  id: number;
+  customerId: number | null;
+  customerName: string | null;
+  url: string;
+  eventTypes: string[];
+  createdAt: number;
+}
+
+/** Which endpoints a request may see: one customer's, or (undefined) every endpoint. */
+export interface EndpointScope {
+  customerId?: number | null;
+}
+
+const selectEndpoints = (db: Db) =>
+  db
+    .selectFrom('webhook_endpoints')
+    .leftJoin('customers', 'customers.id', 'webhook_endpoints.customer_id')
+    .select(['webhook_endpoints.id', 'webhook_endpoints.customer_id', 'customers.name as customer_name', 'webhook_endpoints.url', 'webhook_endpoints.event_types', 'webhook_endpoints.created_at']);
+
+type EndpointRow = Awaited<ReturnType<ReturnType<typeof selectEndpoints>['executeTakeFirstOrThrow']>>;
+
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  id: row.id,
+  customerId: row.customer_id,
+  customerName: row.customer_name,
+  url: row.url,
+  eventTypes: JSON.parse(row.event_types) as string[],
+  createdAt: row.created_at,
+});
+
+function scoped<Query extends ReturnType<typeof selectEndpoints>>(query: Query, scope: EndpointScope): Query {
+  if (scope.customerId === undefined) return query;
+  return (scope.customerId === null ? query.where('webhook_endpoints.customer_id', 'is', null) : query.where('webhook_endpoints.customer_id', '=', scope.customerId)) as Query;
+}
+
+export async function insertEndpoint(db: Db, endpoint: { customerId: number | null; url: string; eventTypes: readonly string[]; now: number }): Promise<number> {
+  const row = await db
+    .insertInto('webhook_endpoints')
+    .values({
+      customer_id: endpoint.customerId,
+      url: endpoint.url,
+      host: new URL(endpoint.url).host,
+      event_types: JSON.stringify(endpoint.eventTypes),
+      created_at: endpoint.now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  endpointsChanged(db);
+  return row.id;
+}
+
+export async function countEndpoints(db: Db, scope: EndpointScope): Promise<number> {
+  const row = await scoped(selectEndpoints(db), scope)
+    .clearSelect()
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** One page (from 1) of the endpoints in scope, oldest first, and how many there are. */
+export async function listEndpoints(db: Db, scope: EndpointScope, page: number, perPage: number): Promise<{ items: WebhookEndpoint[]; total: number }> {
+  const [rows, total] = await Promise.all([
+    scoped(selectEndpoints(db), scope).orderBy('webhook_endpoints.id').limit(perPage).offset((page - 1) * perPage).execute(),
+    countEndpoints(db, scope),
+  ]);
+  return { items: rows.map(toEndpoint), total };
+}
+
+export async function findEndpoint(db: Db, id: number, scope: EndpointScope): Promise<WebhookEndpoint | undefined> {
+  const row = await scoped(selectEndpoints(db), scope).where('webhook_endpoints.id', '=', id).executeTakeFirst();
+  return row && toEndpoint(row);
+}
+
+/** Deletes the endpoint with its queued and logged deliveries; false when none in scope has that id. */
+export async function deleteEndpoint(db: Db, id: number, scope: EndpointScope): Promise<boolean> {
+  const endpoint = await findEndpoint(db, id, scope);
+  if (!endpoint) return false;
+  await db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+  endpointsChanged(db);
+  return true;
+}

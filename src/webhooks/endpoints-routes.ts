@@ -1,0 +1,131 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { principalOf, requireScopes } from '../auth/guard.ts';
+import { ErrorResponse, MESSAGES, pageResponse, paginated, pageOf, perPageOf, resourceResponse } from '../http/schemas.ts';
+import { CustomerQuery } from '../okm/schemas.ts';
+import { EndpointBody, EndpointDeliveryRecord, EndpointListQuery, EndpointParams, TestEventRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
+import { createEndpoint, deliveryRecords, endpointRecords, getEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
+
+const errorResponses = { '4xx': ErrorResponse };
+
+/** Fleet-event webhook endpoints (SPEC §14), mounted at /api/v1/webhook-endpoints. */
+const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const canWrite = requireScopes('okm:write');
+  const endpointRequest = (request: FastifyRequest, customerName: string | undefined): EndpointRequest => ({
+    db: app.db,
+    settings: app.settings,
+    principal: principalOf(request),
+    customerName,
+    now: Date.now(),
+  });
+
+  app.post(
+    '/',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'createWebhookEndpoint',
+        summary: 'Subscribe a URL to fleet events (deployment-wide: an admin token naming no customer)',
+        querystring: CustomerQuery,
+        body: EndpointBody,
+        response: { 201: resourceResponse(WebhookEndpointRecord), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const endpoint = await createEndpoint(endpointRequest(request, request.query.customer), request.body);
+      return reply.code(201).send({ message: MESSAGES.created, data: endpoint });
+    },
+  );
+
+  app.get(
+    '/',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'listWebhookEndpoints',
+        summary: 'The webhook endpoints of the customer (an admin: every one, unless it names a customer)',
+        querystring: EndpointListQuery,
+        response: { 200: pageResponse(WebhookEndpointRecord), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { items, total } = await endpointRecords(endpointRequest(request, request.query.customer), pageOf(request.query), perPageOf(request.query));
+      return paginated(request.query, items, total);
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'getWebhookEndpoint',
+        summary: 'A webhook endpoint',
+        params: EndpointParams,
+        querystring: CustomerQuery,
+        response: { 200: resourceResponse(WebhookEndpointRecord), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      message: MESSAGES.fetched,
+      data: toEndpointRecord(await getEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id))),
+    }),
+  );
+
+  app.delete(
+    '/:id',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'deleteWebhookEndpoint',
+        summary: 'Delete a webhook endpoint and its deliveries',
+        params: EndpointParams,
+        querystring: CustomerQuery,
+        response: { 204: Type.Null(), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await removeEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id));
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/:id/test',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'sendWebhookEndpointTestEvent',
+        summary: 'Queue a signed webhook.test event to this endpoint (see its deliveries)',
+        params: EndpointParams,
+        querystring: CustomerQuery,
+        response: { 202: resourceResponse(TestEventRecord), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const eventId = await sendTestEvent(endpointRequest(request, request.query.customer), Number(request.params.id));
+      return reply.code(202).send({ message: 'Test event queued', data: { event_id: eventId } });
+    },
+  );
+
+  app.get(
+    '/:id/deliveries',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'getWebhookEndpointDeliveries',
+        summary: 'The delivery log of a webhook endpoint: its newest 100 deliveries, newest first',
+        params: EndpointParams,
+        querystring: CustomerQuery,
+        response: { 200: resourceResponse(Type.Array(EndpointDeliveryRecord)), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      message: MESSAGES.fetched,
+      data: await deliveryRecords(endpointRequest(request, request.query.customer), Number(request.params.id)),
+    }),
+  );
+};
+
+export default webhookEndpointRoutes;

@@ -1,0 +1,46 @@
+import { Type, type Static } from 'typebox';
+import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
+import { CustomerQuery, MAX_STATUS_URL_LENGTH } from '../okm/schemas.ts';
+import { FLEET_EVENT_TYPES } from './fleet-events.ts';
+
+export const FleetEventTypeSchema = Type.Enum([...FLEET_EVENT_TYPES]);
+
+export const EndpointBody = Type.Object(
+  {
+    url: Type.String({ format: 'uri', maxLength: MAX_STATUS_URL_LENGTH, description: 'http or https URL' }),
+    event_types: Type.Array(FleetEventTypeSchema, { minItems: 1, maxItems: FLEET_EVENT_TYPES.length, uniqueItems: true }),
+  },
+  { additionalProperties: false },
+);
+export type EndpointBody = Static<typeof EndpointBody>;
+
+export const EndpointParams = Type.Object({ id: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'endpoint id' }) }, { additionalProperties: false });
+
+export const EndpointListQuery = Type.Object({ customer: CustomerQuery.properties.customer, ...paginationQueryProperties }, { additionalProperties: false });
+
+export const WebhookEndpointRecord = Type.Object({
+  id: Type.Integer(),
+  url: Type.String(),
+  event_types: Type.Array(Type.String()),
+  customer: Nullable(Type.String({ description: 'null: deployment-wide (receives every customer’s events of its types)' })),
+  created_at: IsoTime,
+});
+export type WebhookEndpointRecord = Static<typeof WebhookEndpointRecord>;
+
+const NullableTime = Nullable(IsoTime);
+
+export const EndpointDeliveryRecord = Type.Object({
+  event_id: Type.String({ description: 'webhook-id' }),
+  event_type: Type.String(),
+  state: Type.Enum(['pending', 'delivered', 'failed', 'gone']),
+  attempts: Type.Integer(),
+  created_at: IsoTime,
+  next_attempt_at: NullableTime,
+  last_attempt_at: NullableTime,
+  last_status_code: Nullable(Type.Integer()),
+  last_error: Nullable(Type.String()),
+  delivered_at: NullableTime,
+});
+export type EndpointDeliveryRecord = Static<typeof EndpointDeliveryRecord>;
+
+export const TestEventRecord = Type.Object({ event_id: Type.String({ description: 'webhook-id of the queued test event' }) });

@@ -1,0 +1,116 @@
+import net from 'node:net';
+import { actingCustomer, type Principal } from '../auth/guard.ts';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { isHttpUrl } from '../shared/http-url.ts';
+import { countEndpoints, deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
+import { endpointDeliveries } from './fleet-deliveries-repository.ts';
+import { DEPLOYMENT_ONLY_EVENT_TYPES, eventBody, newEventId, queueDeliveries } from './fleet-events.ts';
+import { isForbiddenAddress } from './ssrf-guard.ts';
+import type { EndpointBody, EndpointDeliveryRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
+
+/** Endpoints one customer (or the deployment) may have. */
+export const MAX_ENDPOINTS_PER_OWNER = 20;
+
+/** The body type of the event the "send test event" action queues; no endpoint subscribes to it. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+export interface EndpointRequest {
+  db: Db;
+  settings: Pick<Settings, 'webhookAllowPrivateNetworks'>;
+  principal: Principal;
+  customerName: string | undefined;
+  now: number;
+}
+
+export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointRecord => ({
+  id: endpoint.id,
+  url: endpoint.url,
+  event_types: endpoint.eventTypes,
+  customer: endpoint.customerName,
+  created_at: new Date(endpoint.createdAt).toISOString(),
+});
+
+/** The endpoints a request may read or change: its customer's; an admin's, every one unless it names a customer. */
+async function scopeOf(request: EndpointRequest): Promise<EndpointScope> {
+  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  return acting === null ? {} : { customerId: acting.id };
+}
+
+/**
+ * Refused as a status subscriber URL is (http or https), and, unless private networks are
+ * allowed, a literal private, loopback or link-local address (a name is checked at each
+ * delivery, on the address connected to).
+ */
+function checkEndpointUrl(url: string, settings: EndpointRequest['settings']): void {
+  if (!isHttpUrl(url)) throw badRequest('url: must be an http or https URL');
+  const literal = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!settings.webhookAllowPrivateNetworks && net.isIP(literal) !== 0 && isForbiddenAddress(literal)) {
+    throw badRequest('url: private, loopback and link-local addresses are refused (WEBHOOK_ALLOW_PRIVATE_NETWORKS is false)');
+  }
+}
+
+/**
+ * Creates an endpoint of the acting customer; an admin naming no customer creates a
+ * deployment-wide one, which receives the events of every customer and those of no customer.
+ */
+export async function createEndpoint(request: EndpointRequest, body: EndpointBody): Promise<WebhookEndpointRecord> {
+  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  checkEndpointUrl(body.url, request.settings);
+  const deploymentOnly = body.event_types.find((type) => DEPLOYMENT_ONLY_EVENT_TYPES.has(type));
+  if (acting !== null && deploymentOnly !== undefined) {
+    throw badRequest(`event_types: ${deploymentOnly} is only for deployment-wide endpoints (an admin token naming no customer)`);
+  }
+  const customerId = acting?.id ?? null;
+  if ((await countEndpoints(request.db, { customerId })) >= MAX_ENDPOINTS_PER_OWNER) {
+    throw conflict(`At most ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints per customer; delete one first`);
+  }
+  const id = await insertEndpoint(request.db, { customerId, url: body.url, eventTypes: body.event_types, now: request.now });
+  return toEndpointRecord((await findEndpoint(request.db, id, {}))!);
+}
+
+export async function endpointRecords(request: EndpointRequest, page: number, perPage: number) {
+  const { items, total } = await listEndpoints(request.db, await scopeOf(request), page, perPage);
+  return { items: items.map(toEndpointRecord), total };
+}
+
+const endpointNotFound = (id: number) => notFound(`No webhook endpoint ${id}`);
+
+export async function getEndpoint(request: EndpointRequest, id: number): Promise<WebhookEndpoint> {
+  const endpoint = await findEndpoint(request.db, id, await scopeOf(request));
+  if (!endpoint) throw endpointNotFound(id);
+  return endpoint;
+}
+
+export async function removeEndpoint(request: EndpointRequest, id: number): Promise<void> {
+  if (!(await deleteEndpoint(request.db, id, await scopeOf(request)))) throw endpointNotFound(id);
+}
+
+/** Queues a `webhook.test` event to this endpoint alone, whatever its event types; returns its webhook-id. */
+export async function sendTestEvent(request: EndpointRequest, id: number): Promise<string> {
+  const endpoint = await getEndpoint(request, id);
+  const body = eventBody(newEventId(), TEST_EVENT_TYPE, request.now, { endpoint_id: endpoint.id, url: endpoint.url });
+  await queueDeliveries(request.db, [endpoint.id], body, request.now);
+  return body.id;
+}
+
+const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
+
+/** The endpoint's newest deliveries (up to 100), newest first. */
+export async function deliveryRecords(request: EndpointRequest, id: number): Promise<EndpointDeliveryRecord[]> {
+  const endpoint = await getEndpoint(request, id);
+  const rows = await endpointDeliveries(request.db, endpoint.id);
+  return rows.map((row) => ({
+    event_id: row.event_id,
+    event_type: row.event_type,
+    state: row.state,
+    attempts: row.attempts,
+    created_at: iso(row.created_at)!,
+    next_attempt_at: row.state === 'pending' ? iso(row.next_attempt_at) : null,
+    last_attempt_at: iso(row.last_attempt_at),
+    last_status_code: row.last_status_code,
+    last_error: row.last_error,
+    delivered_at: iso(row.delivered_at),
+  }));
+}

@@ -1,0 +1,92 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
+import type { FleetEventDeliveriesTable } from '../db/schema.ts';
+import type { WebhookEvent } from './fleet-events.ts';
+import { dueRowIds, PENDING, type AttemptRecord, type ClaimRequest } from './queue-repository.ts';
+
+/** A claimed fleet-event delivery: the body as queued, and where it goes. */
+export interface ClaimedFleetDelivery {
+  kind: 'fleet';
+  id: number;
+  url: string;
+  host: string;
+  eventId: string;
+  event: WebhookEvent;
+  attempts: number;
+  /** Whose secret signs: the endpoint's customer; null: the deployment's. */
+  customerId: number | null;
+}
+
+/** Takes due fleet-event deliveries of one host, as claimDueEvents does status events. */
+export async function claimDueFleetDeliveries(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedFleetDelivery[]> {
+  const rows = await db
+    .updateTable('fleet_event_deliveries')
+    .set({ claim_token: claim.token, claimed_until: claim.claimedUntil })
+    .where('id', 'in', dueRowIds(db, dialect, 'fleet_event_deliveries', claim))
+    .returning(['id', 'url', 'host', 'event_id', 'payload', 'attempts', 'customer_id'])
+    .execute();
+  return rows.map((row) => ({
+    kind: 'fleet' as const,
+    id: row.id,
+    url: row.url,
+    host: row.host,
+    eventId: row.event_id,
+    event: JSON.parse(row.payload) as WebhookEvent,
+    attempts: row.attempts,
+    customerId: row.customer_id,
+  }));
+}
+
+/** Gives back claimed deliveries untouched. */
+export async function releaseFleetClaims(db: Db, ids: readonly number[], token: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('fleet_event_deliveries').set({ claim_token: null, claimed_until: null }).where('id', 'in', ids).where('claim_token', '=', token).execute();
+}
+
+/**
+ * Writes the outcomes of fleet-event attempts, one transaction for the batch (fleet events are
+ * few: a row per event and endpoint, never rewritten by polls). Only the claim's holder writes.
+ */
+export async function recordFleetAttempts(db: Db, dialect: DialectStrategy, records: readonly AttemptRecord<ClaimedFleetDelivery>[]): Promise<void> {
+  if (records.length === 0) return;
+  await db.transaction().execute(async (tx) => {
+    // A lost outcome means the event is sent again: at least once.
+    await dialect.relaxCommitDurability(tx);
+    for (const { event, token, attemptedAt, outcome } of records) {
+      await tx
+        .updateTable('fleet_event_deliveries')
+        .set({
+          state: outcome.kind === 'retrying' ? PENDING : outcome.kind,
+          attempts: event.attempts + 1,
+          ...(outcome.kind === 'retrying' ? { next_attempt_at: outcome.nextAttemptAt } : {}),
+          ...(outcome.kind === 'delivered' ? { delivered_at: attemptedAt, last_error: null } : { last_error: outcome.error }),
+          claim_token: null,
+          claimed_until: null,
+          last_attempt_at: attemptedAt,
+          last_status_code: outcome.statusCode,
+        })
+        .where('id', '=', event.id)
+        .where('claim_token', '=', token)
+        .execute();
+    }
+  });
+}
+
+/** Removes finished deliveries (delivered, failed, gone) queued before `before`; pending ones stay. */
+export async function pruneFleetDeliveries(db: Db, before: number): Promise<void> {
+  await db.deleteFrom('fleet_event_deliveries').where('created_at', '<', before).where('state', '!=', PENDING).execute();
+}
+
+const ENDPOINT_LOG_DELIVERIES = 100;
+
+/** An endpoint's newest deliveries, newest first. */
+export async function endpointDeliveries(db: Db, endpointId: number): Promise<Selectable<FleetEventDeliveriesTable>[]> {
+  return db
+    .selectFrom('fleet_event_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .orderBy('id', 'desc')
+    .limit(ENDPOINT_LOG_DELIVERIES)
+    .execute();
+}

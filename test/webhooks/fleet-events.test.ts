@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { markOverdueOkms } from '../../src/okm/overdue-repository.ts';
+import { DEPLOYMENT_OWNER, customerOwner, webhookSecrets } from '../../src/webhooks/secrets.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
+import { poll } from '../okm/config-helpers.ts';
+import { FAST_WEBHOOKS, Receiver } from './helpers.ts';
+
+const ENDPOINTS = '/api/v1/webhook-endpoints';
+
+interface FleetEventBody {
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+forEachDatabase('fleet events', (kind) => {
+  let t: TestApp;
+  let tokens: Tokens;
+  let receiver: Receiver;
+  before(async () => {
+    receiver = await Receiver.start();
+    t = await buildTestApp(kind, FAST_WEBHOOKS);
+    tokens = await issueTokens(t);
+  });
+  after(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  let paths = 0;
+  /** Creates an endpoint at a new receiver path; returns its id and path. */
+  async function endpoint(token: string, eventTypes: string[], query = ''): Promise<{ id: number; path: string }> {
+    const path = `/fleet-${++paths}`;
+    const response = await call(t, 'POST', `${ENDPOINTS}${query}`, { token, payload: { url: receiver.url(path), event_types: eventTypes } });
+    assert.equal(response.statusCode, 201, response.body);
+    return { id: response.json().data.id, path };
+  }
+
+  /** The events that reached a path, each verified with the owner's whsec_ secret as a subscriber does (standardwebhooks throws otherwise). */
+  async function verifiedEvents(path: string, owner: string): Promise<FleetEventBody[]> {
+    const { current } = await webhookSecrets(t.db, t.app.keyRing, owner, Date.now());
+    const verifier = new Webhook(current);
+    return receiver.received
+      .filter((entry) => entry.path === path)
+      .map((entry) => verifier.verify(entry.body, entry.headers as Record<string, string>) as FleetEventBody);
+  }
+
+  const acmeOwner = async () => customerOwner((await t.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id);
+
+  /** Makes the OKM's silence longer than its due-by time, as if it had stopped polling long ago. */
+  const silence = (serial: string) => t.db.updateTable('okms').set({ due_by: Date.now() - 1 }).where('serial_number', '=', serial).execute();
+
+  test('an endpoint is created, listed, read and deleted; afterwards it is 404', async () => {
+    const created = await call(t, 'POST', ENDPOINTS, { token: tokens.acmeWrite, payload: { url: 'https://hooks.example/fleet', event_types: ['okm.overdue'] } });
+
+    assert.equal(created.statusCode, 201, created.body);
+    const record = created.json().data;
+    assert.deepEqual({ ...record, id: 0, created_at: '' }, { id: 0, url: 'https://hooks.example/fleet', event_types: ['okm.overdue'], customer: 'acme', created_at: '' });
+    const listed = await call(t, 'GET', ENDPOINTS, { token: tokens.acmeWrite });
+    assert.ok(listed.json().data.some((item: { id: number }) => item.id === record.id));
+    assert.deepEqual((await call(t, 'GET', `${ENDPOINTS}/${record.id}`, { token: tokens.acmeWrite })).json().data, record);
+    assert.equal((await call(t, 'DELETE', `${ENDPOINTS}/${record.id}`, { token: tokens.acmeWrite })).statusCode, 204);
+    const gone = await call(t, 'GET', `${ENDPOINTS}/${record.id}`, { token: tokens.acmeWrite });
+    assert.equal(gone.statusCode, 404);
+    assert.deepEqual(gone.json(), { error_code: 'NOT_FOUND', error_msg: `No webhook endpoint ${record.id}` });
+  });
+
+  test('invalid endpoints are refused with a 400 naming the field', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ event_types: ['okm.overdue'] }, /^url: required$/],
+      [{ url: 'ftp://hooks.example/x', event_types: ['okm.overdue'] }, /^url: must be an http or https URL$/],
+      [{ url: 'http://127.0.0.1:9/x', event_types: ['okm.overdue'] }, /^url: private, loopback/],
+      [{ url: 'https://hooks.example/x', event_types: [] }, /^event_types/],
+      [{ url: 'https://hooks.example/x', event_types: ['okm.nonsense'] }, /^event_types\[0\]: must be one of "okm.enrolled", /],
+      [{ url: 'https://hooks.example/x', event_types: ['okm.overdue', 'okm.overdue'] }, /^event_types/],
+      [{ url: 'https://hooks.example/x', event_types: ['okm.pending'] }, /^event_types: okm.pending is only for deployment-wide endpoints/],
+      [{ url: 'https://hooks.example/x', event_types: ['okm.overdue'], secret: 'x' }, /^secret: unknown field$/],
+    ];
+    const strict = await buildTestApp(kind);
+    try {
+      const acme = await issueTokens(strict);
+      for (const [payload, message] of cases) {
+        const response = await call(strict, 'POST', ENDPOINTS, { token: acme.acmeWrite, payload });
+
+        assert.equal(response.statusCode, 400, JSON.stringify(payload));
+        assert.match(response.json().error_msg, message, JSON.stringify(payload));
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+
+  test("a customer sees only its own endpoints: another customer's are 404 for every call and missing from its list", async () => {
+    const own = await endpoint(tokens.acmeWrite, ['okm.overdue']);
+    const calls: [string, string][] = [
+      ['GET', `${ENDPOINTS}/${own.id}`],
+      ['GET', `${ENDPOINTS}/${own.id}/deliveries`],
+      ['POST', `${ENDPOINTS}/${own.id}/test`],
+      ['DELETE', `${ENDPOINTS}/${own.id}`],
+    ];
+
+    for (const [method, url] of calls) {
+      const response = await call(t, method as 'GET', url, { token: tokens.betaWrite });
+      assert.equal(response.statusCode, 404, `${method} ${url}`);
+      const asAdminForBeta = await call(t, method as 'GET', `${url}?customer=beta`, { token: tokens.admin });
+      assert.equal(asAdminForBeta.statusCode, 404, `admin for beta: ${method} ${url}`);
+    }
+    const betaList = await call(t, 'GET', ENDPOINTS, { token: tokens.betaWrite });
+    assert.ok(!betaList.json().data.some((item: { id: number }) => item.id === own.id));
+    assert.equal((await call(t, 'GET', `${ENDPOINTS}?customer=beta`, { token: tokens.acmeWrite })).statusCode, 403);
+    assert.equal((await call(t, 'GET', ENDPOINTS, { token: tokens.acmeRead })).statusCode, 403);
+    assert.equal((await call(t, 'GET', `${ENDPOINTS}/${own.id}`, { token: tokens.acmeWrite })).statusCode, 200);
+  });
+
+  test('an admin naming no customer creates a deployment-wide endpoint, which may take okm.pending', async () => {
+    const response = await call(t, 'POST', ENDPOINTS, { token: tokens.admin, payload: { url: receiver.url('/admin-x'), event_types: ['okm.pending', 'okm.enrolled'] } });
+
+    assert.equal(response.statusCode, 201, response.body);
+    assert.equal(response.json().data.customer, null);
+  });
+
+  test('a new serial polling is okm.enrolled, delivered signed to a deployment-wide endpoint', async () => {
+    const subscribed = await endpoint(tokens.admin, ['okm.enrolled']);
+    const serial = uniqueSerial('ENR');
+
+    assert.equal((await poll(t, serial, { kasFirmware: '2.0.0' })).statusCode, 204);
+
+    const [event] = await eventually(async () => {
+      const events = (await verifiedEvents(subscribed.path, DEPLOYMENT_OWNER)).filter((entry) => entry.data.serial_number === serial);
+      return events.length > 0 && events;
+    });
+    assert.equal(event!.type, 'okm.enrolled');
+    assert.deepEqual(Object.keys(event!).sort(), ['data', 'id', 'timestamp', 'type']);
+    assert.equal(event!.data.firmware_version, '2.0.0');
+  });
+
+  test('an OKM silenced is okm.overdue once however often the sweep runs, then its next poll is okm.back_online; both signed with the customer secret', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['okm.overdue', 'okm.back_online']);
+    const serial = uniqueSerial('SIL');
+    await createOkm(t, tokens.acmeWrite, serial, { polling_interval: 60 });
+    await poll(t, serial);
+    await silence(serial);
+
+    const firstSweep = await markOverdueOkms(t.db, t.dialect, Date.now());
+    const secondSweep = await markOverdueOkms(t.db, t.dialect, Date.now());
+    await eventually(() => receiver.eventsAt(subscribed.path).length === 1);
+    await poll(t, serial);
+
+    assert.ok(firstSweep >= 0 && secondSweep === 0);
+    const events = await eventually(async () => {
+      const received = await verifiedEvents(subscribed.path, await acmeOwner());
+      return received.length === 2 && received;
+    });
+    assert.deepEqual(
+      events.map((event) => [event.type, event.data.serial_number]),
+      [
+        ['okm.overdue', serial],
+        ['okm.back_online', serial],
+      ],
+    );
+    const stored = await t.db.selectFrom('okms').select(['overdue_at', 'due_by']).where('serial_number', '=', serial).executeTakeFirstOrThrow();
+    assert.equal(stored.overdue_at, null);
+    assert.ok(stored.due_by! > Date.now() + 170_000, 'due by 3 × 60 s after the poll');
+    const record = await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeWrite });
+    assert.equal(record.json().data.overdue, false);
+  });
+
+  test("an endpoint receives only its event types, and only its own customer's events", async () => {
+    const backOnlineOnly = await endpoint(tokens.acmeWrite, ['okm.back_online']);
+    const betaOverdue = await endpoint(tokens.betaWrite, ['okm.overdue']);
+    const serial = uniqueSerial('FLT');
+    await createOkm(t, tokens.acmeWrite, serial);
+    await poll(t, serial);
+    await silence(serial);
+
+    await markOverdueOkms(t.db, t.dialect, Date.now());
+    await poll(t, serial);
+
+    const [event] = await eventually(() => receiver.eventsAt(backOnlineOnly.path).length === 1 && receiver.eventsAt(backOnlineOnly.path));
+    assert.equal((event!.event as unknown as FleetEventBody).type, 'okm.back_online');
+    // The dispatcher has delivered what was queued after the overdue event: nothing went to beta.
+    assert.equal(receiver.eventsAt(betaOverdue.path).length, 0);
+    const betaRows = await t.db.selectFrom('fleet_event_deliveries').select('id').where('endpoint_id', '=', betaOverdue.id).execute();
+    assert.deepEqual(betaRows, []);
+  });
+
+  test('the test action delivers a signed webhook.test event to that endpoint, and the delivery log shows it delivered', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['okm.overdue']);
+
+    const response = await call(t, 'POST', `${ENDPOINTS}/${subscribed.id}/test`, { token: tokens.acmeWrite });
+
+    assert.equal(response.statusCode, 202, response.body);
+    const eventId = response.json().data.event_id;
+    const [event] = await eventually(async () => {
+      const received = await verifiedEvents(subscribed.path, await acmeOwner());
+      return received.length === 1 && received;
+    });
+    assert.equal(event!.id, eventId);
+    assert.equal(event!.type, 'webhook.test');
+    const [delivery] = await eventually(async () => {
+      const log = (await call(t, 'GET', `${ENDPOINTS}/${subscribed.id}/deliveries`, { token: tokens.acmeWrite })).json().data;
+      return log[0]?.state === 'delivered' && log;
+    });
+    assert.equal(delivery.event_id, eventId);
+    assert.equal(delivery.event_type, 'webhook.test');
+    assert.equal(delivery.last_status_code, 200);
+    assert.equal(delivery.attempts, 1);
+  });
+
+  test('a status URL that exhausts its retries is subscriber.failing to the customer endpoint', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['subscriber.failing']);
+    const serial = uniqueSerial('FAIL');
+    const statusUrl = receiver.url('/always-500');
+    receiver.reply = (event) => (event.path === '/always-500' ? { status: 500 } : { status: 200 });
+    await createOkm(t, tokens.acmeWrite, serial, { subscribe_urls: { status: [statusUrl] } });
+
+    await poll(t, serial);
+
+    const [event] = await eventually(async () => {
+      const received = await verifiedEvents(subscribed.path, await acmeOwner());
+      return received.length === 1 && received;
+    });
+    assert.equal(event!.type, 'subscriber.failing');
+    assert.equal(event!.data.serial_number, serial);
+    assert.equal(event!.data.url, statusUrl);
+    assert.equal(event!.data.attempts, 4);
+    assert.equal(event!.data.last_error, 'HTTP 500');
+  });
+
+  test('two sweeps at once mark each overdue OKM once: one okm.overdue per OKM', async () => {
+    const subscribed = await endpoint(tokens.admin, ['okm.overdue']);
+    const serials = Array.from({ length: 40 }, () => uniqueSerial('RACE'));
+    for (const serial of serials) await poll(t, serial);
+    await t.db.updateTable('okms').set({ due_by: Date.now() - 1 }).where('serial_number', 'in', serials).execute();
+
+    const now = Date.now();
+    const [first, second] = await Promise.all([markOverdueOkms(t.db, t.dialect, now, 10_000), markOverdueOkms(t.db, t.dialect, now, 10_000)]);
+
+    assert.ok(first + second >= 0);
+    const rows = await t.db
+      .selectFrom('fleet_event_deliveries')
+      .select('payload')
+      .where('endpoint_id', '=', subscribed.id)
+      .execute();
+    const overdueSerials = rows.map((row) => (JSON.parse(row.payload) as FleetEventBody).data.serial_number as string).filter((serial) => serials.includes(serial));
+    assert.deepEqual(overdueSerials.sort(), [...serials].sort());
+  });
+});
+
+forEachDatabase('fleet events of pending OKMs', (kind) => {
+  let t: TestApp;
+  let receiver: Receiver;
+  before(async () => {
+    receiver = await Receiver.start();
+    t = await buildTestApp(kind, { ...FAST_WEBHOOKS, OKM_AUTO_ENROL: 'false' });
+  });
+  after(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  test('an unknown serial calling while auto-enrol is off is okm.pending once, to the deployment-wide endpoint', async () => {
+    const tokens = await issueTokens(t);
+    const created = await call(t, 'POST', ENDPOINTS, { token: tokens.admin, payload: { url: receiver.url('/pending'), event_types: ['okm.pending'] } });
+    assert.equal(created.statusCode, 201, created.body);
+    const serial = uniqueSerial('PEND');
+
+    await poll(t, serial);
+    await poll(t, serial);
+
+    const [delivery] = await eventually(() => receiver.eventsAt('/pending').length === 1 && receiver.eventsAt('/pending'));
+    assert.equal((delivery!.event as unknown as FleetEventBody).type, 'okm.pending');
+    assert.equal(delivery!.event.data.serial_number, serial);
+    const rows = await t.db.selectFrom('fleet_event_deliveries').select('id').where('endpoint_id', '=', created.json().data.id).execute();
+    assert.equal(rows.length, 1);
+  });
+});
