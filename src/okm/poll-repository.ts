@@ -42,6 +42,8 @@ export interface PolledOkmRow {
   status_urls: string;
   /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
   last_correction: string | null;
+  /** The rollout whose offer applies to this OKM; null (most OKMs): none, and nothing more to read. */
+  rollout_id: number | null;
 }
 
 const POLLED_COLUMNS = [
@@ -57,6 +59,7 @@ const POLLED_COLUMNS = [
   'wireless_key_firmware',
   'status_urls',
   'last_correction',
+  'rollout_id',
 ] as const;
 
 const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>

@@ -18,6 +18,7 @@ import {
   type PolledOkmRow,
   type PollObservation,
 } from './poll-repository.ts';
+import { findRolloutOffer, recordRolloutProgress, rolloutProgress, withRolloutOffer } from '../rollouts/poll-offer.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { correctionKey, resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
@@ -84,12 +85,14 @@ const FLEET_RELEASES = Symbol('fleet releases');
  * Effective release of each kind: the OKM's pin (none if the pin is not in the catalog), else
  * the fleet latest, read once per transaction.
  */
+export const pinsOf = (row: PolledOkmRow): Record<FirmwareKind, string | null> => ({
+  kas: row.kas_firmware,
+  batch_key: row.batch_key_firmware,
+  wireless_key: row.wireless_key_firmware,
+});
+
 export async function effectiveReleases(db: Db, row: PolledOkmRow, scope: BatchScope): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
-  const pins: Record<FirmwareKind, string | null> = {
-    kas: row.kas_firmware,
-    batch_key: row.batch_key_firmware,
-    wireless_key: row.wireless_key_firmware,
-  };
+  const pins = pinsOf(row);
   const pinned = FIRMWARE_KINDS.filter((kind) => pins[kind] !== null);
   const [fleet, ...pinnedReleases] = await Promise.all([
     pinned.length === FIRMWARE_KINDS.length ? {} : scope.once(FLEET_RELEASES, () => fleetLatestReleasesForPoll(db)),
@@ -175,12 +178,13 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
   if (row === 'enrolled' || row === 'pending') return { kind: row };
 
   const statusEventsQueued = statusEventsQueuedBy(row);
-  const [releases, message] = await Promise.all([
+  const [releases, rollout, message] = await Promise.all([
     effectiveReleases(db, row, scope),
+    row.rollout_id === null ? undefined : findRolloutOffer(db, row.rollout_id, request.serialNumber, request.now),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
-  const desired = desiredState(row, releases, pendingMessage, settings, request.now);
+  const desired = desiredState(row, withRolloutOffer(releases, pinsOf(row), rollout), pendingMessage, settings, request.now);
   const correction = resolve(desired, reported) ?? {};
 
   // Two polls at once may both have picked the message; only the one that claims it sends it.
@@ -191,6 +195,8 @@ async function decide(db: Db, settings: PollSettings, request: PollRequest, scop
   }
   const answeredBy = correctionKey(answered.answer);
   if (answeredBy !== row.last_correction) await recordCorrection(db, request.serialNumber, answeredBy);
+  const progress = rollout && rolloutProgress(rollout, reported, answered.answer);
+  if (progress) await recordRolloutProgress(db, request.serialNumber, rollout, progress, request.now);
   return { kind: 'answered', ...answered, reported, statusEventsQueued };
 }
 

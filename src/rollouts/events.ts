@@ -1,0 +1,24 @@
+import type { Db } from '../db/database.ts';
+
+export type RolloutEventType = 'rollout.started' | 'rollout.group_started' | 'rollout.paused' | 'rollout.finished' | 'rollout.aborted';
+
+export interface RolloutEvent {
+  type: RolloutEventType;
+  /** The rollout's customer; null for a deployment-wide rollout. */
+  customerId: number | null;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Queues a fleet event (SPEC section 14). Called inside the transaction that changes the
+ * rollout, with that transaction, so that the event commits with the change or not at all.
+ */
+export type EmitFleetEvent = (db: Db, event: RolloutEvent) => Promise<void>;
+
+export const emitNoFleetEvent: EmitFleetEvent = async () => {};
+
+/**
+ * Where rollout events go, for the server and the CLI alike: the one place that connects
+ * rollouts to fleet-event delivery (webhook endpoints, branch fleetevents).
+ */
+export const rolloutEventSink: EmitFleetEvent = emitNoFleetEvent;
