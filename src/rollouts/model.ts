@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { localMinutes } from '../shared/time-zone.ts';
 
 export const ROLLOUT_STATES = ['ready', 'running', 'paused', 'finished', 'aborted'] as const;
 export type RolloutState = (typeof ROLLOUT_STATES)[number];
@@ -58,30 +59,6 @@ export function parseClockTime(text: string): number | undefined {
 }
 
 export const formatClockTime = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
-
-/** Whether the IANA time zone name is one this runtime knows (Intl is the judge). */
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-GB', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const clocks = new Map<string, Intl.DateTimeFormat>();
-
-/** Minutes after local midnight at `now` in the time zone (formatters are made once per zone: polls call this). */
-export function localMinutes(now: number, timeZone: string): number {
-  let clock = clocks.get(timeZone);
-  if (!clock) {
-    clock = new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
-    clocks.set(timeZone, clock);
-  }
-  const parts = clock.formatToParts(now);
-  const part = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0);
-  return part('hour') * 60 + part('minute');
-}
 
 /** Whether `now` falls in the window (from inclusive, to exclusive); from = to is the whole day. */
 export function withinWindow(window: MaintenanceWindow, timeZone: string, now: number): boolean {
