@@ -29,7 +29,7 @@ const bar = (part: number, whole: number, width = 20) => {
 /** One line per group with a progress bar, then the totals: what a person reads at a glance. */
 export function rolloutTable(rollout: RolloutView): string {
   const header = [
-    `rollout ${rollout.id}: ${rollout.kind} ${rollout.version} for ${rollout.customer ?? 'every customer'}, ${rollout.state}${rollout.state_reason ? ` (${rollout.state_reason})` : ''}`,
+    `rollout ${rollout.id}: ${rollout.kind} ${rollout.version} for ${rollout.customer ?? 'every customer'}, ${rollout.state}${rollout.state_reason && rollout.state !== 'running' ? ` (${rollout.state_reason})` : ''}`,
     `thresholds: success ${rollout.success_threshold}%, error ${rollout.error_threshold}%, update timeout ${rollout.update_timeout}, auto advance ${rollout.auto_advance ? 'on' : 'off'}` +
       (rollout.maintenance_window ? `, window ${rollout.maintenance_window.from}-${rollout.maintenance_window.to} (${rollout.maintenance_window.time_zone})` : '') +
       (rollout.approval_required ? `, approval ${rollout.approved_by ? `by ${rollout.approved_by}` : 'pending'}` : ''),

@@ -169,12 +169,12 @@ export async function withdrawOffers(db: Db, rolloutId: number): Promise<void> {
   await db.updateTable('okms').set({ rollout_id: null }).where('rollout_id', '=', rolloutId).execute();
 }
 
-/** Rollouts with work for the sweep: running ones, and ready ones whose start time has come (approved, where that is required). */
+/** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */
 export async function rolloutsToSweep(db: Db, now: number, limit: number): Promise<RolloutRow[]> {
   return rolloutWithCustomer(db)
     .where((eb) =>
       eb.or([
-        eb('rollouts.state', '=', 'running'),
+        eb('rollouts.state', 'in', ['running', 'paused']),
         eb.and([
           eb('rollouts.state', '=', 'ready'),
           eb('rollouts.start_at', '<=', now),

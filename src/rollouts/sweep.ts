@@ -36,8 +36,9 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
 
 /**
  * One pass over the rollouts with work, bounded by `limits`: scheduled starts whose time has
- * come (and that are approved where required), offers past their timeout marked failed,
- * then the thresholds. Safe with any number of processes sweeping one database.
+ * come (and that are approved where required), offers past their timeout marked failed
+ * (paused rollouts too: their counts stay true), then the thresholds of running ones. Safe
+ * with any number of processes sweeping one database.
  */
 export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
   for (const candidate of await rolloutsToSweep(db, now, limits.rollouts)) {
@@ -46,6 +47,7 @@ export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, l
       continue;
     }
     await failTimedOutOffers(db, candidate, now, limits.failures);
+    if (candidate.state !== 'running') continue;
     await db.transaction().execute(async (tx) => {
       // Read again inside the transaction: another process may have moved it since the list.
       const row = await findRollout(tx, candidate.id);
