@@ -81,7 +81,7 @@ async function viewOf(db: Db, row: RolloutRow): Promise<RolloutView> {
 
 /** The rollout, if the request may see it: another customer's is not found, as if it did not exist. */
 async function visibleRollout(request: RolloutRequest, db: Db, id: number): Promise<RolloutRow> {
-  const customer = await actingCustomer(request.db, request.principal, request.customerName);
+  const customer = await actingCustomer(db, request.principal, request.customerName);
   const row = await findRollout(db, id);
   if (!row || (customer !== null && row.customer_id !== customer.id)) throw notFound(`rollout ${id} not found`);
   return row;
