@@ -25,6 +25,7 @@ import aclRoutes from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
+import rolloutsPlugin from './rollouts/plugin.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
 declare module 'fastify' {
@@ -72,6 +73,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
+  await app.register(rolloutsPlugin);
 }
 
 export default fp(keyfleetApp, { name: 'keyfleet' });

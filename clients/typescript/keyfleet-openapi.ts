@@ -603,6 +603,143 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/rollouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List rollouts, newest first, with per-group counts */
+        get: operations["listRollouts"];
+        put?: never;
+        /** Create a staged firmware rollout (state ready; members chosen now) */
+        post: operations["createRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a rollout with per-group counts */
+        get: operations["getRollout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a ready rollout: its first group is offered the version */
+        post: operations["startRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a running rollout: no offers until it resumes (idempotent) */
+        post: operations["pauseRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused rollout */
+        post: operations["resumeRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start the next group now, whatever the thresholds say (after the last: finished) */
+        post: operations["advanceRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Emergency stop: no OKM that has not updated is offered the version any more (idempotent) */
+        post: operations["abortRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a rollout that requires it, as an operator other than its creator */
+        post: operations["approveRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5465,6 +5602,1512 @@ export interface operations {
             };
             /** @description Not found (also for a record of another customer) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRollouts: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                state?: "ready" | "running" | "paused" | "finished" | "aborted";
+                page?: number;
+                results_per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        pagination: components["schemas"]["Pagination"];
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {unknown} */
+                    kind: "kas" | "batch_key" | "wireless_key";
+                    /** @description a catalog release of the kind: dotted numbers, 2.10.0 */
+                    version: string;
+                    /** @description the customer whose OKMs are updated; an admin token that names none updates every customer’s */
+                    customer?: string;
+                    filter?: {
+                        /** @description only OKMs that last reported this version of the kind */
+                        firmware_version?: string;
+                        /** @description only these OKMs */
+                        serial_numbers?: string[];
+                    };
+                    groups: {
+                        /** @description cumulative share of the rollout’s OKMs reached once this group has started */
+                        percent: number;
+                    }[];
+                    /** @description a group passes when this % of it has updated (default 95) */
+                    success_threshold?: number;
+                    /** @description the rollout pauses itself when more than this % of a started group has failed (default 5) */
+                    error_threshold?: number;
+                    /** @description an offered OKM that polls on without updating this long has failed (default 1h) */
+                    update_timeout?: string;
+                    /** @description start the next group when a group passes (default true) */
+                    auto_advance?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description the rollout starts itself then (ISO 8601)
+                     */
+                    start_at?: string;
+                    maintenance_window?: {
+                        /** @description HH:MM, in the customer’s time zone */
+                        from: string;
+                        /** @description HH:MM; before `from`: the window spans midnight */
+                        to: string;
+                    };
+                    /** @description another operator must approve it before it starts (default false) */
+                    approval_required?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pauseRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resumeRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    advanceRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    abortRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "completed";
+                                counts: {
+                                    scheduled: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                            }[];
+                            totals: {
+                                scheduled: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

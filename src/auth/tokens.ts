@@ -27,6 +27,8 @@ export interface TokenRequest {
   customer?: string;
   scopes: string[];
   ttlSeconds: number;
+  /** `sub`: who acts (an operator's name, for the records of who did what); default admin or customer:<name>. */
+  subject?: string;
 }
 
 export interface IssuedToken {
@@ -48,6 +50,9 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (request.customer !== undefined && !(await findCustomerByName(db, request.customer))) {
     throw badRequest(`customer: unknown customer ${request.customer}`);
   }
+  if (request.subject !== undefined && !/^[\x21-\x7e]{1,128}$/.test(request.subject)) {
+    throw badRequest(`subject: expected 1-128 printable ASCII characters without spaces, got "${request.subject}"`);
+  }
   if (!Number.isInteger(request.ttlSeconds) || request.ttlSeconds <= 0) {
     throw badRequest(`ttl: expected a positive number of seconds, got ${request.ttlSeconds}`);
   }
@@ -63,7 +68,7 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
     .setProtectedHeader({ alg: signingKey.algorithm, kid: signingKey.kid, typ: 'JWT' })
     .setIssuer(settings.jwtIssuer)
     .setAudience(settings.jwtAudience)
-    .setSubject(request.customer === undefined ? 'admin' : `customer:${request.customer}`)
+    .setSubject(request.subject ?? (request.customer === undefined ? 'admin' : `customer:${request.customer}`))
     .setIssuedAt(issuedAt)
     .setExpirationTime(expiresAt)
     .setJti(randomUUID())

@@ -21,7 +21,7 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
   migrate: { description: 'apply pending database migrations and exit', load: () => import('./migrate.ts') },
   customer: {
     description: 'manage customers (tenants)',
-    commands: { create: () => import('./customer-create.ts'), list: () => import('./customer-list.ts') },
+    commands: { create: () => import('./customer-create.ts'), list: () => import('./customer-list.ts'), update: () => import('./customer-update.ts') },
   },
   token: { description: 'issue API tokens', commands: { issue: () => import('./token-issue.ts') } },
   'signing-key': {
@@ -52,6 +52,19 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
     commands: { pending: () => import('./okm-pending.ts'), accept: () => import('./okm-accept.ts'), token: () => import('./okm-token.ts') },
   },
   webhook: { description: 'status event webhooks', commands: { secret: () => import('./webhook-secret.ts') } },
+  rollout: {
+    description: 'staged firmware rollouts',
+    commands: {
+      create: () => import('./rollout-create.ts'),
+      list: () => import('./rollout-list.ts'),
+      show: () => import('./rollout-show.ts'),
+      start: () => import('./rollout-start.ts'),
+      pause: () => import('./rollout-pause.ts'),
+      resume: () => import('./rollout-resume.ts'),
+      advance: () => import('./rollout-advance.ts'),
+      abort: () => import('./rollout-abort.ts'),
+    },
+  },
 };
 
 /** Exit codes (docs/operator-guide.md, "Exit codes"). */

@@ -6,6 +6,7 @@ interface TokenIssueOptions {
   customer?: string;
   scope: string;
   ttl: string;
+  subject?: string;
   json?: boolean;
 }
 
@@ -16,6 +17,7 @@ export function register(program: Command): void {
     .option('--customer <name>', 'the customer the token acts for; omit for an operator token (needs admin)')
     .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write lock:read admin')
     .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
+    .option('--subject <name>', 'who the token stands for (sub), e.g. the operator: recorded as creator or approver of a rollout')
     .option('--json', 'print one JSON object')
     .action(async (options: TokenIssueOptions) => {
       const ttlSeconds = Math.ceil(durationOption('--ttl', options.ttl) / 1000);
@@ -26,6 +28,7 @@ export function register(program: Command): void {
           customer: options.customer,
           scopes,
           ttlSeconds,
+          subject: options.subject,
         });
         printResult(options.json, { token, expires_at: expiresAt }, token);
       } finally {

@@ -31,6 +31,8 @@ export interface Settings {
   webhookDispatchInServer: boolean;
   /** How long failed delivery attempts stay in the delivery log, in days. */
   webhookLogRetentionDays: number;
+  /** How often a server process sweeps the rollouts (timeouts, thresholds, scheduled starts), in ms; 0: never (another process does). */
+  rolloutSweepIntervalMs: number;
   jwtIssuer: string;
   jwtAudience: string;
   jwtClockToleranceSeconds: number;
@@ -234,6 +236,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 256, 1, 10_000),
     webhookDispatchInServer: boolean(env, 'WEBHOOK_DISPATCH_IN_SERVER', true),
     webhookLogRetentionDays: integer(env, 'WEBHOOK_LOG_RETENTION_DAYS', 7, 1, 3650),
+    rolloutSweepIntervalMs: integer(env, 'ROLLOUT_SWEEP_INTERVAL_MS', 10_000, 0, 3_600_000),
     jwtIssuer: text(env, 'JWT_ISSUER', 'keyfleet'),
     jwtAudience: text(env, 'JWT_AUDIENCE', 'keyfleet'),
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
-import { badRequest, conflict } from '../http/errors.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { isTimeZone } from '../shared/time-zone.ts';
 
 export interface Customer {
   id: number;
@@ -13,14 +14,19 @@ export function isValidCustomerName(name: string): boolean {
   return CUSTOMER_NAME.test(name);
 }
 
-/** Creates a customer; a malformed name is a 400, a name already taken a 409. */
-export async function createCustomer(db: Db, name: string): Promise<Customer> {
+function checkTimeZone(timeZone: string | null): void {
+  if (timeZone !== null && !isTimeZone(timeZone)) throw badRequest(`time_zone: expected an IANA time zone such as Europe/Berlin, got "${timeZone}"`);
+}
+
+/** Creates a customer; a malformed name or time zone is a 400, a name already taken a 409. */
+export async function createCustomer(db: Db, name: string, timeZone: string | null = null): Promise<Customer> {
   if (!isValidCustomerName(name)) {
     throw badRequest(`name: expected 1-64 characters of A-Z a-z 0-9 . _ -, got "${name}"`);
   }
+  checkTimeZone(timeZone);
   const created = await db
     .insertInto('customers')
-    .values({ name, created_at: Date.now() })
+    .values({ name, created_at: Date.now(), time_zone: timeZone })
     .onConflict((oc) => oc.column('name').doNothing())
     .returning(['id', 'name'])
     .executeTakeFirst();
@@ -34,4 +40,11 @@ export async function findCustomerByName(db: Db, name: string): Promise<Customer
 
 export async function findCustomerById(db: Db, id: number): Promise<Customer | undefined> {
   return db.selectFrom('customers').select(['id', 'name']).where('id', '=', id).executeTakeFirst();
+}
+
+/** Sets the customer's time zone (its stores' local time: rollout maintenance windows); null: UTC. */
+export async function setCustomerTimeZone(db: Db, name: string, timeZone: string | null): Promise<void> {
+  checkTimeZone(timeZone);
+  const result = await db.updateTable('customers').set({ time_zone: timeZone }).where('name', '=', name).executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw notFound(`customer ${name} not found`);
 }

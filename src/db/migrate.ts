@@ -12,6 +12,7 @@ import * as dataKeys from './migrations/0009_data_keys.ts';
 import * as okmClaims from './migrations/0010_okm_claims.ts';
 import * as okmLastCorrection from './migrations/0011_okm_last_correction.ts';
 import * as fleetEvents from './migrations/0012_fleet_events.ts';
+import * as rollouts from './migrations/0013_rollouts.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0010_okm_claims': okmClaims,
   '0011_okm_last_correction': okmLastCorrection,
   '0012_fleet_events': fleetEvents,
+  '0013_rollouts': rollouts,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -30,6 +30,8 @@ export interface Database {
   okm_claim_failures: OkmClaimFailuresTable;
   webhook_endpoints: WebhookEndpointsTable;
   fleet_event_deliveries: FleetEventDeliveriesTable;
+  rollouts: RolloutsTable;
+  rollout_members: RolloutMembersTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -38,6 +40,8 @@ export interface CustomersTable {
   id: Generated<number> & Id;
   name: string;
   created_at: number;
+  /** IANA time zone of the customer's stores (maintenance windows of rollouts); null: UTC. */
+  time_zone: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {
@@ -84,6 +88,8 @@ export interface OkmsTable {
   due_by: number | null;
   /** When the overdue sweep found the OKM silent (cleared by its next poll); 0: never polled as an OKM (its next poll enrols it). */
   overdue_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The rollout whose offer applies to this OKM: set when its group starts, cleared once it has updated or the rollout is aborted. */
+  rollout_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
 }
@@ -328,4 +334,51 @@ export interface FleetEventDeliveriesTable {
   last_status_code: number | null;
   last_error: string | null;
   delivered_at: number | null;
+}
+
+/** A staged firmware rollout (SPEC section 13). */
+export interface RolloutsTable {
+  id: Generated<number> & Id;
+  /** null: every customer's OKMs (admin only). */
+  customer_id: number | null;
+  kind: string;
+  version: string;
+  /** JSON {firmware_version?, serial_numbers?}; null: no filter. */
+  filter: string | null;
+  /** JSON array of the groups' cumulative percents of the rollout's OKMs. */
+  group_percents: string;
+  success_threshold: number;
+  error_threshold: number;
+  update_timeout_ms: number;
+  auto_advance: number;
+  /** ready | running | paused | finished | aborted */
+  state: string;
+  /** Why it is paused, aborted or finished (error_threshold, operator, ...). */
+  state_reason: string | null;
+  /** Index of the last group started; -1 before the start. */
+  current_group: number;
+  start_at: number | null;
+  /** Maintenance window in minutes after local midnight, in the customer's time zone. */
+  window_from: number | null;
+  window_to: number | null;
+  approval_required: number;
+  approved_by: string | null;
+  approved_at: number | null;
+  /** The creating operator's token subject (sub). */
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+/** One OKM of a rollout: its group, chosen once, and its progress. */
+export interface RolloutMembersTable {
+  rollout_id: number;
+  serial_number: string;
+  group_index: number;
+  /** scheduled | offered | updated | failed */
+  status: string;
+  offered_at: number | null;
+  status_changed_at: number | null;
 }

@@ -3,7 +3,8 @@ import { notFound } from '../http/errors.ts';
 import { checkOkmVisible, type OkmRequest } from './admin-service.ts';
 import { findMessage } from './messages-repository.ts';
 import { findPolledOkm, loadList } from './poll-repository.ts';
-import { desiredState, effectiveReleases, type PollSettings } from './poll-service.ts';
+import { desiredState, effectiveReleases, pinsOf, type PollSettings } from './poll-service.ts';
+import { findRolloutOffer, withRolloutOffer } from '../rollouts/poll-offer.ts';
 import { parseReported } from './reported.ts';
 import { RESOLVERS } from './resolvers/index.ts';
 import type { Correction } from './resolvers/types.ts';
@@ -20,12 +21,13 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
   const db: Db = request.db;
   const row = await findPolledOkm(db, serialNumber);
   if (!row) throw notFound('OKM not found');
-  const [releases, message] = await Promise.all([
+  const [releases, rollout, message] = await Promise.all([
     effectiveReleases(db, row),
+    row.rollout_id === null ? undefined : findRolloutOffer(db, row.rollout_id, serialNumber, request.now),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
-  const polled = desiredState(row, releases, pendingMessage, request.settings, row.last_sync_time ?? request.now);
+  const polled = desiredState(row, withRolloutOffer(releases, pinsOf(row), rollout), pendingMessage, request.settings, row.last_sync_time ?? request.now);
   // The lists themselves, not the poll's placeholders: a report shows the items a correction sends.
   const [assetList, usersAssets] = await Promise.all([
     polled.assetList && loadList(db, serialNumber, 'asset_list'),

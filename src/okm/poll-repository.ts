@@ -48,6 +48,8 @@ export interface PolledOkmRow {
   last_correction: string | null;
   /** Not written by the poll, so as it was: non-null when the poll ends a silence or is the OKM's first (0). */
   overdue_at: number | null;
+  /** The rollout whose offer applies to this OKM; null (most OKMs): none, and nothing more to read. */
+  rollout_id: number | null;
 }
 
 const POLLED_COLUMNS = [
@@ -64,6 +66,7 @@ const POLLED_COLUMNS = [
   'status_urls',
   'last_correction',
   'overdue_at',
+  'rollout_id',
 ] as const;
 
 /** When an OKM polling now with this interval (seconds) becomes overdue: after MISSED_INTERVALS_UNTIL_OVERDUE intervals. */

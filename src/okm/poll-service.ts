@@ -9,6 +9,7 @@ import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
 import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
 import { NO_STATUS_URLS, fleetLatestReleasesForPoll, loadList, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import { findRolloutOffer, recordRolloutProgress, rolloutProgress, withRolloutOffer } from '../rollouts/poll-offer.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { correctionKey, resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
@@ -80,6 +81,13 @@ const indexesWhere = <T>(items: readonly T[], test: (item: T) => boolean) => ite
 
 type EffectiveReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
 
+/** The OKM's own firmware pins, by kind. */
+export const pinsOf = (row: PolledOkmRow): Record<FirmwareKind, string | null> => ({
+  kas: row.kas_firmware,
+  batch_key: row.batch_key_firmware,
+  wireless_key: row.wireless_key_firmware,
+});
+
 /**
  * Effective releases of each OKM, of each kind: the OKM's pin (none if the pin is not in the
  * catalog), else the fleet latest, read by `fleet` (once per transaction).
@@ -90,16 +98,12 @@ async function effectiveReleasesOf(
   rows: readonly PolledOkmRow[],
   fleet: () => Promise<EffectiveReleases>,
 ): Promise<EffectiveReleases[]> {
-  const pinsOf = (row: PolledOkmRow) => {
-    const pins: Record<FirmwareKind, string | null> = {
-      kas: row.kas_firmware,
-      batch_key: row.batch_key_firmware,
-      wireless_key: row.wireless_key_firmware,
-    };
+  const pinnedOf = (row: PolledOkmRow) => {
+    const pins = pinsOf(row);
     return FIRMWARE_KINDS.flatMap((kind) => (pins[kind] === null ? [] : [{ kind, version: pins[kind] }]));
   };
   const pinKey = (pin: PinnedRelease) => `${pin.kind}\n${pin.version}`;
-  const rowPins = rows.map(pinsOf);
+  const rowPins = rows.map(pinnedOf);
   const pins = [...new Map(rowPins.flat().map((pin) => [pinKey(pin), pin])).values()];
   const [fleetReleases, pinnedReleases] = await Promise.all([
     rowPins.every((pinned) => pinned.length === FIRMWARE_KINDS.length) ? {} : fleet(),
@@ -225,7 +229,7 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
     );
 
     const withMessage = known.filter(({ row }) => row.pending_message_id !== null);
-    const [releases, messages] = await Promise.all([
+    const [releases, messages, rollouts] = await Promise.all([
       effectiveReleasesOf(
         db,
         statements,
@@ -236,11 +240,13 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
         db,
         withMessage.map(({ row }) => row.pending_message_id!),
       ),
+      // Only OKMs of an active rollout read it (one indexed read each); the rest of the fleet reads nothing more.
+      Promise.all(known.map(({ row, serialNumber, request }) => (row.rollout_id === null ? undefined : findRolloutOffer(db, row.rollout_id, serialNumber, request.now)))),
     ]);
     const pendingMessages = new Map(withMessage.map(({ row }, position) => [row.pending_message_id!, messages[position] ?? null]));
     const answered = known.map(({ request, reported, row }, position) => {
       const pendingMessage = row.pending_message_id === null ? null : (pendingMessages.get(row.pending_message_id) ?? null);
-      const desired = desiredState(row, releases[position]!, pendingMessage, settings, request.now);
+      const desired = desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts[position]), pendingMessage, settings, request.now);
       return { desired, answer: resolve(desired, reported) ?? {} };
     });
 
@@ -261,6 +267,11 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
       return correction === row.last_correction ? [] : [{ serialNumber, correction }];
     });
     await statements.recordCorrections(db, changed);
+    for (const [position, { serialNumber, reported, request }] of known.entries()) {
+      const rollout = rollouts[position];
+      const progress = rollout && rolloutProgress(rollout, reported, answered[position]!.answer);
+      if (progress) await recordRolloutProgress(db, serialNumber, rollout, progress, request.now);
+    }
     known.forEach(({ index, reported, row }, position) => {
       decisions[index] = { kind: 'answered', ...answered[position]!, reported, statusEventsQueued: statusEventsQueuedBy(row) };
     });

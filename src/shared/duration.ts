@@ -6,3 +6,11 @@ export function parseDuration(text: string): number | undefined {
   const match = DURATION.exec(text.trim());
   return match ? Number(match[1]) * MS_PER_UNIT[match[2]!]! : undefined;
 }
+
+/** Milliseconds → the largest unit that divides them exactly: 3 600 000 → "1h", 90 000 → "90s"; parseDuration reads it back. */
+export function formatDuration(ms: number): string {
+  const [unit, size] = Object.entries(MS_PER_UNIT)
+    .sort(([, a], [, b]) => b - a)
+    .find(([, perUnit]) => ms % perUnit === 0)!;
+  return `${ms / size}${unit}`;
+}

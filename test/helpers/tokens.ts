@@ -10,7 +10,7 @@ export async function createTestCustomer(t: TestApp, name: string): Promise<Cust
 /** A token signed by the app's own key, as `keyfleet token issue` makes; creates the customer if missing. */
 export async function issueTestToken(
   t: TestApp,
-  options: { customer?: string; scopes: string[]; ttlSeconds?: number },
+  options: { customer?: string; scopes: string[]; ttlSeconds?: number; subject?: string },
 ): Promise<string> {
   if (options.customer !== undefined && !(await findCustomerByName(t.db, options.customer))) {
     await createTestCustomer(t, options.customer);
@@ -19,6 +19,7 @@ export async function issueTestToken(
     customer: options.customer,
     scopes: options.scopes,
     ttlSeconds: options.ttlSeconds ?? 3600,
+    subject: options.subject,
   });
   return token;
 }

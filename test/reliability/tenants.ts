@@ -8,6 +8,8 @@ import { call } from '../okm/admin-helpers.ts';
 import { type Operation, operationName } from './openapi-operations.ts';
 
 export const ENROLMENT_CODE = '00112233445566778899aabbccddeeff';
+/** The release the world's catalog holds, and its rollouts roll out. */
+const WORLD_FIRMWARE = { kind: 'kas', version: '9.9.9' };
 export const CUSTOMER_SCOPES = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read'];
 
 /** One customer and what it holds: an OKM, an ACL linked to it, a lock enrolled with its API key, its certificate, a webhook endpoint. */
@@ -21,6 +23,8 @@ export interface Tenant {
   lockSerial: string;
   certificateName: string;
   webhookEndpointId: string;
+  /** A ready rollout of the customer's OKMs (id as text, as a path parameter). */
+  rolloutId: string;
 }
 
 export interface TenantWorld {
@@ -38,7 +42,7 @@ function expectStatus(response: { statusCode: number; body: string }, expected: 
   if (response.statusCode !== expected) throw new Error(`${what}: ${response.statusCode} ${response.body}`);
 }
 
-async function createTenant(t: TestApp, adminToken: string, name: string): Promise<Tenant> {
+async function createTenant(t: TestApp, adminToken: string, name: string): Promise<Omit<Tenant, 'rolloutId'>> {
   const token = await issueTestToken(t, { customer: name, scopes: CUSTOMER_SCOPES });
   const certificateName = `${name}-main`;
   await createIntermediate(t.db, t.app.keyRing, t.settings, { customer: name, name: certificateName });
@@ -68,11 +72,22 @@ export async function buildTenantWorld(t: TestApp): Promise<TenantWorld> {
   await revokeApiKey(t.db, revoked.id);
   const unassignedSerial = 'REL-UNASSIGNED-1';
   expectStatus(await call(t, 'GET', `${t.settings.configPath}/${unassignedSerial}?installCode=12345678`), 204, 'unassigned OKM');
-  const firmware = { kind: 'kas', version: '9.9.9' };
+  const firmware = WORLD_FIRMWARE;
   const image = { token: adminToken, payload: Buffer.alloc(4096, 7), headers: { 'content-type': 'application/octet-stream' } };
   expectStatus(await call(t, 'PUT', `/api/v1/firmware/${firmware.kind}/${firmware.version}`, image), 201, 'firmware file release');
-  return { a, b, adminToken, revokedApiKey: revoked.key, unassignedSerial, firmware };
+  // A's rollout stays ready (a start by B would show in A's snapshot); B's is aborted, so that
+  // B may create another one of its OKM.
+  const rolloutOf = async (tenant: Omit<Tenant, 'rolloutId'>): Promise<Tenant> => {
+    const created = await call(t, 'POST', '/api/v1/rollouts', { token: adminToken, payload: rolloutBody(firmware, tenant.name) });
+    expectStatus(created, 201, `rollout of ${tenant.name}`);
+    return { ...tenant, rolloutId: String((JSON.parse(created.body) as { data: { id: number } }).data.id) };
+  };
+  const [rolloutsOfA, rolloutsOfB] = [await rolloutOf(a), await rolloutOf(b)];
+  expectStatus(await call(t, 'POST', `/api/v1/rollouts/${rolloutsOfB.rolloutId}/abort`, { token: adminToken }), 200, 'abort of the rollout of B');
+  return { a: rolloutsOfA, b: rolloutsOfB, adminToken, revokedApiKey: revoked.key, unassignedSerial, firmware };
 }
+
+const rolloutBody = (firmware: { kind: string; version: string }, customer: string) => ({ ...firmware, customer, groups: [{ percent: 100 }] });
 
 /** Values for an operation's path parameters that name the tenant's resources. */
 export function identifiersOf(operation: Operation, tenant: Tenant, world: TenantWorld): Record<string, string> {
@@ -80,7 +95,11 @@ export function identifiersOf(operation: Operation, tenant: Tenant, world: Tenan
     serial: operation.path.startsWith('/v1/dlock') ? tenant.lockSerial : tenant.okmSerial,
     serialNumber: tenant.okmSerial,
     name: tenant.certificateName,
-    id: operation.path.startsWith('/api/v1/webhook-endpoints') ? tenant.webhookEndpointId : tenant.aclId,
+    id: operation.path.startsWith('/api/v1/webhook-endpoints')
+      ? tenant.webhookEndpointId
+      : operation.path.startsWith('/api/v1/rollouts')
+        ? tenant.rolloutId
+        : tenant.aclId,
     kind: world.firmware.kind,
     version: world.firmware.version,
   };
@@ -108,6 +127,7 @@ export function sampleBody(operation: Operation, owner: Tenant): { payload: stri
     'POST /api/v1/firmware': () => json({ kind: 'kas', version: '9.9.10', url: 'https://firmware.example/kas.bin', sha256: 'cd'.repeat(32) }),
     'PUT /api/v1/firmware/{kind}/latest': () => json({ version: '9.9.9' }),
     'PUT /api/v1/firmware/{kind}/{version}': () => ({ payload: Buffer.from('firmware image'), contentType: 'application/octet-stream' }),
+    'POST /api/v1/rollouts': () => json(rolloutBody(WORLD_FIRMWARE, owner.name)),
   };
   const sample = samples[operationName(operation)];
   if (sample) return sample();
@@ -134,6 +154,7 @@ export async function snapshotOf(t: TestApp, world: TenantWorld, tenant: Tenant)
     call(t, 'GET', '/api/v1/firmware', admin),
     call(t, 'GET', `/api/v1/webhook-endpoints?customer=${tenant.name}`, admin),
     call(t, 'GET', `/api/v1/webhook-endpoints/${tenant.webhookEndpointId}/deliveries`, admin),
+    call(t, 'GET', `/api/v1/rollouts/${tenant.rolloutId}`, admin),
   ]);
   return JSON.stringify(reads.map((response) => [response.statusCode, response.body]));
 }

@@ -1,0 +1,215 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
+import type { FirmwareKind } from '../firmware/version.ts';
+import { emptyCounts, type GroupCounts, type MemberStatus, type RolloutState } from './model.ts';
+
+export type RolloutRow = Selectable<RolloutsTable> & { customer_name: string | null; time_zone: string | null };
+
+/** Rollouts an OKM can be in at once: only one of these reaches it (okms.rollout_id). */
+export const UNFINISHED_STATES: readonly RolloutState[] = ['ready', 'running', 'paused'];
+
+/** The column an OKM's own pin of the kind is in, and the one its last reported version is in. */
+export const KIND_COLUMNS = {
+  kas: { pin: 'kas_firmware', reported: 'firmware_version' },
+  batch_key: { pin: 'batch_key_firmware', reported: 'batch_key_firmware_version' },
+  wireless_key: { pin: 'wireless_key_firmware', reported: 'wireless_key_firmware_version' },
+} as const satisfies Record<FirmwareKind, { pin: string; reported: string }>;
+
+const MEMBER_INSERT_CHUNK = 500;
+
+export async function insertRollout(db: Db, values: Insertable<RolloutsTable>): Promise<number> {
+  const { id } = await db.insertInto('rollouts').values(values).returning('id').executeTakeFirstOrThrow();
+  return Number(id);
+}
+
+export async function insertMembers(db: Db, rolloutId: number, members: readonly { serialNumber: string; group: number }[]): Promise<void> {
+  for (let start = 0; start < members.length; start += MEMBER_INSERT_CHUNK) {
+    const rows: Insertable<RolloutMembersTable>[] = members.slice(start, start + MEMBER_INSERT_CHUNK).map(({ serialNumber, group }) => ({
+      rollout_id: rolloutId,
+      serial_number: serialNumber,
+      group_index: group,
+      status: 'scheduled',
+    }));
+    await db.insertInto('rollout_members').values(rows).execute();
+  }
+}
+
+export interface CandidateQuery {
+  /** null: every customer's OKMs. */
+  customerId: number | null;
+  kind: FirmwareKind;
+  firmwareVersion?: string;
+  serialNumbers?: readonly string[];
+}
+
+/**
+ * OKMs a new rollout may reach: held by the customer (any customer for a deployment-wide
+ * one), without their own pin of the kind (the pin wins, so they would never update), in no
+ * other unfinished rollout, and matching the filter; with the version of the kind each
+ * last reported.
+ */
+export async function candidateOkms(db: Db, query: CandidateQuery): Promise<{ serial_number: string; reported_version: string | null }[]> {
+  const columns = KIND_COLUMNS[query.kind];
+  let select = db
+    .selectFrom('okms')
+    .select(['okms.serial_number', `okms.${columns.reported} as reported_version`])
+    .where(`okms.${columns.pin}`, 'is', null)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('rollout_members')
+            .innerJoin('rollouts', 'rollouts.id', 'rollout_members.rollout_id')
+            .select('rollout_members.rollout_id')
+            .whereRef('rollout_members.serial_number', '=', 'okms.serial_number')
+            .where('rollouts.state', 'in', UNFINISHED_STATES),
+        ),
+      ),
+    );
+  select = query.customerId === null ? select.where('okms.customer_id', 'is not', null) : select.where('okms.customer_id', '=', query.customerId);
+  if (query.firmwareVersion !== undefined) select = select.where(`okms.${columns.reported}`, '=', query.firmwareVersion);
+  if (query.serialNumbers !== undefined) select = select.where('okms.serial_number', 'in', query.serialNumbers);
+  return select.execute();
+}
+
+const rolloutWithCustomer = (db: Db) =>
+  db
+    .selectFrom('rollouts')
+    .leftJoin('customers', 'customers.id', 'rollouts.customer_id')
+    .selectAll('rollouts')
+    .select(['customers.name as customer_name', 'customers.time_zone']);
+
+export async function findRollout(db: Db, id: number): Promise<RolloutRow | undefined> {
+  return rolloutWithCustomer(db).where('rollouts.id', '=', id).executeTakeFirst();
+}
+
+export interface RolloutListFilter {
+  /** undefined: every rollout (admin); null: the deployment-wide ones; else one customer's. */
+  customerId?: number | null;
+  state?: RolloutState;
+  offset: number;
+  limit: number;
+}
+
+export async function listRollouts(db: Db, filter: RolloutListFilter): Promise<{ rows: RolloutRow[]; total: number }> {
+  let rows = rolloutWithCustomer(db);
+  let count = db.selectFrom('rollouts').select((eb) => eb.fn.countAll<number | string>().as('total'));
+  if (filter.customerId !== undefined) {
+    rows = filter.customerId === null ? rows.where('rollouts.customer_id', 'is', null) : rows.where('rollouts.customer_id', '=', filter.customerId);
+    count = filter.customerId === null ? count.where('customer_id', 'is', null) : count.where('customer_id', '=', filter.customerId);
+  }
+  if (filter.state !== undefined) {
+    rows = rows.where('rollouts.state', '=', filter.state);
+    count = count.where('state', '=', filter.state);
+  }
+  const [page, { total }] = await Promise.all([
+    rows.orderBy('rollouts.id', 'desc').limit(filter.limit).offset(filter.offset).execute(),
+    count.executeTakeFirstOrThrow(),
+  ]);
+  return { rows: page, total: Number(total) };
+}
+
+/** Per-group member counts of each rollout: rollout id → group index → counts. */
+export async function groupCounts(db: Db, rolloutIds: readonly number[]): Promise<Map<number, Map<number, GroupCounts>>> {
+  const result = new Map<number, Map<number, GroupCounts>>();
+  if (rolloutIds.length === 0) return result;
+  const rows = await db
+    .selectFrom('rollout_members')
+    .select(['rollout_id', 'group_index', 'status', (eb) => eb.fn.countAll<number | string>().as('okms')])
+    .where('rollout_id', 'in', rolloutIds)
+    .groupBy(['rollout_id', 'group_index', 'status'])
+    .execute();
+  for (const row of rows) {
+    const groups = result.get(row.rollout_id) ?? new Map<number, GroupCounts>();
+    result.set(row.rollout_id, groups);
+    const counts = groups.get(row.group_index) ?? emptyCounts();
+    groups.set(row.group_index, counts);
+    counts[row.status as MemberStatus] = Number(row.okms);
+  }
+  return result;
+}
+
+export interface RolloutGuard {
+  states: readonly RolloutState[];
+  /** The change applies only if the rollout is still at this group (no double advance). */
+  currentGroup?: number;
+}
+
+/**
+ * Changes a rollout only if it is still in one of the guard's states (and at its group): a
+ * compare-and-set, so that of two processes deciding the same step only one takes it.
+ * True when this call changed it.
+ */
+export async function updateRolloutIf(db: Db, id: number, guard: RolloutGuard, values: Updateable<RolloutsTable>): Promise<boolean> {
+  let update = db.updateTable('rollouts').set(values).where('id', '=', id).where('state', 'in', guard.states);
+  if (guard.currentGroup !== undefined) update = update.where('current_group', '=', guard.currentGroup);
+  const result = await update.executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The group's OKMs not yet updated are offered the rollout from their next poll on. */
+export async function offerToGroup(db: Db, rolloutId: number, group: number): Promise<void> {
+  await db
+    .updateTable('okms')
+    .set({ rollout_id: rolloutId })
+    .where('serial_number', 'in', (eb) =>
+      eb
+        .selectFrom('rollout_members')
+        .select('serial_number')
+        .where('rollout_id', '=', rolloutId)
+        .where('group_index', '=', group)
+        .where('status', '!=', 'updated'),
+    )
+    .execute();
+}
+
+/** No OKM is offered the rollout from its next poll on. */
+export async function withdrawOffers(db: Db, rolloutId: number): Promise<void> {
+  await db.updateTable('okms').set({ rollout_id: null }).where('rollout_id', '=', rolloutId).execute();
+}
+
+/** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */
+export async function rolloutsToSweep(db: Db, now: number, limit: number): Promise<RolloutRow[]> {
+  return rolloutWithCustomer(db)
+    .where((eb) =>
+      eb.or([
+        eb('rollouts.state', 'in', ['running', 'paused']),
+        eb.and([
+          eb('rollouts.state', '=', 'ready'),
+          eb('rollouts.start_at', '<=', now),
+          eb.or([eb('rollouts.approval_required', '=', 0), eb('rollouts.approved_at', 'is not', null)]),
+        ]),
+      ]),
+    )
+    .orderBy('rollouts.updated_at')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Marks as failed, at most `limit` at a time, the offers older than the rollout's timeout
+ * whose OKM has polled since the timeout ran out (still polling, not updating). The status is
+ * checked again by the UPDATE itself, so two sweepers never count one OKM twice.
+ */
+export async function failTimedOutOffers(db: Db, rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms'>, now: number, limit: number): Promise<number> {
+  const cutoff = now - rollout.update_timeout_ms;
+  const result = await db
+    .updateTable('rollout_members')
+    .set({ status: 'failed', status_changed_at: now })
+    .where('rollout_id', '=', rollout.id)
+    .where('status', '=', 'offered')
+    .where('serial_number', 'in', (eb) =>
+      eb
+        .selectFrom('rollout_members as m')
+        .innerJoin('okms', 'okms.serial_number', 'm.serial_number')
+        .select('m.serial_number')
+        .where('m.rollout_id', '=', rollout.id)
+        .where('m.status', '=', 'offered')
+        .where('m.offered_at', '<=', cutoff)
+        .where((inner) => inner('okms.last_sync_time', '>=', inner(inner.ref('m.offered_at'), '+', rollout.update_timeout_ms)))
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

@@ -1,0 +1,112 @@
+import { Type, type Static } from 'typebox';
+import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
+import { FIRMWARE_KINDS, FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
+import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
+import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
+import { MEMBER_STATUSES, ROLLOUT_STATES } from './model.ts';
+
+export const MAX_GROUPS = 20;
+export const MAX_FILTER_SERIALS = 10_000;
+const CLOCK_TIME_PATTERN = '^([01][0-9]|2[0-3]):[0-5][0-9]$';
+export const DURATION_PATTERN = '^[0-9]{1,9}(ms|s|m|h|d)$';
+
+const Kind = Type.Enum([...FIRMWARE_KINDS]);
+const Version = Type.String({ pattern: FIRMWARE_VERSION_PATTERN, description: 'a catalog release of the kind: dotted numbers, 2.10.0' });
+const CustomerName = Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'the customer whose OKMs are updated; an admin token that names none updates every customer’s' });
+const Percent = (description: string) => Type.Integer({ minimum: 0, maximum: 100, description });
+
+const RolloutFilter = Type.Object(
+  {
+    firmware_version: Type.Optional(Type.String({ pattern: FIRMWARE_VERSION_PATTERN, description: 'only OKMs that last reported this version of the kind' })),
+    serial_numbers: Type.Optional(
+      Type.Array(Type.String({ pattern: SERIAL_NUMBER_PATTERN }), { minItems: 1, maxItems: MAX_FILTER_SERIALS, uniqueItems: true, description: 'only these OKMs' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const MaintenanceWindow = Type.Object(
+  {
+    from: Type.String({ pattern: CLOCK_TIME_PATTERN, description: 'HH:MM, in the customer’s time zone' }),
+    to: Type.String({ pattern: CLOCK_TIME_PATTERN, description: 'HH:MM; before `from`: the window spans midnight' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateRolloutBody = Type.Object(
+  {
+    kind: Kind,
+    version: Version,
+    customer: Type.Optional(CustomerName),
+    filter: Type.Optional(RolloutFilter),
+    groups: Type.Array(
+      Type.Object({ percent: Type.Integer({ minimum: 1, maximum: 100, description: 'cumulative share of the rollout’s OKMs reached once this group has started' }) }, { additionalProperties: false }),
+      { minItems: 1, maxItems: MAX_GROUPS },
+    ),
+    success_threshold: Type.Optional(Percent('a group passes when this % of it has updated (default 95)')),
+    error_threshold: Type.Optional(Percent('the rollout pauses itself when more than this % of a started group has failed (default 5)')),
+    update_timeout: Type.Optional(Type.String({ pattern: DURATION_PATTERN, description: 'an offered OKM that polls on without updating this long has failed (default 1h)' })),
+    auto_advance: Type.Optional(Type.Boolean({ description: 'start the next group when a group passes (default true)' })),
+    start_at: Type.Optional(Type.String({ format: 'date-time', description: 'the rollout starts itself then (ISO 8601)' })),
+    maintenance_window: Type.Optional(MaintenanceWindow),
+    approval_required: Type.Optional(Type.Boolean({ description: 'another operator must approve it before it starts (default false)' })),
+  },
+  { additionalProperties: false },
+);
+export type CreateRolloutBody = Static<typeof CreateRolloutBody>;
+
+export const RolloutParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) }, { additionalProperties: false });
+export type RolloutParams = Static<typeof RolloutParams>;
+
+export const RolloutListQuery = Type.Object(
+  {
+    customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer to act for' })),
+    state: Type.Optional(Type.Enum([...ROLLOUT_STATES])),
+    ...paginationQueryProperties,
+  },
+  { additionalProperties: false },
+);
+export type RolloutListQuery = Static<typeof RolloutListQuery>;
+
+export const CustomerOnlyQuery = Type.Object(
+  { customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer to act for' })) },
+  { additionalProperties: false },
+);
+export type CustomerOnlyQuery = Static<typeof CustomerOnlyQuery>;
+
+const Counts = Type.Object(Object.fromEntries(MEMBER_STATUSES.map((status) => [status, Type.Integer()])) as Record<(typeof MEMBER_STATUSES)[number], ReturnType<typeof Type.Integer>>);
+
+export const GroupView = Type.Object({
+  percent: Type.Integer(),
+  okms: Type.Integer({ description: 'members of the group' }),
+  state: Type.Enum(['waiting', 'running', 'completed'], { description: 'waiting: not started; completed: passed and the next one started, or the rollout finished' }),
+  counts: Counts,
+});
+
+export const RolloutView = Type.Object({
+  id: Type.Integer(),
+  customer: Nullable(Type.String()),
+  kind: Kind,
+  version: Type.String(),
+  filter: Nullable(RolloutFilter),
+  state: Type.Enum([...ROLLOUT_STATES]),
+  state_reason: Nullable(Type.String({ description: 'why it paused, finished or was aborted' })),
+  current_group: Nullable(Type.Integer({ description: 'index of the last group started' })),
+  groups: Type.Array(GroupView),
+  totals: Counts,
+  success_threshold: Type.Integer(),
+  error_threshold: Type.Integer(),
+  update_timeout: Type.String(),
+  auto_advance: Type.Boolean(),
+  start_at: Nullable(IsoTime),
+  maintenance_window: Nullable(Type.Object({ from: Type.String(), to: Type.String(), time_zone: Type.String() })),
+  approval_required: Type.Boolean(),
+  approved_by: Nullable(Type.String()),
+  approved_at: Nullable(IsoTime),
+  created_by: Type.String(),
+  created_at: IsoTime,
+  updated_at: IsoTime,
+  started_at: Nullable(IsoTime),
+  finished_at: Nullable(IsoTime),
+});
+export type RolloutView = Static<typeof RolloutView>;

@@ -1,0 +1,295 @@
+import { actingCustomer, type Principal } from '../auth/guard.ts';
+import type { Db } from '../db/database.ts';
+import { findRelease } from '../firmware/repository.ts';
+import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { formatDuration, parseDuration } from '../shared/duration.ts';
+import type { EmitFleetEvent, RolloutEventType } from './events.ts';
+import { assignGroups, emptyCounts, formatClockTime, parseClockTime, MEMBER_STATUSES, type GroupCounts, type RolloutState } from './model.ts';
+import {
+  candidateOkms,
+  findRollout,
+  groupCounts,
+  insertMembers,
+  insertRollout,
+  listRollouts,
+  offerToGroup,
+  updateRolloutIf,
+  withdrawOffers,
+  type RolloutRow,
+} from './repository.ts';
+import type { CreateRolloutBody, RolloutListQuery, RolloutView } from './schemas.ts';
+
+export const DEFAULT_SUCCESS_THRESHOLD = 95;
+export const DEFAULT_ERROR_THRESHOLD = 5;
+export const DEFAULT_UPDATE_TIMEOUT = '1h';
+
+export interface RolloutRequest {
+  db: Db;
+  principal: Principal;
+  /** The `customer` the request names (query or body), if any. */
+  customerName?: string;
+  now: number;
+  emit: EmitFleetEvent;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function toView(row: RolloutRow, groups: Map<number, GroupCounts> | undefined): RolloutView {
+  const percents = JSON.parse(row.group_percents) as number[];
+  const totals = emptyCounts();
+  const groupViews = percents.map((percent, index) => {
+    const counts = { ...emptyCounts(), ...groups?.get(index) };
+    for (const status of MEMBER_STATUSES) totals[status] += counts[status];
+    const state = index > row.current_group ? 'waiting' : index < row.current_group || row.state === 'finished' ? 'completed' : 'running';
+    return { percent, okms: counts.scheduled + counts.offered + counts.updated + counts.failed, state, counts } as const;
+  });
+  return {
+    id: row.id,
+    customer: row.customer_name,
+    kind: row.kind as FirmwareKind,
+    version: row.version,
+    filter: row.filter === null ? null : (JSON.parse(row.filter) as RolloutView['filter']),
+    state: row.state as RolloutState,
+    state_reason: row.state_reason,
+    current_group: row.current_group < 0 ? null : row.current_group,
+    groups: groupViews,
+    totals,
+    success_threshold: row.success_threshold,
+    error_threshold: row.error_threshold,
+    update_timeout: formatDuration(row.update_timeout_ms),
+    auto_advance: row.auto_advance === 1,
+    start_at: iso(row.start_at),
+    maintenance_window:
+      row.window_from === null || row.window_to === null
+        ? null
+        : { from: formatClockTime(row.window_from), to: formatClockTime(row.window_to), time_zone: row.time_zone ?? (row.customer_id === null ? 'each OKM’s customer’s' : 'UTC') },
+    approval_required: row.approval_required === 1,
+    approved_by: row.approved_by,
+    approved_at: iso(row.approved_at),
+    created_by: row.created_by,
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+    started_at: iso(row.started_at),
+    finished_at: iso(row.finished_at),
+  };
+}
+
+async function viewOf(db: Db, row: RolloutRow): Promise<RolloutView> {
+  return toView(row, (await groupCounts(db, [row.id])).get(row.id));
+}
+
+/** The rollout, if the request may see it: another customer's is not found, as if it did not exist. */
+async function visibleRollout(request: RolloutRequest, db: Db, id: number): Promise<RolloutRow> {
+  const customer = await actingCustomer(db, request.principal, request.customerName);
+  const row = await findRollout(db, id);
+  if (!row || (customer !== null && row.customer_id !== customer.id)) throw notFound(`rollout ${id} not found`);
+  return row;
+}
+
+function checkGroups(groups: CreateRolloutBody['groups']): number[] {
+  const percents = groups.map((group) => group.percent);
+  percents.forEach((percent, index) => {
+    if (index > 0 && percent <= percents[index - 1]!) {
+      throw badRequest(`groups[${index}].percent: must be greater than the previous group's (${percents[index - 1]}): percents are cumulative`);
+    }
+  });
+  return percents;
+}
+
+/** Creates a rollout in state ready, its members chosen and stored now. */
+export async function createRollout(request: RolloutRequest, body: CreateRolloutBody): Promise<RolloutView> {
+  const percents = checkGroups(body.groups);
+  const updateTimeoutMs = parseDuration(body.update_timeout ?? DEFAULT_UPDATE_TIMEOUT)!;
+  if (updateTimeoutMs < 1000) throw badRequest('update_timeout: must be at least 1s');
+  const startAt = body.start_at === undefined ? null : Date.parse(body.start_at);
+  const window = body.maintenance_window && { from: parseClockTime(body.maintenance_window.from)!, to: parseClockTime(body.maintenance_window.to)! };
+  const customer = await actingCustomer(request.db, request.principal, body.customer);
+  const release = await findRelease(request.db, body.kind, body.version);
+  if (!release) throw badRequest(`version: no ${body.kind} release ${body.version} in the firmware catalog`);
+  const target = parseFirmwareVersion(body.version)!;
+
+  return request.db.transaction().execute(async (tx) => {
+    const candidates = await candidateOkms(tx, {
+      customerId: customer?.id ?? null,
+      kind: body.kind,
+      firmwareVersion: body.filter?.firmware_version,
+      serialNumbers: body.filter?.serial_numbers,
+    });
+    // An OKM already at the version or beyond needs nothing: it is not counted in any group.
+    const needing = candidates.filter((okm) => {
+      const reported = parseFirmwareVersion(okm.reported_version ?? undefined);
+      return !reported || compareFirmwareVersions(reported, target) < 0;
+    });
+    if (needing.length === 0) {
+      throw conflict(
+        `the rollout would reach no OKM: none ${customer ? `of ${customer.name} ` : ''}matches that is below ${body.version}, has no ${body.kind} pin of its own and is in no other unfinished rollout`,
+      );
+    }
+    const id = await insertRollout(tx, {
+      customer_id: customer?.id ?? null,
+      kind: body.kind,
+      version: body.version,
+      filter: body.filter === undefined ? null : JSON.stringify(body.filter),
+      group_percents: JSON.stringify(percents),
+      success_threshold: body.success_threshold ?? DEFAULT_SUCCESS_THRESHOLD,
+      error_threshold: body.error_threshold ?? DEFAULT_ERROR_THRESHOLD,
+      update_timeout_ms: updateTimeoutMs,
+      auto_advance: body.auto_advance === false ? 0 : 1,
+      state: 'ready',
+      state_reason: null,
+      current_group: -1,
+      start_at: startAt,
+      window_from: window?.from ?? null,
+      window_to: window?.to ?? null,
+      approval_required: body.approval_required ? 1 : 0,
+      approved_by: null,
+      approved_at: null,
+      created_by: request.principal.subject,
+      created_at: request.now,
+      updated_at: request.now,
+      started_at: null,
+      finished_at: null,
+    });
+    await insertMembers(
+      tx,
+      id,
+      assignGroups(
+        needing.map((okm) => okm.serial_number),
+        percents,
+      ),
+    );
+    return viewOf(tx, (await findRollout(tx, id))!);
+  });
+}
+
+export async function listRolloutViews(request: RolloutRequest, query: RolloutListQuery): Promise<{ items: RolloutView[]; total: number }> {
+  const customer = await actingCustomer(request.db, request.principal, query.customer);
+  const perPage = query.results_per_page ?? 30;
+  const { rows, total } = await listRollouts(request.db, {
+    customerId: customer === null ? undefined : customer.id,
+    state: query.state,
+    offset: ((query.page ?? 1) - 1) * perPage,
+    limit: perPage,
+  });
+  const counts = await groupCounts(
+    request.db,
+    rows.map((row) => row.id),
+  );
+  return { items: rows.map((row) => toView(row, counts.get(row.id))), total };
+}
+
+export async function getRolloutView(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return viewOf(request.db, await visibleRollout(request, request.db, id));
+}
+
+const eventData = (row: RolloutRow, extra: Record<string, unknown> = {}) => ({
+  rollout_id: row.id,
+  customer: row.customer_name,
+  kind: row.kind,
+  version: row.version,
+  ...extra,
+});
+
+async function emit(emitter: EmitFleetEvent, db: Db, type: RolloutEventType, row: RolloutRow, extra?: Record<string, unknown>): Promise<void> {
+  await emitter(db, { type, customerId: row.customer_id, data: eventData(row, extra) });
+}
+
+/** Starts a ready rollout: its first group is offered the version from the next poll on. False when another process started it first. */
+export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
+  if (!(await updateRolloutIf(db, row.id, { states: ['ready'] }, { state: 'running', state_reason: reason, current_group: 0, started_at: now, updated_at: now }))) {
+    return false;
+  }
+  await offerToGroup(db, row.id, 0);
+  await emit(emitter, db, 'rollout.started', row, { reason });
+  await emit(emitter, db, 'rollout.group_started', row, { group: 0 });
+  return true;
+}
+
+/**
+ * Moves a running rollout past group `from`: the next group is offered the version, or, after
+ * the last group, the rollout has finished. Applies only if it is still at `from`, so that
+ * of two sweepers (or a sweeper and an operator) only one advances it.
+ */
+export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
+  const groups = (JSON.parse(row.group_percents) as number[]).length;
+  if (from + 1 >= groups) {
+    const finished = await updateRolloutIf(db, row.id, { states: ['running'], currentGroup: from }, { state: 'finished', state_reason: reason, finished_at: now, updated_at: now });
+    if (finished) await emit(emitter, db, 'rollout.finished', row, { reason });
+    return finished;
+  }
+  if (!(await updateRolloutIf(db, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, updated_at: now }))) return false;
+  await offerToGroup(db, row.id, from + 1);
+  await emit(emitter, db, 'rollout.group_started', row, { group: from + 1, reason });
+  return true;
+}
+
+/** Pauses a running rollout; false when it was not running (any more). */
+export async function pauseRunningRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, extra?: Record<string, unknown>): Promise<boolean> {
+  if (!(await updateRolloutIf(db, row.id, { states: ['running'] }, { state: 'paused', state_reason: reason, updated_at: now }))) return false;
+  await emit(emitter, db, 'rollout.paused', row, { reason, ...extra });
+  return true;
+}
+
+const cannot = (row: RolloutRow, action: string) => conflict(`rollout ${row.id} is ${row.state}: it cannot be ${action}`);
+
+/** Runs an operator's action on the rollout in one transaction and returns the rollout as it then is. */
+async function act(request: RolloutRequest, id: number, action: (tx: Db, row: RolloutRow) => Promise<void>): Promise<RolloutView> {
+  return request.db.transaction().execute(async (tx) => {
+    const row = await visibleRollout(request, tx, id);
+    await action(tx, row);
+    return viewOf(tx, (await findRollout(tx, id))!);
+  });
+}
+
+export function startRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    if (row.state !== 'ready') throw cannot(row, 'started');
+    if (row.approval_required === 1 && row.approved_at === null) throw conflict(`rollout ${row.id} needs the approval of another operator before it starts`);
+    if (!(await startReadyRollout(tx, row, request.now, request.emit, 'operator'))) throw cannot(row, 'started');
+  });
+}
+
+/** Pausing a paused rollout changes nothing. */
+export function pauseRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    if (row.state === 'paused') return;
+    if (row.state !== 'running' || !(await pauseRunningRollout(tx, row, request.now, request.emit, 'operator'))) throw cannot(row, 'paused');
+  });
+}
+
+export function resumeRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    if (!(await updateRolloutIf(tx, row.id, { states: ['paused'] }, { state: 'running', state_reason: 'resumed', updated_at: request.now }))) throw cannot(row, 'resumed');
+  });
+}
+
+/** Starts the next group now, whatever the thresholds say (after the last group: finished). */
+export function advanceRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    if (row.state !== 'running' || !(await advanceRolloutFrom(tx, row, row.current_group, request.now, request.emit, 'operator'))) throw cannot(row, 'advanced');
+  });
+}
+
+/** The emergency stop: no OKM that has not updated is offered the version from its next poll on. Aborting an aborted rollout changes nothing. */
+export function abortRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    if (row.state === 'aborted') return;
+    const aborted = await updateRolloutIf(tx, row.id, { states: ['ready', 'running', 'paused'] }, { state: 'aborted', state_reason: 'operator', finished_at: request.now, updated_at: request.now });
+    if (!aborted) throw cannot(row, 'aborted');
+    await withdrawOffers(tx, row.id);
+    await emit(request.emit, tx, 'rollout.aborted', row, { reason: 'operator' });
+  });
+}
+
+/** Four eyes: an operator other than the creator (token subject) approves a rollout that requires it. */
+export function approveRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    if (row.approval_required !== 1) throw conflict(`rollout ${row.id} does not require approval`);
+    if (row.approved_at !== null) throw conflict(`rollout ${row.id} was already approved by ${row.approved_by}`);
+    if (row.state !== 'ready') throw cannot(row, 'approved');
+    const approver = request.principal.subject;
+    if (approver === '' || approver === row.created_by) throw conflict(`rollout ${row.id} was created by ${row.created_by}: another operator (token subject) must approve it`);
+    if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, { approved_by: approver, approved_at: request.now, updated_at: request.now }))) throw cannot(row, 'approved');
+  });
+}

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { insertOkm } from '../../src/okm/repository.ts';
+import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
+import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
+import { runKeyfleet } from '../helpers/cli.ts';
+import { addRelease } from '../okm/config-helpers.ts';
+
+forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
+  let store: TestStore;
+  before(async () => {
+    store = await openTestStore(kind);
+    const created = await runKeyfleet(store.database.env, 'customer', 'create', 'acme', '--time-zone', 'Europe/Berlin', '--json');
+    assert.equal(created.exitCode, 0, created.stderr);
+    await addRelease(store.db, 'kas', '2.0');
+    const customer = await store.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow();
+    for (let index = 0; index < 30; index++) await insertOkm(store.db, `CLI-ROLLOUT-${index}`, customer.id, UNCONFIGURED_OKM, Date.now());
+  });
+  after(() => store.close());
+
+  const keyfleet = (...args: string[]) => runKeyfleet(store.database.env, ...args);
+
+  test('customer create --time-zone and customer update take IANA names and refuse others, naming the field', async () => {
+    const updated = await keyfleet('customer', 'update', 'acme', '--time-zone', 'America/New_York', '--json');
+    const unknownZone = await keyfleet('customer', 'update', 'acme', '--time-zone', 'Mars/Olympus');
+    const unknownCustomer = await keyfleet('customer', 'update', 'nobody', '--time-zone', 'UTC');
+    await keyfleet('customer', 'update', 'acme', '--time-zone', 'Europe/Berlin');
+
+    assert.deepEqual(JSON.parse(updated.stdout), { name: 'acme', time_zone: 'America/New_York' });
+    assert.deepEqual([unknownZone.exitCode, unknownZone.stderr], [2, 'keyfleet: time_zone: expected an IANA time zone such as Europe/Berlin, got "Mars/Olympus"\n']);
+    assert.equal(unknownCustomer.exitCode, 3);
+  });
+
+  test('rollout create, start, show, pause, resume, advance, list and abort, with --json and as a table', async () => {
+    const created = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '10,100', '--window', '22:00-06:00', '--json');
+    assert.equal(created.exitCode, 0, created.stderr);
+    const { rollout } = JSON.parse(created.stdout);
+    const id = String(rollout.id);
+    assert.deepEqual([rollout.state, rollout.groups.map((group: { okms: number }) => group.okms), rollout.created_by.startsWith('cli:')], ['ready', [3, 27], true]);
+    assert.deepEqual(rollout.maintenance_window, { from: '22:00', to: '06:00', time_zone: 'Europe/Berlin' });
+
+    const states = [];
+    for (const action of ['start', 'pause', 'pause', 'resume', 'advance']) {
+      const run = await keyfleet('rollout', action, id, '--json');
+      assert.equal(run.exitCode, 0, `${action}: ${run.stderr}`);
+      states.push([action, JSON.parse(run.stdout).rollout.state, JSON.parse(run.stdout).rollout.current_group]);
+    }
+    const shown = await keyfleet('rollout', 'show', id);
+    const listed = await keyfleet('rollout', 'list', '--state', 'running', '--json');
+    const aborted = await keyfleet('rollout', 'abort', id, '--json');
+    const resumeAborted = await keyfleet('rollout', 'resume', id);
+    const missing = await keyfleet('rollout', 'show', '999999');
+
+    assert.deepEqual(states, [
+      ['start', 'running', 0],
+      ['pause', 'paused', 0],
+      ['pause', 'paused', 0],
+      ['resume', 'running', 0],
+      ['advance', 'running', 1],
+    ]);
+    assert.equal(shown.exitCode, 0, shown.stderr);
+    assert.match(shown.stdout, /^rollout \d+: kas 2\.0 for acme, running\n/);
+    assert.match(shown.stdout, /^group +percent +state +okms +scheduled +offered +updated +failed +progress$/m);
+    assert.match(shown.stdout, /^1 +10% +completed +3 +3 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^2 +100% +running +27 +27 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^total +30 +30 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.deepEqual(JSON.parse(listed.stdout).rollouts.map((item: { id: number }) => item.id), [rollout.id]);
+    assert.equal(JSON.parse(aborted.stdout).rollout.state, 'aborted');
+    assert.deepEqual([resumeAborted.exitCode, resumeAborted.stderr], [4, `keyfleet: rollout ${id} is aborted: it cannot be resumed\n`]);
+    assert.deepEqual([missing.exitCode, missing.stderr], [3, 'keyfleet: rollout 999999 not found\n']);
+  });
+
+  test('rollout create refuses a malformed value with the API’s words, and exits 2', async () => {
+    const run = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '10,5');
+    const badWindow = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--window', '22:00');
+
+    assert.deepEqual([run.exitCode, run.stderr], [2, "keyfleet: groups[1].percent: must be greater than the previous group's (10): percents are cumulative\n"]);
+    assert.equal(badWindow.exitCode, 2);
+    assert.match(badWindow.stderr, /^keyfleet: maintenance_window\.to: /);
+  });
+});

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, mock, test } from 'node:test';
+import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import { sweepRollouts } from '../../src/rollouts/sweep.ts';
+import type { RolloutView } from '../../src/rollouts/schemas.ts';
+import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { unavailableReason } from '../helpers/databases.ts';
+import { createTestCustomer } from '../helpers/tokens.ts';
+import { addRelease } from '../okm/config-helpers.ts';
+import { api, createFleet, customerWriter, pollAll, recordingEmitter } from './fleet-helpers.ts';
+
+// Several processes sweep one PostgreSQL database: here, two connections pools of one process.
+describe('two rollout sweepers racing on one PostgreSQL database', async () => {
+  const skip = await unavailableReason('postgres');
+  let t: TestApp;
+  let other: Db;
+  let writer: ReturnType<typeof api>;
+  let customerId: number;
+  before(async () => {
+    if (skip) return;
+    mock.timers.enable({ apis: ['Date'], now: Date.UTC(2026, 10, 20, 11, 0) });
+    t = await buildTestApp('postgres', { ROLLOUT_SWEEP_INTERVAL_MS: '0' });
+    other = openDatabase(dialectFor(t.settings)).db;
+    await addRelease(t.db, 'kas', '1.0', { fleetLatest: true });
+    await addRelease(t.db, 'kas', '2.0');
+    customerId = (await createTestCustomer(t, 'acme')).id;
+    writer = api(t, await customerWriter(t, 'acme'));
+  });
+  after(async () => {
+    if (skip) return;
+    await other.destroy();
+    await t.close();
+    mock.timers.reset();
+  });
+
+  const race = async (emit: ReturnType<typeof recordingEmitter>['emit'], failuresPerSweep = 5_000) => {
+    const limits = { rollouts: 100, failures: failuresPerSweep };
+    await Promise.all([sweepRollouts(t.db, emit, Date.now(), limits), sweepRollouts(other, emit, Date.now(), limits), sweepRollouts(t.db, emit, Date.now(), limits)]);
+  };
+  const view = async (id: number) => (await writer.get(id)).json().data as RolloutView;
+
+  test('each group is started once and the rollout finished once, however the sweepers interleave', { skip }, async () => {
+    const fleet = await createFleet(t, customerId, 100, '1.0', 'RACE');
+    const recorder = recordingEmitter();
+    const rollout = (await writer.create({ kind: 'kas', version: '2.0', groups: [{ percent: 10 }, { percent: 50 }, { percent: 100 }], filter: { serial_numbers: fleet.map((okm) => okm.serialNumber) } })).json().data;
+    await writer.act(rollout.id, 'start');
+
+    for (let step = 0; step < 3; step++) {
+      await pollAll(t, fleet);
+      await pollAll(t, fleet);
+      await race(recorder.emit);
+      await race(recorder.emit);
+    }
+
+    assert.deepEqual(recorder.events.map((event) => [event.type, event.data.group ?? null]), [
+      ['rollout.group_started', 1],
+      ['rollout.group_started', 2],
+      ['rollout.finished', null],
+    ]);
+    assert.deepEqual((await view(rollout.id)).totals, { scheduled: 0, offered: 0, updated: 100, failed: 0 });
+  });
+
+  test('offers past their timeout are each counted failed once, none lost, and the rollout pauses once', { skip }, async () => {
+    const fleet = await createFleet(t, customerId, 60, '1.0', 'RACE-FAIL');
+    for (const okm of fleet) okm.refusesUpdates = true;
+    const recorder = recordingEmitter();
+    const rollout = (await writer.create({ kind: 'kas', version: '2.0', groups: [{ percent: 100 }], update_timeout: '1m', error_threshold: 50, filter: { serial_numbers: fleet.map((okm) => okm.serialNumber) } })).json().data;
+    await writer.act(rollout.id, 'start');
+    await pollAll(t, fleet);
+    mock.timers.tick(61_000);
+    await pollAll(t, fleet);
+
+    // Few failures per sweep: the sweepers contend for the same rows, pass after pass.
+    for (let pass = 0; pass < 8; pass++) await race(recorder.emit, 7);
+
+    const paused = await view(rollout.id);
+    assert.deepEqual(paused.totals, { scheduled: 0, offered: 0, updated: 0, failed: 60 });
+    assert.equal(paused.state, 'paused');
+    assert.deepEqual(recorder.events.map((event) => event.type), ['rollout.paused']);
+  });
+});
