@@ -1,0 +1,66 @@
+/**
+ * The database part of the config poll, without HTTP: batches of polls through the poll
+ * handler, a statement per poll against the dialect's own statements (set-based on
+ * PostgreSQL), in alternating rounds so that both meet the same load on a shared machine.
+ *
+ *   npx tsx bench/poll-statements.ts -- [--sqlite] [--postgres] [--okms 100000] [--duration 5]
+ *                                      [--rounds 3] [--batch 32] [--concurrency 6]
+ */
+import { parseArgs } from 'node:util';
+import { dialectFor } from '../src/db/database.ts';
+import type { DialectStrategy } from '../src/db/dialects/strategy.ts';
+import { createPollHandler, type PollRequest } from '../src/okm/poll-service.ts';
+import { requestPaths, seedFleet } from './fleet.ts';
+import { BENCH_OPTIONS, forEachBenchDatabase, median, withDb } from './harness.ts';
+
+const { values: options } = parseArgs({
+  options: {
+    ...BENCH_OPTIONS,
+    duration: { type: 'string', default: '5' },
+    okms: { type: 'string', default: '100000' },
+    rounds: { type: 'string', default: '3' },
+    batch: { type: 'string', default: '32' },
+    concurrency: { type: 'string', default: '6' },
+  },
+});
+const OKM_COUNT = Number(options.okms);
+const DURATION_MS = Number(options.duration) * 1000;
+const BATCH = Number(options.batch);
+const CONCURRENCY = Number(options.concurrency);
+
+function pollRequests(): PollRequest[] {
+  return requestPaths('/api/v1/config', OKM_COUNT).map((requestPath) => {
+    const url = new URL(requestPath, 'http://bench');
+    return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), now: Date.now() };
+  });
+}
+
+await forEachBenchDatabase(options, async ({ name, env }) => {
+  await seedFleet(env, OKM_COUNT);
+  await withDb(env, async (db, settings) => {
+    const dialect = dialectFor(settings);
+    const variants: [string, Pick<DialectStrategy, 'writeGrouping' | 'rowSet' | 'lockRowsInOrder'>][] = [
+      ['a statement per poll', { ...dialect, rowSet: undefined, writeGrouping: { kind: 'batch', maxSize: BATCH } }],
+      ['the dialect’s statements', { ...dialect, writeGrouping: { kind: 'batch', maxSize: BATCH } }],
+    ];
+    const requests = pollRequests();
+    const figures = new Map<string, number[]>(variants.map(([label]) => [label, []]));
+    for (let round = 0; round < Number(options.rounds); round++) {
+      for (const [label, variant] of variants) {
+        const handle = createPollHandler(db, settings, variant, () => {});
+        let polls = 0;
+        const end = Date.now() + DURATION_MS;
+        // Each worker sends a batch's worth of polls in one turn, so the batcher takes them as one batch.
+        await Promise.all(
+          Array.from({ length: CONCURRENCY }, async () => {
+            while (Date.now() < end) {
+              await Promise.all(Array.from({ length: BATCH }, () => handle(requests[polls++ % requests.length]!)));
+            }
+          }),
+        );
+        figures.get(label)!.push(Math.round(polls / (DURATION_MS / 1000)));
+      }
+    }
+    for (const [label, rounds] of figures) console.log(`${name}, ${label}: median ${median(rounds)} polls/s (rounds ${rounds.join(' ')})`);
+  });
+});
