@@ -11,6 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { loadSettings, type Settings } from '../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../src/db/database.ts';
@@ -123,6 +124,38 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
   return { port, child };
 }
 
+/**
+ * How long `keyfleet serve` (or `options.command`) takes from spawn to answering `/readyz`
+ * 200 (migrations checked, key ring loaded, database answering): the process, still running.
+ */
+export async function startKeyfleetTimed(env: Record<string, string>, options: Omit<KeyfleetOptions, 'readyPath'> = {}) {
+  const spawned = performance.now();
+  const started = await startKeyfleet(env, { ...options, readyPath: '/readyz' });
+  return { ...started, startMs: performance.now() - spawned };
+}
+
+/** Resident memory of a process and of its descendants (a primary and its workers), from /proc (Linux). */
+export function treeRssBytes(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const parent = Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  let total = 0;
+  for (const stack = [pid]; stack.length > 0; ) {
+    const current = stack.pop()!;
+    const rssKb = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${current}/status`, 'utf8'))?.[1];
+    total += Number(rssKb ?? 0) * 1024;
+    stack.push(...(children.get(current) ?? []));
+  }
+  return total;
+}
+
 /** `keyfleet ARGS --json` against the given settings; its JSON output. */
 export function keyfleetCli(env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
@@ -211,6 +244,20 @@ export async function withDb<T>(env: Record<string, string>, use: (db: Db, setti
   } finally {
     await db.destroy();
   }
+}
+
+/** Bytes the database of `env` takes: the SQLite files (WAL included), or the PostgreSQL schema's tables and indexes. */
+export async function databaseBytes(database: BenchDatabase): Promise<number> {
+  if (database.name === 'sqlite') {
+    const dir = database.env.DATA_DIR!;
+    return fs.readdirSync(dir).filter((file) => file.startsWith('keyfleet.sqlite')).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+  }
+  return withDb(database.env, async (db) => {
+    const { rows } = await sql<{ bytes: string | null }>`
+      select sum(pg_total_relation_size(c.oid)) as bytes from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind = 'r'`.execute(db);
+    return Number(rows[0]?.bytes ?? 0);
+  });
 }
 
 // ---- load ----
