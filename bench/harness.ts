@@ -134,26 +134,37 @@ export async function startKeyfleetTimed(env: Record<string, string>, options: O
   return { ...started, startMs: performance.now() - spawned };
 }
 
-/** Resident memory of a process and of its descendants (a primary and its workers), from /proc (Linux). */
-export function treeRssBytes(pid: number): number {
+/**
+ * A process and its descendants (a primary and its workers), from /proc (Linux); not the
+ * esbuild service of tsx, which a production process (compiled JavaScript) does not have.
+ */
+function processTree(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'esbuild') continue;
       const parent = Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
       children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
     } catch {
       // exited meanwhile
     }
   }
-  let total = 0;
+  const tree: number[] = [];
   for (const stack = [pid]; stack.length > 0; ) {
     const current = stack.pop()!;
-    const rssKb = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${current}/status`, 'utf8'))?.[1];
-    total += Number(rssKb ?? 0) * 1024;
+    tree.push(current);
     stack.push(...(children.get(current) ?? []));
   }
-  return total;
+  return tree;
+}
+
+/** Resident memory of a process and of its descendants. */
+export function treeRssBytes(pid: number): number {
+  return processTree(pid).reduce((sum, member) => {
+    const rssKb = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${member}/status`, 'utf8'))?.[1];
+    return sum + Number(rssKb ?? 0) * 1024;
+  }, 0);
 }
 
 /** `keyfleet ARGS --json` against the given settings; its JSON output. */
@@ -271,6 +282,8 @@ export interface Figures {
   errors: number;
   /** CPU time (user + system, all threads) the server process spent per request answered. */
   cpuMicrosPerRequest?: number;
+  /** CPU time every PostgreSQL process of the host spent per request answered (other clients of the server included). */
+  postgresCpuMicrosPerRequest?: number;
 }
 
 export interface Load {
@@ -299,22 +312,44 @@ function run(port: number, load: Load, seconds: number) {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSecondsOf(pid: number): number {
+function processCpuSeconds(pid: number): number {
   // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** CPU seconds a process and its descendants (a primary and its workers) have used so far. */
+function cpuSecondsOf(pid: number): number {
+  return processTree(pid).reduce((sum, member) => sum + processCpuSeconds(member), 0);
+}
+
+/** CPU seconds all processes named postgres on this host have used so far. */
+function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
 }
 
 export interface MeasureOptions {
   warmUpSeconds?: number;
   /** The server's process: its CPU time per request is reported too. */
   server?: ChildProcess;
+  /** Report the CPU time of the host's PostgreSQL processes per request too. */
+  postgres?: boolean;
 }
 
 /** Figures of `load` after a warm-up run of the same load. */
-export async function measure(target: string, port: number, load: Load, { warmUpSeconds = WARM_UP_S, server }: MeasureOptions = {}): Promise<Figures> {
+export async function measure(target: string, port: number, load: Load, { warmUpSeconds = WARM_UP_S, server, postgres = false }: MeasureOptions = {}): Promise<Figures> {
   if (warmUpSeconds > 0) await run(port, load, warmUpSeconds);
   const cpuBefore = server?.pid === undefined ? undefined : cpuSecondsOf(server.pid);
+  const postgresBefore = postgres ? postgresCpuSeconds() : undefined;
   const result = await run(port, load, load.seconds);
   const answered = result.requests.total;
   return {
@@ -325,6 +360,7 @@ export async function measure(target: string, port: number, load: Load, { warmUp
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     ...(cpuBefore !== undefined && answered > 0 && { cpuMicrosPerRequest: ((cpuSecondsOf(server!.pid!) - cpuBefore) * 1e6) / answered }),
+    ...(postgresBefore !== undefined && answered > 0 && { postgresCpuMicrosPerRequest: ((postgresCpuSeconds() - postgresBefore) * 1e6) / answered }),
   };
 }
 
@@ -350,6 +386,7 @@ export function printFigures(figures: Figures[], bareOf: (entry: Figures) => Fig
         'non-2xx': entry.non2xx,
         errors: entry.errors,
         ...(entry.cpuMicrosPerRequest !== undefined && { 'server CPU µs/req': Math.round(entry.cpuMicrosPerRequest) }),
+        ...(entry.postgresCpuMicrosPerRequest !== undefined && { 'PostgreSQL CPU µs/req': Math.round(entry.postgresCpuMicrosPerRequest) }),
       };
     }),
   );

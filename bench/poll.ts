@@ -88,7 +88,8 @@ async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
       // With workers, /readyz answers once the first one listens; the others started with it and are in by the end of the warm-up.
       console.log(`${label}: spawn to /readyz 200 in ${Math.round(startMs)} ms`);
       if (count === counts[0]) console.log(`${name}: answers seen on a sample of 400 requests:`, await observedMix(port, configPaths('/api/v1/config')));
-      figures.push(await measure(label, port, pollLoad(configPaths('/api/v1/config'))));
+      // CPU per poll: the server's (primary and workers) and the database's, the costs docs/scaling.md works from.
+      figures.push(await measure(label, port, pollLoad(configPaths('/api/v1/config')), { server: child, postgres: name === 'postgres' }));
       console.log(`${label}: RSS after the polls ${(treeRssBytes(child.pid!) / MiB).toFixed(0)} MiB${count > 1 ? ' (primary and workers)' : ''}`);
       if (count === 1) {
         // The bootstrap route does no database work: the framework's share of the cost.
