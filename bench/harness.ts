@@ -37,8 +37,8 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function waitUntilServing(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
@@ -48,7 +48,7 @@ export async function waitUntilServing(url: string, child: ChildProcess): Promis
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${url} did not answer within 30 s`);
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s`);
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
@@ -120,7 +120,13 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
     },
     stdio: 'inherit',
   });
-  await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child);
+  try {
+    // A loaded shared host has taken 25 s to start a server.
+    await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, 120_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return { port, child };
 }
 
