@@ -4,7 +4,7 @@
  * request mix.
  */
 import { randomBytes } from 'node:crypto';
-import type { Insertable } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
@@ -90,8 +90,14 @@ export function requestPaths(configPath: string, okmCount: number, firstIndex = 
   });
 }
 
+/** Serials per multi-row insert into the serial list (2 parameters a row, under SQLite's limit of 32 766). */
+const SERIALS_PER_INSERT = 10_000;
+/** OKMs copied from their templates per transaction: a bounded WAL and undo log per commit. */
+const OKMS_PER_TRANSACTION = 50_000;
+/** Rows per multi-row insert and per transaction where every row is sent (insertOkms). */
 const ROWS_PER_INSERT = 500;
 const ROWS_PER_TRANSACTION = 10_000;
+const templateSerialOf = (index: number) => `BENCH-TEMPLATE-${index}`;
 
 /**
  * Stores `count` OKMs named serialOf(0…) with no customer, each with the columns `columnsOf`
@@ -118,16 +124,55 @@ export async function insertOkms(db: Db, count: number, columnsOf: (index: numbe
 /** The columns of an unconfigured OKM, for insertOkms. */
 export const UNCONFIGURED_COLUMNS = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
 
-/** Migrates a fresh database and stores `okmCount` OKMs and the fleet firmware, in batched inserts inside transactions. */
+/**
+ * Migrates a fresh database and stores `okmCount` OKMs and the fleet firmware. Only the
+ * serials cross from here to the database (multi-row inserts into a scratch table); each
+ * OKM's row is copied from its template's row by INSERT … SELECT, in transactions of
+ * OKMS_PER_TRANSACTION, so a million take seconds, not the minutes of sending every row's
+ * lists.
+ */
 export async function seedFleet(env: Record<string, string>, okmCount: number): Promise<void> {
-  await withDb(env, async (db) => {
+  await withDb(env, async (typedDb) => {
+    // The scratch table is not in the schema's types.
+    const db = typedDb as unknown as Kysely<Record<string, Record<string, unknown>>>;
     const now = Date.now();
     for (const [kind, version] of Object.entries(FIRMWARE)) {
       await db.insertInto('firmware_releases').values({ kind, version, url: `https://firmware.example/${kind}/${version}.bin`, sha256: 'ab'.repeat(32), size: null, created_at: now }).execute();
       await db.insertInto('fleet_firmware').values({ kind, version }).execute();
     }
-    const templateColumns = TEMPLATES.map((template) => settingsColumns(template) as Insertable<OkmsTable>);
-    await insertOkms(db, okmCount, (index) => templateColumns[index % TEMPLATES.length]!);
+    const templateRows = TEMPLATES.map((template, index) => ({
+      ...(settingsColumns(template) as Insertable<OkmsTable>),
+      serial_number: templateSerialOf(index),
+      customer_id: null,
+      created_at: now,
+      updated_at: now,
+    }));
+    await db.insertInto('okms').values(templateRows).execute();
+    await db.schema.createTable('bench_serials').addColumn('position', 'integer', (column) => column.primaryKey()).addColumn('serial_number', 'text').addColumn('template', 'text').execute();
+    for (let start = 0; start < okmCount; start += SERIALS_PER_INSERT) {
+      const rows = Array.from({ length: Math.min(SERIALS_PER_INSERT, okmCount - start) }, (_, offset) => {
+        const index = start + offset;
+        return { position: index, serial_number: serialOf(index), template: templateSerialOf(index % TEMPLATES.length) };
+      });
+      await db.insertInto('bench_serials').values(rows).execute();
+    }
+    const copied = Object.keys(templateRows[0]!).filter((column) => column !== 'serial_number');
+    for (let start = 0; start < okmCount; start += OKMS_PER_TRANSACTION) {
+      await db
+        .insertInto('okms')
+        .columns(['serial_number', ...copied])
+        .expression(
+          db
+            .selectFrom('bench_serials as s')
+            .innerJoin('okms as t', 't.serial_number', 's.template')
+            .select(['s.serial_number', ...copied.map((column) => sql.ref(`t.${column}`).as(column))])
+            .where('s.position', '>=', start)
+            .where('s.position', '<', start + OKMS_PER_TRANSACTION),
+        )
+        .execute();
+    }
+    await db.schema.dropTable('bench_serials').execute();
+    await db.deleteFrom('okms').where('serial_number', 'in', templateRows.map((row) => row.serial_number)).execute();
   });
 }
 

@@ -11,6 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { loadSettings, type Settings } from '../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../src/db/database.ts';
@@ -36,8 +37,8 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function waitUntilServing(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
@@ -47,7 +48,7 @@ export async function waitUntilServing(url: string, child: ChildProcess): Promis
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${url} did not answer within 30 s`);
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s`);
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
@@ -119,8 +120,57 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
     },
     stdio: 'inherit',
   });
-  await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child);
+  try {
+    // A loaded shared host has taken 25 s to start a server.
+    await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, 120_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return { port, child };
+}
+
+/**
+ * How long `keyfleet serve` (or `options.command`) takes from spawn to answering `/readyz`
+ * 200 (migrations checked, key ring loaded, database answering): the process, still running.
+ */
+export async function startKeyfleetTimed(env: Record<string, string>, options: Omit<KeyfleetOptions, 'readyPath'> = {}) {
+  const spawned = performance.now();
+  const started = await startKeyfleet(env, { ...options, readyPath: '/readyz' });
+  return { ...started, startMs: performance.now() - spawned };
+}
+
+/**
+ * A process and its descendants (a primary and its workers), from /proc (Linux); not the
+ * esbuild service of tsx, which a production process (compiled JavaScript) does not have.
+ */
+function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'esbuild') continue;
+      const parent = Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const tree: number[] = [];
+  for (const stack = [pid]; stack.length > 0; ) {
+    const current = stack.pop()!;
+    tree.push(current);
+    stack.push(...(children.get(current) ?? []));
+  }
+  return tree;
+}
+
+/** Resident memory of a process and of its descendants. */
+export function treeRssBytes(pid: number): number {
+  return processTree(pid).reduce((sum, member) => {
+    const rssKb = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${member}/status`, 'utf8'))?.[1];
+    return sum + Number(rssKb ?? 0) * 1024;
+  }, 0);
 }
 
 /** `keyfleet ARGS --json` against the given settings; its JSON output. */
@@ -213,6 +263,20 @@ export async function withDb<T>(env: Record<string, string>, use: (db: Db, setti
   }
 }
 
+/** Bytes the database of `env` takes: the SQLite files (WAL included), or the PostgreSQL schema's tables and indexes. */
+export async function databaseBytes(database: BenchDatabase): Promise<number> {
+  if (database.name === 'sqlite') {
+    const dir = database.env.DATA_DIR!;
+    return fs.readdirSync(dir).filter((file) => file.startsWith('keyfleet.sqlite')).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+  }
+  return withDb(database.env, async (db) => {
+    const { rows } = await sql<{ bytes: string | null }>`
+      select sum(pg_total_relation_size(c.oid)) as bytes from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind = 'r'`.execute(db);
+    return Number(rows[0]?.bytes ?? 0);
+  });
+}
+
 // ---- load ----
 
 export interface Figures {
@@ -224,6 +288,8 @@ export interface Figures {
   errors: number;
   /** CPU time (user + system, all threads) the server process spent per request answered. */
   cpuMicrosPerRequest?: number;
+  /** CPU time every PostgreSQL process of the host spent per request answered (other clients of the server included). */
+  postgresCpuMicrosPerRequest?: number;
 }
 
 export interface Load {
@@ -252,22 +318,44 @@ function run(port: number, load: Load, seconds: number) {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSecondsOf(pid: number): number {
+function processCpuSeconds(pid: number): number {
   // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** CPU seconds a process and its descendants (a primary and its workers) have used so far. */
+function cpuSecondsOf(pid: number): number {
+  return processTree(pid).reduce((sum, member) => sum + processCpuSeconds(member), 0);
+}
+
+/** CPU seconds all processes named postgres on this host have used so far. */
+function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
 }
 
 export interface MeasureOptions {
   warmUpSeconds?: number;
   /** The server's process: its CPU time per request is reported too. */
   server?: ChildProcess;
+  /** Report the CPU time of the host's PostgreSQL processes per request too. */
+  postgres?: boolean;
 }
 
 /** Figures of `load` after a warm-up run of the same load. */
-export async function measure(target: string, port: number, load: Load, { warmUpSeconds = WARM_UP_S, server }: MeasureOptions = {}): Promise<Figures> {
+export async function measure(target: string, port: number, load: Load, { warmUpSeconds = WARM_UP_S, server, postgres = false }: MeasureOptions = {}): Promise<Figures> {
   if (warmUpSeconds > 0) await run(port, load, warmUpSeconds);
   const cpuBefore = server?.pid === undefined ? undefined : cpuSecondsOf(server.pid);
+  const postgresBefore = postgres ? postgresCpuSeconds() : undefined;
   const result = await run(port, load, load.seconds);
   const answered = result.requests.total;
   return {
@@ -278,6 +366,7 @@ export async function measure(target: string, port: number, load: Load, { warmUp
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     ...(cpuBefore !== undefined && answered > 0 && { cpuMicrosPerRequest: ((cpuSecondsOf(server!.pid!) - cpuBefore) * 1e6) / answered }),
+    ...(postgresBefore !== undefined && answered > 0 && { postgresCpuMicrosPerRequest: ((postgresCpuSeconds() - postgresBefore) * 1e6) / answered }),
   };
 }
 
@@ -303,6 +392,7 @@ export function printFigures(figures: Figures[], bareOf: (entry: Figures) => Fig
         'non-2xx': entry.non2xx,
         errors: entry.errors,
         ...(entry.cpuMicrosPerRequest !== undefined && { 'server CPU µs/req': Math.round(entry.cpuMicrosPerRequest) }),
+        ...(entry.postgresCpuMicrosPerRequest !== undefined && { 'PostgreSQL CPU µs/req': Math.round(entry.postgresCpuMicrosPerRequest) }),
       };
     }),
   );

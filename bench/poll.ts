@@ -3,9 +3,12 @@
  * PostgreSQL when reachable) with 100 000 stored OKMs, under autocannon from this process.
  *
  *   npm run bench:poll -- [--sqlite] [--postgres] [--okms 100000] [--duration 10]
- *                         [--connections 100] [--cpu-prof DIR]
+ *                         [--connections 100] [--workers 1,2] [--cpu-prof DIR]
  *
- * With neither --sqlite nor --postgres both run. Everything listens on 127.0.0.1 only, and
+ * With neither --sqlite nor --postgres both run. Besides the polls it records what the fleet's
+ * size costs: seeding time, database size, the server's start (spawn to /readyz 200) and RSS,
+ * and the latency of the admin OKM list and fleet summary. `--workers` lists the process
+ * counts to poll with (`serve --workers N`), PostgreSQL only above 1. Everything listens on 127.0.0.1 only, and
  * every server is a child process so that the load generator does not share its event loop.
  */
 import os from 'node:os';
@@ -15,13 +18,18 @@ import { MIX, observedMix, requestPaths, seedFleet } from './fleet.ts';
 import {
   BENCH_OPTIONS,
   WARM_UP_S,
+  databaseBytes,
   forEachBenchDatabase,
+  keyfleetCli,
+  median,
   measure,
   pathsLoad,
   printFigures,
   startBare,
-  startKeyfleet,
+  startKeyfleetTimed,
   stop,
+  treeRssBytes,
+  withDb,
   type BenchDatabase,
   type Figures,
 } from './harness.ts';
@@ -30,31 +38,88 @@ const { values: options } = parseArgs({
   options: {
     ...BENCH_OPTIONS,
     okms: { type: 'string', default: '100000' },
+    workers: { type: 'string', default: '1' },
     'cpu-prof': { type: 'string' },
   },
 });
 const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);
 const CONNECTIONS = Number(options.connections);
+const WORKER_COUNTS = options.workers.split(',').map(Number);
+if (!WORKER_COUNTS.every((count) => Number.isInteger(count) && count >= 1)) throw new Error(`--workers: expected process counts such as 1,2, got "${options.workers}"`);
+const ADMIN_REQUESTS = 7;
+const PAGE_SIZE = 100;
 
 const pollLoad = (paths: string[]) => pathsLoad(paths, CONNECTIONS, DURATION_S);
 const configPaths = (configPath: string) => requestPaths(configPath, OKM_COUNT);
 
+const MiB = 1024 * 1024;
+
+/** Median and slowest of ADMIN_REQUESTS admin OKM list pages (the first, random ones) and fleet summaries, one at a time after one unmeasured request. */
+async function adminLatencies(name: string, env: Record<string, string>, port: number): Promise<void> {
+  const { token } = (await keyfleetCli(env, 'token', 'issue', '--scope', 'admin')) as { token: string };
+  const pages = Math.max(1, Math.floor(OKM_COUNT / PAGE_SIZE));
+  const targets: [string, () => string][] = [
+    ['OKM list, first page', () => `/api/v1/okms?results_per_page=${PAGE_SIZE}`],
+    ['OKM list, random page', () => `/api/v1/okms?page=${1 + Math.floor(Math.random() * pages)}&results_per_page=${PAGE_SIZE}`],
+    ['fleet summary', () => '/api/v1/fleet/summary'],
+  ];
+  const rows: Record<string, string | number>[] = [];
+  for (const [label, path] of targets) {
+    const times: number[] = [];
+    for (let run = 0; run <= ADMIN_REQUESTS; run++) {
+      const started = performance.now();
+      const response = await fetch(`http://127.0.0.1:${port}${path()}`, { headers: { authorization: `Bearer ${token}` } });
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`${path()}: ${response.status}`);
+      if (run > 0) times.push(performance.now() - started);
+    }
+    rows.push({ target: `keyfleet ${name} admin: ${label}`, 'median ms': Math.round(median(times)), 'max ms': Math.round(Math.max(...times)), requests: times.length });
+  }
+  console.table(rows);
+}
+
+/** Spawn to /readyz 200 of `serve` on the database as it stands. */
+async function startTime(env: Record<string, string>): Promise<number> {
+  const { child, startMs } = await startKeyfleetTimed(env);
+  await stop(child);
+  return startMs;
+}
+
 async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
   const { name, env } = database;
+  // The start on the migrated empty database: what the fleet's size adds to it is the defect to look for.
+  await withDb(env, async () => {});
+  console.log(`${name}: spawn to /readyz 200 with no OKMs: ${Math.round(await startTime(env))} ms`);
   const seeding = Date.now();
   await seedFleet(env, OKM_COUNT);
-  console.log(`${name}: stored ${OKM_COUNT} OKMs in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
-  const { port, child } = await startKeyfleet(env, { cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], name) });
-  try {
-    console.log(`${name}: answers seen on a sample of 400 requests:`, await observedMix(port, configPaths('/api/v1/config')));
-    const poll = await measure(`keyfleet ${name}`, port, pollLoad(configPaths('/api/v1/config')));
-    // The bootstrap route does no database work: the framework's share of the cost.
-    const bootstrap = await measure(`keyfleet ${name} bootstrap (no database)`, port, pollLoad(configPaths('/embeddedv1/kas/config')));
-    return [poll, bootstrap];
-  } finally {
-    await stop(child);
+  console.log(`${name}: stored ${OKM_COUNT} OKMs in ${((Date.now() - seeding) / 1000).toFixed(1)} s; database ${((await databaseBytes(database)) / MiB).toFixed(0)} MiB`);
+  const counts = name === 'sqlite' ? [1] : WORKER_COUNTS;
+  if (counts !== WORKER_COUNTS && WORKER_COUNTS.some((count) => count > 1)) console.log(`${name}: one process only (serve refuses --workers on SQLite)`);
+  const figures: Figures[] = [];
+  for (const count of counts) {
+    const label = count === 1 ? `keyfleet ${name}` : `keyfleet ${name}, ${count} workers`;
+    const { port, child, startMs } = await startKeyfleetTimed(env, {
+      cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], `${name}-${count}`),
+      command: () => (count === 1 ? ['serve'] : ['serve', '--workers', String(count)]),
+    });
+    try {
+      // With workers, /readyz answers once the first one listens; the others started with it and are in by the end of the warm-up.
+      console.log(`${label}: spawn to /readyz 200 in ${Math.round(startMs)} ms`);
+      if (count === counts[0]) console.log(`${name}: answers seen on a sample of 400 requests:`, await observedMix(port, configPaths('/api/v1/config')));
+      // CPU per poll: the server's (primary and workers) and the database's, the costs docs/scaling.md works from.
+      figures.push(await measure(label, port, pollLoad(configPaths('/api/v1/config')), { server: child, postgres: name === 'postgres' }));
+      console.log(`${label}: RSS after the polls ${(treeRssBytes(child.pid!) / MiB).toFixed(0)} MiB${count > 1 ? ' (primary and workers)' : ''}`);
+      if (count === 1) {
+        // The bootstrap route does no database work: the framework's share of the cost.
+        figures.push(await measure(`keyfleet ${name} bootstrap (no database)`, port, pollLoad(configPaths('/embeddedv1/kas/config'))));
+        await adminLatencies(name, env, port);
+      }
+    } finally {
+      await stop(child);
+    }
   }
+  return figures;
 }
 
 async function main(): Promise<void> {

@@ -38,6 +38,8 @@ export interface Settings {
   jwtClockToleranceSeconds: number;
   jwtExternalIssuers: ExternalIssuer[];
   fleetPollingInterval: number;
+  /** Processes `keyfleet serve` runs on its port (1: the server runs in the process itself). */
+  serveWorkers: number;
   /** Whether a poll from an unknown serial number inserts the OKM (the seed's rule), or records it as pending for an operator to accept. */
   okmAutoEnrol: boolean;
   /** Whether device calls (poll, audit) must carry the OKM's device token. */
@@ -81,6 +83,7 @@ export class SettingsError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+export const MAX_SERVE_WORKERS = 64;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const URL_PATH = /^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/;
 
@@ -242,6 +245,7 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwtExternalIssuers: externalIssuers(env),
     fleetPollingInterval: integer(env, 'FLEET_POLLING_INTERVAL', 150, 5, 3600),
+    serveWorkers: integer(env, 'SERVE_WORKERS', 1, 1, MAX_SERVE_WORKERS),
     okmAutoEnrol: boolean(env, 'OKM_AUTO_ENROL', true),
     okmDeviceTokens: oneOf(env, 'OKM_DEVICE_TOKENS', DEVICE_TOKEN_MODES, 'off'),
     firmwareMaxBytes: integer(env, 'FIRMWARE_MAX_BYTES', 256 * 1024 * 1024, 1, 4 * 1024 * 1024 * 1024),

@@ -5,7 +5,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { before, test } from 'node:test';
+import { before, describe, test } from 'node:test';
+import { createTestDatabase, unavailableReason } from '../helpers/databases.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort } from '../helpers/server-process.ts';
 
@@ -27,12 +28,17 @@ function groupAlive(groupId: number): boolean {
  * serves, lets `stop` signal it, and reports how it ended. Whatever of the group outlives
  * the command is killed after the report, so that a failing run leaves no server behind.
  */
-async function startAndStop(command: string, args: string[], stop: (server: { pid: number; port: number; output: () => string }) => void | Promise<void>) {
+async function startAndStop(
+  command: string,
+  args: string[],
+  stop: (server: { pid: number; port: number; output: () => string }) => void | Promise<void>,
+  settings: Record<string, string> = {},
+) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-start-'));
   const port = await freePort();
   const child = spawn(command, args, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH, HOME: os.homedir(), DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+    env: { PATH: process.env.PATH, HOME: os.homedir(), DATA_DIR: dataDir, ...settings, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -42,7 +48,7 @@ async function startAndStop(command: string, args: string[], stop: (server: { pi
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, name) => resolve(code ?? name ?? 'unknown')));
   try {
-    await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.ok, () => false), 30_000, `${command} ${args.join(' ')} serving`);
+    await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.ok, () => false), 60_000, `${command} ${args.join(' ')} serving`);
     await stop({ pid, port, output: () => output });
     const exitCode = await exited;
     // The group empties once the server is gone; a server the command left running keeps it.
@@ -110,4 +116,37 @@ test('when every process of `npm start` gets SIGTERM (Ctrl-C in a terminal, a cg
   assert.equal((run.output.match(/"msg":"shutting down"/g) ?? []).length, 1, run.output);
   assert.ok(run.groupEmptied, run.output);
   assert.match(answer, /^HTTP\/1\.1 \d{3} /);
+});
+
+describe('npm start with SERVE_WORKERS=2 on PostgreSQL', async () => {
+  const skip = await unavailableReason('postgres');
+  const workersStopped = (output: string) => (output.match(/"code":0,"signal":null,"msg":"worker stopped"/g) ?? []).length;
+
+  for (const [who, signal] of [
+    ['the process that `npm start` starts', (pid: number) => process.kill(pid, 'SIGTERM')],
+    ['every process of `npm start` (npm, the primary and its workers)', (pid: number) => process.kill(-pid, 'SIGTERM')],
+  ] as const) {
+    test(`when ${who} gets SIGTERM, both workers drain, the primary exits 0 after them, and no process is left`, { skip, timeout: 120_000 }, async () => {
+      const database = await createTestDatabase('postgres');
+      try {
+        const run = await startAndStop(
+          'npm',
+          ['start'],
+          async ({ pid, output }) => {
+            await eventually(() => (output().match(/"msg":"worker listening"/g) ?? []).length === 2, 60_000, 'two workers listening');
+            signal(pid);
+          },
+          { ...database.env, SERVE_WORKERS: '2' },
+        );
+
+        assert.equal(run.exitCode, 0, run.output);
+        assert.equal(workersStopped(run.output), 2, run.output);
+        assert.ok(run.output.indexOf('"exitCode":0,"msg":"stopped"') > run.output.lastIndexOf('"msg":"worker stopped"'), run.output);
+        assert.ok(run.groupEmptied, run.output);
+        assert.equal(run.stillServing, false);
+      } finally {
+        await database.drop();
+      }
+    });
+  }
 });

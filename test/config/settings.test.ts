@@ -30,6 +30,7 @@ describe('settings', () => {
     assert.equal(settings.webhookAllowPrivateNetworks, false);
     assert.equal(settings.logLevel, 'info');
     assert.equal(settings.fleetPollingInterval, 150);
+    assert.equal(settings.serveWorkers, 1);
     assert.equal(settings.okmAutoEnrol, true);
     assert.equal(settings.okmDeviceTokens, 'off');
     assert.equal(settings.aclMaxUsers, 5000);
@@ -50,6 +51,9 @@ describe('settings', () => {
       [{ PUBLIC_BASE_URL: 'ftp://x' }, 'PUBLIC_BASE_URL'],
       [{ JWT_EXTERNAL_ISSUERS: '[{"issuer":"x"}]' }, 'JWT_EXTERNAL_ISSUERS'],
       [{ FLEET_POLLING_INTERVAL: '4' }, 'FLEET_POLLING_INTERVAL'],
+      [{ SERVE_WORKERS: '0' }, 'SERVE_WORKERS'],
+      [{ SERVE_WORKERS: '65' }, 'SERVE_WORKERS'],
+      [{ SERVE_WORKERS: 'auto' }, 'SERVE_WORKERS'],
       [{ OKM_AUTO_ENROL: 'no' }, 'OKM_AUTO_ENROL'],
       [{ OKM_DEVICE_TOKENS: 'on' }, 'OKM_DEVICE_TOKENS'],
       [{ ACL_MAX_USERS: '0' }, 'ACL_MAX_USERS'],
