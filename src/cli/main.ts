@@ -52,6 +52,10 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
     commands: { pending: () => import('./okm-pending.ts'), accept: () => import('./okm-accept.ts'), token: () => import('./okm-token.ts') },
   },
   webhook: { description: 'status event webhooks', commands: { secret: () => import('./webhook-secret.ts') } },
+  simulate: {
+    description: 'run a fleet of virtual OKMs against a server (load tests, rollout rehearsals)',
+    load: () => import('./simulate.ts'),
+  },
 };
 
 /** Exit codes (docs/operator-guide.md, "Exit codes"). */
