@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
@@ -151,18 +151,20 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
 
   test('the CLI: a new latest firmware and a new polling interval converge while it runs, and --json reports the times after the change', async () => {
     const { t, url } = await listeningApp(kind);
+    let child: ChildProcess | undefined;
     try {
       await releaseFile(t, 'kas', '1.5.0', 1000);
-      const child = spawn(
+      const simulator = spawn(
         process.execPath,
         [...KEYFLEET_SOURCES, 'simulate', '--url', url, '--okms', String(OKMS), '--prefix', 'CLI-', '--interval', String(INTERVAL_S), '--speed', String(SPEED), '--json'],
         { env: { PATH: process.env.PATH, LOG_LEVEL: 'silent' } },
       );
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child = simulator;
+      simulator.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      simulator.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => simulator.once('exit', resolve));
       const fleetIs = async (firmware: string, interval: string) => {
         const okms = await okmsOf(t, 'CLI-');
         return (
@@ -174,9 +176,12 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
 
       await releaseFile(t, 'kas', '2.0.0', 1000);
       await eventually(() => fleetIs('2.0.0', '5'), 20_000, 'convergence on the new firmware');
-      await t.db.updateTable('okms').set({ polling_interval: 6 }).where('serial_number', 'like', 'CLI-%').execute();
+      // One OKM at a time, as the admin API changes them (one statement over the fleet could deadlock with polls on PostgreSQL).
+      for (let index = 0; index < OKMS; index++) {
+        await t.db.updateTable('okms').set({ polling_interval: 6 }).where('serial_number', '=', serialNumber('CLI-', index, OKMS)).execute();
+      }
       await eventually(() => fleetIs('2.0.0', '6'), 20_000, 'convergence on the new interval');
-      child.kill('SIGINT');
+      simulator.kill('SIGINT');
 
       assert.equal(await exited, 0, stderr);
       const summary = JSON.parse(stdout) as Summary;
@@ -187,6 +192,7 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
       assert.equal(summary.firmware.installed, 2 * OKMS);
       assert.match(stderr, /polls\/s \| in step/);
     } finally {
+      child?.kill('SIGKILL');
       await t.close();
     }
   });

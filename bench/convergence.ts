@@ -1,0 +1,187 @@
+/**
+ * Convergence benchmark (issue 14): how long a fleet of virtual OKMs takes to be in step
+ * again after an operator change, on SQLite and PostgreSQL (when reachable). `keyfleet serve`
+ * runs in one process, `keyfleet simulate` in another; this process makes the changes and
+ * watches the database.
+ *
+ *   npm run bench:convergence -- [--sqlite] [--postgres] [--okms 100000]
+ *                                [--polls-per-second 2000] [--concurrency 100]
+ *                                [--firmware-bytes 4096] [--timeout 900]
+ *
+ * Devices and the server both count the default 150 s interval; the simulator's --speed is
+ * chosen so that the fleet asks for --polls-per-second (speed = rate × 150 / okms). Steps:
+ * 1. the fleet enrols and converges (204, then clock, cache mode, audit URL corrections);
+ * 2. a new latest KAS firmware, an uploaded file of --firmware-bytes: every OKM downloads it,
+ *    checks its SHA-256 and reports the version;
+ * 3. a new polling interval (150 → 120 s) on every OKM, written one batch of OKMs at a time
+ *    as the admin API would.
+ * A change is converged when every OKM has polled since the change committed and was
+ * answered {} (last_correction null): the server's view, not the simulator's. Times are
+ * given in real seconds and in the devices' own time (× speed), which is what a real fleet
+ * at that interval would take; the simulator's own per-device p50/p99 (from the first
+ * correction a device sees to its next {}) come from its --json summary.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import type { Db } from '../src/db/database.ts';
+import { addFileRelease, setLatest } from '../src/firmware/catalog-service.ts';
+import type { Summary } from '../src/simulator/stats.ts';
+import { forEachBenchDatabase, REPO_ROOT, startKeyfleet, stop, withDb, type BenchDatabase } from './harness.ts';
+
+const { values: options } = parseArgs({
+  options: {
+    sqlite: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
+    okms: { type: 'string', default: '100000' },
+    'polls-per-second': { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '100' },
+    'firmware-bytes': { type: 'string', default: '4096' },
+    timeout: { type: 'string', default: '900' },
+  },
+});
+const OKM_COUNT = Number(options.okms);
+const INTERVAL_S = 150;
+const NEW_INTERVAL_S = 120;
+const SPEED = (Number(options['polls-per-second']) * INTERVAL_S) / OKM_COUNT;
+const TIMEOUT_MS = Number(options.timeout) * 1000;
+const UPDATE_BATCH = 1000;
+const WATCH_EVERY_MS = 500;
+
+const load = () =>
+  os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+
+interface Phase {
+  name: string;
+  realSeconds: number;
+  deviceSeconds: number;
+}
+
+interface Result {
+  database: string;
+  phases: Phase[];
+  summary: Summary;
+  loadBefore: string;
+  loadAfter: string;
+}
+
+const count = async (db: Db, where: (query: ReturnType<typeof okms>) => ReturnType<typeof okms>) =>
+  Number((await where(okms(db)).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const okms = (db: Db) => db.selectFrom('okms');
+
+/** Waits until `inStep` counts the whole fleet; the real seconds since `since`. */
+async function converged(name: string, db: Db, since: number, inStep: () => Promise<number>): Promise<Phase> {
+  let last = -1;
+  for (;;) {
+    const now = Date.now();
+    const done = await inStep();
+    if (done === OKM_COUNT) {
+      const realSeconds = (Date.now() - since) / 1000;
+      return { name, realSeconds, deviceSeconds: realSeconds * SPEED };
+    }
+    if (now - since > TIMEOUT_MS) throw new Error(`${name}: ${done} of ${OKM_COUNT} in step after ${TIMEOUT_MS / 1000} s`);
+    if (Math.floor((now - since) / 10_000) !== last) {
+      last = Math.floor((now - since) / 10_000);
+      console.log(`  ${name}: ${done} of ${OKM_COUNT} in step after ${((now - since) / 1000).toFixed(0)} s (load ${load()})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, WATCH_EVERY_MS));
+  }
+}
+
+/** Every OKM polled since `since` and was answered {}. */
+const inStepSince = (db: Db, since: number) => () => count(db, (query) => query.where('last_sync_time', '>', since).where('last_correction', 'is', null));
+
+/** Writes the new interval OKM by OKM in batches, retrying a batch that lost a deadlock to the polls (PostgreSQL). */
+async function setPollingInterval(db: Db, serials: string[], seconds: number): Promise<void> {
+  for (let start = 0; start < serials.length; start += UPDATE_BATCH) {
+    const batch = serials.slice(start, start + UPDATE_BATCH);
+    for (;;) {
+      try {
+        await db.updateTable('okms').set({ polling_interval: seconds }).where('serial_number', 'in', batch).execute();
+        break;
+      } catch (error) {
+        if ((error as { code?: string }).code !== '40P01') throw error;
+      }
+    }
+  }
+}
+
+function startSimulator(port: number): { child: ChildProcess; summary: Promise<Summary> } {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'simulate', '--url', `http://127.0.0.1:${port}`, '--okms', String(OKM_COUNT), '--interval', String(INTERVAL_S), '--speed', SPEED.toFixed(3), '--concurrency', options.concurrency, '--json'],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const summary = new Promise<Summary>((resolve, reject) =>
+    child.once('exit', (code) => (stdout.trim() ? resolve(JSON.parse(stdout) as Summary) : reject(new Error(`simulator exited with ${code} and no summary`)))),
+  );
+  return { child, summary };
+}
+
+async function benchDatabase({ name, env }: BenchDatabase): Promise<Result> {
+  const loadBefore = load();
+  const server = await startKeyfleet({ ...env, FLEET_POLLING_INTERVAL: String(INTERVAL_S) });
+  const simulator = startSimulator(server.port);
+  try {
+    return await withDb(env, async (db, settings) => {
+      const phases: Phase[] = [];
+      const started = Date.now();
+      console.log(`${name}: ${OKM_COUNT} virtual OKMs at speed ${SPEED.toFixed(2)} (load ${load()})`);
+      phases.push(await converged('enrolled and in step', db, started, () => count(db, (query) => query.where('last_correction', 'is', null).whereRef('last_sync_time', '>', 'created_at'))));
+
+      const file = Buffer.alloc(Number(options['firmware-bytes']), 'firmware 2.0.0');
+      await addFileRelease(db, settings, 'kas', '2.0.0', Readable.from([file]), file.length, Date.now());
+      await setLatest(db, 'kas', '2.0.0');
+      const firmwareChanged = Date.now();
+      phases.push(await converged('new latest firmware', db, firmwareChanged, inStepSince(db, firmwareChanged)));
+
+      const writing = Date.now();
+      const serials = (await okms(db).select('serial_number').execute()).map((row) => row.serial_number);
+      await setPollingInterval(db, serials, NEW_INTERVAL_S);
+      const intervalChanged = Date.now();
+      console.log(`  new polling interval written to ${serials.length} OKMs in ${((intervalChanged - writing) / 1000).toFixed(1)} s`);
+      phases.push(await converged('new polling interval', db, intervalChanged, inStepSince(db, intervalChanged)));
+
+      simulator.child.kill('SIGINT');
+      return { database: name, phases, summary: await simulator.summary, loadBefore, loadAfter: load() };
+    });
+  } finally {
+    if (simulator.child.exitCode === null) simulator.child.kill('SIGKILL');
+    await stop(server.child);
+  }
+}
+
+const results: Result[] = [];
+await forEachBenchDatabase(options, async (database) => {
+  results.push(await benchDatabase(database));
+});
+
+console.log(`\n${OKM_COUNT} OKMs, interval ${INTERVAL_S} s (then ${NEW_INTERVAL_S} s), speed ${SPEED.toFixed(2)}, ${os.cpus().length} CPUs`);
+console.table(
+  results.flatMap(({ database, phases }) =>
+    phases.map((phase) => ({
+      database,
+      phase: phase.name,
+      'real s': Number(phase.realSeconds.toFixed(1)),
+      'device s': Math.round(phase.deviceSeconds),
+      intervals: Number((phase.deviceSeconds / INTERVAL_S).toFixed(2)),
+    })),
+  ),
+);
+console.table(
+  results.map(({ database, summary, loadBefore, loadAfter }) => ({
+    database,
+    'polls/s': summary.polls_per_second,
+    'after change p50 device s': summary.convergence.after_change.p50_simulated_s,
+    'after change p99 device s': summary.convergence.after_change.p99_simulated_s,
+    'poll lag p99 ms': summary.poll_lag_ms.p99,
+    errors: JSON.stringify(summary.errors),
+    load: `${loadBefore} → ${loadAfter}`,
+  })),
+);
