@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import type { Db } from '../src/db/database.ts';
 import { addFileRelease, setLatest } from '../src/firmware/catalog-service.ts';
 import type { Summary } from '../src/simulator/stats.ts';
-import { forEachBenchDatabase, REPO_ROOT, startKeyfleet, stop, withDb, type BenchDatabase } from './harness.ts';
+import { cpuSecondsOf, forEachBenchDatabase, REPO_ROOT, startBare, startKeyfleet, stop, withDb, type BenchDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -48,6 +48,7 @@ const SPEED = (Number(options['polls-per-second']) * INTERVAL_S) / OKM_COUNT;
 const TIMEOUT_MS = Number(options.timeout) * 1000;
 const UPDATE_BATCH = 1000;
 const WATCH_EVERY_MS = 500;
+const CEILING_S = 15;
 
 const load = () =>
   os
@@ -74,9 +75,10 @@ const count = async (db: Db, where: (query: ReturnType<typeof okms>) => ReturnTy
 const okms = (db: Db) => db.selectFrom('okms');
 
 /** Waits until `inStep` counts the whole fleet; the real seconds since `since`. */
-async function converged(name: string, db: Db, since: number, inStep: () => Promise<number>): Promise<Phase> {
+async function converged(name: string, simulator: ChildProcess, since: number, inStep: () => Promise<number>): Promise<Phase> {
   let last = -1;
   for (;;) {
+    if (simulator.exitCode !== null || simulator.signalCode !== null) throw new Error(`${name}: the simulator exited (${simulator.exitCode ?? simulator.signalCode})`);
     const now = Date.now();
     const done = await inStep();
     if (done === OKM_COUNT) {
@@ -110,43 +112,48 @@ async function setPollingInterval(db: Db, serials: string[], seconds: number): P
   }
 }
 
-function startSimulator(port: number): { child: ChildProcess; summary: Promise<Summary> } {
+function startSimulator(port: number, speed: number, extra: string[] = []): { child: ChildProcess; summary: Promise<Summary> } {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'simulate', '--url', `http://127.0.0.1:${port}`, '--okms', String(OKM_COUNT), '--interval', String(INTERVAL_S), '--speed', SPEED.toFixed(3), '--concurrency', options.concurrency, '--json'],
+    [
+      ...['--import', 'tsx', 'src/cli/main.ts', 'simulate', '--url', `http://127.0.0.1:${port}`, '--okms', String(OKM_COUNT)],
+      ...['--interval', String(INTERVAL_S), '--speed', speed.toFixed(3), '--concurrency', options.concurrency, '--json', ...extra],
+    ],
     { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   const summary = new Promise<Summary>((resolve, reject) =>
-    child.once('exit', (code) => (stdout.trim() ? resolve(JSON.parse(stdout) as Summary) : reject(new Error(`simulator exited with ${code} and no summary`)))),
+    child.once('exit', (code, signal) => (stdout.trim() ? resolve(JSON.parse(stdout) as Summary) : reject(new Error(`simulator exited (${code ?? signal}) without a summary`)))),
   );
+  // Awaited at the end; a simulator that dies earlier fails the wait for convergence instead.
+  summary.catch(() => {});
   return { child, summary };
 }
 
 async function benchDatabase({ name, env }: BenchDatabase): Promise<Result> {
   const loadBefore = load();
   const server = await startKeyfleet({ ...env, FLEET_POLLING_INTERVAL: String(INTERVAL_S) });
-  const simulator = startSimulator(server.port);
+  const simulator = startSimulator(server.port, SPEED);
   try {
     return await withDb(env, async (db, settings) => {
       const phases: Phase[] = [];
       const started = Date.now();
       console.log(`${name}: ${OKM_COUNT} virtual OKMs at speed ${SPEED.toFixed(2)} (load ${load()})`);
-      phases.push(await converged('enrolled and in step', db, started, () => count(db, (query) => query.where('last_correction', 'is', null).whereRef('last_sync_time', '>', 'created_at'))));
+      phases.push(await converged('enrolled and in step', simulator.child, started, () => count(db, (query) => query.where('last_correction', 'is', null).whereRef('last_sync_time', '>', 'created_at'))));
 
       const file = Buffer.alloc(Number(options['firmware-bytes']), 'firmware 2.0.0');
       await addFileRelease(db, settings, 'kas', '2.0.0', Readable.from([file]), file.length, Date.now());
       await setLatest(db, 'kas', '2.0.0');
       const firmwareChanged = Date.now();
-      phases.push(await converged('new latest firmware', db, firmwareChanged, inStepSince(db, firmwareChanged)));
+      phases.push(await converged('new latest firmware', simulator.child, firmwareChanged, inStepSince(db, firmwareChanged)));
 
       const writing = Date.now();
       const serials = (await okms(db).select('serial_number').execute()).map((row) => row.serial_number);
       await setPollingInterval(db, serials, NEW_INTERVAL_S);
       const intervalChanged = Date.now();
       console.log(`  new polling interval written to ${serials.length} OKMs in ${((intervalChanged - writing) / 1000).toFixed(1)} s`);
-      phases.push(await converged('new polling interval', db, intervalChanged, inStepSince(db, intervalChanged)));
+      phases.push(await converged('new polling interval', simulator.child, intervalChanged, inStepSince(db, intervalChanged)));
 
       simulator.child.kill('SIGINT');
       return { database: name, phases, summary: await simulator.summary, loadBefore, loadAfter: load() };
@@ -156,6 +163,30 @@ async function benchDatabase({ name, env }: BenchDatabase): Promise<Result> {
     await stop(server.child);
   }
 }
+
+/**
+ * What one simulator process drives when nothing else limits it: against a bare node:http
+ * server that answers every request with a bootstrap reply (each poll is then one request
+ * and one tiny correction), asked for far more polls than it can make.
+ */
+async function simulatorCeiling(): Promise<{ pollsPerSecond: number; cpuPercent: number; lagP99: number | null; load: string }> {
+  const bare = await startBare(JSON.stringify({ configUrl: '/api/v1/config' }));
+  try {
+    const simulator = startSimulator(bare.port, (1_000_000 * INTERVAL_S) / OKM_COUNT, ['--duration', `${CEILING_S}s`]);
+    // CPU over the run's last seconds (after tsx has compiled and the fleet is built).
+    await new Promise((resolve) => setTimeout(resolve, (CEILING_S / 3) * 1000));
+    const first = { at: Date.now(), cpu: cpuSecondsOf(simulator.child.pid!) };
+    await new Promise((resolve) => setTimeout(resolve, (CEILING_S / 3) * 1000));
+    const cpuPercent = (100 * (cpuSecondsOf(simulator.child.pid!) - first.cpu)) / ((Date.now() - first.at) / 1000);
+    const summary = await simulator.summary;
+    return { pollsPerSecond: summary.polls_per_second, cpuPercent, lagP99: summary.poll_lag_ms.p99, load: load() };
+  } finally {
+    await stop(bare.child);
+  }
+}
+
+const ceiling = await simulatorCeiling();
+console.log(`simulator alone (bare server, ${CEILING_S} s): ${ceiling.pollsPerSecond} polls/s at ${Math.round(ceiling.cpuPercent)}% of a core, poll lag p99 ${ceiling.lagP99} ms, load ${ceiling.load}`);
 
 const results: Result[] = [];
 await forEachBenchDatabase(options, async (database) => {
@@ -185,3 +216,4 @@ console.table(
     load: `${loadBefore} → ${loadAfter}`,
   })),
 );
+console.log(`simulator alone: ${ceiling.pollsPerSecond} polls/s at ${Math.round(ceiling.cpuPercent)}% of a core (load ${ceiling.load})`);

@@ -252,7 +252,7 @@ function run(port: number, load: Load, seconds: number) {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSecondsOf(pid: number): number {
+export function cpuSecondsOf(pid: number): number {
   // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
