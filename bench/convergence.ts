@@ -13,8 +13,9 @@
  * 1. the fleet enrols and converges (204, then clock, cache mode, audit URL corrections);
  * 2. a new latest KAS firmware, an uploaded file of --firmware-bytes: every OKM downloads it,
  *    checks its SHA-256 and reports the version;
- * 3. a new polling interval (150 → 120 s) on every OKM, written one batch of OKMs at a time
- *    as the admin API would.
+ * 3. a new polling interval (150 → 120 s) on every OKM: a PATCH of each through the admin API.
+ * The changes go through the API with an admin token, as an operator makes them (a second
+ * SQLite writer in this process would contend with the server's); the database is only read.
  * A change is converged when every OKM has polled since the change committed and was
  * answered {} (last_correction null): the server's view, not the simulator's. Times are
  * given in real seconds and in the devices' own time (× speed), which is what a real fleet
@@ -23,12 +24,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
 import type { Db } from '../src/db/database.ts';
-import { addFileRelease, setLatest } from '../src/firmware/catalog-service.ts';
 import type { Summary } from '../src/simulator/stats.ts';
-import { cpuSecondsOf, forEachBenchDatabase, REPO_ROOT, startBare, startKeyfleet, stop, withDb, type BenchDatabase } from './harness.ts';
+import { cpuSecondsOf, forEachBenchDatabase, keyfleetCli, REPO_ROOT, startBare, startKeyfleet, stop, withDb, type BenchDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -46,7 +46,7 @@ const INTERVAL_S = 150;
 const NEW_INTERVAL_S = 120;
 const SPEED = (Number(options['polls-per-second']) * INTERVAL_S) / OKM_COUNT;
 const TIMEOUT_MS = Number(options.timeout) * 1000;
-const UPDATE_BATCH = 1000;
+const OPERATOR_CONNECTIONS = 10;
 const WATCH_EVERY_MS = 500;
 const CEILING_S = 15;
 
@@ -97,19 +97,29 @@ async function converged(name: string, simulator: ChildProcess, since: number, i
 /** Every OKM polled since `since` and was answered {}. */
 const inStepSince = (db: Db, since: number) => () => count(db, (query) => query.where('last_sync_time', '>', since).where('last_correction', 'is', null));
 
-/** Writes the new interval OKM by OKM in batches, retrying a batch that lost a deadlock to the polls (PostgreSQL). */
-async function setPollingInterval(db: Db, serials: string[], seconds: number): Promise<void> {
-  for (let start = 0; start < serials.length; start += UPDATE_BATCH) {
-    const batch = serials.slice(start, start + UPDATE_BATCH);
-    for (;;) {
-      try {
-        await db.updateTable('okms').set({ polling_interval: seconds }).where('serial_number', 'in', batch).execute();
-        break;
-      } catch (error) {
-        if ((error as { code?: string }).code !== '40P01') throw error;
-      }
-    }
-  }
+/** An operator's API calls, as `Authorization: Bearer` an admin token. */
+function operatorApi(port: number, token: string) {
+  const http = new Pool(`http://127.0.0.1:${port}`, { connections: OPERATOR_CONNECTIONS });
+  const call = async (method: 'PUT' | 'PATCH', path: string, contentType: string, body: string | Buffer) => {
+    const response = await http.request({ method, path, headers: { authorization: `Bearer ${token}`, 'content-type': contentType }, body });
+    const text = await response.body.text();
+    if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${text}`);
+  };
+  return {
+    uploadLatest: async (kind: string, version: string, file: Buffer) => {
+      await call('PUT', `/api/v1/firmware/${kind}/${version}`, 'application/octet-stream', file);
+      await call('PUT', `/api/v1/firmware/${kind}/latest`, 'application/json', JSON.stringify({ version }));
+    },
+    /** PATCH of every OKM, OPERATOR_CONNECTIONS at a time: what an operator's script would do. */
+    setPollingInterval: async (serials: string[], seconds: number) => {
+      let next = 0;
+      const worker = async () => {
+        while (next < serials.length) await call('PATCH', `/api/v1/okms/${serials[next++]}`, 'application/json', JSON.stringify({ polling_interval: seconds }));
+      };
+      await Promise.all(Array.from({ length: OPERATOR_CONNECTIONS }, worker));
+    },
+    close: () => http.close(),
+  };
 }
 
 function startSimulator(port: number, speed: number, extra: string[] = []): { child: ChildProcess; summary: Promise<Summary> } {
@@ -136,25 +146,28 @@ async function benchDatabase({ name, env }: BenchDatabase): Promise<Result> {
   const server = await startKeyfleet({ ...env, FLEET_POLLING_INTERVAL: String(INTERVAL_S) });
   const simulator = startSimulator(server.port, SPEED);
   try {
-    return await withDb(env, async (db, settings) => {
+    return await withDb(env, async (db) => {
       const phases: Phase[] = [];
       const started = Date.now();
       console.log(`${name}: ${OKM_COUNT} virtual OKMs at speed ${SPEED.toFixed(2)} (load ${load()})`);
       phases.push(await converged('enrolled and in step', simulator.child, started, () => count(db, (query) => query.where('last_correction', 'is', null).whereRef('last_sync_time', '>', 'created_at'))));
 
-      const file = Buffer.alloc(Number(options['firmware-bytes']), 'firmware 2.0.0');
-      await addFileRelease(db, settings, 'kas', '2.0.0', Readable.from([file]), file.length, Date.now());
-      await setLatest(db, 'kas', '2.0.0');
-      const firmwareChanged = Date.now();
-      phases.push(await converged('new latest firmware', simulator.child, firmwareChanged, inStepSince(db, firmwareChanged)));
+      const { token } = (await keyfleetCli(env, 'token', 'issue', '--scope', 'admin', '--ttl', '2h')) as { token: string };
+      const api = operatorApi(server.port, token);
+      try {
+        await api.uploadLatest('kas', '2.0.0', Buffer.alloc(Number(options['firmware-bytes']), 'firmware 2.0.0'));
+        const firmwareChanged = Date.now();
+        phases.push(await converged('new latest firmware', simulator.child, firmwareChanged, inStepSince(db, firmwareChanged)));
 
-      const writing = Date.now();
-      const serials = (await okms(db).select('serial_number').execute()).map((row) => row.serial_number);
-      await setPollingInterval(db, serials, NEW_INTERVAL_S);
-      const intervalChanged = Date.now();
-      console.log(`  new polling interval written to ${serials.length} OKMs in ${((intervalChanged - writing) / 1000).toFixed(1)} s`);
-      phases.push(await converged('new polling interval', simulator.child, intervalChanged, inStepSince(db, intervalChanged)));
-
+        const writing = Date.now();
+        const serials = (await okms(db).select('serial_number').execute()).map((row) => row.serial_number);
+        await api.setPollingInterval(serials, NEW_INTERVAL_S);
+        const intervalChanged = Date.now();
+        console.log(`  new polling interval written to ${serials.length} OKMs in ${((intervalChanged - writing) / 1000).toFixed(1)} s`);
+        phases.push(await converged('new polling interval', simulator.child, intervalChanged, inStepSince(db, intervalChanged)));
+      } finally {
+        await api.close();
+      }
       simulator.child.kill('SIGINT');
       return { database: name, phases, summary: await simulator.summary, loadBefore, loadAfter: load() };
     });
