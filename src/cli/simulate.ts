@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { startSimulation, serialNumber, type SimulationOptions } from '../simulator/fleet.ts';
-import { progressLine, type Summary } from '../simulator/stats.ts';
+import { countsText, progressLine, type Summary } from '../simulator/stats.ts';
 import { durationOption, onStopSignal, UsageError } from './context.ts';
 
 const SERIAL = /^[A-Za-z0-9._-]{1,64}$/;
@@ -78,12 +78,6 @@ export function simulationOptions(raw: RawOptions): SimulationOptions {
 }
 
 function summaryText(summary: Summary): string {
-  const counts = (record: Record<string, number>) =>
-    Object.keys(record).length === 0
-      ? 'none'
-      : Object.entries(record)
-          .map(([key, count]) => `${key} ${count}`)
-          .join(', ');
   const times = ({ count, p50_ms, p99_ms, p50_simulated_s, p99_simulated_s }: Summary['convergence']['initial']) =>
     count === 0 ? 'none' : `${count} devices, p50 ${p50_ms} ms, p99 ${p99_ms} ms (device time p50 ${p50_simulated_s} s, p99 ${p99_simulated_s} s)`;
   const { firmware, convergence } = summary;
@@ -91,8 +85,8 @@ function summaryText(summary: Summary): string {
     `${summary.okms} virtual OKMs, ${summary.elapsed_s} s, ${summary.polls} polls (${summary.polls_per_second}/s)`,
     `in step: ${summary.in_step} (${summary.in_step_percent}%), refusing firmware: ${summary.refusing_firmware}, offline: ${summary.offline}`,
     `answers: enrolled ${summary.answers.enrolled}, in step ${summary.answers.in_step}, corrections ${summary.answers.corrections}`,
-    `corrections: ${counts(summary.corrections)}`,
-    `errors: ${counts(summary.errors)}`,
+    `corrections: ${countsText(summary.corrections)}`,
+    `errors: ${countsText(summary.errors)}`,
     `convergence from first poll: ${times(convergence.initial)}`,
     `convergence after a change: ${times(convergence.after_change)}; still converging: ${convergence.still_converging}`,
     `firmware: installed ${firmware.installed}, downloads ${firmware.downloads} (resumed ${firmware.resumed}, interrupted ${firmware.interrupted}, ${firmware.bytes} bytes), ` +
@@ -135,7 +129,7 @@ export function register(program: Command): void {
       clearInterval(progress);
       if (tty) process.stderr.write('\n');
       process.stdout.write(raw.json ? `${JSON.stringify(summary)}\n` : `${summaryText(summary)}\n`);
-      if (summary.polls === 0) throw new Error(`no poll was answered (${summaryText(summary).split('\n')[4]})`);
+      if (summary.polls === 0) throw new Error(`no poll was answered (errors: ${countsText(summary.errors)})`);
       if (options.untilInStep && summary.in_step + summary.refusing_firmware < summary.okms) {
         throw new Error(`the fleet was not in step when the run ended: ${summary.in_step} of ${summary.okms} in step`);
       }

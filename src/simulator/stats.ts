@@ -159,17 +159,17 @@ export class SimulationStats {
   }
 }
 
+/** "kasFirmware 12, pollingInterval 3", or "none". */
+export function countsText(counts: Record<string, number>): string {
+  const entries = Object.entries(counts);
+  return entries.length === 0 ? 'none' : entries.map(([key, count]) => `${key} ${count}`).join(', ');
+}
+
 /** One line for the progress display. */
 export function progressLine(snapshot: Snapshot): string {
-  const list = (counts: Record<string, number>) =>
-    Object.keys(counts).length === 0
-      ? 'none'
-      : Object.entries(counts)
-          .map(([key, count]) => `${key} ${count}`)
-          .join(', ');
   const extras = [snapshot.refusing_firmware > 0 && `refusing firmware ${snapshot.refusing_firmware}`, snapshot.offline > 0 && `offline ${snapshot.offline}`].filter(Boolean);
   return (
     `${snapshot.elapsed_s.toFixed(1)} s | ${snapshot.polls_per_second} polls/s | in step ${snapshot.in_step_percent}% (${snapshot.in_step}/${snapshot.okms})` +
-    `${extras.length > 0 ? ` | ${extras.join(', ')}` : ''} | corrections: ${list(snapshot.corrections)} | errors: ${list(snapshot.errors)}`
+    `${extras.length > 0 ? ` | ${extras.join(', ')}` : ''} | corrections: ${countsText(snapshot.corrections)} | errors: ${countsText(snapshot.errors)}`
   );
 }
