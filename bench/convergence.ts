@@ -143,7 +143,8 @@ function startSimulator(port: number, speed: number, extra: string[] = []): { ch
 
 async function benchDatabase({ name, env }: BenchDatabase): Promise<Result> {
   const loadBefore = load();
-  const server = await startKeyfleet({ ...env, FLEET_POLLING_INTERVAL: String(INTERVAL_S) });
+  // A shared, loaded host can take more than the default 30 s to start tsx and the server.
+  const server = await startKeyfleet({ ...env, FLEET_POLLING_INTERVAL: String(INTERVAL_S) }, { startTimeoutMs: 180_000 });
   const simulator = startSimulator(server.port, SPEED);
   try {
     return await withDb(env, async (db) => {

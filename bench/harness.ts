@@ -36,8 +36,8 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function waitUntilServing(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
@@ -47,7 +47,7 @@ export async function waitUntilServing(url: string, child: ChildProcess): Promis
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${url} did not answer within 30 s`);
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s`);
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
@@ -93,6 +93,8 @@ export interface KeyfleetOptions {
   command?: (port: number) => string[];
   /** The path on that port that answers once the process is ready; default the bootstrap route. */
   readyPath?: string;
+  /** How long the process may take to answer it; default 30 s. */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -119,7 +121,12 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
     },
     stdio: 'inherit',
   });
-  await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child);
+  try {
+    await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, options.startTimeoutMs);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return { port, child };
 }
 
