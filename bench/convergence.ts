@@ -83,6 +83,7 @@ async function converged(name: string, simulator: ChildProcess, since: number, i
     const done = await inStep();
     if (done === OKM_COUNT) {
       const realSeconds = (Date.now() - since) / 1000;
+      console.log(`  ${name}: all ${OKM_COUNT} in step after ${realSeconds.toFixed(1)} s (device time ${Math.round(realSeconds * SPEED)} s; load ${load()})`);
       return { name, realSeconds, deviceSeconds: realSeconds * SPEED };
     }
     if (now - since > TIMEOUT_MS) throw new Error(`${name}: ${done} of ${OKM_COUNT} in step after ${TIMEOUT_MS / 1000} s`);
