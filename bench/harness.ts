@@ -94,6 +94,8 @@ export interface KeyfleetOptions {
   command?: (port: number) => string[];
   /** The path on that port that answers once the process is ready; default the bootstrap route. */
   readyPath?: string;
+  /** How long the process may take to answer it; default 30 s. */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -121,8 +123,7 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
     stdio: 'inherit',
   });
   try {
-    // A loaded shared host has taken 25 s to start a server.
-    await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, 120_000);
+    await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, options.startTimeoutMs ?? 120_000);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -318,7 +319,7 @@ function run(port: number, load: Load, seconds: number) {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function processCpuSeconds(pid: number): number {
+export function cpuSecondsOf(pid: number): number {
   // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
@@ -326,7 +327,7 @@ function processCpuSeconds(pid: number): number {
 
 /** CPU seconds a process and its descendants (a primary and its workers) have used so far. */
 function cpuSecondsOf(pid: number): number {
-  return processTree(pid).reduce((sum, member) => sum + processCpuSeconds(member), 0);
+  return processTree(pid).reduce((sum, member) => sum + cpuSecondsOf(member), 0);
 }
 
 /** CPU seconds all processes named postgres on this host have used so far. */
@@ -335,7 +336,7 @@ function postgresCpuSeconds(): number {
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuSecondsOf(Number(entry));
     } catch {
       // exited meanwhile
     }

@@ -65,6 +65,10 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
       abort: () => import('./rollout-abort.ts'),
     },
   },
+  simulate: {
+    description: 'run a fleet of virtual OKMs against a server (load tests, rollout rehearsals)',
+    load: () => import('./simulate.ts'),
+  },
 };
 
 /** Exit codes (docs/operator-guide.md, "Exit codes"). */

@@ -7,7 +7,7 @@ import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { addRelease, freezeServerClock, newSerial, poll, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
 import { anyFirmwareVersion } from './resolvers/arbitraries.ts';
-import { parametersAfter } from './resolvers/device.ts';
+import { parametersAfter } from '../../src/simulator/device.ts';
 
 const CATALOG = { kas: ['2.9.9', '2.10.0'], batch_key: ['1.0', '1.2'], wireless_key: ['3.0'] } as const;
 

@@ -5,7 +5,7 @@ import { resolve } from '../../../src/okm/resolvers/index.ts';
 import type { DesiredState } from '../../../src/okm/resolvers/types.ts';
 import { anyDesiredState, anyReportedState } from './arbitraries.ts';
 import { canonicalDigest } from '../../../src/shared/canonical-json.ts';
-import { applyCorrection } from './device.ts';
+import { applyCorrection } from '../../../src/simulator/device.ts';
 import { desiredState, firmwareOffer, reportInSync, SEED_ORDER, SERVER_TIME } from './fixtures.ts';
 import type { ReportedState } from '../../../src/okm/reported.ts';
 

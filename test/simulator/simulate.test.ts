@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { test } from 'node:test';
+import { addFileRelease, setLatest } from '../../src/firmware/catalog-service.ts';
+import type { FirmwareKind } from '../../src/firmware/version.ts';
+import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
+import { insertOkm } from '../../src/okm/repository.ts';
+import { serialNumber, startSimulation, type SimulationOptions } from '../../src/simulator/fleet.ts';
+import type { Summary } from '../../src/simulator/stats.ts';
+import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { KEYFLEET_SOURCES, runKeyfleet } from '../helpers/cli.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { freePort } from '../helpers/server-process.ts';
+
+// Devices and the server both count 5 s intervals; at speed 25 one lasts 200 ms.
+const INTERVAL_S = 5;
+const SPEED = 25;
+const OKMS = 50;
+// Bounds, not expectations: a run ends as soon as its fleet is in step (a few seconds), but a
+// shared 2-core host under a load of 30+ has taken over 30 s.
+const PATIENCE_MS = 120_000;
+
+async function listeningApp(kind: Parameters<typeof buildTestApp>[0]): Promise<{ t: TestApp; url: string }> {
+  const t = await buildTestApp(kind, { FLEET_POLLING_INTERVAL: String(INTERVAL_S) });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  return { t, url: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}` };
+}
+
+/** Uploads a file release of `bytes` bytes and makes it the fleet's latest of its kind. */
+async function releaseFile(t: TestApp, kind: FirmwareKind, version: string, bytes: number): Promise<void> {
+  const file = Buffer.alloc(bytes, version);
+  await addFileRelease(t.db, t.settings, kind, version, Readable.from([file]), file.length, Date.now());
+  await setLatest(t.db, kind, version);
+}
+
+function options(url: string, prefix: string, overrides: Partial<SimulationOptions> = {}): SimulationOptions {
+  return {
+    url,
+    okms: OKMS,
+    prefix,
+    intervalSeconds: INTERVAL_S,
+    speed: SPEED,
+    durationMs: PATIENCE_MS,
+    refuseFirmwarePercent: 0,
+    offlinePercent: 0,
+    interruptDownloadsPercent: 0,
+    installCodeBase: undefined,
+    concurrency: 20,
+    auditEvery: 1,
+    untilInStep: true,
+    ...overrides,
+  };
+}
+
+const okmsOf = (t: TestApp, prefix: string) =>
+  t.db.selectFrom('okms').select(['serial_number', 'firmware_version', 'last_correction', 'install_code', 'reported']).where('serial_number', 'like', `${prefix}%`).execute();
+
+forEachDatabase('keyfleet simulate against a real server', (kind) => {
+  test('50 virtual OKMs apply every correction, install the latest firmware file and reach in step; auditing devices post records', async () => {
+    const { t, url } = await listeningApp(kind);
+    try {
+      await releaseFile(t, 'kas', '1.5.0', 10_000);
+      // A fifth of the fleet fully configured, so that every resolver has something to correct.
+      for (let index = 0; index < OKMS; index += 5) {
+        await insertOkm(t.db, serialNumber('CONV-', index, OKMS), null, {
+          ...UNCONFIGURED_OKM,
+          cacheMode: 2,
+          keyCheckoutWindow: { time: 30, contact: 'closed' },
+          auditingEnabled: true,
+          assetList: ['LOCK-1', 'LOCK-2'],
+          usersAssets: [{ user_id: 1, permissions: [1, 17] }],
+          pollingInterval: 6,
+        }, Date.now());
+      }
+
+      const summary = await startSimulation(options(url, 'CONV-', { installCodeBase: '4200000' })).finished;
+
+      assert.equal(summary.in_step, OKMS);
+      assert.deepEqual(summary.errors, {});
+      for (const resolver of ['kasFirmware', 'kasDateTime', 'cacheMode', 'keyCheckoutWindowTime', 'retailCfg', 'assetList', 'usersAssets', 'auditUrl', 'pollingInterval']) {
+        assert.ok((summary.corrections[resolver] ?? 0) > 0, `no ${resolver} correction in ${JSON.stringify(summary.corrections)}`);
+      }
+      assert.equal(summary.firmware.installed, OKMS);
+      assert.equal(summary.firmware.bytes, OKMS * 10_000);
+      assert.equal(summary.convergence.initial.count, OKMS);
+      assert.ok(summary.audit.posts > 0);
+      const okms = await okmsOf(t, 'CONV-');
+      assert.equal(okms.length, OKMS);
+      assert.ok(okms.every((okm) => okm.firmware_version === '1.5.0' && okm.last_correction === null));
+      assert.deepEqual(okms.map((okm) => okm.install_code).sort(), Array.from({ length: OKMS }, (_, index) => String(4_200_000 + index)));
+      const audited = await t.db.selectFrom('okm_audit_records').select('okm_serial').distinct().execute();
+      assert.equal(audited.length, OKMS / 5);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('--refuse-firmware 20%: those devices keep drifting on firmware while the rest reach in step', async () => {
+    const { t, url } = await listeningApp(kind);
+    try {
+      await releaseFile(t, 'kas', '1.5.0', 1000);
+
+      const summary = await startSimulation(options(url, 'REFUSE-', { refuseFirmwarePercent: 20 })).finished;
+
+      assert.equal(summary.refusing_firmware, OKMS / 5);
+      assert.equal(summary.in_step, OKMS - OKMS / 5);
+      assert.equal(summary.convergence.still_converging, OKMS / 5);
+      const drifting = (await okmsOf(t, 'REFUSE-')).filter((okm) => okm.last_correction !== null);
+      assert.equal(drifting.length, OKMS / 5);
+      assert.ok(drifting.every((okm) => okm.last_correction === 'kasFirmware' && okm.firmware_version === '1.0.0'));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('a download cut halfway is resumed with a Range request: every byte is fetched once and the checksum holds', async () => {
+    const { t, url } = await listeningApp(kind);
+    try {
+      const size = 200_000;
+      await releaseFile(t, 'kas', '1.5.0', size);
+
+      const summary = await startSimulation(options(url, 'RESUME-', { interruptDownloadsPercent: 100 })).finished;
+
+      assert.equal(summary.in_step, OKMS);
+      assert.equal(summary.firmware.interrupted, OKMS);
+      assert.equal(summary.firmware.resumed, OKMS);
+      assert.equal(summary.firmware.installed, OKMS);
+      assert.equal(summary.firmware.checksum_failures, 0);
+      assert.equal(summary.firmware.bytes, OKMS * size);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('errors are counted by kind once the server stops', async () => {
+    const { t, url } = await listeningApp(kind);
+    let simulation: ReturnType<typeof startSimulation> | undefined;
+    try {
+      simulation = startSimulation(options(url, 'STOP-', { untilInStep: false }));
+      await eventually(() => simulation!.snapshot().polls >= OKMS, PATIENCE_MS, 'first polls');
+      await t.app.close();
+      await new Promise((resolve) => setTimeout(resolve, (3 * INTERVAL_S * 1000) / SPEED));
+      simulation.stop();
+      const summary = await simulation.finished;
+
+      assert.ok((summary.errors.econnrefused ?? 0) > 0, `errors: ${JSON.stringify(summary.errors)}`);
+    } finally {
+      simulation?.stop();
+      await t.close();
+    }
+  });
+
+  test('the CLI: a new latest firmware and a new polling interval converge while it runs, and --json reports the times after the change', async () => {
+    const { t, url } = await listeningApp(kind);
+    let child: ChildProcess | undefined;
+    try {
+      await releaseFile(t, 'kas', '1.5.0', 1000);
+      const simulator = spawn(
+        process.execPath,
+        [...KEYFLEET_SOURCES, 'simulate', '--url', url, '--okms', String(OKMS), '--prefix', 'CLI-', '--interval', String(INTERVAL_S), '--speed', String(SPEED), '--json'],
+        { env: { PATH: process.env.PATH, LOG_LEVEL: 'silent' } },
+      );
+      let stdout = '';
+      let stderr = '';
+      child = simulator;
+      simulator.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      simulator.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => simulator.once('exit', resolve));
+      const fleetIs = async (firmware: string, interval: string) => {
+        const okms = await okmsOf(t, 'CLI-');
+        return (
+          okms.length === OKMS &&
+          okms.every((okm) => okm.firmware_version === firmware && okm.last_correction === null && (JSON.parse(okm.reported ?? '{}') as { pollingInterval?: string }).pollingInterval === interval)
+        );
+      };
+      await eventually(() => fleetIs('1.5.0', '5'), PATIENCE_MS, 'first convergence');
+
+      await releaseFile(t, 'kas', '2.0.0', 1000);
+      await eventually(() => fleetIs('2.0.0', '5'), PATIENCE_MS, 'convergence on the new firmware');
+      // One OKM at a time, as the admin API changes them (one statement over the fleet could deadlock with polls on PostgreSQL).
+      for (let index = 0; index < OKMS; index++) {
+        await t.db.updateTable('okms').set({ polling_interval: 6 }).where('serial_number', '=', serialNumber('CLI-', index, OKMS)).execute();
+      }
+      await eventually(() => fleetIs('2.0.0', '6'), PATIENCE_MS, 'convergence on the new interval');
+      simulator.kill('SIGINT');
+
+      assert.equal(await exited, 0, stderr);
+      const summary = JSON.parse(stdout) as Summary;
+      assert.equal(summary.in_step, OKMS);
+      assert.equal(summary.convergence.after_change.count, 2 * OKMS);
+      assert.ok(summary.convergence.after_change.p50_ms! > 0 && summary.convergence.after_change.p99_ms! >= summary.convergence.after_change.p50_ms!);
+      assert.ok(summary.corrections.kasFirmware! >= 2 * OKMS && summary.corrections.pollingInterval! >= OKMS);
+      assert.equal(summary.firmware.installed, 2 * OKMS);
+      assert.match(stderr, /polls\/s \| in step/);
+    } finally {
+      child?.kill('SIGKILL');
+      await t.close();
+    }
+  });
+});
+
+test('the CLI: a server that never answers is exit 1 with the errors by kind; a bad option is exit 2', async () => {
+  const url = `http://127.0.0.1:${await freePort()}`;
+
+  const unreachable = await runKeyfleet({}, 'simulate', '--url', url, '--okms', '3', '--interval', '5', '--speed', '50', '--duration', '1s', '--json');
+  const usage = await runKeyfleet({}, 'simulate', '--url', `${url}/api`, '--okms', '3');
+
+  assert.equal(unreachable.exitCode, 1);
+  assert.ok((JSON.parse(unreachable.stdout) as Summary).errors.econnrefused! > 0);
+  assert.match(unreachable.stderr, /no poll was answered/);
+  assert.equal(usage.exitCode, 2);
+  assert.match(usage.stderr, /--url: expected an http\(s\) origin without a path/);
+});
