@@ -319,15 +319,15 @@ function run(port: number, load: Load, seconds: number) {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-export function cpuSecondsOf(pid: number): number {
+function processCpuSeconds(pid: number): number {
   // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
 /** CPU seconds a process and its descendants (a primary and its workers) have used so far. */
-function cpuSecondsOf(pid: number): number {
-  return processTree(pid).reduce((sum, member) => sum + cpuSecondsOf(member), 0);
+export function cpuSecondsOf(pid: number): number {
+  return processTree(pid).reduce((sum, member) => sum + processCpuSeconds(member), 0);
 }
 
 /** CPU seconds all processes named postgres on this host have used so far. */
@@ -336,7 +336,7 @@ function postgresCpuSeconds(): number {
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuSecondsOf(Number(entry));
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
     } catch {
       // exited meanwhile
     }

@@ -4,7 +4,7 @@ import type { RolloutEvent } from '../../src/rollouts/events.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { poll, type DeviceParameters } from '../okm/config-helpers.ts';
-import { parametersAfter } from '../okm/resolvers/device.ts';
+import { parametersAfter } from '../../src/simulator/device.ts';
 
 /**
  * A simulated OKM over HTTP (the test device model): it reports what it has, applies each
