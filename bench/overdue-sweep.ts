@@ -27,6 +27,7 @@ const OKM_COUNT = Number(options.okms);
 const OVERDUE_COUNT = Number(options.overdue);
 const ROWS_PER_INSERT = 500;
 const RUNS = 21;
+const ROWS_PER_STATEMENT = 100_000;
 
 const load = () => `load ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`;
 
@@ -47,9 +48,13 @@ async function main(): Promise<void> {
       // database itself (a million rows through the driver take half an hour on a loaded host).
       const now = Date.now();
       const serial = dialect.name === 'postgres' ? sql`'OKM-' || lpad(i::text, 7, '0')` : sql`printf('OKM-%07d', i)`;
-      await sql`INSERT INTO okms (serial_number, last_sync_time, due_by, overdue_at, created_at, updated_at)
-        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${sql.lit(OKM_COUNT - 1)})
-        SELECT ${serial}, ${sql.lit(now)} - (i % 150) * 1000, ${sql.lit(now + 450_000)} - (i % 150) * 1000, NULL, ${sql.lit(now)}, ${sql.lit(now)} FROM n`.execute(db);
+      // In chunks, each within the server's statement timeout.
+      for (let first = 0; first < OKM_COUNT; first += ROWS_PER_STATEMENT) {
+        const last = Math.min(first + ROWS_PER_STATEMENT, OKM_COUNT) - 1;
+        await sql`INSERT INTO okms (serial_number, last_sync_time, due_by, overdue_at, created_at, updated_at)
+          WITH RECURSIVE n(i) AS (SELECT ${sql.lit(first)} UNION ALL SELECT i + 1 FROM n WHERE i < ${sql.lit(last)})
+          SELECT ${serial}, ${sql.lit(now)} - (i % 150) * 1000, ${sql.lit(now + 450_000)} - (i % 150) * 1000, NULL, ${sql.lit(now)}, ${sql.lit(now)} FROM n`.execute(db);
+      }
       if (dialect.name === 'postgres') await sql`ANALYZE okms`.execute(db);
       console.log(`${name}: stored ${OKM_COUNT} OKMs in ${((Date.now() - seeding) / 1000).toFixed(1)} s (${load()})`);
 
