@@ -24,6 +24,7 @@ import locksListRoutes from './dlock/locks-list-routes.ts';
 import aclRoutes from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
+import consolePlugin from './console/plugin.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
 declare module 'fastify' {
@@ -70,6 +71,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
+  await app.register(consolePlugin);
 }
 
 export default fp(keyfleetApp, { name: 'keyfleet' });

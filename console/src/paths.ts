@@ -1,0 +1,8 @@
+/** Every console URL begins with this; the server answers index.html for any path below it. */
+export const BASE = '/console';
+
+/** The console URL of a page path ("/okms" → "/console/okms"). */
+export const href = (path: string) => `${BASE}${path}`;
+
+/** The detail page of an OKM. */
+export const okmHref = (serial: string) => href(`/okms/${encodeURIComponent(serial)}`);
