@@ -3,6 +3,7 @@ import { OverviewPage } from './pages/overview.tsx';
 import { OkmsPage } from './pages/okms.tsx';
 import { OkmDetailPage } from './pages/okm-detail.tsx';
 import { AclsPage } from './pages/acls.tsx';
+import { AclEditorPage } from './pages/acl-editor.tsx';
 import { PendingOkmsPage } from './pages/pending-okms.tsx';
 import { FirmwarePage } from './pages/firmware.tsx';
 import { LocksPage } from './pages/locks.tsx';
@@ -22,6 +23,7 @@ export const PAGES: PageEntry[] = [
   { path: '/okms', component: OkmsPage, nav: { label: 'OKMs' } },
   { path: '/okms/:serial', component: OkmDetailPage },
   { path: '/acls', component: AclsPage, nav: { label: 'ACLs' } },
+  { path: '/acls/:id', component: AclEditorPage },
   { path: '/pending-okms', component: PendingOkmsPage, nav: { label: 'Pending OKMs', adminOnly: true } },
   { path: '/firmware', component: FirmwarePage, nav: { label: 'Firmware' } },
   { path: '/locks', component: LocksPage, nav: { label: 'Locks' } },

@@ -6,3 +6,7 @@ export const href = (path: string) => `${BASE}${path}`;
 
 /** The detail page of an OKM. */
 export const okmHref = (serial: string) => href(`/okms/${encodeURIComponent(serial)}`);
+
+/** The page of an ACL ("new": the form that creates one), for an operator with the ACL's customer. */
+export const aclHref = (id: string, customer?: string) =>
+  href(`/acls/${encodeURIComponent(id)}${customer === undefined ? '' : `?customer=${encodeURIComponent(customer)}`}`);

@@ -125,3 +125,85 @@ export const issueDeviceToken = (serial: string) => call(api.POST('/api/v1/okms/
 /** Admin: give the OKM to a customer, or to none (null). */
 export const assignOkmCustomer = (serial: string, customer: string | null) =>
   call(api.PUT('/api/v1/okms/{serial}/customer', { params: { path: { serial } }, body: { customer } }));
+
+// ---- ACLs -----------------------------------------------------------------------------------
+
+export type Acl = Schemas['Acl'];
+export type AclBody = NonNullable<paths['/api/v1/acls']['post']['requestBody']>['content']['application/json'];
+
+export const listAcls = (customer: string, page: PageRequest) => call(api.GET('/api/v1/acls', { params: { query: { customer, ...page } } }));
+
+export const getAcl = (id: string, customer?: string) => call(api.GET('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
+
+/** The OKM the ACL is linked to (the ACL itself never shows okm_id). */
+export const getAclOkm = (id: string, customer?: string) => call(api.GET('/api/v1/acls/{id}/okm', { params: { path: { id }, query: { customer } } }));
+
+export const createAcl = (body: AclBody) => call(api.POST('/api/v1/acls', { body }));
+
+export const replaceAcl = (id: string, body: AclBody) => call(api.PUT('/api/v1/acls/{id}', { params: { path: { id } }, body }));
+
+/** The linked OKM, if any, gets a delete-assets message on its next poll. */
+export const deleteAcl = (id: string, customer?: string) => call(api.DELETE('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
+
+// ---- Pending OKMs ---------------------------------------------------------------------------
+
+export type PendingOkm = Schemas['PendingOkmRecord'];
+
+export const listPendingOkms = (page: PageRequest) => call(api.GET('/api/v1/pending-okms', { params: { query: page } }));
+
+/** Admin: the OKM is enrolled, for `customer` or (undefined) for none yet. */
+export const acceptPendingOkm = (serial: string, customer: string | undefined) =>
+  call(api.POST('/api/v1/pending-okms/{serial}/accept', { params: { path: { serial } }, body: customer === undefined ? {} : { customer } }));
+
+// ---- Firmware -------------------------------------------------------------------------------
+
+export type FirmwareRelease = Schemas['FirmwareRelease'];
+export type FirmwareKind = FirmwareRelease['kind'];
+
+export const listFirmware = () => call(api.GET('/api/v1/firmware'));
+
+export const addFirmwareUrl = (body: { kind: FirmwareKind; version: string; url: string; sha256: string }) => call(api.POST('/api/v1/firmware', { body }));
+
+/** Admin: the fleet-wide latest release of a kind; null: none. */
+export const setLatestFirmware = (kind: FirmwareKind, version: string | null) =>
+  call(api.PUT('/api/v1/firmware/{kind}/latest', { params: { path: { kind } }, body: { version } }));
+
+type UploadAnswer = paths['/api/v1/firmware/{kind}/{version}']['put']['responses'][201]['content']['application/json'];
+
+/**
+ * PUT of a file as application/octet-stream through XMLHttpRequest, the one browser API that
+ * reports upload progress; its answer goes through `call` like every other request's.
+ */
+function putWithProgress<T>(path: string, file: Blob, onProgress: (sent: number, total: number) => void): Promise<Answer<T>> {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open('PUT', new URL(path, window.location.origin).href);
+    const session = currentSession();
+    if (session) request.setRequestHeader('authorization', `Bearer ${session.token}`);
+    request.setRequestHeader('content-type', 'application/octet-stream');
+    request.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : file.size);
+    request.onload = () => {
+      const response = new Response(request.responseText, { status: request.status, statusText: request.statusText });
+      let body: unknown;
+      try {
+        body = JSON.parse(request.responseText);
+      } catch {
+        body = undefined;
+      }
+      resolve(response.ok ? { data: body as T, response } : { error: body, response });
+    };
+    request.onerror = () => reject(new TypeError('upload failed'));
+    request.send(file);
+  });
+}
+
+/** Admin: uploads a release file, telling `onProgress` the bytes sent so far. */
+export const uploadFirmware = (kind: FirmwareKind, version: string, file: Blob, onProgress: (sent: number, total: number) => void) =>
+  call(putWithProgress<UploadAnswer>(`/api/v1/firmware/${encodeURIComponent(kind)}/${encodeURIComponent(version)}`, file, onProgress));
+
+// ---- Locks ----------------------------------------------------------------------------------
+
+export type LockRecord = Awaited<ReturnType<typeof listLocks>>['data'][number];
+
+/** A customer's enrolled DLocks (lock:read); the API sends no key material. */
+export const listLocks = (query: PageRequest & { customer?: string }) => call(api.GET('/api/v1/locks', { params: { query } }));
