@@ -185,8 +185,14 @@ export function placeOfField(field: string | null): FieldPlace | null {
   return { userIndex: null, lockIndex: null, member: field };
 }
 
+export interface PermissionCounts {
+  access: number;
+  dual: number;
+  usersWithAccess: number;
+}
+
 /** How many users may open at least one lock, and how many cells are access or dual authentication. */
-export function permissionCounts(model: AclModel): { access: number; dual: number; usersWithAccess: number } {
+export function permissionCounts(model: AclModel): PermissionCounts {
   let access = 0;
   let dual = 0;
   let usersWithAccess = 0;
@@ -201,4 +207,22 @@ export function permissionCounts(model: AclModel): { access: number; dual: numbe
     if (any) usersWithAccess++;
   }
   return { access, dual, usersWithAccess };
+}
+
+/**
+ * The counts after one cell of `user` changes to `value`, without counting the whole ACL
+ * again (five million cells at the caps): only that user's row is read.
+ */
+export function countsAfterCellChange(counts: PermissionCounts, user: AclUserModel, lockIndex: number, value: Permission): PermissionCounts {
+  const before = user.permissions[lockIndex]!;
+  const tally = (permission: Permission, sign: number) => ({ access: permission === 1 ? sign : 0, dual: permission === 17 ? sign : 0 });
+  const removed = tally(before, -1);
+  const added = tally(value, 1);
+  const hadAccess = user.permissions.some((permission) => permission !== 0);
+  const hasAccess = value !== 0 || user.permissions.some((permission, index) => index !== lockIndex && permission !== 0);
+  return {
+    access: counts.access + removed.access + added.access,
+    dual: counts.dual + removed.dual + added.dual,
+    usersWithAccess: counts.usersWithAccess + Number(hasAccess) - Number(hadAccess),
+  };
 }

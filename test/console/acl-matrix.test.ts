@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import {
   addUser,
+  countsAfterCellChange,
   insertLock,
   matchingLocks,
   matchingUsers,
@@ -142,4 +143,16 @@ test('the counts say how many cells give access or dual authentication and how m
   for (const id of [1, 2, 3]) model = addUser(model, id, 'p');
   model = setPermission(setPermission(setPermission(model, 0, 0, 1), 0, 1, 17), 2, 1, 1);
   assert.deepEqual(permissionCounts(model), { access: 2, dual: 1, usersWithAccess: 2 });
+});
+
+test('the counts after one cell changes equal the counts of the whole changed ACL', () => {
+  fc.assert(
+    fc.property(aclModel, fc.nat(), fc.nat(), permission, (model, userPick, lockPick, value) => {
+      fc.pre(model.users.length > 0 && model.locks.length > 0);
+      const userIndex = userPick % model.users.length;
+      const lockIndex = lockPick % model.locks.length;
+      const changed = setPermission(model, userIndex, lockIndex, value);
+      assert.deepEqual(countsAfterCellChange(permissionCounts(model), model.users[userIndex]!, lockIndex, value), permissionCounts(changed));
+    }),
+  );
 });

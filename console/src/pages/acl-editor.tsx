@@ -2,6 +2,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import {
   addUser,
+  countsAfterCellChange,
   insertLock,
   matchingLocks,
   matchingUsers,
@@ -18,6 +19,7 @@ import {
   type AclModel,
   type FieldPlace,
   type Permission,
+  type PermissionCounts,
 } from '../acl-matrix.ts';
 import { ApiError, createAcl, deleteAcl, getAcl, getAclOkm, listOkms, replaceAcl, type Acl, type AclBody } from '../api/client.ts';
 import { isAbout } from '../api/error-message.ts';
@@ -137,10 +139,12 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const lockIndices = useMemo(() => matchingLocks(model, lockFilter), [model.locks, lockFilter]);
   const rows = sliceOf(userIndices, userPage, USERS_PER_PAGE);
   const columns = sliceOf(lockIndices, lockPage, perPage);
-  const counts = useMemo(() => permissionCounts(model), [model]);
+  const [counts, setCounts] = useState(() => permissionCounts(model));
 
-  const edit = (next: AclModel) => {
+  /** `counted`: the counts after the edit when the caller knows them, else they are counted again. */
+  const edit = (next: AclModel, counted?: PermissionCounts) => {
     setModel(next);
+    setCounts(counted ?? permissionCounts(next));
     setStatus('changed');
   };
 
@@ -242,8 +246,11 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
     setSelectedLock(insertion.index);
   };
 
-  const toggle = (userIndex: number, lockIndex: number) =>
-    edit(setPermission(model, userIndex, lockIndex, nextPermission(model.users[userIndex]!.permissions[lockIndex] as Permission)));
+  const toggle = (userIndex: number, lockIndex: number) => {
+    const user = model.users[userIndex]!;
+    const value = nextPermission(user.permissions[lockIndex]!);
+    edit(setPermission(model, userIndex, lockIndex, value), countsAfterCellChange(counts, user, lockIndex, value));
+  };
 
   const lockUsers = useMemo(() => {
     if (selectedLock === null) return null;

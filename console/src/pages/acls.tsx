@@ -1,3 +1,4 @@
+import { useMemo } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { permissionCounts, type AclModel } from '../acl-matrix.ts';
 import { listAcls } from '../api/client.ts';
@@ -22,6 +23,7 @@ export function AclsPage() {
     () => (customer === '' ? Promise.resolve(undefined) : listAcls(customer, { page, results_per_page: ACLS_PER_PAGE })),
     [customer, page],
   );
+  const counts = useMemo(() => new Map(acls.data?.data.map((acl) => [acl.id, permissionCounts(acl as AclModel)])), [acls.data]);
   const toPage = (next: number) => route(`${path}?${new URLSearchParams({ ...(session.claims.customer ? {} : { customer }), page: String(next) })}`);
 
   return (
@@ -54,11 +56,12 @@ export function AclsPage() {
                   <th scope="col" class="num">Locks</th>
                   <th scope="col" class="num">Users with access</th>
                   <th scope="col" class="num hide-narrow" title="cells of value 17">Dual authentication</th>
+                  <th scope="col" class="hide-narrow">User data</th>
                 </tr>
               </thead>
               <tbody>
                 {acls.data.data.map((acl) => {
-                  const counts = permissionCounts(acl as AclModel);
+                  const { usersWithAccess, dual } = counts.get(acl.id)!;
                   return (
                     <tr key={acl.id}>
                       <td>
@@ -68,8 +71,9 @@ export function AclsPage() {
                       </td>
                       <td class="num">{acl.users.length.toLocaleString()}</td>
                       <td class="num">{acl.locks.length.toLocaleString()}</td>
-                      <td class="num">{counts.usersWithAccess.toLocaleString()}</td>
-                      <td class="num hide-narrow">{counts.dual.toLocaleString()}</td>
+                      <td class="num">{usersWithAccess.toLocaleString()}</td>
+                      <td class="num hide-narrow">{dual.toLocaleString()}</td>
+                      <td class="hide-narrow acl-user-data-cell">{acl.user_data === undefined ? <span class="muted">—</span> : <code>{JSON.stringify(acl.user_data)}</code>}</td>
                     </tr>
                   );
                 })}
