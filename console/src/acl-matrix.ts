@@ -5,18 +5,11 @@
  * 1 000 ACL is edited without copying its five million permissions.
  */
 
-export type Permission = 0 | 1 | 17;
+import type { components } from '../../clients/typescript/keyfleet-openapi.ts';
 
-export interface AclUserModel {
-  user_id: number;
-  pin_hash: string;
-  auth_time: 1 | 4 | 8 | 12 | 24;
-  sounder: boolean;
-  sounder_delay: number;
-  sounder_duration: number;
-  sounder_volume: 0 | 1 | 2;
-  permissions: Permission[];
-}
+/** A user as the API's ACL schema has it (the generated client types). */
+export type AclUserModel = components['schemas']['AclUser'];
+export type Permission = AclUserModel['permissions'][number];
 
 export interface AclModel {
   locks: string[];

@@ -6,8 +6,20 @@ import { aclBody, device, openConsole, startConsoleServer, tokenOf, type Console
 
 const SERIAL = 'OKM-STORE-412';
 const USERS_PER_PAGE = 25;
-const WIDE_COLUMNS = 24;
-const NARROW_COLUMNS = 12;
+/** At most this many lock columns are rendered, however wide the window. */
+const MAX_COLUMNS = 40;
+
+/** The matrix's cell count and its lock column count; it must fit its box without a horizontal scroll. */
+async function renderedMatrix(page: Page) {
+  return page.evaluate(() => {
+    const wrap = document.querySelector('.acl-matrix-wrap')!;
+    return {
+      cells: document.querySelectorAll('.acl-matrix td').length,
+      columns: document.querySelectorAll('.acl-matrix thead th.acl-lock').length,
+      fits: wrap.scrollWidth <= wrap.clientWidth,
+    };
+  });
+}
 
 /** Milliseconds from a click on `selector` (in the page) until the frame after the re-render. */
 const renderTime = (page: Page, selector: string) =>
@@ -106,20 +118,23 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     await consolePage.goto(`/acls/${aclId}`);
     await page.locator('.acl-matrix').waitFor({ timeout: 60_000 });
     const openMs = Date.now() - started;
-    assert.equal(await cells.count(), USERS_PER_PAGE * WIDE_COLUMNS);
+    const wide = await renderedMatrix(page);
+    assert.ok(wide.columns >= 20 && wide.columns <= MAX_COLUMNS, `${wide.columns} columns at 1280 px`);
+    assert.deepEqual(wide, { cells: USERS_PER_PAGE * wide.columns, columns: wide.columns, fits: true });
     assert.match(await page.getByTestId('acl-counts').innerText(), /5,000 users × 1,000 locks/);
 
     const userPageTurnMs = await renderTime(page, 'button[aria-label="Next users"]');
     await page.getByRole('button', { name: 'Next users' }).click();
     await page.getByRole('button', { name: 'Next users' }).click();
     const lockPageTurnMs = await renderTime(page, 'button[aria-label="Next locks"]');
-    await page.getByRole('button', { name: `User ${100_000 + 3 * USERS_PER_PAGE * 7}, lock DOOR-0025: `, exact: false }).first().waitFor();
-    assert.equal(await cells.count(), USERS_PER_PAGE * WIDE_COLUMNS);
+    const firstLockShown = `DOOR-${String(wide.columns + 1).padStart(4, '0')}`;
+    await page.getByRole('button', { name: `User ${100_000 + 3 * USERS_PER_PAGE * 7}, lock ${firstLockShown}: `, exact: false }).first().waitFor();
+    assert.equal(await cells.count(), USERS_PER_PAGE * wide.columns);
 
     await page.getByLabel('Find user (id begins with)').fill('134');
     await page.getByLabel('Find lock (serial contains)').fill('DOOR-09');
     const filteredCells = await cells.count();
-    assert.ok(filteredCells > 0 && filteredCells <= USERS_PER_PAGE * WIDE_COLUMNS, `${filteredCells} cells`);
+    assert.ok(filteredCells > 0 && filteredCells <= USERS_PER_PAGE * wide.columns, `${filteredCells} cells`);
 
     const toggleMs = await renderTime(page, '.acl-matrix td button');
     await page.getByText('Unsaved changes').waitFor();
@@ -129,7 +144,9 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     await page.setViewportSize({ width: 768, height: 1024 });
     await consolePage.goto(`/acls/${aclId}`);
     await page.locator('.acl-matrix').waitFor({ timeout: 60_000 });
-    assert.equal(await cells.count(), USERS_PER_PAGE * NARROW_COLUMNS);
+    const narrow = await renderedMatrix(page);
+    assert.ok(narrow.columns >= 8 && narrow.columns < wide.columns, `${narrow.columns} columns at 768 px`);
+    assert.deepEqual(narrow, { cells: USERS_PER_PAGE * narrow.columns, columns: narrow.columns, fits: true });
     t.diagnostic(`5000×1000 ACL: open ${openMs} ms (load, parse, first render); in the browser: next users ${userPageTurnMs} ms, next locks ${lockPageTurnMs} ms, one cell toggled ${toggleMs} ms; ${elements} DOM elements`);
     consolePage.assertNoProblems();
     await consolePage.close();

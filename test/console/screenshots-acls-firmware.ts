@@ -3,9 +3,10 @@
  * over a realistic fleet: several customers, a few hundred OKMs on several firmware versions,
  * ACLs of shops, OKMs waiting to be accepted, enrolled DLocks.
  */
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
-import { aclBody, device, openConsole, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
+import { aclBody, openConsole, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
 
 const SITES = ['Store 412 Leeds', 'Store 118 York', 'Store 205 Hull', 'Warehouse North', 'Store 033 Bradford', 'Store 377 Sheffield', 'Pharmacy 12 Leeds'];
 const KAS_VERSIONS: Array<[string, number]> = [
@@ -38,7 +39,7 @@ export async function seedAclFirmwareFleet(server: ConsoleServer) {
     ['batch_key', '1.8.2', 'https://firmware.example.com/batch-key/1.8.2.bin'],
     ['wireless_key', '3.0.5', 'https://firmware.example.com/lora-key/3.0.5.bin'],
   ] as const) {
-    await server.api(admin, 'POST', '/api/v1/firmware', { kind, version, url, sha256: `${version.replace(/\./g, '')}`.padEnd(64, 'e') }, 201);
+    await server.api(admin, 'POST', '/api/v1/firmware', { kind, version, url, sha256: createHash('sha256').update(url).digest('hex') }, 201);
   }
   await uploadRelease(server, admin, 'kas', '2.5.0', 1_843_200);
   await server.api(admin, 'PUT', '/api/v1/firmware/kas/latest', { version: '2.4.1' });
@@ -54,7 +55,7 @@ export async function seedAclFirmwareFleet(server: ConsoleServer) {
   }
   await inBatches(okms, 8, async ({ serial, customer, version }) => {
     await server.api(admin, 'PUT', `/api/v1/okms/${serial}?customer=${customer}`, {}, 201);
-    await device(server, serial, version).pollOnce();
+    await server.poll(serial, { kasFirmware: version, batchKeyFirmware: version === '2.2.0' ? '1.7.9' : '1.8.2', wirelessKeyFirmware: serial.endsWith('1') ? '3.0.5' : '3.0.4' });
   });
   for (const [index, serial] of ['OKM-20991', 'OKM-20994', 'OKM-21003', 'OKM-21017', 'OKM-21020', 'OKM-21102'].entries()) {
     await server.poll(serial, { kasFirmware: index < 4 ? '2.4.1' : '2.3.7', installCode: `55${index}7781` }).catch(() => null);
@@ -106,7 +107,7 @@ export async function shootAclFirmwarePages(browser: Browser, server: ConsoleSer
   await customer.goto(`/acls/${aclId}`);
   await customer.page.locator('.acl-matrix').waitFor();
   await customer.page.getByRole('button', { name: '100021', exact: true }).click();
-  await customer.page.screenshot({ path: shoot('console-acl.png') });
+  await customer.page.screenshot({ path: shoot('console-acl.png'), fullPage: true });
 
   await customer.goto('/locks');
   await customer.page.locator('table.locks-table tbody tr').first().waitFor();

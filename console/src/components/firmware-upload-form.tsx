@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { uploadFirmware, type FirmwareKind, type FirmwareRelease } from '../api/client.ts';
 import { byteSize } from '../firmware-rows.ts';
 import { errorFor, FieldError, invalidProps } from './field-error.tsx';
-import { FIRMWARE_KIND_LABELS, FIRMWARE_KINDS } from './firmware-kinds.ts';
+import { FirmwareKindField } from './firmware-kind-field.tsx';
 
 /** Admin: uploads a release file to keyfleet, showing how much of it has been sent. */
 export function FirmwareUploadForm({ onAdded }: { onAdded: (release: FirmwareRelease) => void }) {
@@ -34,17 +34,7 @@ export function FirmwareUploadForm({ onAdded }: { onAdded: (release: FirmwareRel
   return (
     <form class="card firmware-form" onSubmit={submit} aria-labelledby="firmware-upload-title">
       <h2 id="firmware-upload-title">Upload a release file</h2>
-      <div class="field">
-        <label for="upload-kind">Kind</label>
-        <select id="upload-kind" value={kind} {...invalidProps(error, 'kind')} onChange={(event) => setKind(event.currentTarget.value as FirmwareKind)}>
-          {FIRMWARE_KINDS.map((value) => (
-            <option key={value} value={value}>
-              {FIRMWARE_KIND_LABELS[value]}
-            </option>
-          ))}
-        </select>
-        <FieldError error={error} control="kind" />
-      </div>
+      <FirmwareKindField id="upload-kind" kind={kind} error={error} onChange={setKind} />
       <div class="field">
         <label for="upload-version">Version</label>
         <input id="upload-version" value={version} placeholder="2.10.0" required {...invalidProps(error, 'version')} onInput={(event) => setVersion(event.currentTarget.value)} />

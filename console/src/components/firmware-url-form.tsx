@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { addFirmwareUrl, type FirmwareKind, type FirmwareRelease } from '../api/client.ts';
 import { errorFor, FieldError, invalidProps } from './field-error.tsx';
-import { FIRMWARE_KIND_LABELS, FIRMWARE_KINDS } from './firmware-kinds.ts';
+import { FirmwareKindField } from './firmware-kind-field.tsx';
 
 const FIELDS = ['kind', 'version', 'url', 'sha256'];
 
@@ -34,17 +34,7 @@ export function FirmwareUrlForm({ onAdded }: { onAdded: (release: FirmwareReleas
   return (
     <form class="card firmware-form" onSubmit={submit} aria-labelledby="firmware-url-title" noValidate>
       <h2 id="firmware-url-title">Add a release by URL</h2>
-      <div class="field">
-        <label for="url-kind">Kind</label>
-        <select id="url-kind" value={kind} {...invalidProps(error, 'kind')} onChange={(event) => setKind(event.currentTarget.value as FirmwareKind)}>
-          {FIRMWARE_KINDS.map((value) => (
-            <option key={value} value={value}>
-              {FIRMWARE_KIND_LABELS[value]}
-            </option>
-          ))}
-        </select>
-        <FieldError error={error} control="kind" />
-      </div>
+      <FirmwareKindField id="url-kind" kind={kind} error={error} onChange={setKind} />
       <div class="field">
         <label for="url-version">Version</label>
         <input id="url-version" value={version} placeholder="2.10.0" {...invalidProps(error, 'version')} onInput={(event) => setVersion(event.currentTarget.value)} />

@@ -1,4 +1,5 @@
-import { useMemo, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import {
   addUser,
@@ -31,6 +32,7 @@ import { FieldError, invalidProps } from '../components/field-error.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer } from '../components/tenant-picker.tsx';
+import { useFittingColumns } from '../components/use-fitting-columns.ts';
 import { useResource } from '../components/use-resource.ts';
 import { aclHref, href, okmHref } from '../paths.ts';
 import { useSession, type Session } from '../session.ts';
@@ -39,7 +41,6 @@ const USERS_PER_PAGE = 25;
 /** The ACL's own fields, whose messages are shown at their form control rather than in the matrix. */
 const FORM_FIELDS = ['customer', 'okm_id', 'user_data'];
 
-const columnsPerPage = () => (window.innerWidth < 900 ? 12 : 24);
 
 /** An ACL as a users × locks matrix, to read and edit; `/acls/new` creates one. */
 export function AclEditorPage() {
@@ -91,7 +92,7 @@ interface EditorProps {
   link: string | null;
   customer: string;
   customerQuery: string | undefined;
-  back: preact.ComponentChildren;
+  back: ComponentChildren;
 }
 
 function describePlace(model: AclModel, place: FieldPlace): string {
@@ -109,7 +110,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const canDelete = !isNew && (claims.isAdmin || claims.scopes.includes('acl:delete'));
   const mayListOkms = claims.isAdmin || claims.scopes.includes('okm:read');
 
-  const [model, setModel] = useState<AclModel>(() => ({ locks: acl?.locks ?? [], users: (acl?.users ?? []) as AclModel['users'] }));
+  const [model, setModel] = useState<AclModel>(() => ({ locks: acl?.locks ?? [], users: acl?.users ?? [] }));
   const [customer, setCustomer] = useState(initialCustomer);
   const [link, setLink] = useState(savedLink);
   const [okmInput, setOkmInput] = useState(savedLink ?? '');
@@ -134,7 +135,8 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
     [customer],
   );
 
-  const perPage = columnsPerPage();
+  const matrixCard = useRef<HTMLDivElement>(null);
+  const perPage = useFittingColumns(matrixCard);
   const userIndices = useMemo(() => matchingUsers(model, userFilter), [model.users, userFilter]);
   const lockIndices = useMemo(() => matchingLocks(model, lockFilter), [model.locks, lockFilter]);
   const rows = sliceOf(userIndices, userPage, USERS_PER_PAGE);
@@ -351,7 +353,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
       </div>
 
       <div class="acl-body">
-        <div class="card acl-matrix-card">
+        <div class="card acl-matrix-card" ref={matrixCard}>
           <div class="acl-summary">
             <h2>Who may open what</h2>
             <p class="muted small" data-testid="acl-counts">
@@ -371,28 +373,30 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
           </div>
 
           <div class="acl-tools">
-            <div class="field">
-              <label for="acl-find-user">Find user (id begins with)</label>
-              <input
-                id="acl-find-user"
-                inputMode="numeric"
-                value={userFilter}
-                onInput={(event) => {
-                  setUserFilter(event.currentTarget.value);
-                  setUserPage(1);
-                }}
-              />
-            </div>
-            <div class="field">
-              <label for="acl-find-lock">Find lock (serial contains)</label>
-              <input
-                id="acl-find-lock"
-                value={lockFilter}
-                onInput={(event) => {
-                  setLockFilter(event.currentTarget.value);
-                  setLockPage(1);
-                }}
-              />
+            <div class="acl-find">
+              <div class="field">
+                <label for="acl-find-user">Find user (id begins with)</label>
+                <input
+                  id="acl-find-user"
+                  inputMode="numeric"
+                  value={userFilter}
+                  onInput={(event) => {
+                    setUserFilter(event.currentTarget.value);
+                    setUserPage(1);
+                  }}
+                />
+              </div>
+              <div class="field">
+                <label for="acl-find-lock">Find lock (serial contains)</label>
+                <input
+                  id="acl-find-lock"
+                  value={lockFilter}
+                  onInput={(event) => {
+                    setLockFilter(event.currentTarget.value);
+                    setLockPage(1);
+                  }}
+                />
+              </div>
             </div>
             {!readOnly && (
               <>

@@ -1,6 +1,6 @@
 import { useMemo } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { permissionCounts, type AclModel } from '../acl-matrix.ts';
+import { permissionCounts } from '../acl-matrix.ts';
 import { listAcls } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
@@ -23,7 +23,7 @@ export function AclsPage() {
     () => (customer === '' ? Promise.resolve(undefined) : listAcls(customer, { page, results_per_page: ACLS_PER_PAGE })),
     [customer, page],
   );
-  const counts = useMemo(() => new Map(acls.data?.data.map((acl) => [acl.id, permissionCounts(acl as AclModel)])), [acls.data]);
+  const counts = useMemo(() => new Map(acls.data?.data.map((acl) => [acl.id, permissionCounts(acl)])), [acls.data]);
   const toPage = (next: number) => route(`${path}?${new URLSearchParams({ ...(session.claims.customer ? {} : { customer }), page: String(next) })}`);
 
   return (

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { getFleetSummary, listFirmware, setLatestFirmware, type FirmwareKind, type FirmwareRelease } from '../api/client.ts';
-import { FIRMWARE_KIND_LABELS, FIRMWARE_KINDS } from '../components/firmware-kinds.ts';
+import { FIRMWARE_KIND_LABELS, FIRMWARE_KINDS } from '../components/firmware-kind-field.tsx';
 import { FirmwareUploadForm } from '../components/firmware-upload-form.tsx';
 import { FirmwareUrlForm } from '../components/firmware-url-form.tsx';
 import { PageHeader } from '../components/layout.tsx';
