@@ -107,7 +107,10 @@ export async function shootAclFirmwarePages(browser: Browser, server: ConsoleSer
   await customer.goto(`/acls/${aclId}`);
   await customer.page.locator('.acl-matrix').waitFor();
   await customer.page.getByRole('button', { name: '100021', exact: true }).click();
-  await customer.page.screenshot({ path: shoot('console-acl.png'), fullPage: true });
+  // The save bar sticks to the window's bottom: a window tall enough for the matrix, not a full-page shot.
+  await customer.page.setViewportSize({ width: 1280, height: 1180 });
+  await customer.page.screenshot({ path: shoot('console-acl.png') });
+  await customer.page.setViewportSize({ width: 1280, height: 800 });
 
   await customer.goto('/locks');
   await customer.page.locator('table.locks-table tbody tr').first().waitFor();
