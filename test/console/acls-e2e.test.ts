@@ -147,7 +147,7 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     const narrow = await renderedMatrix(page);
     assert.ok(narrow.columns >= 8 && narrow.columns < wide.columns, `${narrow.columns} columns at 768 px`);
     assert.deepEqual(narrow, { cells: USERS_PER_PAGE * narrow.columns, columns: narrow.columns, fits: true });
-    t.diagnostic(`5000×1000 ACL: open ${openMs} ms (load, parse, first render); in the browser: next users ${userPageTurnMs} ms, next locks ${lockPageTurnMs} ms, one cell toggled ${toggleMs} ms; ${elements} DOM elements`);
+    t.diagnostic(`5000×1000 ACL: open ${openMs} ms (load, parse, first render); in the browser: next users ${userPageTurnMs} ms, next locks ${lockPageTurnMs} ms, one cell toggled ${toggleMs} ms; ${elements} DOM elements; ${wide.columns} lock columns at 1280 px, ${narrow.columns} at 768 px`);
     consolePage.assertNoProblems();
     await consolePage.close();
   });
