@@ -26,6 +26,7 @@ import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
 import rolloutsPlugin from './rollouts/plugin.ts';
+import consolePlugin from './console/plugin.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
 declare module 'fastify' {
@@ -74,6 +75,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
   await app.register(rolloutsPlugin);
+  await app.register(consolePlugin);
 }
 
 export default fp(keyfleetApp, { name: 'keyfleet' });

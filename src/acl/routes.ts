@@ -6,8 +6,8 @@ import { methodNotAllowed } from '../http/errors.ts';
 import { methodNotAllowedRoute } from '../http/openapi.ts';
 import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
 import { aclJson, type StoredAcl } from './model.ts';
-import { createAcl, getAcl, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
-import { AclCustomerQuery, AclListQuery, AclParams, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
+import { createAcl, getAcl, getAclOkm, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
+import { AclCustomerQuery, AclListQuery, AclOkmView, AclParams, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -73,6 +73,24 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const acl = await getAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
       return sendJson(reply, 200, resourceJson(MESSAGES.fetched, acl));
+    },
+  );
+
+  app.get(
+    '/:id/okm',
+    {
+      onRequest: canRead,
+      schema: {
+        operationId: 'getAclOkm',
+        summary: 'The OKM an ACL is linked to (ACL responses never include okm_id)',
+        params: AclParams,
+        querystring: AclCustomerQuery,
+        response: { 200: resourceResponse(AclOkmView), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const id = request.params.id.toLowerCase();
+      return { message: MESSAGES.fetched, data: { acl_id: id, okm_id: await getAclOkm(aclRequest(request), id, request.query.customer) } };
     },
   );
 

@@ -75,6 +75,12 @@ export const AclView = Type.Object({
   user_data: Type.Optional(Type.Object({}, { additionalProperties: true })),
 });
 
+/** GET /api/v1/acls/{id}/okm: the ACL's link, which ACL responses never show (seed: okm_id is request only). */
+export const AclOkmView = Type.Object({
+  acl_id: Type.String(),
+  okm_id: Type.Union([Type.String(), Type.Null()], { description: 'serial number of the linked OKM; null: not linked' }),
+});
+
 export const AclParams = Type.Object({ id: Type.String({ pattern: UUID_PATTERN }) }, { additionalProperties: false });
 export type AclParams = Static<typeof AclParams>;
 

@@ -7,7 +7,7 @@ import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
-import { countAcls, deleteAcl, findAcl, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
+import { countAcls, deleteAcl, findAcl, findAclLink, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
 import type { AclBody, AclListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
@@ -92,6 +92,14 @@ export async function getAcl(request: AclRequest, id: string, customerName: stri
   const acl = await findAcl(request.db, id);
   if (!acl || !visibleTo(acting, acl.customerId)) throw notFound(ACL_NOT_FOUND);
   return acl;
+}
+
+/** The serial number of the OKM the ACL is linked to, or null (ACL responses never carry okm_id). */
+export async function getAclOkm(request: AclRequest, id: string, customerName: string | undefined): Promise<string | null> {
+  const acting = await actingCustomer(request.db, request.principal, customerName);
+  const link = await findAclLink(request.db, id);
+  if (!link || !visibleTo(acting, link.customerId)) throw notFound(ACL_NOT_FOUND);
+  return link.okmSerial;
 }
 
 export async function listCustomerAcls(request: AclRequest, query: AclListQuery): Promise<{ acls: StoredAcl[]; total: number }> {

@@ -19,6 +19,7 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
     load: () => import('./dispatch.ts'),
   },
   migrate: { description: 'apply pending database migrations and exit', load: () => import('./migrate.ts') },
+  console: { description: 'print a sign-in URL of the operator console', load: () => import('./console.ts') },
   customer: {
     description: 'manage customers (tenants)',
     commands: { create: () => import('./customer-create.ts'), list: () => import('./customer-list.ts'), update: () => import('./customer-update.ts') },

@@ -1,13 +1,27 @@
 import type { Command } from 'commander';
-import { issueToken } from '../auth/tokens.ts';
+import { issueToken, type IssuedToken } from '../auth/tokens.ts';
 import { commandGroup, durationOption, openContext, printResult } from './context.ts';
 
-interface TokenIssueOptions {
+export interface TokenOptions {
   customer?: string;
+  /** Space-separated scopes. */
   scope: string;
+  /** A duration: 30s, 15m, 1h, 7d. */
   ttl: string;
+  /** Who the token stands for (sub): recorded as creator or approver of a rollout. */
   subject?: string;
-  json?: boolean;
+}
+
+/** A JWT signed with the deployment key, as `keyfleet token issue` and `keyfleet console` print it. */
+export async function issueTokenFromOptions(options: TokenOptions): Promise<IssuedToken> {
+  const ttlSeconds = Math.ceil(durationOption('--ttl', options.ttl) / 1000);
+  const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
+  const context = await openContext();
+  try {
+    return await issueToken(context.db, context.keyRing, context.settings, { customer: options.customer, scopes, ttlSeconds, subject: options.subject });
+  } finally {
+    await context.close();
+  }
 }
 
 export function register(program: Command): void {
@@ -19,20 +33,8 @@ export function register(program: Command): void {
     .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
     .option('--subject <name>', 'who the token stands for (sub), e.g. the operator: recorded as creator or approver of a rollout')
     .option('--json', 'print one JSON object')
-    .action(async (options: TokenIssueOptions) => {
-      const ttlSeconds = Math.ceil(durationOption('--ttl', options.ttl) / 1000);
-      const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
-      const context = await openContext();
-      try {
-        const { token, expiresAt } = await issueToken(context.db, context.keyRing, context.settings, {
-          customer: options.customer,
-          scopes,
-          ttlSeconds,
-          subject: options.subject,
-        });
-        printResult(options.json, { token, expires_at: expiresAt }, token);
-      } finally {
-        await context.close();
-      }
+    .action(async (options: TokenOptions & { json?: boolean }) => {
+      const { token, expiresAt } = await issueTokenFromOptions(options);
+      printResult(options.json, { token, expires_at: expiresAt }, token);
     });
 }

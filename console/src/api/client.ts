@@ -1,0 +1,209 @@
+/**
+ * The console's one way to the server: every request of every page goes through this module.
+ * It calls the documented JSON API only, typed by the generated OpenAPI client types
+ * (clients/typescript), with the signed-in bearer token. A refused token (401) ends the session
+ * with the API's reason; any other error is thrown as an ApiError naming the field the API
+ * blamed, for the form to show next to it.
+ */
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { components, paths } from '../../../clients/typescript/keyfleet-openapi.ts';
+import { currentSession, signOut } from '../session.ts';
+import { fieldMessage } from './error-message.ts';
+
+export type Schemas = components['schemas'];
+export type OkmRecord = Schemas['OkmRecord'];
+export type Pagination = Schemas['Pagination'];
+
+export class ApiError extends Error {
+  constructor(
+    /** The HTTP status; 0 when the server could not be reached. */
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** The field the message is about ("polling_interval", "key_checkout_window.time"); null: none. */
+    readonly field: string | null,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The sign-in page's explanation of a 401. */
+export function refusedTokenReason(apiMessage: string): string {
+  if (apiMessage === 'Token expired') return 'Your token has expired. Sign in with a new one (keyfleet console prints a sign-in URL).';
+  return `The server no longer accepts your token (${apiMessage}): it may have been revoked or its signing key retired. Sign in with a new one.`;
+}
+
+const authorize: Middleware = {
+  onRequest({ request }) {
+    const session = currentSession();
+    if (session) request.headers.set('authorization', `Bearer ${session.token}`);
+    return request;
+  },
+};
+
+const api = createClient<paths>({ baseUrl: window.location.origin });
+api.use(authorize);
+
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+async function call<T>(request: Promise<Answer<T>>): Promise<T> {
+  let answer: Answer<T>;
+  try {
+    answer = await request;
+  } catch {
+    throw new ApiError(0, 'NETWORK', 'The keyfleet server could not be reached. Check the connection and try again.', null);
+  }
+  const { data, error, response } = answer;
+  if (response.ok) return data as T;
+  const body = (error ?? {}) as { error_code?: string; error_msg?: string };
+  const apiMessage = body.error_msg ?? `${response.status} ${response.statusText}`;
+  if (response.status === 401) signOut(refusedTokenReason(apiMessage));
+  const { field, message } = fieldMessage(apiMessage);
+  throw new ApiError(response.status, body.error_code ?? 'HTTP_ERROR', response.status === 400 ? message : apiMessage, field);
+}
+
+/** A list's `page` and `results_per_page`. */
+export interface PageRequest {
+  page?: number;
+  results_per_page?: number;
+}
+
+// ---- Fleet ----------------------------------------------------------------------------------
+
+export const getFleetSummary = (customer?: string) => call(api.GET('/api/v1/fleet/summary', { params: { query: { customer } } }));
+export type FleetSummary = Awaited<ReturnType<typeof getFleetSummary>>['data'];
+
+// ---- OKMs -----------------------------------------------------------------------------------
+
+/**
+ * GET /api/v1/okms filters. `state`, `serial_prefix` and `sort` arrive with the paging branch;
+ * until the generated types have them the query is widened here.
+ */
+export interface OkmListFilters extends PageRequest {
+  customer?: string;
+  firmware_version?: string;
+  overdue?: boolean;
+  unassigned?: boolean;
+  state?: 'in_step' | 'drifting' | 'overdue' | 'never_polled';
+  serial_prefix?: string;
+  sort?: 'serial_number' | 'last_sync_time' | '-last_sync_time';
+}
+
+export const listOkms = (filters: OkmListFilters) =>
+  call(api.GET('/api/v1/okms', { params: { query: filters as paths['/api/v1/okms']['get']['parameters']['query'] } }));
+
+export const getOkm = (serial: string) => call(api.GET('/api/v1/okms/{serial}', { params: { path: { serial } } }));
+
+export const getOkmDrift = (serial: string) => call(api.GET('/api/v1/okms/{serial}/drift', { params: { path: { serial } } }));
+export type DriftReport = Awaited<ReturnType<typeof getOkmDrift>>['data'];
+
+export type OkmPatch = NonNullable<paths['/api/v1/okms/{serial}']['patch']['requestBody']>['content']['application/json'];
+
+/** An RFC 7396 merge patch: only the members present change, null unsets one. */
+export const patchOkm = (serial: string, patch: OkmPatch) =>
+  call(api.PATCH('/api/v1/okms/{serial}', { params: { path: { serial } }, body: patch, headers: { 'content-type': 'application/merge-patch+json' } }));
+
+export const listOkmMessages = (serial: string) => call(api.GET('/api/v1/okms/{serial}/messages', { params: { path: { serial } } }));
+
+export const queueOkmMessage = (serial: string, type: string, payload: unknown = null) =>
+  call(api.POST('/api/v1/okms/{serial}/messages', { params: { path: { serial } }, body: { type, payload } }));
+
+export const listOkmAudit = (serial: string, page: PageRequest) =>
+  call(api.GET('/api/v1/okms/{serial}/audit', { params: { path: { serial }, query: page } }));
+
+export const getOkmDeliveries = (serial: string) => call(api.GET('/api/v1/okms/{serial}/deliveries', { params: { path: { serial } } }));
+export type DeliveryLog = Awaited<ReturnType<typeof getOkmDeliveries>>['data'];
+
+/** Admin: a new device token (the old one stops working); shown once. */
+export const issueDeviceToken = (serial: string) => call(api.POST('/api/v1/okms/{serial}/device-token', { params: { path: { serial } } }));
+
+/** Admin: give the OKM to a customer, or to none (null). */
+export const assignOkmCustomer = (serial: string, customer: string | null) =>
+  call(api.PUT('/api/v1/okms/{serial}/customer', { params: { path: { serial } }, body: { customer } }));
+
+// ---- ACLs -----------------------------------------------------------------------------------
+
+export type Acl = Schemas['Acl'];
+export type AclBody = NonNullable<paths['/api/v1/acls']['post']['requestBody']>['content']['application/json'];
+
+export const listAcls = (customer: string, page: PageRequest) => call(api.GET('/api/v1/acls', { params: { query: { customer, ...page } } }));
+
+export const getAcl = (id: string, customer?: string) => call(api.GET('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
+
+/** The OKM the ACL is linked to (the ACL itself never shows okm_id). */
+export const getAclOkm = (id: string, customer?: string) => call(api.GET('/api/v1/acls/{id}/okm', { params: { path: { id }, query: { customer } } }));
+
+export const createAcl = (body: AclBody) => call(api.POST('/api/v1/acls', { body }));
+
+export const replaceAcl = (id: string, body: AclBody) => call(api.PUT('/api/v1/acls/{id}', { params: { path: { id } }, body }));
+
+/** The linked OKM, if any, gets a delete-assets message on its next poll. */
+export const deleteAcl = (id: string, customer?: string) => call(api.DELETE('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
+
+// ---- Pending OKMs ---------------------------------------------------------------------------
+
+export type PendingOkm = Schemas['PendingOkmRecord'];
+
+export const listPendingOkms = (page: PageRequest) => call(api.GET('/api/v1/pending-okms', { params: { query: page } }));
+
+/** Admin: the OKM is enrolled, for `customer` or (undefined) for none yet. */
+export const acceptPendingOkm = (serial: string, customer: string | undefined) =>
+  call(api.POST('/api/v1/pending-okms/{serial}/accept', { params: { path: { serial } }, body: customer === undefined ? {} : { customer } }));
+
+// ---- Firmware -------------------------------------------------------------------------------
+
+export type FirmwareRelease = Schemas['FirmwareRelease'];
+export type FirmwareKind = FirmwareRelease['kind'];
+
+export const listFirmware = () => call(api.GET('/api/v1/firmware'));
+
+export const addFirmwareUrl = (body: { kind: FirmwareKind; version: string; url: string; sha256: string }) => call(api.POST('/api/v1/firmware', { body }));
+
+/** Admin: the fleet-wide latest release of a kind; null: none. */
+export const setLatestFirmware = (kind: FirmwareKind, version: string | null) =>
+  call(api.PUT('/api/v1/firmware/{kind}/latest', { params: { path: { kind } }, body: { version } }));
+
+type UploadAnswer = paths['/api/v1/firmware/{kind}/{version}']['put']['responses'][201]['content']['application/json'];
+
+/**
+ * PUT of a file as application/octet-stream through XMLHttpRequest, the one browser API that
+ * reports upload progress; its answer goes through `call` like every other request's.
+ */
+function putWithProgress<T>(path: string, file: Blob, onProgress: (sent: number, total: number) => void): Promise<Answer<T>> {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open('PUT', new URL(path, window.location.origin).href);
+    const session = currentSession();
+    if (session) request.setRequestHeader('authorization', `Bearer ${session.token}`);
+    request.setRequestHeader('content-type', 'application/octet-stream');
+    request.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : file.size);
+    request.onload = () => {
+      const response = new Response(request.responseText, { status: request.status, statusText: request.statusText });
+      let body: unknown;
+      try {
+        body = JSON.parse(request.responseText);
+      } catch {
+        body = undefined;
+      }
+      resolve(response.ok ? { data: body as T, response } : { error: body, response });
+    };
+    request.onerror = () => reject(new TypeError('upload failed'));
+    request.send(file);
+  });
+}
+
+/** Admin: uploads a release file, telling `onProgress` the bytes sent so far. */
+export const uploadFirmware = (kind: FirmwareKind, version: string, file: Blob, onProgress: (sent: number, total: number) => void) =>
+  call(putWithProgress<UploadAnswer>(`/api/v1/firmware/${encodeURIComponent(kind)}/${encodeURIComponent(version)}`, file, onProgress));
+
+// ---- Locks ----------------------------------------------------------------------------------
+
+export type LockRecord = Awaited<ReturnType<typeof listLocks>>['data'][number];
+
+/** A customer's enrolled DLocks (lock:read); the API sends no key material. */
+export const listLocks = (query: PageRequest & { customer?: string }) => call(api.GET('/api/v1/locks', { params: { query } }));

@@ -1,0 +1,50 @@
+/** Pure formatting and classification shared by the pages; no DOM here (unit-tested under Node). */
+
+const UNITS: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+  ['year', 365 * 24 * 3600],
+  ['month', 30 * 24 * 3600],
+  ['week', 7 * 24 * 3600],
+  ['day', 24 * 3600],
+  ['hour', 3600],
+  ['minute', 60],
+  ['second', 1],
+];
+
+const relativeFormat = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+
+/** "5 seconds ago", "in 3 minutes", "now": the largest whole unit of the distance from `now`. */
+export function relativeTime(iso: string, now: number): string {
+  const seconds = Math.round((Date.parse(iso) - now) / 1000);
+  if (Math.abs(seconds) < 5) return 'just now';
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size) return relativeFormat.format(Math.trunc(seconds / size), unit);
+  }
+  return 'just now';
+}
+
+/** The time in the browser's zone, e.g. "22 Nov 2026, 23:41:07". */
+export function localTime(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+}
+
+export type OkmState = 'never_polled' | 'drifting' | 'in_step';
+
+/** As the fleet summary counts them (SPEC 11): never polled apart; drifting when the last poll was corrected. */
+export function okmState(okm: { last_sync_time: string | null; last_correction: string | null }): OkmState {
+  if (okm.last_sync_time === null) return 'never_polled';
+  return okm.last_correction === null ? 'in_step' : 'drifting';
+}
+
+export const STATE_LABELS: Record<OkmState | 'overdue', string> = {
+  in_step: 'In step',
+  drifting: 'Drifting',
+  never_polled: 'Never polled',
+  overdue: 'Overdue',
+};
+
+/** The page count of a list response (the API sends its counts as strings, as the seed did). */
+export function pageCount(pagination: { results_per_page: string; total_results: string }): number {
+  const perPage = Number(pagination.results_per_page);
+  const total = Number(pagination.total_results);
+  return perPage > 0 ? Math.max(1, Math.ceil(total / perPage)) : 1;
+}

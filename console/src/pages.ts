@@ -1,0 +1,30 @@
+import type { AnyComponent } from 'preact';
+import { OverviewPage } from './pages/overview.tsx';
+import { OkmsPage } from './pages/okms.tsx';
+import { OkmDetailPage } from './pages/okm-detail.tsx';
+import { AclsPage } from './pages/acls.tsx';
+import { AclEditorPage } from './pages/acl-editor.tsx';
+import { PendingOkmsPage } from './pages/pending-okms.tsx';
+import { FirmwarePage } from './pages/firmware.tsx';
+import { LocksPage } from './pages/locks.tsx';
+
+
+export interface PageEntry {
+  /** Below BASE, in preact-iso's pattern syntax ("/okms/:serial"). */
+  path: string;
+  component: AnyComponent;
+  /** Shown in the navigation when set, in this table's order. */
+  nav?: { label: string; adminOnly?: boolean };
+}
+
+/** The console's pages: the router and the navigation are both made from this table. */
+export const PAGES: PageEntry[] = [
+  { path: '/', component: OverviewPage, nav: { label: 'Overview' } },
+  { path: '/okms', component: OkmsPage, nav: { label: 'OKMs' } },
+  { path: '/okms/:serial', component: OkmDetailPage },
+  { path: '/acls', component: AclsPage, nav: { label: 'ACLs' } },
+  { path: '/acls/:id', component: AclEditorPage },
+  { path: '/pending-okms', component: PendingOkmsPage, nav: { label: 'Pending OKMs', adminOnly: true } },
+  { path: '/firmware', component: FirmwarePage, nav: { label: 'Firmware' } },
+  { path: '/locks', component: LocksPage, nav: { label: 'Locks' } },
+];

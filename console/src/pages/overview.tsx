@@ -1,0 +1,12 @@
+import { PageHeader } from '../components/layout.tsx';
+import { Empty } from '../components/states.tsx';
+
+// Placeholder until this page is built (issue 12).
+export function OverviewPage() {
+  return (
+    <section>
+      <PageHeader title="Overview" />
+      <Empty>This page is not built yet.</Empty>
+    </section>
+  );
+}

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { okmState, pageCount, relativeTime } from '../../console/src/format.ts';
+import { decodeClaims, tokenFromFragment } from '../../console/src/session-token.ts';
+
+const NOW = Date.parse('2026-11-22T12:00:00Z');
+
+test('relative time says how long ago or ahead, in the largest whole unit', () => {
+  assert.equal(relativeTime('2026-11-22T12:00:02Z', NOW), 'just now');
+  assert.equal(relativeTime('2026-11-22T11:59:30Z', NOW), '30 seconds ago');
+  assert.equal(relativeTime('2026-11-22T11:55:00Z', NOW), '5 minutes ago');
+  assert.equal(relativeTime('2026-11-22T09:00:00Z', NOW), '3 hours ago');
+  assert.equal(relativeTime('2026-11-21T12:00:00Z', NOW), 'yesterday');
+  assert.equal(relativeTime('2026-11-22T12:10:00Z', NOW), 'in 10 minutes');
+});
+
+test('relative time never throws for any instant within a century', () => {
+  fc.assert(fc.property(fc.integer({ min: -3e12, max: 3e12 }), (offset) => typeof relativeTime(new Date(NOW + offset).toISOString(), NOW) === 'string'));
+});
+
+test('an OKM is never polled, drifting or in step as the fleet summary counts it', () => {
+  assert.equal(okmState({ last_sync_time: null, last_correction: null }), 'never_polled');
+  assert.equal(okmState({ last_sync_time: '2026-11-22T11:00:00Z', last_correction: 'kasFirmware' }), 'drifting');
+  assert.equal(okmState({ last_sync_time: '2026-11-22T11:00:00Z', last_correction: null }), 'in_step');
+});
+
+test('the page count of a list rounds up and is at least one', () => {
+  assert.equal(pageCount({ results_per_page: '30', total_results: '0' }), 1);
+  assert.equal(pageCount({ results_per_page: '30', total_results: '61' }), 3);
+});
+
+const jwt = (payload: object) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;
+
+test('the claims of a token are read for whom to show, without verifying it', () => {
+  const claims = decodeClaims(jwt({ scope: 'okm:read admin', customer: 'acme', exp: 100, sub: 'customer:acme' }));
+  assert.deepEqual(claims, { scopes: ['okm:read', 'admin'], customer: 'acme', isAdmin: true, expiresAt: 100, subject: 'customer:acme' });
+  assert.deepEqual(decodeClaims(jwt({ scp: ['okm:read'] }))?.scopes, ['okm:read']);
+});
+
+test('text that is not a compact JWT has no claims', () => {
+  for (const text of ['', 'abc', 'a.b', 'a.b.c.d', 'a.%%%.c', `x.${Buffer.from('[1').toString('base64url')}.y`]) assert.equal(decodeClaims(text), null, text);
+});
+
+test('a sign-in URL’s fragment gives its token', () => {
+  assert.equal(tokenFromFragment('#token=abc.def.ghi'), 'abc.def.ghi');
+  assert.equal(tokenFromFragment('#other=1&token=abc'), 'abc');
+  assert.equal(tokenFromFragment(''), null);
+  assert.equal(tokenFromFragment('#token='), null);
+});
