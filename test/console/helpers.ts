@@ -25,8 +25,8 @@ export interface ConsoleServer {
   process: ServerProcess;
   /** The server's database, opened by the test process too. */
   database: DatabaseHandle;
-  /** `keyfleet console ARGS --url BASE`: the sign-in URL printed. */
-  signInUrl(...args: string[]): Promise<string>;
+  /** `keyfleet console ARGS --url BASE --json`: the sign-in URL and when its token expires (epoch seconds). */
+  signIn(...args: string[]): Promise<{ url: string; expiresAt: number }>;
   stop(): Promise<void>;
 }
 
@@ -44,10 +44,12 @@ export async function startConsoleServer(extraEnv: Record<string, string> = {}):
     env,
     process: server,
     database,
-    async signInUrl(...args) {
-      const run = await runKeyfleet(env, 'console', '--url', base, ...args);
+    async signIn(...args) {
+      const run = await runKeyfleet(env, 'console', '--url', base, '--json', ...args);
       assert.equal(run.exitCode, 0, run.stderr);
-      return run.stdout.trim();
+      const printed = JSON.parse(run.stdout) as { url: string; expires_at: number };
+      assert.deepEqual(Object.keys(printed), ['url', 'expires_at']);
+      return { url: printed.url, expiresAt: printed.expires_at };
     },
     async stop() {
       await database.db.destroy();

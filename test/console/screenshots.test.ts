@@ -30,7 +30,7 @@ async function shootEverything(server: ConsoleServer) {
     customers: ['acme', 'globex', 'initech', 'umbrella', 'wayne'],
     perCustomer: { okms: 700, drifting: 64, overdue: 23, neverPolled: 11 },
   });
-  const adminUrl = await server.signInUrl();
+  const adminUrl = (await server.signIn()).url;
   const admin = tokenOf(adminUrl);
 
   // One OKM lived through the API and a device: drifting on its polling interval, a message
