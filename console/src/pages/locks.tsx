@@ -1,12 +1,4 @@
-import { PageHeader } from '../components/layout.tsx';
-import { Empty } from '../components/states.tsx';
+import { Placeholder } from '../components/resource-view.tsx';
 
 // Placeholder until this page is built (issue 12).
-export function LocksPage() {
-  return (
-    <section>
-      <PageHeader title="Locks" />
-      <Empty>This page is not built yet.</Empty>
-    </section>
-  );
-}
+export const LocksPage = () => <Placeholder title="Locks" />;

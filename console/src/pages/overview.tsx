@@ -3,6 +3,7 @@ import { getFleetSummary, listFailingSubscribers, type FleetSummary } from '../a
 import { BarChart } from '../components/bar-chart.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
+import { ResourceView } from '../components/resource-view.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
@@ -141,13 +142,8 @@ export function OverviewPage() {
             </div>
             <div class="card">
               <h2>Failing status-event subscribers</h2>
-              {failing.error !== undefined ? (
-                <ErrorState error={failing.error} retry={failing.reload} />
-              ) : failing.data === undefined ? (
-                <Loading />
-              ) : failing.data.data.length === 0 ? (
-                <Empty>Every subscriber URL is receiving its status events.</Empty>
-              ) : (
+              <ResourceView resource={failing} isEmpty={(list) => list.data.length === 0} empty="Every subscriber URL is receiving its status events.">
+                {(list) => (
                 <div class="table-wrap">
                   <table>
                     <thead>
@@ -159,7 +155,7 @@ export function OverviewPage() {
                       </tr>
                     </thead>
                     <tbody>
-                      {failing.data.data.map((subscriber) => (
+                      {list.data.map((subscriber) => (
                         <tr key={subscriber.url}>
                           <td class="mono url">{subscriber.url}</td>
                           <td class="num" title={`${subscriber.failed} gave up, ${subscriber.okms - subscriber.failed} retrying`}>
@@ -174,7 +170,8 @@ export function OverviewPage() {
                     </tbody>
                   </table>
                 </div>
-              )}
+                )}
+              </ResourceView>
             </div>
           </div>
 

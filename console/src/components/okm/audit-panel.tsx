@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { listOkmAudit } from '../../api/client.ts';
 import { Pager } from '../pager.tsx';
 import { LocalTime } from '../relative-time.tsx';
-import { Empty, ErrorState, Loading } from '../states.tsx';
+import { ResourceView } from '../resource-view.tsx';
 import { useResource } from '../use-resource.ts';
 
 /** The audit records the device posted, newest first as the API pages them. */
@@ -12,13 +12,8 @@ export function AuditPanel({ serial }: { serial: string }) {
   return (
     <div class="card section">
       <h2>Audit records</h2>
-      {audit.error !== undefined ? (
-        <ErrorState error={audit.error} retry={audit.reload} />
-      ) : audit.data === undefined ? (
-        <Loading />
-      ) : audit.data.data.length === 0 ? (
-        <Empty>The device has posted no audit records.</Empty>
-      ) : (
+      <ResourceView resource={audit} isEmpty={(page) => page.data.length === 0} empty="The device has posted no audit records.">
+        {(page) => (
         <>
           <div class="table-wrap">
             <table data-testid="audit">
@@ -29,7 +24,7 @@ export function AuditPanel({ serial }: { serial: string }) {
                 </tr>
               </thead>
               <tbody>
-                {audit.data.data.map((record) => (
+                {page.data.map((record) => (
                   <tr key={record.id}>
                     <td class="nowrap">
                       <LocalTime value={record.received_at} />
@@ -42,9 +37,10 @@ export function AuditPanel({ serial }: { serial: string }) {
               </tbody>
             </table>
           </div>
-          <Pager pagination={audit.data.pagination} noun="records" onPage={setPage} />
+          <Pager pagination={page.pagination} noun="records" onPage={setPage} />
         </>
-      )}
+        )}
+      </ResourceView>
     </div>
   );
 }

@@ -1,7 +1,7 @@
 import { getOkmDeliveries } from '../../api/client.ts';
 import { LocalTime, RelativeTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
-import { Empty, ErrorState, Loading } from '../states.tsx';
+import { ResourceView } from '../resource-view.tsx';
 import { useResource } from '../use-resource.ts';
 
 const STATE_BADGES = { delivered: 'in_step', pending: 'never_polled', failed: 'overdue', gone: 'drifting' } as const;
@@ -9,17 +9,11 @@ const STATE_BADGES = { delivered: 'in_step', pending: 'never_polled', failed: 'o
 /** Where each subscriber URL stands, and the newest failed attempts with their outcome. */
 export function DeliveriesPanel({ serial }: { serial: string }) {
   const deliveries = useResource(() => getOkmDeliveries(serial), [serial]);
-  const log = deliveries.data?.data;
   return (
     <div class="card section">
       <h2>Status-event deliveries</h2>
-      {deliveries.error !== undefined ? (
-        <ErrorState error={deliveries.error} retry={deliveries.reload} />
-      ) : log === undefined ? (
-        <Loading />
-      ) : log.subscriptions.length === 0 ? (
-        <Empty>No subscriber URL has received a status event of this OKM.</Empty>
-      ) : (
+      <ResourceView resource={deliveries} isEmpty={({ data }) => data.subscriptions.length === 0} empty="No subscriber URL has received a status event of this OKM.">
+        {({ data: log }) => (
         <>
           {log.queued_at !== null && (
             <p class="muted small">
@@ -90,7 +84,8 @@ export function DeliveriesPanel({ serial }: { serial: string }) {
             </>
           )}
         </>
-      )}
+        )}
+      </ResourceView>
     </div>
   );
 }

@@ -4,7 +4,8 @@ import type { Resource } from '../use-resource.ts';
 import type { listOkmMessages } from '../../api/client.ts';
 import { LocalTime, RelativeTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
-import { Empty, ErrorState, Loading } from '../states.tsx';
+import { ErrorState } from '../states.tsx';
+import { ResourceView } from '../resource-view.tsx';
 
 type Messages = Awaited<ReturnType<typeof listOkmMessages>>;
 
@@ -36,13 +37,8 @@ export function MessagesPanel({ serial, messages, canWrite }: { serial: string; 
         )}
       </div>
       {error !== undefined && <ErrorState error={error} />}
-      {messages.error !== undefined ? (
-        <ErrorState error={messages.error} retry={messages.reload} />
-      ) : messages.data === undefined ? (
-        <Loading />
-      ) : messages.data.data.length === 0 ? (
-        <Empty>No message has been queued for this OKM.</Empty>
-      ) : (
+      <ResourceView resource={messages} isEmpty={(list) => list.data.length === 0} empty="No message has been queued for this OKM.">
+        {(list) => (
         <div class="table-wrap">
           <table data-testid="messages">
             <thead>
@@ -53,7 +49,7 @@ export function MessagesPanel({ serial, messages, canWrite }: { serial: string; 
               </tr>
             </thead>
             <tbody>
-              {[...messages.data.data].reverse().map((message) => (
+              {[...list.data].reverse().map((message) => (
                 <tr key={message.id}>
                   <td class="mono">{message.type}</td>
                   <td>
@@ -65,7 +61,8 @@ export function MessagesPanel({ serial, messages, canWrite }: { serial: string; 
             </tbody>
           </table>
         </div>
-      )}
+        )}
+      </ResourceView>
     </div>
   );
 }
