@@ -34,11 +34,16 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await server?.stop();
   });
 
-  test('the URL of `keyfleet console` signs in, leaves no token in the address bar, and the overview counts the seeded fleet', async () => {
+  test('the URL of `keyfleet console` signs in, leaves no token in the address bar, loads under 500 KB, and the overview counts the seeded fleet', async () => {
     const { page, assertClean } = await watchedPage(browser);
+    const consoleBytes: Promise<number>[] = [];
+    page.on('response', (answer) => {
+      if (new URL(answer.url()).pathname.startsWith('/console/')) consoleBytes.push(answer.body().then((body) => body.length));
+    });
 
     const response = await page.goto(adminUrl);
     await page.getByTestId('count-total').waitFor();
+    const firstLoad = (await Promise.all(consoleBytes)).reduce((sum, bytes) => sum + bytes, 0);
 
     assert.match(response?.headers()['content-security-policy'] ?? '', /default-src 'self'/);
     assert.equal(new URL(page.url()).hash, '');
@@ -46,6 +51,8 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     for (const tone of Object.keys(EXPECTED_COUNTS)) counts[tone] = Number((await page.getByTestId(`count-${tone}`).innerText()).replace(/\D/g, ''));
     assert.deepEqual(counts, EXPECTED_COUNTS);
     assert.ok(await page.locator('.chart-box canvas').first().isVisible(), 'the firmware chart is drawn');
+    // SPEC 12's budget (bench/RESULTS.md): the console's own files, uncompressed.
+    assert.ok(firstLoad > 100_000 && firstLoad < 500_000, `first load ${firstLoad} bytes`);
     assertClean();
   });
 
