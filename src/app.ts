@@ -26,6 +26,7 @@ import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
 import rolloutsPlugin from './rollouts/plugin.ts';
+import failingSubscribersRoutes from './webhooks/failing-subscribers-routes.ts';
 import consolePlugin from './console/plugin.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
@@ -68,6 +69,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(okmAdminRoutes, { prefix: '/api/v1/okms' });
   await app.register(okmDriftRoutes, { prefix: '/api/v1/okms' });
   await app.register(fleetSummaryRoutes, { prefix: '/api/v1/fleet' });
+  await app.register(failingSubscribersRoutes, { prefix: '/api/v1/fleet' });
   await app.register(pendingOkmRoutes, { prefix: '/api/v1/pending-okms' });
   await app.register(deliveriesRoutes, { prefix: '/api/v1/okms' });
   await app.register(webhookEndpointRoutes, { prefix: '/api/v1/webhook-endpoints' });

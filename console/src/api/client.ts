@@ -78,6 +78,8 @@ export interface PageRequest {
 export const getFleetSummary = (customer?: string) => call(api.GET('/api/v1/fleet/summary', { params: { query: { customer } } }));
 export type FleetSummary = Awaited<ReturnType<typeof getFleetSummary>>['data'];
 
+export const listFailingSubscribers = (customer?: string) => call(api.GET('/api/v1/fleet/failing-subscribers', { params: { query: { customer } } }));
+
 // ---- OKMs -----------------------------------------------------------------------------------
 
 /**

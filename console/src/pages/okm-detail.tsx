@@ -1,12 +1,115 @@
+import { useRoute } from 'preact-iso';
+import { getOkm, getOkmDrift, listOkmMessages } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
-import { Empty } from '../components/states.tsx';
+import { AdminPanel } from '../components/okm/admin-panel.tsx';
+import { AuditPanel } from '../components/okm/audit-panel.tsx';
+import { ConfigurationForm } from '../components/okm/configuration-form.tsx';
+import { DeliveriesPanel } from '../components/okm/deliveries-panel.tsx';
+import { DriftTable } from '../components/okm/drift-table.tsx';
+import { MessagesPanel } from '../components/okm/messages-panel.tsx';
+import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
+import { OkmStateBadge } from '../components/state-badge.tsx';
+import { ErrorState, Loading } from '../components/states.tsx';
+import { useResource } from '../components/use-resource.ts';
+import { href } from '../paths.ts';
+import { currentSession } from '../session.ts';
 
-// Placeholder until this page is built (issue 12).
+/** The record, its drift and its messages are asked again this often, so that a device's poll shows. */
+const DETAIL_REFRESH_MS = 10_000;
+
 export function OkmDetailPage() {
+  const serial = useRoute().params.serial ?? '';
+  const claims = currentSession()?.claims;
+  const canWrite = (claims?.isAdmin || claims?.scopes.includes('okm:write')) ?? false;
+  const okm = useResource(() => getOkm(serial), [serial], DETAIL_REFRESH_MS);
+  const drift = useResource(() => getOkmDrift(serial), [serial], DETAIL_REFRESH_MS);
+  const messages = useResource(() => listOkmMessages(serial), [serial], DETAIL_REFRESH_MS);
+  const refresh = () => {
+    okm.reload();
+    drift.reload();
+    messages.reload();
+  };
+
+  const record = okm.data?.data;
+  const pendingMessages = messages.data?.data.filter((message) => message.delivered_at === null).length ?? 0;
   return (
     <section>
-      <PageHeader title="OKM" />
-      <Empty>This page is not built yet.</Empty>
+      <p class="breadcrumb">
+        <a href={href('/okms')}>OKMs</a> /
+      </p>
+      <PageHeader
+        title={
+          <>
+            <span class="mono">{serial}</span> {record && <OkmStateBadge okm={record} />}
+          </>
+        }
+      >
+        <button type="button" onClick={refresh} disabled={okm.loading || drift.loading}>
+          Refresh
+        </button>
+      </PageHeader>
+      {okm.error !== undefined && <ErrorState error={okm.error} retry={okm.reload} />}
+      {record === undefined && okm.error === undefined && <Loading what="Loading the OKM" />}
+      {record !== undefined && (
+        <>
+          <dl class="kv card section facts">
+            <dt>Customer</dt>
+            <dd>{record.customer ?? <span class="muted">none</span>}</dd>
+            <dt>Last seen</dt>
+            <dd>
+              <RelativeTime value={record.last_sync_time} never="never" />
+              {record.last_ip !== null && <span class="muted"> from {record.last_ip}</span>}
+            </dd>
+            <dt>Firmware</dt>
+            <dd class="mono">
+              KAS {record.reported?.kasFirmware ?? record.firmware_version ?? '—'} · batch key {record.reported?.batchKeyFirmware ?? '—'} · wireless key {record.reported?.wirelessKeyFirmware ?? '—'}
+            </dd>
+            <dt>Polling</dt>
+            <dd>every {record.effective_polling_interval} s{record.overdue && <strong class="bad"> · overdue</strong>}</dd>
+            <dt>Last correction</dt>
+            <dd class="mono">{record.last_correction ?? '—'}</dd>
+            <dt>Linked ACL</dt>
+            <dd>{record.acl_id ?? <span class="muted">none</span>}</dd>
+            <dt>Created</dt>
+            <dd>
+              <LocalTime value={record.created_at} />
+            </dd>
+          </dl>
+
+          <div class="split">
+            <div class="card section">
+              <div class="card-header">
+                <h2>Configured and reported</h2>
+                {drift.data && (
+                  <span data-testid="drift-verdict">
+                    {drift.data.data.in_step ? 'In step: the next poll gets {}' : `Next poll: ${Object.keys(drift.data.data.next ?? {}).join(', ')}`}
+                  </span>
+                )}
+              </div>
+              {drift.error !== undefined ? (
+                <ErrorState error={drift.error} retry={drift.reload} />
+              ) : drift.data === undefined ? (
+                <Loading />
+              ) : (
+                <DriftTable okm={record} drift={drift.data.data} pendingMessages={pendingMessages} />
+              )}
+            </div>
+            <div class="card section">
+              <h2>Configuration</h2>
+              {canWrite ? (
+                <ConfigurationForm okm={record} onSaved={refresh} />
+              ) : (
+                <p class="muted">This token may not change OKMs (okm:write).</p>
+              )}
+            </div>
+          </div>
+
+          {claims?.isAdmin && <AdminPanel okm={record} onChanged={refresh} />}
+          <MessagesPanel serial={serial} messages={messages} canWrite={canWrite} />
+          <DeliveriesPanel serial={serial} />
+          <AuditPanel serial={serial} />
+        </>
+      )}
     </section>
   );
 }

@@ -1,12 +1,151 @@
+import { useEffect, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { listOkms, type OkmListFilters } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
-import { Empty } from '../components/states.tsx';
+import { Pager } from '../components/pager.tsx';
+import { RelativeTime } from '../components/relative-time.tsx';
+import { OkmStateBadge } from '../components/state-badge.tsx';
+import { Empty, ErrorState, Loading } from '../components/states.tsx';
+import { useResource } from '../components/use-resource.ts';
+import { filtersFromQuery, queryFromFilters, type ListFilters } from '../okm-filters.ts';
+import { href, okmHref } from '../paths.ts';
+import { currentSession } from '../session.ts';
 
-// Placeholder until this page is built (issue 12).
+/**
+ * The OKM list, paged by the server. The filters live in the URL's query string, so that a
+ * filtered list can be bookmarked, shared and reloaded, and Back undoes a filter.
+ */
 export function OkmsPage() {
+  const location = useLocation();
+  const isAdmin = currentSession()?.claims.isAdmin ?? false;
+  const filters = filtersFromQuery(location.query);
+  const [draft, setDraft] = useState<ListFilters>(filters);
+  const queryString = queryFromFilters(filters);
+  useEffect(() => setDraft(filters), [queryString]);
+
+  const okms = useResource(() => listOkms(filters as OkmListFilters), [queryString]);
+
+  const apply = (next: ListFilters) => location.route(href(`/okms${queryFromFilters({ ...next, page: undefined })}`));
+  const setField = <K extends keyof ListFilters>(key: K, value: ListFilters[K], applyNow = false) => {
+    const next = { ...draft, [key]: value };
+    setDraft(next);
+    if (applyNow) apply(next);
+  };
+
   return (
     <section>
       <PageHeader title="OKMs" />
-      <Empty>This page is not built yet.</Empty>
+      <form
+        class="filters"
+        aria-label="Filter OKMs"
+        onSubmit={(event) => {
+          event.preventDefault();
+          apply(draft);
+        }}
+      >
+        <div class="field">
+          <label for="filter-serial">Serial begins with</label>
+          <input id="filter-serial" value={draft.serial_prefix ?? ''} size={14} onInput={(event) => setField('serial_prefix', event.currentTarget.value || undefined)} />
+        </div>
+        <div class="field">
+          <label for="filter-state">State</label>
+          <select id="filter-state" value={draft.state ?? ''} onChange={(event) => setField('state', (event.currentTarget.value || undefined) as ListFilters['state'], true)}>
+            <option value="">Any</option>
+            <option value="in_step">In step</option>
+            <option value="drifting">Drifting</option>
+            <option value="overdue">Overdue</option>
+            <option value="never_polled">Never polled</option>
+          </select>
+        </div>
+        <div class="field">
+          <label for="filter-overdue">Polling</label>
+          <select id="filter-overdue" value={draft.overdue === undefined ? '' : String(draft.overdue)} onChange={(event) => setField('overdue', event.currentTarget.value === '' ? undefined : event.currentTarget.value === 'true', true)}>
+            <option value="">Any</option>
+            <option value="true">Overdue</option>
+            <option value="false">Not overdue</option>
+          </select>
+        </div>
+        <div class="field">
+          <label for="filter-firmware">KAS firmware</label>
+          <input id="filter-firmware" value={draft.firmware_version ?? ''} size={9} placeholder="e.g. 2.4.1" onInput={(event) => setField('firmware_version', event.currentTarget.value || undefined)} />
+        </div>
+        {isAdmin && (
+          <>
+            <div class="field">
+              <label for="filter-customer">Customer</label>
+              <input id="filter-customer" value={draft.customer ?? ''} size={12} onInput={(event) => setField('customer', event.currentTarget.value || undefined)} />
+            </div>
+            <div class="field">
+              <label class="checkbox" for="filter-unassigned">
+                <input id="filter-unassigned" type="checkbox" checked={draft.unassigned === true} onChange={(event) => setField('unassigned', event.currentTarget.checked || undefined, true)} />
+                No customer
+              </label>
+            </div>
+          </>
+        )}
+        <div class="field">
+          <label for="filter-sort">Sort by</label>
+          <select id="filter-sort" value={draft.sort ?? ''} onChange={(event) => setField('sort', (event.currentTarget.value || undefined) as ListFilters['sort'], true)}>
+            <option value="">Serial number</option>
+            <option value="-last_sync_time">Last seen, newest first</option>
+            <option value="last_sync_time">Last seen, oldest first</option>
+          </select>
+        </div>
+        <button type="submit" class="primary">
+          Apply
+        </button>
+        {queryString !== '' && (
+          <a href={href('/okms')} class="small">
+            Clear filters
+          </a>
+        )}
+      </form>
+
+      {okms.error !== undefined && <ErrorState error={okms.error} retry={okms.reload} />}
+      {okms.data === undefined && okms.error === undefined && <Loading what="Loading OKMs" />}
+      {okms.data !== undefined && okms.error === undefined && (
+        okms.data.data.length === 0 ? (
+          <Empty>No OKM matches these filters.</Empty>
+        ) : (
+          <>
+            <div class="table-wrap" aria-busy={okms.loading}>
+              <table data-testid="okm-list">
+                <thead>
+                  <tr>
+                    <th scope="col">Serial number</th>
+                    <th scope="col">Customer</th>
+                    <th scope="col">Last seen</th>
+                    <th scope="col">KAS firmware</th>
+                    <th scope="col">State</th>
+                    <th scope="col">Next correction</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {okms.data.data.map((okm) => (
+                    <tr key={okm.serial_number}>
+                      <td>
+                        <a class="mono" href={okmHref(okm.serial_number)}>
+                          {okm.serial_number}
+                        </a>
+                      </td>
+                      <td>{okm.customer ?? <span class="muted">none</span>}</td>
+                      <td>
+                        <RelativeTime value={okm.last_sync_time} never="never" />
+                      </td>
+                      <td class="mono">{okm.firmware_version ?? <span class="muted">—</span>}</td>
+                      <td>
+                        <OkmStateBadge okm={okm} />
+                      </td>
+                      <td class="mono">{okm.last_correction ?? <span class="muted">—</span>}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <Pager pagination={okms.data.pagination} noun="OKMs" onPage={(page) => location.route(href(`/okms${queryFromFilters({ ...filters, page })}`))} />
+          </>
+        )
+      )}
     </section>
   );
 }

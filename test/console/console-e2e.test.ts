@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
+import { devicePoll, inStepReport, seedFleet, startConsoleServer, tokenOf, watchedPage, type ConsoleServer } from './helpers.ts';
+
+/**
+ * The console in Chromium against `keyfleet serve` on a temp database and a real port, signed
+ * in with what `keyfleet console` prints. Any console error, page error, failed request or
+ * unannounced answer ≥ 400 fails the test that caused it (watchedPage).
+ *
+ * The fleet: acme and globex with 6 OKMs each (1 never polled, 1 overdue and in step, 2
+ * drifting, 2 in step), and DRIFTING, enrolled by its first poll (no customer), whose device
+ * reports a polling interval of 999 s against the fleet's 150 s.
+ */
+const DRIFTING = 'E2E-DRIFTING-1';
+const EXPECTED_COUNTS = { total: 13, 'in-step': 6, drifting: 5, overdue: 2, 'never-polled': 2, pending: 0 };
+
+describe('operator console in a browser', { skip: browserTestSkip() }, () => {
+  let server: ConsoleServer;
+  let browser: Browser;
+  let adminUrl: string;
+  before(async () => {
+    // No clock tolerance: a token is refused the moment it expires.
+    server = await startConsoleServer({ JWT_CLOCK_TOLERANCE_SECONDS: '0' });
+    await seedFleet(server.database, { customers: ['acme', 'globex'], perCustomer: { okms: 6, drifting: 2, overdue: 1, neverPolled: 1 }, prefix: 'E2E' });
+    await devicePoll(server.base, DRIFTING, inStepReport({ pollingInterval: 999, kasFirmware: '9.9.9' }));
+    await devicePoll(server.base, DRIFTING, inStepReport({ pollingInterval: 999, kasFirmware: '9.9.9' }));
+    adminUrl = (await server.signIn()).url;
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('the URL of `keyfleet console` signs in, leaves no token in the address bar, loads under 500 KB, and the overview counts the seeded fleet', async () => {
+    const { page, assertClean } = await watchedPage(browser);
+    const consoleBytes: Promise<number>[] = [];
+    page.on('response', (answer) => {
+      if (new URL(answer.url()).pathname.startsWith('/console/')) consoleBytes.push(answer.body().then((body) => body.length));
+    });
+
+    const response = await page.goto(adminUrl);
+    await page.getByTestId('count-total').waitFor();
+    const firstLoad = (await Promise.all(consoleBytes)).reduce((sum, bytes) => sum + bytes, 0);
+
+    assert.match(response?.headers()['content-security-policy'] ?? '', /default-src 'self'/);
+    assert.equal(new URL(page.url()).hash, '');
+    const counts: Record<string, number> = {};
+    for (const tone of Object.keys(EXPECTED_COUNTS)) counts[tone] = Number((await page.getByTestId(`count-${tone}`).innerText()).replace(/\D/g, ''));
+    assert.deepEqual(counts, EXPECTED_COUNTS);
+    assert.ok(await page.locator('.chart-box canvas').first().isVisible(), 'the firmware chart is drawn');
+    // SPEC 12's budget (bench/RESULTS.md): the console's own files, uncompressed.
+    assert.ok(firstLoad > 100_000 && firstLoad < 500_000, `first load ${firstLoad} bytes`);
+    assertClean();
+  });
+
+  test('the OKM list filters by customer and by KAS firmware, from the URL and from the form', async () => {
+    const { page, assertClean } = await watchedPage(browser);
+    await page.goto(adminUrl.replace('/console/#', '/console/okms#'));
+    await page.getByTestId('okm-list').waitFor();
+
+    await page.getByLabel('Customer', { exact: true }).fill('globex');
+    await page.getByLabel('Customer', { exact: true }).press('Enter');
+    await page.waitForURL(/customer=globex/);
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="okm-list"] tbody tr')].every((row) => row.children[1]?.textContent === 'globex'));
+    const globexRows = await page.locator('[data-testid="okm-list"] tbody tr').count();
+
+    await page.getByRole('link', { name: 'Clear filters' }).click();
+    await page.getByLabel('KAS firmware').fill('9.9.9');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/firmware_version=9\.9\.9/);
+    await page.locator(`[data-testid="okm-list"] a:text-is("${DRIFTING}")`).waitFor();
+    const firmwareRows = await page.locator('[data-testid="okm-list"] tbody tr').allInnerTexts();
+
+    assert.equal(globexRows, 6);
+    assert.equal(firmwareRows.length, 1);
+    assert.match(firmwareRows[0]!, /E2E-DRIFTING-1\s+none\s+.*9\.9\.9\s+Drifting\s+pollingInterval/s);
+    assertClean();
+  });
+
+  test('an OKM shows its drift; the form refuses a wrong interval with the API’s message at the field, saves a right one, and a device poll clears the drift', async () => {
+    const watched = await watchedPage(browser);
+    const { page } = watched;
+    await page.goto(adminUrl.replace('/console/#', '/console/okms?firmware_version=9.9.9#'));
+    await page.getByRole('link', { name: DRIFTING }).click();
+    await page.getByTestId('drift-table').waitFor();
+    const nextBefore = await page.locator('tr.highlight').getAttribute('data-resolver');
+
+    watched.expect(400, `/api/v1/okms/${DRIFTING}`);
+    await page.getByLabel('Polling interval (s)').fill('99999');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    const fieldMessage = await page.locator('#error-polling_interval').innerText();
+    const invalid = await page.getByLabel('Polling interval (s)').getAttribute('aria-invalid');
+
+    await page.getByLabel('Polling interval (s)').fill('300');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await page.getByTestId('drift-verdict').filter({ hasText: 'Next poll: pollingInterval' }).waitFor();
+    const correctionShown = await page.locator('tr[data-resolver="pollingInterval"]').innerText();
+
+    const reply = await devicePoll(server.base, DRIFTING, inStepReport({ pollingInterval: 300, kasFirmware: '9.9.9' }));
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByTestId('drift-verdict').filter({ hasText: 'In step' }).waitFor();
+    const badge = await page.locator('h1 .badges').innerText();
+
+    assert.equal(nextBefore, 'pollingInterval');
+    assert.equal(fieldMessage, 'must be <= 3600');
+    assert.equal(invalid, 'true');
+    assert.match(correctionShown, /"pollingInterval":300/);
+    assert.deepEqual(reply, {});
+    assert.equal(badge, 'In step');
+    watched.assertClean();
+  });
+
+  test('a token that expires while the console is open lands on the sign-in page saying so at the next refresh; sign-out forgets a pasted token', async () => {
+    const shortLived = await server.signIn('--customer', 'acme', '--ttl', '20s');
+    const watched = await watchedPage(browser);
+    const { page } = watched;
+    await page.goto(shortLived.url);
+    await page.getByTestId('count-total').waitFor();
+    const acmeTotal = await page.getByTestId('count-total').innerText();
+    // The overview's next refresh after the expiry (both of its requests) gets the 401.
+    watched.expect(401, '/api/v1/fleet/');
+    watched.expect(401, '/api/v1/fleet/');
+    const ended = await page.getByTestId('session-ended').innerText({ timeout: shortLived.expiresAt * 1000 - Date.now() + 15_000 });
+
+    await page.getByLabel('Token').fill(tokenOf(adminUrl));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token').waitFor();
+    await page.reload();
+    const afterReload = await page.getByLabel('Token').isVisible();
+
+    assert.equal(acmeTotal, '6');
+    assert.match(ended, /expired/);
+    assert.ok(afterReload, 'the token was forgotten');
+    watched.assertClean();
+  });
+});
