@@ -11,6 +11,7 @@ import * as statusFanOut from './migrations/0008_status_fan_out.ts';
 import * as dataKeys from './migrations/0009_data_keys.ts';
 import * as okmClaims from './migrations/0010_okm_claims.ts';
 import * as okmLastCorrection from './migrations/0011_okm_last_correction.ts';
+import * as listPaging from './migrations/0014_list_paging.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0009_data_keys': dataKeys,
   '0010_okm_claims': okmClaims,
   '0011_okm_last_correction': okmLastCorrection,
+  '0014_list_paging': listPaging,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

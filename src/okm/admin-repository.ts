@@ -1,6 +1,7 @@
-import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
+import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
 import { toOkm } from './repository.ts';
 
@@ -12,22 +13,20 @@ export interface OwnedOkm {
   aclId: string | null;
 }
 
-/** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
-export const MISSED_INTERVALS_UNTIL_OVERDUE = 3;
+/** The orders of the OKM list: by serial number, or by last sync time (never polled first) with `-` for the reverse. */
+export const OKM_SORTS = ['serial_number', 'last_sync_time', '-last_sync_time'] as const;
+export type OkmSort = (typeof OKM_SORTS)[number];
 
-export function isOverdue(lastSyncTime: number | null, effectivePollingIntervalSeconds: number, now: number): boolean {
-  return lastSyncTime !== null && lastSyncTime + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * effectivePollingIntervalSeconds < now;
-}
-
-export interface OkmListFilter {
+export interface OkmListFilter extends OverdueClock {
   /** Only this customer's OKMs; undefined: every customer's. */
   customerId?: number;
   /** Only OKMs without a customer. */
   unassigned?: boolean;
   overdue?: boolean;
   firmwareVersion?: string;
-  fleetPollingInterval: number;
-  now: number;
+  state?: FleetState;
+  /** Only OKMs whose serial number begins with this (itself a valid serial number). */
+  serialPrefix?: string;
 }
 
 export interface OkmPage {
@@ -37,22 +36,40 @@ export interface OkmPage {
 
 type OkmsExpressionBuilder = ExpressionBuilder<Database, 'okms'>;
 
-/** isOverdue in SQL; never NULL, so that its negation holds for the OKMs that never polled. */
-function isOverdueSql(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
-  return eb.and([
-    eb('okms.last_sync_time', 'is not', null),
-    sql<SqlBool>`okms.last_sync_time + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(okms.polling_interval, ${filter.fleetPollingInterval}) < ${filter.now}`,
-  ]);
-}
+/**
+ * Serial numbers are of A-Z a-z 0-9 . _ - only, all below "{": those beginning with the
+ * prefix are exactly those from the prefix up to the prefix followed by "{", an index range.
+ */
+const AFTER_EVERY_SERIAL_CHARACTER = '{';
 
 function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   if (filter.customerId !== undefined) conditions.push(eb('okms.customer_id', '=', filter.customerId));
   if (filter.unassigned) conditions.push(eb('okms.customer_id', 'is', null));
   if (filter.firmwareVersion !== undefined) conditions.push(eb('okms.firmware_version', '=', filter.firmwareVersion));
-  if (filter.overdue === true) conditions.push(isOverdueSql(eb, filter));
-  if (filter.overdue === false) conditions.push(eb.not(isOverdueSql(eb, filter)));
+  if (filter.overdue === true) conditions.push(fleetStateCondition('overdue', filter));
+  if (filter.overdue === false) conditions.push(eb.not(fleetStateCondition('overdue', filter)));
+  if (filter.state !== undefined) conditions.push(fleetStateCondition(filter.state, filter));
+  if (filter.serialPrefix !== undefined) {
+    conditions.push(eb('okms.serial_number', '>=', filter.serialPrefix));
+    conditions.push(eb('okms.serial_number', '<', filter.serialPrefix + AFTER_EVERY_SERIAL_CHARACTER));
+  }
   return eb.and(conditions);
+}
+
+/**
+ * The order of a sort, with the serial number breaking ties; written out in full (NULLS FIRST
+ * or LAST) so that both databases agree, and in the order of okms_(customer_)last_sync_idx.
+ */
+function orderOf(sort: OkmSort): RawBuilder<unknown> {
+  switch (sort) {
+    case 'serial_number':
+      return sql`okms.serial_number`;
+    case 'last_sync_time':
+      return sql`okms.last_sync_time asc nulls first, okms.serial_number asc`;
+    case '-last_sync_time':
+      return sql`okms.last_sync_time desc nulls last, okms.serial_number desc`;
+  }
 }
 
 const selectOwnedOkms = (db: Db) =>
@@ -81,15 +98,22 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
   return { okm, customerName: customer_name, aclId: acl_id };
 }
 
-/** One page (from 1) of the OKMs that match, ordered by serial number, and how many match in all. */
-export async function listOkms(db: Db, filter: OkmListFilter, page: number, perPage: number): Promise<OkmPage> {
+/**
+ * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
+ * The page's serial numbers come from an index alone (a deferred join), so that the entries
+ * an offset skips are narrow index entries, not rows joined with their customer and ACL.
+ */
+export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, page: number, perPage: number): Promise<OkmPage> {
+  const order = orderOf(sort);
+  const pageSerials = db
+    .selectFrom('okms')
+    .select('okms.serial_number')
+    .where((eb) => listConditions(eb, filter))
+    .orderBy(order)
+    .limit(perPage)
+    .offset((page - 1) * perPage);
   const [rows, count] = await Promise.all([
-    selectOwnedOkms(db)
-      .where((eb) => listConditions(eb, filter))
-      .orderBy('okms.serial_number')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
+    selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy(order).execute(),
     db
       .selectFrom('okms')
       .select((eb) => eb.fn.countAll<number | string>().as('total'))

@@ -108,5 +108,6 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       return result.rows[0]?.schema;
     },
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
+    nullsFirstIndexColumn: (column) => sql`${sql.ref(column)} NULLS FIRST`,
   };
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { SqliteDialect } from 'kysely';
+import { SqliteDialect, sql } from 'kysely';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
 import type { DialectStrategy } from './strategy.ts';
@@ -32,5 +32,6 @@ export function sqliteStrategy(file: string): DialectStrategy {
     relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
+    nullsFirstIndexColumn: (column) => sql.ref(column),
   };
 }

@@ -1,4 +1,4 @@
-import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
+import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, RawBuilder, SelectQueryBuilder } from 'kysely';
 import type { Db } from '../database.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
 
@@ -32,6 +32,12 @@ export interface DialectStrategy {
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */
   autoIncrementPrimaryKey(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
+  /**
+   * An index column whose NULLs come first in ascending order, so that one index serves
+   * `ORDER BY c ASC NULLS FIRST` forwards and `c DESC NULLS LAST` backwards: SQLite's only
+   * order (it refuses the words in an index), PostgreSQL's `NULLS FIRST`.
+   */
+  nullsFirstIndexColumn(column: string): RawBuilder<unknown>;
   /**
    * The schema that holds Kysely's migration tables, where the database has schemas. Unless
    * told, Kysely looks for them in every schema, and would take another keyfleet schema's (a
