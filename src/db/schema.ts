@@ -28,6 +28,7 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   data_keys: DataKeysTable;
   okm_claim_failures: OkmClaimFailuresTable;
+  page_buckets: PageBucketsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -288,4 +289,14 @@ export interface OkmClaimFailuresTable {
   /** Claims of the serial number are refused (429) until then. */
   blocked_until: number | null;
   expires_at: number;
+}
+
+/** Counts of consecutive keys of a paged list (src/db/page-buckets.ts), kept by triggers. */
+export interface PageBucketsTable {
+  list: string;
+  /** Whose entries: 'all', 'c<customer id>', 'u' (no customer), an OKM's serial number (src/db/paged-lists.ts). */
+  scope: string;
+  /** The bucket's lowest key ('' for the first); integer keys zero-padded to 20 digits. */
+  lower_key: string;
+  entries: number;
 }

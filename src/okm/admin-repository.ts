@@ -1,5 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { ALL_SCOPE, customerScope, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
@@ -99,31 +101,57 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
 }
 
 /**
+ * The page_buckets scope of a filter that is only a scope (one customer's OKMs, the unassigned
+ * ones, the whole fleet) in serial number order; undefined for any other filter or order.
+ */
+function bucketScopeOf(filter: OkmListFilter, sort: OkmSort): string | undefined {
+  const onlyScope = filter.firmwareVersion === undefined && filter.overdue === undefined && filter.state === undefined && filter.serialPrefix === undefined;
+  if (!onlyScope || sort !== 'serial_number') return undefined;
+  if (filter.unassigned) return filter.customerId === undefined ? UNASSIGNED_SCOPE : undefined;
+  return filter.customerId === undefined ? ALL_SCOPE : customerScope(filter.customerId);
+}
+
+const matchingSerials = (db: Db, filter: OkmListFilter) =>
+  db
+    .selectFrom('okms')
+    .select('okms.serial_number')
+    .where((eb) => listConditions(eb, filter));
+
+/**
  * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
- * The page's serial numbers come from an index alone (a deferred join), so that the entries
- * an offset skips are narrow index entries, not rows joined with their customer and ACL.
+ * The page's serial numbers come from an index alone (a deferred join), and only they are read
+ * with their customer and ACL. A filter that is only a scope starts its walk at the bucket
+ * that holds the page (page-buckets.ts) and reads its total there; other filters walk from the
+ * first match and count the matches.
  */
 export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, page: number, perPage: number): Promise<OkmPage> {
   const order = orderOf(sort);
-  const pageSerials = db
-    .selectFrom('okms')
-    .select('okms.serial_number')
-    .where((eb) => listConditions(eb, filter))
-    .orderBy(order)
-    .limit(perPage)
-    .offset((page - 1) * perPage);
-  const [rows, count] = await Promise.all([
-    selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy(order).execute(),
-    db
+  const offset = (page - 1) * perPage;
+  const scope = bucketScopeOf(filter, sort);
+  let pageSerials = matchingSerials(db, filter).orderBy(order).limit(perPage);
+  let total: Promise<number>;
+  if (scope === undefined) {
+    pageSerials = pageSerials.offset(offset);
+    total = db
       .selectFrom('okms')
       .select((eb) => eb.fn.countAll<number | string>().as('total'))
       .where((eb) => listConditions(eb, filter))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return {
-    okms: rows.map(toOwnedOkm),
-    total: Number(count.total),
-  };
+      .executeTakeFirstOrThrow()
+      .then((count) => Number(count.total));
+  } else {
+    const keysOfScope: ScopeKeys = (trx, from, before) => {
+      let keys = matchingSerials(trx, filter).select('okms.serial_number as key');
+      if (from !== null) keys = keys.where('okms.serial_number', '>=', String(from));
+      if (before !== null) keys = keys.where('okms.serial_number', '<', String(before));
+      return keys;
+    };
+    const position = await pagePosition(db, OKM_LIST, scope, keysOfScope, offset);
+    if (position.from !== null) pageSerials = pageSerials.where('okms.serial_number', '>=', String(position.from));
+    pageSerials = pageSerials.offset(position.skip);
+    total = Promise.resolve(position.total);
+  }
+  const [rows, count] = await Promise.all([selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy(order).execute(), total]);
+  return { okms: rows.map(toOwnedOkm), total: count };
 }
 
 export async function findOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm | undefined> {

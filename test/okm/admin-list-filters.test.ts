@@ -68,6 +68,8 @@ forEachDatabase('OKM list filters and sorts', (kind) => {
             customer_id: customer.id,
             last_sync_time: okm.lastSyncTime,
             last_correction: okm.lastCorrection,
+            auditing_enabled: 0,
+            status_urls: '[]',
             created_at: 0,
             updated_at: 0,
           })),
@@ -156,7 +158,7 @@ forEachDatabase('OKM list filters and sorts', (kind) => {
   test('an unknown state or sort, or a serial_prefix that no serial number could begin with, is refused with 400 naming it', async () => {
     const { token } = await customerWith([]);
 
-    for (const [query, name] of [
+    const refused: [string, string][] = [
       ['state=late', 'state'],
       ['sort=serial', 'sort'],
       ['sort=-serial_number', 'sort'],
@@ -164,7 +166,8 @@ forEachDatabase('OKM list filters and sorts', (kind) => {
       ['serial_prefix=', 'serial_prefix'],
       ['serial_prefix=a%00', 'serial_prefix'],
       [`serial_prefix=${'a'.repeat(65)}`, 'serial_prefix'],
-    ]) {
+    ];
+    for (const [query, name] of refused) {
       const response = await list(token, query);
       assert.equal(response.statusCode, 400, query);
       assert.match(response.json().error_msg, new RegExp(name), query);

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { SqliteDialect, sql } from 'kysely';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
+import { sqlitePageBucketTriggers } from './sqlite-page-buckets.ts';
 import type { DialectStrategy } from './strategy.ts';
 
 export function sqliteStrategy(file: string): DialectStrategy {
@@ -32,6 +33,8 @@ export function sqliteStrategy(file: string): DialectStrategy {
     relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
+    pageBucketTriggers: sqlitePageBucketTriggers,
+    afterInsertTrigger: (name, table, statement) => [`CREATE TRIGGER ${name} AFTER INSERT ON ${table} BEGIN ${statement}; END`],
     nullsFirstIndexColumn: (column) => sql.ref(column),
   };
 }

@@ -1,5 +1,6 @@
 import type { ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, RawBuilder, SelectQueryBuilder } from 'kysely';
 import type { Db } from '../database.ts';
+import type { BucketedList } from '../page-buckets.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
 
 export interface PoolState {
@@ -38,6 +39,10 @@ export interface DialectStrategy {
    * order (it refuses the words in an index), PostgreSQL's `NULLS FIRST`.
    */
   nullsFirstIndexColumn(column: string): RawBuilder<unknown>;
+  /** The statements that create the triggers keeping a list's page_buckets counts (src/db/page-buckets.ts). */
+  pageBucketTriggers(list: BucketedList): string[];
+  /** The statements that create a trigger running `statement` (SQL over the row NEW) after each insert into `table`. */
+  afterInsertTrigger(name: string, table: string, statement: string): string[];
   /**
    * The schema that holds Kysely's migration tables, where the database has schemas. Unless
    * told, Kysely looks for them in every schema, and would take another keyfleet schema's (a

@@ -1,14 +1,40 @@
 import { sql } from 'kysely';
 import type { DialectStrategy } from '../dialects/strategy.ts';
 import type { AnyDb } from '../migrate.ts';
+import { PAGED_LISTS } from '../paged-lists.ts';
 
 /**
- * The OKM list sorted by last sync time (never polled first, oldest first, or the reverse),
- * one customer's or the whole fleet's, read in index order: one index each, so that a page
- * is a walk of an index rather than a sort of the fleet. Each index is a key and a serial
- * number, so that a deep page walks only narrow entries before the page's rows are read.
+ * Pages of long lists without walking the entries before them (src/db/page-buckets.ts):
+ * `page_buckets` and the triggers that keep its counts for every list of paged-lists.ts, each
+ * scope starting as one bucket of all its entries (the first page read cuts it up). An OKM
+ * created by any path takes its serial number off the pending OKMs, so that the pending list
+ * holds only unknown serial numbers and its counts are exact.
+ *
+ * And the OKM list sorted by last sync time (never polled first, oldest first, or the
+ * reverse), one customer's or the whole fleet's, read in index order: one index each, so that
+ * a page is a walk of an index, not a sort of the fleet.
  */
 export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+  await db.schema
+    .createTable('page_buckets')
+    .addColumn('list', 'text', (c) => c.notNull())
+    .addColumn('scope', 'text', (c) => c.notNull())
+    .addColumn('lower_key', 'text', (c) => c.notNull())
+    .addColumn('entries', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('page_buckets_pk', ['list', 'scope', 'lower_key'])
+    .execute();
+  for (const list of PAGED_LISTS) {
+    for (const scope of list.scopes(list.table)) {
+      await sql`INSERT INTO page_buckets (list, scope, lower_key, entries)
+        SELECT ${list.name}, scope, '', count(*) FROM (SELECT ${sql.raw(scope)} AS scope FROM ${sql.table(list.table)}) AS rows GROUP BY scope`.execute(db);
+    }
+    for (const statement of dialect.pageBucketTriggers(list)) await sql.raw(statement).execute(db);
+  }
+  await sql`DELETE FROM pending_okms WHERE serial_number IN (SELECT serial_number FROM okms)`.execute(db);
+  for (const statement of dialect.afterInsertTrigger('okms_not_pending', 'okms', 'DELETE FROM pending_okms WHERE serial_number = NEW.serial_number')) {
+    await sql.raw(statement).execute(db);
+  }
+
   const lastSync = dialect.nullsFirstIndexColumn('last_sync_time');
   await sql`CREATE INDEX okms_customer_last_sync_idx ON okms (customer_id, ${lastSync}, serial_number)`.execute(db);
   await sql`CREATE INDEX okms_last_sync_idx ON okms (${lastSync}, serial_number)`.execute(db);
