@@ -22,7 +22,6 @@ export interface Database {
   dlocks: DlocksTable;
   acls: AclsTable;
   acl_contents: AclContentsTable;
-  acl_counts: AclCountsTable;
   status_events: StatusEventsTable;
   status_delivery_failures: StatusDeliveryFailuresTable;
   webhook_secrets: WebhookSecretsTable;
@@ -203,12 +202,6 @@ export interface AclContentsTable {
   locks: string;
   /** The caller's user_data JSON text exactly as sent; null when it sent none. */
   user_data: string | null;
-}
-
-export interface AclCountsTable {
-  customer_id: number;
-  /** How many ACLs the customer has, kept by the transactions that create and delete them. */
-  total: number;
 }
 
 export type StatusEventState = 'pending' | 'delivered' | 'failed' | 'gone';
