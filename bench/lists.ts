@@ -64,7 +64,6 @@ interface Target {
   url: (page: number) => string;
   /** How many entries the list holds. */
   entries: number;
-  /** The time orders and filters are served by an offset walk, not by buckets. */
   token: 'admin' | 'customer';
 }
 
@@ -147,6 +146,10 @@ async function main(): Promise<void> {
     const okmEntries = ROWS + 1;
     const overdue = Math.ceil(ROWS / 97) - Math.ceil(ROWS / (97 * 50));
     const targets: Target[] = [
+      // The same rounds on a route that reads nothing: what the host's load adds to any request.
+      { list: 'baseline: GET /healthz', url: () => '/healthz', entries: PER_PAGE, token: 'admin' },
+      // A filter that every OKM matches: an offset walk and a count, as every list paged before page_buckets.
+      { list: 'OKMs, firmware_version=2.1.0 (every OKM: offset walk and count, as before)', url: (page) => `/api/v1/okms?firmware_version=2.1.0&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
       { list: 'OKMs, one customer', url: (page) => `/api/v1/okms?page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'customer' },
       { list: 'OKMs, whole fleet (admin)', url: (page) => `/api/v1/okms?page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'admin' },
       { list: 'OKMs, sort=-last_sync_time', url: (page) => `/api/v1/okms?sort=-last_sync_time&page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'customer' },
@@ -154,7 +157,7 @@ async function main(): Promise<void> {
       { list: 'OKMs, state=overdue', url: (page) => `/api/v1/okms?state=overdue&page=${page}&results_per_page=${PER_PAGE}`, entries: overdue, token: 'customer' },
       { list: 'OKMs, state=drifting', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.floor(ROWS / 4), token: 'customer' },
       { list: 'OKMs, serial_prefix=OKM-05', url: (page) => `/api/v1/okms?serial_prefix=OKM-05&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.min(ROWS, 100_000), token: 'customer' },
-      { list: 'ACLs', url: (page) => `/api/v1/acls?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
+      { list: 'ACLs', url: (page) => `/api/v1/acls?customer=${CUSTOMER}&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
       { list: 'DLocks', url: (page) => `/api/v1/locks?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
       { list: 'pending OKMs', url: (page) => `/api/v1/pending-okms?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'admin' },
       { list: 'audit records of one OKM', url: (page) => `/api/v1/okms/${OKM}/audit?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
