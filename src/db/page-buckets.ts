@@ -1,5 +1,6 @@
 import { sql, type Expression } from 'kysely';
 import type { Db } from './database.ts';
+import type { AnyDb } from './migrate.ts';
 
 /**
  * Where a page of a long list begins, without walking the entries before it.
@@ -56,6 +57,29 @@ export type Key = string | number;
  */
 export type ScopeKeys = (db: Db, from: Key | null, before: Key | null) => Expression<{ key: Key }>;
 
+/**
+ * Counts the list's entries afresh, each scope as one bucket of all its entries (the first page
+ * read cuts it): for rows written while the triggers did not run (a migration's existing rows).
+ */
+export async function recountPageBuckets(db: AnyDb, list: BucketedList): Promise<void> {
+  await sql`DELETE FROM page_buckets WHERE list = ${list.name}`.execute(db);
+  for (const scope of list.scopes(list.table)) {
+    await sql`INSERT INTO page_buckets (list, scope, lower_key, entries)
+      SELECT ${list.name}, scope, '', count(*) FROM (SELECT ${sql.raw(scope)} AS scope FROM ${sql.table(list.table)}) AS rows GROUP BY scope`.execute(db);
+  }
+}
+
+/** How many entries the scope holds: the sum of its bucket counts. */
+export async function scopeTotal(db: Db, list: BucketedList, scope: string): Promise<number> {
+  const row = await db
+    .selectFrom('page_buckets')
+    .select((eb) => eb.fn.sum<number | string | null>('entries').as('total'))
+    .where('list', '=', list.name)
+    .where('scope', '=', scope)
+    .executeTakeFirst();
+  return Number(row?.total ?? 0);
+}
+
 export interface PagePosition {
   /** The key where the walk to the page starts; null: the first key of the scope. */
   from: Key | null;
@@ -70,19 +94,12 @@ export interface PagePosition {
  * adding up the counts of the buckets before it. Cuts oversized buckets of the scope first.
  */
 export async function pagePosition(db: Db, list: BucketedList, scope: string, keysOfScope: ScopeKeys, offset: number): Promise<PagePosition> {
-  const sizes = await db
-    .selectFrom('page_buckets')
-    .select((eb) => [eb.fn.sum<number | string | null>('entries').as('total'), eb.fn.max<number | string | null>('entries').as('largest')])
-    .where('list', '=', list.name)
-    .where('scope', '=', scope)
-    .executeTakeFirst();
-  if (sizes === undefined || sizes.total === null) return { from: null, skip: 0, total: 0 };
-  if (Number(sizes.largest) > MAX_BUCKET_ENTRIES) await cutOversizedBuckets(db, list, scope, keysOfScope);
-  const bucket = await sql<{ lower_key: string; start: number | string; total: number | string }>`
-    select lower_key, start, total from (
+  const bucket = await sql<{ lower_key: string; start: number | string; total: number | string; largest: number | string }>`
+    select lower_key, start, total, largest from (
       select lower_key,
         sum(entries) over (order by lower_key) - entries as start,
-        sum(entries) over () as total
+        sum(entries) over () as total,
+        max(entries) over () as largest
       from page_buckets where list = ${list.name} and scope = ${scope}
     ) as buckets
     where start <= ${offset}
@@ -90,6 +107,10 @@ export async function pagePosition(db: Db, list: BucketedList, scope: string, ke
     limit 1`.execute(db);
   const row = bucket.rows[0];
   if (row === undefined) return { from: null, skip: 0, total: 0 };
+  if (Number(row.largest) > MAX_BUCKET_ENTRIES) {
+    await cutOversizedBuckets(db, list, scope, keysOfScope);
+    return pagePosition(db, list, scope, keysOfScope, offset);
+  }
   return { from: keyOfBucket(list, row.lower_key), skip: offset - Number(row.start), total: Number(row.total) };
 }
 

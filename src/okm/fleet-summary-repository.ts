@@ -48,8 +48,3 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
     overdue: Number(row.overdue ?? 0),
   }));
 }
-
-export async function countPendingOkms(db: Db): Promise<number> {
-  const row = await db.selectFrom('pending_okms').select((eb) => eb.fn.countAll<number | string>().as('pending')).executeTakeFirstOrThrow();
-  return Number(row.pending);
-}

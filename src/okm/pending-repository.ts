@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { pagePosition, scopeTotal, type ScopeKeys } from '../db/page-buckets.ts';
 import { ALL_SCOPE, PENDING_OKM_LIST } from '../db/paged-lists.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
@@ -85,6 +85,9 @@ export async function listPendingOkms(db: Db, page: number, perPage: number): Pr
   const rows = await db.selectFrom('pending_okms').selectAll().where('serial_number', 'in', pageSerials).orderBy('serial_number').execute();
   return { items: rows.map(toPendingOkm), total: position.total };
 }
+
+/** How many serial numbers are pending, from their bucket counts (no walk over them). */
+export const countPendingOkms = (db: Db) => scopeTotal(db, PENDING_OKM_LIST, ALL_SCOPE);
 
 /** Removes a pending OKM and returns it; undefined when there is none of that serial number. */
 export async function takePendingOkm(db: Db, serialNumber: string): Promise<PendingOkm | undefined> {

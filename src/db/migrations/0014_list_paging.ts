@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DialectStrategy } from '../dialects/strategy.ts';
 import type { AnyDb } from '../migrate.ts';
+import { recountPageBuckets } from '../page-buckets.ts';
 import { PAGED_LISTS } from '../paged-lists.ts';
 
 /**
@@ -10,7 +11,8 @@ import { PAGED_LISTS } from '../paged-lists.ts';
  * created by any path takes its serial number off the pending OKMs, so that the pending list
  * holds only unknown serial numbers and its counts are exact.
  *
- * And the OKM list sorted by last sync time (never polled first, oldest first, or the
+ * The OKMs pinned to a firmware version, counted when a release is deleted, from an index of
+ * the few that pin one. And the OKM list sorted by last sync time (never polled first, oldest first, or the
  * reverse), one customer's or the whole fleet's, read in index order: one index each, so that
  * a page is a walk of an index, not a sort of the fleet.
  */
@@ -24,10 +26,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addPrimaryKeyConstraint('page_buckets_pk', ['list', 'scope', 'lower_key'])
     .execute();
   for (const list of PAGED_LISTS) {
-    for (const scope of list.scopes(list.table)) {
-      await sql`INSERT INTO page_buckets (list, scope, lower_key, entries)
-        SELECT ${list.name}, scope, '', count(*) FROM (SELECT ${sql.raw(scope)} AS scope FROM ${sql.table(list.table)}) AS rows GROUP BY scope`.execute(db);
-    }
+    await recountPageBuckets(db, list);
     for (const statement of dialect.pageBucketTriggers(list)) await sql.raw(statement).execute(db);
   }
   // page_buckets counts each customer's ACLs now.
@@ -35,6 +34,11 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   await sql`DELETE FROM pending_okms WHERE serial_number IN (SELECT serial_number FROM okms)`.execute(db);
   for (const statement of dialect.afterInsertTrigger('okms_not_pending', 'okms', 'DELETE FROM pending_okms WHERE serial_number = NEW.serial_number')) {
     await sql.raw(statement).execute(db);
+  }
+
+  // Deleting a firmware release counts the OKMs pinned to it; few OKMs pin a version.
+  for (const column of ['kas_firmware', 'batch_key_firmware', 'wireless_key_firmware']) {
+    await db.schema.createIndex(`okms_${column}_pin_idx`).on('okms').column(column).where(sql.ref(column), 'is not', null).execute();
   }
 
   const lastSync = dialect.nullsFirstIndexColumn('last_sync_time');
