@@ -1925,6 +1925,12 @@ export interface operations {
                 firmware_version?: string;
                 /** @description admin only: only OKMs that belong to no customer */
                 unassigned?: boolean;
+                /** @description only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), overdue (polled before but not for 3 effective polling intervals), never_polled */
+                state?: "in_step" | "drifting" | "overdue" | "never_polled";
+                /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
+                serial_prefix?: string;
+                /** @description serial_number (default); last_sync_time: oldest poll first, never polled before all; -last_sync_time: newest poll first, never polled after all; ties by serial number */
+                sort?: "serial_number" | "last_sync_time" | "-last_sync_time";
             };
             header?: never;
             path?: never;

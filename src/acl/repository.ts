@@ -1,5 +1,7 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { ACL_LIST, customerScope } from '../db/paged-lists.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import type { StoredAcl } from './model.ts';
 
@@ -38,34 +40,24 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
   return row && toStoredAcl(row);
 }
 
-/** One page (from 1) of the customer's ACLs ordered by id, and how many it has in all. */
-export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
-  // The page's ids come from the (customer_id, id) index alone, so that the rows an offset
-  // skips are not joined with their contents first.
-  const pageIds = db
-    .selectFrom('acls')
-    .select('id')
-    .where('customer_id', '=', customerId)
-    .orderBy('id')
-    .limit(perPage)
-    .offset((page - 1) * perPage);
-  const [rows, count] = await Promise.all([
-    selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute(),
-    db.selectFrom('acl_counts').select('total').where('customer_id', '=', customerId).executeTakeFirst(),
-  ]);
-  return { acls: rows.map(toStoredAcl), total: Number(count?.total ?? 0) };
-}
-
 /**
- * Adds delta to the customer's number of ACLs. Its row stays locked until the transaction
- * ends, so writes call this last.
+ * One page (from 1) of the customer's ACLs ordered by id, and how many it has in all. The
+ * page's ids come from the (customer_id, id) index alone, from the bucket that holds the page
+ * on (page-buckets.ts), so that neither the rows nor the index entries before it are walked.
  */
-export async function countAcls(db: Db, customerId: number, delta: number): Promise<void> {
-  await db
-    .insertInto('acl_counts')
-    .values({ customer_id: customerId, total: delta })
-    .onConflict((oc) => oc.column('customer_id').doUpdateSet((eb) => ({ total: eb('acl_counts.total', '+', delta) })))
-    .execute();
+export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
+  const idsOfCustomer = (trx: Db) => trx.selectFrom('acls').select('id as key').where('customer_id', '=', customerId);
+  const keysOfScope: ScopeKeys = (trx, from, before) => {
+    let keys = idsOfCustomer(trx);
+    if (from !== null) keys = keys.where('id', '>=', String(from));
+    if (before !== null) keys = keys.where('id', '<', String(before));
+    return keys;
+  };
+  const position = await pagePosition(db, ACL_LIST, customerScope(customerId), keysOfScope, (page - 1) * perPage);
+  let pageIds = idsOfCustomer(db).orderBy('id').limit(perPage).offset(position.skip);
+  if (position.from !== null) pageIds = pageIds.where('id', '>=', String(position.from));
+  const rows = await selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute();
+  return { acls: rows.map(toStoredAcl), total: position.total };
 }
 
 /** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */

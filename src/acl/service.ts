@@ -7,7 +7,7 @@ import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
-import { countAcls, deleteAcl, findAcl, findAclLink, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
+import { deleteAcl, findAcl, findAclLink, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
 import type { AclBody, AclListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
@@ -67,7 +67,6 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
       current = locked.okmSerial;
     }
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
-    if (created) await countAcls(trx, owner.id, 1);
     return storedAcl(id, owner, content);
   });
 }
@@ -114,6 +113,5 @@ export async function removeAcl(request: AclRequest, id: string, customerName: s
     const locked = await lockVisibleAcl(trx, acting, id);
     await deleteAcl(trx, id);
     if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);
-    await countAcls(trx, locked.customerId, -1);
   });
 }

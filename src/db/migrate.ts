@@ -13,6 +13,7 @@ import * as okmClaims from './migrations/0010_okm_claims.ts';
 import * as okmLastCorrection from './migrations/0011_okm_last_correction.ts';
 import * as fleetEvents from './migrations/0012_fleet_events.ts';
 import * as rollouts from './migrations/0013_rollouts.ts';
+import * as listPaging from './migrations/0014_list_paging.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0011_okm_last_correction': okmLastCorrection,
   '0012_fleet_events': fleetEvents,
   '0013_rollouts': rollouts,
+  '0014_list_paging': listPaging,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -22,7 +22,6 @@ export interface Database {
   dlocks: DlocksTable;
   acls: AclsTable;
   acl_contents: AclContentsTable;
-  acl_counts: AclCountsTable;
   status_events: StatusEventsTable;
   status_delivery_failures: StatusDeliveryFailuresTable;
   webhook_secrets: WebhookSecretsTable;
@@ -32,6 +31,7 @@ export interface Database {
   fleet_event_deliveries: FleetEventDeliveriesTable;
   rollouts: RolloutsTable;
   rollout_members: RolloutMembersTable;
+  page_buckets: PageBucketsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -216,12 +216,6 @@ export interface AclContentsTable {
   user_data: string | null;
 }
 
-export interface AclCountsTable {
-  customer_id: number;
-  /** How many ACLs the customer has, kept by the transactions that create and delete them. */
-  total: number;
-}
-
 export type StatusEventState = 'pending' | 'delivered' | 'failed' | 'gone';
 
 /**
@@ -381,4 +375,14 @@ export interface RolloutMembersTable {
   status: string;
   offered_at: number | null;
   status_changed_at: number | null;
+}
+
+/** Counts of consecutive keys of a paged list (src/db/page-buckets.ts), kept by triggers. */
+export interface PageBucketsTable {
+  list: string;
+  /** Whose entries: 'all', 'c<customer id>', 'u' (no customer), an OKM's serial number (src/db/paged-lists.ts). */
+  scope: string;
+  /** The bucket's lowest key ('' for the first); integer keys zero-padded to 20 digits. */
+  lower_key: string;
+  entries: number;
 }

@@ -1,4 +1,6 @@
 import type { Db } from '../db/database.ts';
+import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { ALL_SCOPE, customerScope, DLOCK_LIST } from '../db/paged-lists.ts';
 import type { KeyCertificate } from './key-certificate.ts';
 
 /** An enrolled DLock as the locks list shows it: never its key. */
@@ -10,21 +12,32 @@ export interface LockSummary {
   enrolledAt: number;
 }
 
-/** One page (from 1) of the enrolled DLocks, by serial number, and how many there are in all; customerId undefined: every customer's. */
+/**
+ * One page (from 1) of the enrolled DLocks, by serial number, and how many there are in all;
+ * customerId undefined: every customer's. The page's serial numbers come from an index alone,
+ * from the bucket that holds the page on (page-buckets.ts).
+ */
 export async function listLocks(db: Db, customerId: number | undefined, page: number, perPage: number): Promise<{ locks: LockSummary[]; total: number }> {
-  let rows = db
+  const serialsOfScope = (trx: Db) => {
+    const serials = trx.selectFrom('dlocks').select('serial_no as key');
+    return customerId === undefined ? serials : serials.where('customer_id', '=', customerId);
+  };
+  const keysOfScope: ScopeKeys = (trx, from, before) => {
+    let keys = serialsOfScope(trx);
+    if (from !== null) keys = keys.where('serial_no', '>=', String(from));
+    if (before !== null) keys = keys.where('serial_no', '<', String(before));
+    return keys;
+  };
+  const position = await pagePosition(db, DLOCK_LIST, customerId === undefined ? ALL_SCOPE : customerScope(customerId), keysOfScope, (page - 1) * perPage);
+  let pageSerials = serialsOfScope(db).orderBy('serial_no').limit(perPage).offset(position.skip);
+  if (position.from !== null) pageSerials = pageSerials.where('serial_no', '>=', String(position.from));
+  const found = await db
     .selectFrom('dlocks')
     .innerJoin('customers', 'customers.id', 'dlocks.customer_id')
     .select(['dlocks.serial_no', 'dlocks.certificate_name', 'dlocks.certificate_json', 'dlocks.created_at', 'customers.name as customer_name'])
+    .where('dlocks.serial_no', 'in', pageSerials)
     .orderBy('dlocks.serial_no')
-    .limit(perPage)
-    .offset((page - 1) * perPage);
-  let count = db.selectFrom('dlocks').select((eb) => eb.fn.countAll<number | string>().as('total'));
-  if (customerId !== undefined) {
-    rows = rows.where('dlocks.customer_id', '=', customerId);
-    count = count.where('dlocks.customer_id', '=', customerId);
-  }
-  const [found, counted] = await Promise.all([rows.execute(), count.executeTakeFirstOrThrow()]);
+    .execute();
   return {
     locks: found.map((row) => ({
       serialNo: row.serial_no,
@@ -34,6 +47,6 @@ export async function listLocks(db: Db, customerId: number | undefined, page: nu
       customerName: row.customer_name,
       enrolledAt: row.created_at,
     })),
-    total: Number(counted.total),
+    total: position.total,
   };
 }

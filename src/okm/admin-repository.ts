@@ -1,6 +1,9 @@
-import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { ALL_SCOPE, customerScope, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
+import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
 import { toOkm } from './repository.ts';
 
@@ -12,22 +15,20 @@ export interface OwnedOkm {
   aclId: string | null;
 }
 
-/** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
-export const MISSED_INTERVALS_UNTIL_OVERDUE = 3;
+/** The orders of the OKM list: by serial number, or by last sync time (never polled first) with `-` for the reverse. */
+export const OKM_SORTS = ['serial_number', 'last_sync_time', '-last_sync_time'] as const;
+export type OkmSort = (typeof OKM_SORTS)[number];
 
-export function isOverdue(lastSyncTime: number | null, effectivePollingIntervalSeconds: number, now: number): boolean {
-  return lastSyncTime !== null && lastSyncTime + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * effectivePollingIntervalSeconds < now;
-}
-
-export interface OkmListFilter {
+export interface OkmListFilter extends OverdueClock {
   /** Only this customer's OKMs; undefined: every customer's. */
   customerId?: number;
   /** Only OKMs without a customer. */
   unassigned?: boolean;
   overdue?: boolean;
   firmwareVersion?: string;
-  fleetPollingInterval: number;
-  now: number;
+  state?: FleetState;
+  /** Only OKMs whose serial number begins with this (itself a valid serial number). */
+  serialPrefix?: string;
 }
 
 export interface OkmPage {
@@ -37,22 +38,40 @@ export interface OkmPage {
 
 type OkmsExpressionBuilder = ExpressionBuilder<Database, 'okms'>;
 
-/** isOverdue in SQL; never NULL, so that its negation holds for the OKMs that never polled. */
-function isOverdueSql(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
-  return eb.and([
-    eb('okms.last_sync_time', 'is not', null),
-    sql<SqlBool>`okms.last_sync_time + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(okms.polling_interval, ${filter.fleetPollingInterval}) < ${filter.now}`,
-  ]);
-}
+/**
+ * Serial numbers are of A-Z a-z 0-9 . _ - only, all below "{": those beginning with the
+ * prefix are exactly those from the prefix up to the prefix followed by "{", an index range.
+ */
+const AFTER_EVERY_SERIAL_CHARACTER = '{';
 
 function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [];
   if (filter.customerId !== undefined) conditions.push(eb('okms.customer_id', '=', filter.customerId));
   if (filter.unassigned) conditions.push(eb('okms.customer_id', 'is', null));
   if (filter.firmwareVersion !== undefined) conditions.push(eb('okms.firmware_version', '=', filter.firmwareVersion));
-  if (filter.overdue === true) conditions.push(isOverdueSql(eb, filter));
-  if (filter.overdue === false) conditions.push(eb.not(isOverdueSql(eb, filter)));
+  if (filter.overdue === true) conditions.push(fleetStateCondition('overdue', filter));
+  if (filter.overdue === false) conditions.push(eb.not(fleetStateCondition('overdue', filter)));
+  if (filter.state !== undefined) conditions.push(fleetStateCondition(filter.state, filter));
+  if (filter.serialPrefix !== undefined) {
+    conditions.push(eb('okms.serial_number', '>=', filter.serialPrefix));
+    conditions.push(eb('okms.serial_number', '<', filter.serialPrefix + AFTER_EVERY_SERIAL_CHARACTER));
+  }
   return eb.and(conditions);
+}
+
+/**
+ * The order of a sort, with the serial number breaking ties; written out in full (NULLS FIRST
+ * or LAST) so that both databases agree, and in the order of okms_(customer_)last_sync_idx.
+ */
+function orderOf(sort: OkmSort): RawBuilder<unknown> {
+  switch (sort) {
+    case 'serial_number':
+      return sql`okms.serial_number`;
+    case 'last_sync_time':
+      return sql`okms.last_sync_time asc nulls first, okms.serial_number asc`;
+    case '-last_sync_time':
+      return sql`okms.last_sync_time desc nulls last, okms.serial_number desc`;
+  }
 }
 
 const selectOwnedOkms = (db: Db) =>
@@ -81,25 +100,58 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
   return { okm, customerName: customer_name, aclId: acl_id };
 }
 
-/** One page (from 1) of the OKMs that match, ordered by serial number, and how many match in all. */
-export async function listOkms(db: Db, filter: OkmListFilter, page: number, perPage: number): Promise<OkmPage> {
-  const [rows, count] = await Promise.all([
-    selectOwnedOkms(db)
-      .where((eb) => listConditions(eb, filter))
-      .orderBy('okms.serial_number')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
+/**
+ * The page_buckets scope of a filter that is only a scope (one customer's OKMs, the unassigned
+ * ones, the whole fleet) in serial number order; undefined for any other filter or order.
+ */
+function bucketScopeOf(filter: OkmListFilter, sort: OkmSort): string | undefined {
+  const onlyScope = filter.firmwareVersion === undefined && filter.overdue === undefined && filter.state === undefined && filter.serialPrefix === undefined;
+  if (!onlyScope || sort !== 'serial_number') return undefined;
+  if (filter.unassigned) return filter.customerId === undefined ? UNASSIGNED_SCOPE : undefined;
+  return filter.customerId === undefined ? ALL_SCOPE : customerScope(filter.customerId);
+}
+
+const matchingSerials = (db: Db, filter: OkmListFilter) =>
+  db
+    .selectFrom('okms')
+    .select('okms.serial_number')
+    .where((eb) => listConditions(eb, filter));
+
+/**
+ * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
+ * The page's serial numbers come from an index alone (a deferred join), and only they are read
+ * with their customer and ACL. A filter that is only a scope starts its walk at the bucket
+ * that holds the page (page-buckets.ts) and reads its total there; other filters walk from the
+ * first match and count the matches.
+ */
+export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, page: number, perPage: number): Promise<OkmPage> {
+  const order = orderOf(sort);
+  const offset = (page - 1) * perPage;
+  const scope = bucketScopeOf(filter, sort);
+  let pageSerials = matchingSerials(db, filter).orderBy(order).limit(perPage);
+  let total: Promise<number>;
+  if (scope === undefined) {
+    pageSerials = pageSerials.offset(offset);
+    total = db
       .selectFrom('okms')
       .select((eb) => eb.fn.countAll<number | string>().as('total'))
       .where((eb) => listConditions(eb, filter))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return {
-    okms: rows.map(toOwnedOkm),
-    total: Number(count.total),
-  };
+      .executeTakeFirstOrThrow()
+      .then((count) => Number(count.total));
+  } else {
+    const keysOfScope: ScopeKeys = (trx, from, before) => {
+      let keys = matchingSerials(trx, filter).select('okms.serial_number as key');
+      if (from !== null) keys = keys.where('okms.serial_number', '>=', String(from));
+      if (before !== null) keys = keys.where('okms.serial_number', '<', String(before));
+      return keys;
+    };
+    const position = await pagePosition(db, OKM_LIST, scope, keysOfScope, offset);
+    if (position.from !== null) pageSerials = pageSerials.where('okms.serial_number', '>=', String(position.from));
+    pageSerials = pageSerials.offset(position.skip);
+    total = Promise.resolve(position.total);
+  }
+  const [rows, count] = await Promise.all([selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy(order).execute(), total]);
+  return { okms: rows.map(toOwnedOkm), total: count };
 }
 
 export async function findOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm | undefined> {

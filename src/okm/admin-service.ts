@@ -11,7 +11,8 @@ import { describeValidationError, validatorCompiler } from '../http/validation.t
 import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
-import { deleteOkmHistory, findOwnedOkm, isOverdue, listOkms, lockOkm, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
+import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
+import { isOverdue } from './fleet-states.ts';
 import { listAuditRecords } from './audit-repository.ts';
 import { listMessages, queueMessage, type OkmMessage } from './messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
@@ -182,9 +183,12 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
       ...(query.unassigned ? { unassigned: true } : {}),
       ...(query.overdue === undefined ? {} : { overdue: query.overdue }),
       ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
+      ...(query.state === undefined ? {} : { state: query.state }),
+      ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
       fleetPollingInterval: request.settings.fleetPollingInterval,
       now: request.now,
     },
+    query.sort ?? 'serial_number',
     pageOf(query),
     perPageOf(query),
   );

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from './admin-repository.ts';
+import { fleetStateCondition, type OverdueClock } from './fleet-states.ts';
 
 /** The OKMs of one customer that share a last correction and the three reported firmware versions. */
 export interface SummaryGroup {
@@ -14,11 +14,9 @@ export interface SummaryGroup {
   overdue: number;
 }
 
-export interface SummaryScope {
+export interface SummaryScope extends OverdueClock {
   /** undefined: every OKM, whichever customer holds it (an operator's view). */
   customerId?: number;
-  fleetPollingInterval: number;
-  now: number;
 }
 
 /**
@@ -36,10 +34,8 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
       'wireless_key_firmware_version',
       eb.fn.countAll<number | string>().as('okms'),
       // FILTER, not sum(CASE …): half the time on SQLite over a million index entries.
-      sql<number | string>`count(*) filter (where last_sync_time is null)`.as('never_polled'),
-      sql<number | string>`count(*) filter (where last_sync_time + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(polling_interval, ${scope.fleetPollingInterval}) < ${scope.now})`.as(
-        'overdue',
-      ),
+      sql<number | string>`count(*) filter (where ${fleetStateCondition('never_polled', scope)})`.as('never_polled'),
+      sql<number | string>`count(*) filter (where ${fleetStateCondition('overdue', scope)})`.as('overdue'),
     ])
     .groupBy(['customer_id', 'last_correction', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version']);
   if (scope.customerId !== undefined) query = query.where('customer_id', '=', scope.customerId);
@@ -51,9 +47,4 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
     neverPolled: Number(row.never_polled ?? 0),
     overdue: Number(row.overdue ?? 0),
   }));
-}
-
-export async function countPendingOkms(db: Db): Promise<number> {
-  const row = await db.selectFrom('pending_okms').select((eb) => eb.fn.countAll<number | string>().as('pending')).executeTakeFirstOrThrow();
-  return Number(row.pending);
 }

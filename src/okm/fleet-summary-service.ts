@@ -2,7 +2,8 @@ import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import { countPendingOkms, summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
+import { summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
+import { countPendingOkms } from './pending-repository.ts';
 import type { FleetSummary } from './schemas.ts';
 
 export interface SummaryRequest {

@@ -1,5 +1,7 @@
 import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { pagePosition, scopeTotal, type ScopeKeys } from '../db/page-buckets.ts';
+import { ALL_SCOPE, PENDING_OKM_LIST } from '../db/paged-lists.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
 import { emitFleetEvent } from '../webhooks/fleet-events.ts';
@@ -69,31 +71,34 @@ export async function emitPending(db: Db, serialNumber: string, call: PendingCal
 }
 
 /**
- * A pending entry counts only while no OKM has its serial number: an OKM created by the
- * admin API, or a poll recorded in a race with an accept, can leave a stale entry behind.
+ * A pending entry counts only while no OKM has its serial number: a poll recorded in a race
+ * with the OKM's creation can leave a stale entry behind.
  */
 const isStillUnknown = (eb: ExpressionBuilder<Database, 'pending_okms'>) =>
   eb.not(eb.exists(eb.selectFrom('okms').select('okms.serial_number').whereRef('okms.serial_number', '=', 'pending_okms.serial_number')));
 
-/** One page (from 1) of the pending OKMs, by serial number, and how many there are. */
+/**
+ * One page (from 1) of the pending OKMs, by serial number, and how many there are, from the
+ * bucket that holds the page on (page-buckets.ts). Creating an OKM deletes its pending entry
+ * (a trigger, migration 0014), so the list need not look for stale ones; only a poll that
+ * raced an accept could leave one, which takePendingOkm then refuses.
+ */
 export async function listPendingOkms(db: Db, page: number, perPage: number): Promise<{ items: PendingOkm[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('pending_okms')
-      .selectAll()
-      .where(isStillUnknown)
-      .orderBy('serial_number')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('pending_okms')
-      .select((eb) => eb.fn.countAll<number | string>().as('total'))
-      .where(isStillUnknown)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map(toPendingOkm), total: Number(count.total) };
+  const keysOfScope: ScopeKeys = (trx, from, before) => {
+    let keys = trx.selectFrom('pending_okms').select('serial_number as key');
+    if (from !== null) keys = keys.where('serial_number', '>=', String(from));
+    if (before !== null) keys = keys.where('serial_number', '<', String(before));
+    return keys;
+  };
+  const position = await pagePosition(db, PENDING_OKM_LIST, ALL_SCOPE, keysOfScope, (page - 1) * perPage);
+  let pageSerials = db.selectFrom('pending_okms').select('serial_number').orderBy('serial_number').limit(perPage).offset(position.skip);
+  if (position.from !== null) pageSerials = pageSerials.where('serial_number', '>=', String(position.from));
+  const rows = await db.selectFrom('pending_okms').selectAll().where('serial_number', 'in', pageSerials).orderBy('serial_number').execute();
+  return { items: rows.map(toPendingOkm), total: position.total };
 }
+
+/** How many serial numbers are pending, from their bucket counts (no walk over them). */
+export const countPendingOkms = (db: Db) => scopeTotal(db, PENDING_OKM_LIST, ALL_SCOPE);
 
 /** Removes a pending OKM and returns it; undefined when there is none of that serial number. */
 export async function takePendingOkm(db: Db, serialNumber: string): Promise<PendingOkm | undefined> {

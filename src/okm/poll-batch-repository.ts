@@ -8,7 +8,7 @@ import type { FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
 import { countAnotherCall, emitPending, recordPendingCall } from './pending-repository.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from './admin-repository.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from './fleet-states.ts';
 import {
   emitEndOfSilence,
   emitEnrolled,

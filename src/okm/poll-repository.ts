@@ -7,7 +7,7 @@ import { UNCONFIGURED_OKM } from './model.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from './admin-repository.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from './fleet-states.ts';
 import { emitFleetEvent } from '../webhooks/fleet-events.ts';
 
 /** okms.status_urls of an OKM without subscribers. */

@@ -2,6 +2,8 @@ import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
+import { OKM_SORTS } from './admin-repository.ts';
+import { FLEET_STATES } from './fleet-states.ts';
 import { FreeText, IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
 
 /** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
@@ -72,6 +74,19 @@ export const OkmListQuery = Type.Object(
     overdue: Type.Optional(Type.Boolean({ description: 'only OKMs that are (true) or are not (false) overdue' })),
     firmware_version: Type.Optional(FreeText({ minLength: 1, maxLength: 64, description: 'only OKMs that last reported this version' })),
     unassigned: Type.Optional(Type.Boolean({ description: 'admin only: only OKMs that belong to no customer' })),
+    state: Type.Optional(
+      Type.Enum([...FLEET_STATES], {
+        description:
+          'only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), overdue (polled before but not for 3 effective polling intervals), never_polled',
+      }),
+    ),
+    serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
+    sort: Type.Optional(
+      Type.Enum([...OKM_SORTS], {
+        default: 'serial_number',
+        description: 'serial_number (default); last_sync_time: oldest poll first, never polled before all; -last_sync_time: newest poll first, never polled after all; ties by serial number',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

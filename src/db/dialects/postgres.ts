@@ -2,6 +2,7 @@ import pg from 'pg';
 import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { precompiledStatementName } from '../precompiled-query.ts';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
+import { postgresPageBucketTriggers } from './postgres-page-buckets.ts';
 import type { DialectStrategy, RowSetColumn } from './strategy.ts';
 
 const INT8_OID = 20;
@@ -118,5 +119,11 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       return result.rows[0]?.schema;
     },
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
+    pageBucketTriggers: postgresPageBucketTriggers,
+    afterInsertTrigger: (name, table, statement) => [
+      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${statement}; RETURN NULL; END $$`,
+      `CREATE TRIGGER ${name} AFTER INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+    ],
+    nullsFirstIndexColumn: (column) => sql`${sql.ref(column)} NULLS FIRST`,
   };
 }

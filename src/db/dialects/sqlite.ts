@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { SqliteDialect } from 'kysely';
+import { SqliteDialect, sql } from 'kysely';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
+import { sqlitePageBucketTriggers } from './sqlite-page-buckets.ts';
 import type { DialectStrategy } from './strategy.ts';
 
 export function sqliteStrategy(file: string): DialectStrategy {
@@ -33,5 +34,8 @@ export function sqliteStrategy(file: string): DialectStrategy {
     relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
+    pageBucketTriggers: sqlitePageBucketTriggers,
+    afterInsertTrigger: (name, table, statement) => [`CREATE TRIGGER ${name} AFTER INSERT ON ${table} BEGIN ${statement}; END`],
+    nullsFirstIndexColumn: (column) => sql.ref(column),
   };
 }

@@ -1,5 +1,6 @@
-import type { AliasedRawBuilder, ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
+import type { AliasedRawBuilder, ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, RawBuilder, SelectQueryBuilder } from 'kysely';
 import type { Db } from '../database.ts';
+import type { BucketedList } from '../page-buckets.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
 
 /** A column of a row set: its name, its SQL type, and its values, one per row (an array, or a placeholder for one). */
@@ -59,6 +60,16 @@ export interface DialectStrategy {
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */
   autoIncrementPrimaryKey(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
+  /**
+   * An index column whose NULLs come first in ascending order, so that one index serves
+   * `ORDER BY c ASC NULLS FIRST` forwards and `c DESC NULLS LAST` backwards: SQLite's only
+   * order (it refuses the words in an index), PostgreSQL's `NULLS FIRST`.
+   */
+  nullsFirstIndexColumn(column: string): RawBuilder<unknown>;
+  /** The statements that create the triggers keeping a list's page_buckets counts (src/db/page-buckets.ts). */
+  pageBucketTriggers(list: BucketedList): string[];
+  /** The statements that create a trigger running `statement` (SQL over the row NEW) after each insert into `table`. */
+  afterInsertTrigger(name: string, table: string, statement: string): string[];
   /**
    * The schema that holds Kysely's migration tables, where the database has schemas. Unless
    * told, Kysely looks for them in every schema, and would take another keyfleet schema's (a

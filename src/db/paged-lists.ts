@@ -1,0 +1,60 @@
+import type { BucketedList } from './page-buckets.ts';
+
+/**
+ * The long lists whose pages are found through page_buckets, and the scopes each is counted
+ * in (SQL over a row; the scope values below are what pages name). Migration 0014 creates their
+ * triggers from these; a change here needs a migration of its own.
+ */
+export const ALL_SCOPE = 'all';
+export const UNASSIGNED_SCOPE = 'u';
+export const customerScope = (customerId: number) => `c${customerId}`;
+
+const customerScopeOf = (row: string) => `'c' || ${row}.customer_id`;
+
+export const OKM_LIST: BucketedList = {
+  name: 'okms',
+  table: 'okms',
+  keyColumn: 'serial_number',
+  keyType: 'text',
+  scopes: (row) => [`'${ALL_SCOPE}'`, `coalesce(${customerScopeOf(row)}, '${UNASSIGNED_SCOPE}')`],
+  scopeColumns: ['customer_id'],
+};
+
+export const DLOCK_LIST: BucketedList = {
+  name: 'dlocks',
+  table: 'dlocks',
+  keyColumn: 'serial_no',
+  keyType: 'text',
+  scopes: (row) => [`'${ALL_SCOPE}'`, customerScopeOf(row)],
+  scopeColumns: ['customer_id'],
+};
+
+export const ACL_LIST: BucketedList = {
+  name: 'acls',
+  table: 'acls',
+  keyColumn: 'id',
+  keyType: 'text',
+  scopes: (row) => [customerScopeOf(row)],
+  scopeColumns: ['customer_id'],
+};
+
+export const PENDING_OKM_LIST: BucketedList = {
+  name: 'pending_okms',
+  table: 'pending_okms',
+  keyColumn: 'serial_number',
+  keyType: 'text',
+  scopes: () => [`'${ALL_SCOPE}'`],
+  scopeColumns: [],
+};
+
+/** One scope per OKM: its serial number. */
+export const AUDIT_RECORD_LIST: BucketedList = {
+  name: 'okm_audit_records',
+  table: 'okm_audit_records',
+  keyColumn: 'id',
+  keyType: 'integer',
+  scopes: (row) => [`${row}.okm_serial`],
+  scopeColumns: [],
+};
+
+export const PAGED_LISTS = [OKM_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST, AUDIT_RECORD_LIST];
