@@ -1,6 +1,4 @@
 import type { Db } from '../db/database.ts';
-import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
-import { AUDIT_RECORD_LIST } from '../db/paged-lists.ts';
 
 /** One audit record as the OKM sent it (any JSON value), with the time keyfleet received it. */
 export interface AuditRecord {
@@ -38,21 +36,24 @@ export async function appendAuditRecords(db: Db, serialNumber: string, records: 
 
 /**
  * One page (from 1) of the OKM's audit records in the order they arrived, so that a page
- * keeps its content while new records are appended; the page's ids come from the
- * (okm_serial, id) index, from the bucket that holds the page on (page-buckets.ts).
+ * keeps its content while new records are appended.
  */
 export async function listAuditRecords(db: Db, serialNumber: string, page: number, perPage: number): Promise<AuditRecordPage> {
-  const idsOfOkm = (trx: Db) => trx.selectFrom('okm_audit_records').select('id as key').where('okm_serial', '=', serialNumber);
-  const keysOfScope: ScopeKeys = (trx, from, before) => {
-    let keys = idsOfOkm(trx);
-    if (from !== null) keys = keys.where('id', '>=', Number(from));
-    if (before !== null) keys = keys.where('id', '<', Number(before));
-    return keys;
-  };
-  const position = await pagePosition(db, AUDIT_RECORD_LIST, serialNumber, keysOfScope, (page - 1) * perPage);
-  let pageIds = idsOfOkm(db).orderBy('id').limit(perPage).offset(position.skip);
-  if (position.from !== null) pageIds = pageIds.where('id', '>=', Number(position.from));
-  const rows = await db.selectFrom('okm_audit_records').selectAll().where('id', 'in', pageIds).orderBy('id').execute();
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('okm_audit_records')
+      .selectAll()
+      .where('okm_serial', '=', serialNumber)
+      .orderBy('id')
+      .limit(perPage)
+      .offset((page - 1) * perPage)
+      .execute(),
+    db
+      .selectFrom('okm_audit_records')
+      .select((eb) => eb.fn.countAll<number | string>().as('total'))
+      .where('okm_serial', '=', serialNumber)
+      .executeTakeFirstOrThrow(),
+  ]);
   return {
     records: rows.map((row) => ({
       id: row.id,
@@ -60,6 +61,6 @@ export async function listAuditRecords(db: Db, serialNumber: string, page: numbe
       receivedAt: row.received_at,
       record: JSON.parse(row.record) as unknown,
     })),
-    total: position.total,
+    total: Number(count.total),
   };
 }
