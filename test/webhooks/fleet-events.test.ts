@@ -1,22 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import { markOverdueOkms } from '../../src/okm/overdue-repository.ts';
-import { DEPLOYMENT_OWNER, customerOwner, webhookSecrets } from '../../src/webhooks/secrets.ts';
+import { DEPLOYMENT_OWNER, customerOwner } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
 import { poll } from '../okm/config-helpers.ts';
+import { ENDPOINTS, createFleetEndpoint, verifiedFleetEvents, type FleetEventBody } from './fleet-event-helpers.ts';
 import { FAST_WEBHOOKS, Receiver } from './helpers.ts';
-
-const ENDPOINTS = '/api/v1/webhook-endpoints';
-
-interface FleetEventBody {
-  id: string;
-  type: string;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
 
 forEachDatabase('fleet events', (kind) => {
   let t: TestApp;
@@ -34,21 +25,9 @@ forEachDatabase('fleet events', (kind) => {
 
   let paths = 0;
   /** Creates an endpoint at a new receiver path; returns its id and path. */
-  async function endpoint(token: string, eventTypes: string[], query = ''): Promise<{ id: number; path: string }> {
-    const path = `/fleet-${++paths}`;
-    const response = await call(t, 'POST', `${ENDPOINTS}${query}`, { token, payload: { url: receiver.url(path), event_types: eventTypes } });
-    assert.equal(response.statusCode, 201, response.body);
-    return { id: response.json().data.id, path };
-  }
+  const endpoint = (token: string, eventTypes: string[], query = '') => createFleetEndpoint(t, receiver, token, `/fleet-${++paths}`, eventTypes, query);
 
-  /** The events that reached a path, each verified with the owner's whsec_ secret as a subscriber does (standardwebhooks throws otherwise). */
-  async function verifiedEvents(path: string, owner: string): Promise<FleetEventBody[]> {
-    const { current } = await webhookSecrets(t.db, t.app.keyRing, owner, Date.now());
-    const verifier = new Webhook(current);
-    return receiver.received
-      .filter((entry) => entry.path === path)
-      .map((entry) => verifier.verify(entry.body, entry.headers as Record<string, string>) as FleetEventBody);
-  }
+  const verifiedEvents = (path: string, owner: string) => verifiedFleetEvents(t, receiver, path, owner);
 
   const acmeOwner = async () => customerOwner((await t.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id);
 
