@@ -82,22 +82,10 @@ export const listFailingSubscribers = (customer?: string) => call(api.GET('/api/
 
 // ---- OKMs -----------------------------------------------------------------------------------
 
-/**
- * GET /api/v1/okms filters. `state`, `serial_prefix` and `sort` arrive with the paging branch;
- * until the generated types have them the query is widened here.
- */
-export interface OkmListFilters extends PageRequest {
-  customer?: string;
-  firmware_version?: string;
-  overdue?: boolean;
-  unassigned?: boolean;
-  state?: 'in_step' | 'drifting' | 'overdue' | 'never_polled';
-  serial_prefix?: string;
-  sort?: 'serial_number' | 'last_sync_time' | '-last_sync_time';
-}
+/** The OKM list's filters, sort and page (GET /api/v1/okms). */
+export type OkmListFilters = NonNullable<paths['/api/v1/okms']['get']['parameters']['query']>;
 
-export const listOkms = (filters: OkmListFilters) =>
-  call(api.GET('/api/v1/okms', { params: { query: filters as paths['/api/v1/okms']['get']['parameters']['query'] } }));
+export const listOkms = (filters: OkmListFilters) => call(api.GET('/api/v1/okms', { params: { query: filters } }));
 
 export const getOkm = (serial: string) => call(api.GET('/api/v1/okms/{serial}', { params: { path: { serial } } }));
 
