@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { serveProcess, type ServerProcess } from '../helpers/server-process.ts';
+import { cancelledByNavigation } from './helpers.ts';
 import { parametersAfter } from '../../src/simulator/device.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -142,7 +143,9 @@ export async function openConsole(browser: Browser, signInUrl: string, viewport 
     if (status && allowedStatuses().has(Number(status[1]))) return;
     problems.push(`console error: ${message.text()} (${message.location().url})`);
   });
-  page.on('requestfailed', (request) => problems.push(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText}`));
+  page.on('requestfailed', (request) => {
+    if (!cancelledByNavigation(request)) problems.push(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText}`);
+  });
   page.on('response', (response) => {
     if (response.status() >= 400 && !isAllowed(response.request().method(), response.url(), response.status())) {
       problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);

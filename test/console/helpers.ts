@@ -4,12 +4,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { loadSettings } from '../../src/config/settings.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
 import { dialectFor, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { serveProcess, type ServerProcess } from '../helpers/server-process.ts';
+
+/** A request the browser cancelled because the page was left (a refresh in flight): not a failure. */
+export const cancelledByNavigation = (request: Request) => request.failure()?.errorText === 'net::ERR_ABORTED';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -152,8 +155,7 @@ export async function watchedPage(browser: Browser, viewport = { width: 1280, he
   });
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('requestfailed', (request) => {
-    // A refresh cancelled by leaving the page is not a failure.
-    if (request.failure()?.errorText === 'net::ERR_ABORTED') return;
+    if (cancelledByNavigation(request)) return;
     problems.push(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText ?? ''}`);
   });
   page.on('response', (response) => {
