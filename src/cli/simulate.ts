@@ -118,15 +118,15 @@ export function register(program: Command): void {
       const simulation = startSimulation(options);
       onStopSignal(() => simulation.stop());
       const tty = process.stderr.isTTY === true;
-      const progress = setInterval(
-        () => {
-          const line = progressLine(simulation.snapshot());
-          process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
-        },
-        tty ? PROGRESS_EVERY_MS.tty : PROGRESS_EVERY_MS.log,
-      );
+      const writeProgress = () => {
+        const line = progressLine(simulation.snapshot());
+        process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
+      };
+      const progress = setInterval(writeProgress, tty ? PROGRESS_EVERY_MS.tty : PROGRESS_EVERY_MS.log);
       const summary = await simulation.finished;
       clearInterval(progress);
+      // The last state too, however short the run was.
+      writeProgress();
       if (tty) process.stderr.write('\n');
       process.stdout.write(raw.json ? `${JSON.stringify(summary)}\n` : `${summaryText(summary)}\n`);
       if (summary.polls === 0) throw new Error(`no poll was answered (errors: ${countsText(summary.errors)})`);
