@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
 import { createTestDatabase, unavailableReason } from '../helpers/databases.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { primaryStoppedAfterItsWorkers } from '../helpers/log-lines.ts';
 import { freePort } from '../helpers/server-process.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -141,7 +142,7 @@ describe('npm start with SERVE_WORKERS=2 on PostgreSQL', async () => {
 
         assert.equal(run.exitCode, 0, run.output);
         assert.equal(workersStopped(run.output), 2, run.output);
-        assert.ok(run.output.indexOf('"exitCode":0,"msg":"stopped"') > run.output.lastIndexOf('"msg":"worker stopped"'), run.output);
+        assert.ok(primaryStoppedAfterItsWorkers(run.output), run.output);
         assert.ok(run.groupEmptied, run.output);
         assert.equal(run.stillServing, false);
       } finally {

@@ -5,6 +5,7 @@ import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestDatabase, unavailableReason, type TestDatabase } from '../helpers/databases.ts';
 import { openTestStore, type TestStore } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { primaryStoppedAfterItsWorkers } from '../helpers/log-lines.ts';
 import { serveProcess, type ServerProcess } from '../helpers/server-process.ts';
 import { insertOkmsWithQueuedStatus, Receiver } from '../webhooks/helpers.ts';
 
@@ -115,8 +116,7 @@ describe('keyfleet serve --workers 2 on PostgreSQL', async () => {
     const output = server.output();
     assert.equal(exitCode, 0, output);
     assert.equal((output.match(/"code":0,"signal":null,"msg":"worker stopped"/g) ?? []).length, 2, output);
-    const workersStopped = output.lastIndexOf('"msg":"worker stopped"');
-    assert.ok(output.indexOf('"exitCode":0,"msg":"stopped"') > workersStopped, output);
+    assert.ok(primaryStoppedAfterItsWorkers(output), output);
     await assert.rejects(fetch(`${base}/healthz`));
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Agent, request } from 'undici';
+import { eventually } from '../helpers/eventually.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { serveProcess } from '../helpers/server-process.ts';
 
@@ -35,7 +36,8 @@ forEachDatabase('keyfleet serve shutdown', (kind) => {
       }
     };
     const clients = Array.from({ length: 20 }, (_, worker) => client(worker));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Fifty answers before the signal, however loaded the host is (a fixed wait was not enough).
+    await eventually(() => outcomes.filter((outcome) => outcome.status !== undefined).length > 50, 30_000, 'fifty polls answered');
 
     const signalled = Date.now();
     server.kill('SIGTERM');
