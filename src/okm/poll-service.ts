@@ -9,7 +9,7 @@ import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
 import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
 import { NO_STATUS_URLS, fleetLatestReleasesForPoll, loadList, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
-import { findRolloutOffer, recordRolloutProgress, rolloutProgress, withRolloutOffer } from '../rollouts/poll-offer.ts';
+import { findRolloutOffers, recordRolloutProgress, rolloutProgress, withRolloutOffer } from '../rollouts/poll-offer.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { correctionKey, resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
@@ -240,13 +240,16 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
         db,
         withMessage.map(({ row }) => row.pending_message_id!),
       ),
-      // Only OKMs of an active rollout read it (one indexed read each); the rest of the fleet reads nothing more.
-      Promise.all(known.map(({ row, serialNumber, request }) => (row.rollout_id === null ? undefined : findRolloutOffer(db, row.rollout_id, serialNumber, request.now)))),
+      // Only OKMs of an active rollout read it (one read by primary keys for all); the rest of the fleet reads nothing more.
+      findRolloutOffers(
+        db,
+        known.flatMap(({ row, serialNumber, request }) => (row.rollout_id === null ? [] : [{ rolloutId: row.rollout_id, serialNumber, now: request.now }])),
+      ),
     ]);
     const pendingMessages = new Map(withMessage.map(({ row }, position) => [row.pending_message_id!, messages[position] ?? null]));
-    const answered = known.map(({ request, reported, row }, position) => {
+    const answered = known.map(({ request, reported, row, serialNumber }, position) => {
       const pendingMessage = row.pending_message_id === null ? null : (pendingMessages.get(row.pending_message_id) ?? null);
-      const desired = desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts[position]), pendingMessage, settings, request.now);
+      const desired = desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts.get(serialNumber)), pendingMessage, settings, request.now);
       return { desired, answer: resolve(desired, reported) ?? {} };
     });
 
@@ -267,11 +270,14 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
       return correction === row.last_correction ? [] : [{ serialNumber, correction }];
     });
     await statements.recordCorrections(db, changed);
-    for (const [position, { serialNumber, reported, request }] of known.entries()) {
-      const rollout = rollouts[position];
-      const progress = rollout && rolloutProgress(rollout, reported, answered[position]!.answer);
-      if (progress) await recordRolloutProgress(db, serialNumber, rollout, progress, request.now);
-    }
+    await recordRolloutProgress(
+      db,
+      known.flatMap(({ serialNumber, reported, request }, position) => {
+        const rollout = rollouts.get(serialNumber);
+        const progress = rollout && rolloutProgress(rollout, reported, answered[position]!.answer);
+        return progress ? [{ serialNumber, rolloutId: rollout.rolloutId, progress, now: request.now }] : [];
+      }),
+    );
     known.forEach(({ index, reported, row }, position) => {
       decisions[index] = { kind: 'answered', ...answered[position]!, reported, statusEventsQueued: statusEventsQueuedBy(row) };
     });

@@ -1,6 +1,5 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { FirmwareReleasesTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
@@ -19,6 +18,8 @@ export interface RolloutOffer {
 }
 
 type OfferRow = Selectable<FirmwareReleasesTable> & {
+  serial_number: string;
+  rollout_id: number;
   state: string;
   window_from: number | null;
   window_to: number | null;
@@ -26,35 +27,57 @@ type OfferRow = Selectable<FirmwareReleasesTable> & {
   time_zone: string | null;
 };
 
-// One indexed read (primary keys only): the rollout, the OKM's membership, the release, and
-// the time zone of the OKM's customer for the maintenance window.
-const rolloutOfferQuery = precompiledQuery<OfferRow, [number, string]>(2, (db, [rolloutId, serialNumber]) =>
-  db
-    .selectFrom('rollouts')
+/** Who asks for a rollout offer: an OKM whose row names a rollout, at the time of its poll. */
+export interface RolloutMember {
+  rolloutId: number;
+  serialNumber: string;
+  now: number;
+}
+
+/**
+ * The rollout offers for a batch of OKMs whose rows name a rollout, by serial, in one read by
+ * primary keys: each OKM's rollout, its membership, the release, and the time zone of its
+ * customer for the maintenance window. An OKM whose release left the catalog has none.
+ */
+export async function findRolloutOffers(db: Db, members: readonly RolloutMember[]): Promise<Map<string, RolloutOffer>> {
+  const offers = new Map<string, RolloutOffer>();
+  if (members.length === 0) return offers;
+  const rows: OfferRow[] = await db
+    .selectFrom('okms')
+    .innerJoin('rollouts', 'rollouts.id', 'okms.rollout_id')
     .innerJoin('rollout_members', (join) =>
-      join.onRef('rollout_members.rollout_id', '=', 'rollouts.id').on('rollout_members.serial_number', '=', serialNumber as string),
+      join.onRef('rollout_members.rollout_id', '=', 'okms.rollout_id').onRef('rollout_members.serial_number', '=', 'okms.serial_number'),
     )
     .innerJoin('firmware_releases', (join) => join.onRef('firmware_releases.kind', '=', 'rollouts.kind').onRef('firmware_releases.version', '=', 'rollouts.version'))
-    .innerJoin('okms', 'okms.serial_number', 'rollout_members.serial_number')
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .selectAll('firmware_releases')
-    .select(['rollouts.state', 'rollouts.window_from', 'rollouts.window_to', 'rollout_members.status', 'customers.time_zone'])
-    .where('rollouts.id', '=', rolloutId as number),
-);
+    .select(['okms.serial_number', 'rollouts.id as rollout_id', 'rollouts.state', 'rollouts.window_from', 'rollouts.window_to', 'rollout_members.status', 'customers.time_zone'])
+    .where(
+      'okms.serial_number',
+      'in',
+      members.map((member) => member.serialNumber),
+    )
+    .execute();
+  const asked = new Map(members.map((member) => [member.serialNumber, member]));
+  for (const row of rows) {
+    const member = asked.get(row.serial_number);
+    // The row's rollout is the one the poll read in its own transaction; another means the row moved meanwhile.
+    if (!member || member.rolloutId !== row.rollout_id) continue;
+    const inWindow = row.window_from === null || row.window_to === null || withinWindow({ from: row.window_from, to: row.window_to }, row.time_zone ?? 'UTC', member.now);
+    offers.set(row.serial_number, {
+      rolloutId: member.rolloutId,
+      kind: row.kind as FirmwareKind,
+      release: toRelease(row),
+      offering: (row.state === 'running' || row.state === 'finished') && inWindow,
+      memberStatus: row.status as MemberStatus,
+    });
+  }
+  return offers;
+}
 
-/** The rollout offer for an OKM whose row names a rollout; undefined if its release left the catalog. */
+/** The rollout offer for one OKM whose row names a rollout; undefined if its release left the catalog. */
 export async function findRolloutOffer(db: Db, rolloutId: number, serialNumber: string, now: number): Promise<RolloutOffer | undefined> {
-  const { rows } = await rolloutOfferQuery(db, rolloutId, serialNumber);
-  const row = rows[0];
-  if (!row) return undefined;
-  const inWindow = row.window_from === null || row.window_to === null || withinWindow({ from: row.window_from, to: row.window_to }, row.time_zone ?? 'UTC', now);
-  return {
-    rolloutId,
-    kind: row.kind as FirmwareKind,
-    release: toRelease(row),
-    offering: (row.state === 'running' || row.state === 'finished') && inWindow,
-    memberStatus: row.status as MemberStatus,
-  };
+  return (await findRolloutOffers(db, [{ rolloutId, serialNumber, now }])).get(serialNumber);
 }
 
 const newer = (a: FirmwareRelease, b: FirmwareRelease | undefined) => {
@@ -86,28 +109,37 @@ export function rolloutProgress(rollout: RolloutOffer, reported: ReportedState, 
   return rollout.memberStatus === 'scheduled' && REPORTED_VERSION[rollout.kind] in correction ? 'offered' : null;
 }
 
+/** A poll's step in its OKM's rollout, to record. */
+export interface RolloutStep {
+  serialNumber: string;
+  rolloutId: number;
+  progress: 'updated' | 'offered';
+  now: number;
+}
+
 /**
- * Records the poll's progress in the rollout, in the poll's transaction: an OKM that reports
- * the version (or newer) is updated and leaves the rollout (its later polls read nothing
- * more); one offered the version for the first time is offered.
+ * Records a batch of polls' progress in their rollouts, in the polls' transaction: an OKM
+ * that reports the version (or newer) is updated and leaves the rollout (its later polls read
+ * nothing more); one offered the version for the first time is offered. One statement per
+ * rollout and step (two for updated), however many OKMs took it.
  */
-export async function recordRolloutProgress(db: Db, serialNumber: string, rollout: RolloutOffer, progress: 'updated' | 'offered', now: number): Promise<void> {
-  if (progress === 'offered') {
-    await db
-      .updateTable('rollout_members')
-      .set({ status: 'offered', offered_at: now, status_changed_at: now })
-      .where('rollout_id', '=', rollout.rolloutId)
-      .where('serial_number', '=', serialNumber)
-      .where('status', '=', 'scheduled')
-      .execute();
-    return;
+export async function recordRolloutProgress(db: Db, steps: readonly RolloutStep[]): Promise<void> {
+  const groups = new Map<string, RolloutStep[]>();
+  for (const step of steps) {
+    const key = `${step.rolloutId}/${step.progress}`;
+    groups.set(key, [...(groups.get(key) ?? []), step]);
   }
-  await db
-    .updateTable('rollout_members')
-    .set({ status: 'updated', status_changed_at: now })
-    .where('rollout_id', '=', rollout.rolloutId)
-    .where('serial_number', '=', serialNumber)
-    .where('status', '!=', 'updated')
-    .execute();
-  await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', '=', serialNumber).where('rollout_id', '=', rollout.rolloutId).execute();
+  for (const group of groups.values()) {
+    const { rolloutId, progress } = group[0]!;
+    // One time for the group: the polls of a batch are answered together.
+    const now = Math.max(...group.map((step) => step.now));
+    const serials = group.map((step) => step.serialNumber);
+    const members = db.updateTable('rollout_members').where('rollout_id', '=', rolloutId).where('serial_number', 'in', serials);
+    if (progress === 'offered') {
+      await members.set({ status: 'offered', offered_at: now, status_changed_at: now }).where('status', '=', 'scheduled').execute();
+      continue;
+    }
+    await members.set({ status: 'updated', status_changed_at: now }).where('status', '!=', 'updated').execute();
+    await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', 'in', serials).where('rollout_id', '=', rolloutId).execute();
+  }
 }

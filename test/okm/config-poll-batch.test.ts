@@ -9,6 +9,7 @@ import { UNCONFIGURED_OKM, type OkmSettings } from '../../src/okm/model.ts';
 import { pollStatementsFor, type ObservedPoll } from '../../src/okm/poll-batch-repository.ts';
 import { createPollHandler, type PollReply, type PollRequest } from '../../src/okm/poll-service.ts';
 import { findOkm, insertOkm } from '../../src/okm/repository.ts';
+import { insertMembers, insertRollout } from '../../src/rollouts/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { unavailableReason } from '../helpers/databases.ts';
 import { addRelease, freezeServerClock, newSerial, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
@@ -137,13 +138,49 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
   before(async () => {
     t = await buildTestApp('postgres');
     await addRelease(t.db, 'kas', '2.0.0');
+    await addRelease(t.db, 'kas', '3.0.0');
   });
   after(() => t.close());
 
-  /** `copies` polls of each kind: a changed verdict, a pending message, a pin, subscriber URLs, an unknown serial number. */
+  /** A running rollout of kas 3.0.0 whose first group holds `serials` (its members, not yet offered). */
+  async function runningRollout(serials: string[]): Promise<void> {
+    const rolloutId = await insertRollout(t.db, {
+      customer_id: null,
+      kind: 'kas',
+      version: '3.0.0',
+      filter: null,
+      group_percents: '[100]',
+      success_threshold: 100,
+      error_threshold: 100,
+      update_timeout_ms: 3_600_000,
+      auto_advance: 0,
+      state: 'running',
+      current_group: 0,
+      approval_required: 0,
+      created_by: 'test',
+      created_at: 1000,
+      updated_at: 1000,
+    });
+    await insertMembers(
+      t.db,
+      rolloutId,
+      serials.map((serialNumber) => ({ serialNumber, group: 0 })),
+    );
+    await t.db.updateTable('okms').set({ rollout_id: rolloutId }).where('serial_number', 'in', serials).execute();
+  }
+
+  /**
+   * `copies` polls of each kind: a changed verdict, a pending message, a pin, subscriber URLs,
+   * an unknown serial number, and two OKMs of a running rollout (one offered its version, one
+   * reporting it).
+   */
   async function mixedRequests(copies: number): Promise<PollRequest[]> {
     const requests: PollRequest[] = [];
+    const [offered, updated] = [Array.from({ length: copies }, () => newSerial('offered')), Array.from({ length: copies }, () => newSerial('updated'))];
+    for (const serial of [...offered, ...updated]) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
+    await runningRollout([...offered, ...updated]);
     for (let copy = 0; copy < copies; copy++) {
+      requests.push(pollRequest(offered[copy]!, IN_STEP), pollRequest(updated[copy]!, { ...IN_STEP, kasFirmware: '3.0.0' }));
       const [changed, message, pinned, subscribed] = [newSerial('changed'), newSerial('message'), newSerial('pinned'), newSerial('subscribed')];
       await insertOkm(t.db, changed, null, CONFIGURED, 1000);
       await insertOkm(t.db, message, null, CONFIGURED, 1000);
@@ -165,10 +202,35 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     const strategy = dialectFor(t.settings);
 
     const few = await countStatements(strategy, t, await mixedRequests(1));
-    const many = await countStatements(strategy, t, await mixedRequests(12));
+    const many = await countStatements(strategy, t, await mixedRequests(9));
 
     assert.equal(many, few);
-    assert.ok(few <= 12, `${few} statements`);
+    assert.ok(few <= 15, `${few} statements`);
+  });
+
+  test('OKMs of a rollout polled in one batch are offered its version, and those reporting it leave the rollout as updated', async () => {
+    const requests = await mixedRequests(3);
+    const handle = createPollHandler(t.db, t.settings, t.dialect, () => {});
+
+    const replies = await Promise.all(requests.map((request) => handle(request)));
+
+    const members = await t.db
+      .selectFrom('rollout_members')
+      .innerJoin('okms', 'okms.serial_number', 'rollout_members.serial_number')
+      .select(['rollout_members.serial_number', 'rollout_members.status', 'okms.rollout_id'])
+      .where(
+        'rollout_members.serial_number',
+        'in',
+        requests.map((request) => request.serialNumber),
+      )
+      .orderBy('rollout_members.serial_number')
+      .execute();
+    assert.deepEqual(
+      members.map(({ serial_number, status, rollout_id }) => [serial_number.split('-')[0], status, rollout_id === null ? 'left' : 'in']).sort(),
+      [...Array(3).fill(['offered', 'offered', 'in']), ...Array(3).fill(['updated', 'updated', 'left'])],
+    );
+    const offeredReplies = replies.filter((_, position) => requests[position]!.serialNumber.startsWith('offered'));
+    assert.ok(offeredReplies.every((reply) => JSON.stringify(reply).includes('"kasFirmware"') && JSON.stringify(reply).includes('3.0.0')), JSON.stringify(offeredReplies));
   });
 
   test('two batches polling the same OKMs at once, in opposite orders, both commit (their rows are locked in one order)', async () => {
