@@ -69,9 +69,9 @@ export function RolloutCreateForm({ releases, isAdmin, onCreated }: { releases: 
   const unplaced = shown !== undefined && !FIELDS.some((control) => errorFor(shown, control) !== undefined);
 
   return (
-    <form class="rollout-form" onSubmit={submit} aria-labelledby="rollout-form-title" noValidate>
+    <form class="rollout-form" onSubmit={submit} aria-label="New rollout" noValidate>
       <div class="card">
-        <h2 id="rollout-form-title">New rollout</h2>
+        <h2>Release and OKMs</h2>
         {isAdmin && (
           <div class="field">
             <label for="rollout-customer">Customer</label>
@@ -141,7 +141,7 @@ export function RolloutCreateForm({ releases, isAdmin, onCreated }: { releases: 
         <label class="checkbox">
           <input type="checkbox" checked={form.auto_advance} onChange={(event) => set('auto_advance', event.currentTarget.checked)} /> Start the next group by itself when a group passes
         </label>
-        <label class="checkbox">
+        <label class="checkbox last-checkbox">
           <input type="checkbox" checked={form.approval_required} onChange={(event) => set('approval_required', event.currentTarget.checked)} /> Another operator must approve it before it starts
         </label>
         <div class="field">
@@ -151,7 +151,8 @@ export function RolloutCreateForm({ releases, isAdmin, onCreated }: { releases: 
           <FieldError error={shown} control="start_at" />
         </div>
         <fieldset class="field">
-          <legend>Maintenance window (the customer’s local time; optional)</legend>
+          <legend>Maintenance window (optional)</legend>
+          <p class="field-hint">Offers only between these times of the customer’s local time zone.</p>
           <div class="form-row">
             <div class="field">
               <label for="rollout-window-from">From</label>

@@ -20,7 +20,7 @@ export function WebhookDeliveries({ endpointId, url, version }: { endpointId: nu
     <ResourceView resource={deliveries} isEmpty={(answer) => answer.data.length === 0} empty="No delivery yet. Send a test event to try the endpoint.">
       {(answer) => (
         <div class="table-wrap">
-          <table>
+          <table class="deliveries">
             <caption class="visually-hidden">Deliveries to {url}</caption>
             <thead>
               <tr>

@@ -106,7 +106,9 @@ export function EventsPage() {
                   <WebhookDeliveries endpointId={endpoint.id} url={endpoint.url} version={versions[endpoint.id] ?? 0} />
                 </section>
               ))}
-              <Pager pagination={endpoints.data.pagination} noun="endpoints" onPage={(next) => route(`${path}?${new URLSearchParams({ ...(named ? { customer: named } : {}), page: String(next) })}`)} />
+              {Number(endpoints.data.pagination.total_results) > ENDPOINTS_PER_PAGE && (
+                <Pager pagination={endpoints.data.pagination} noun="endpoints" onPage={(next) => route(`${path}?${new URLSearchParams({ ...(named ? { customer: named } : {}), page: String(next) })}`)} />
+              )}
             </>
           )}
         </div>

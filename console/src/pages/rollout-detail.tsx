@@ -117,6 +117,9 @@ export function RolloutDetailPage() {
       <div class="cards wide-left">
         <section class="card" aria-labelledby="rollout-groups-title">
           <h2 id="rollout-groups-title">Groups</h2>
+          <p class="progress-legend small" aria-hidden="true">
+            <span class="swatch progress-updated" /> updated <span class="swatch progress-failed" /> failed <span class="swatch progress-offered" /> offered, not updated yet
+          </p>
           <ol class="group-list">
             {shown.groups.map((group, index) => (
               <li key={index} class={`group-${group.state}`}>

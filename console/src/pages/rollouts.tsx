@@ -78,7 +78,12 @@ export function RolloutsPage() {
                     <td>
                       <div class="group-bars">
                         {rollout.groups.map((group, index) => (
-                          <RolloutProgressBar key={index} compact label={`Rollout ${rollout.id}, group ${index + 1} (${group.percent} %)`} counts={group.counts} />
+                          <div class="group-bar" key={index}>
+                            <span class="small muted" aria-hidden="true">
+                              {group.percent} %
+                            </span>
+                            <RolloutProgressBar compact label={`Rollout ${rollout.id}, group ${index + 1} (${group.percent} %)`} counts={group.counts} />
+                          </div>
                         ))}
                       </div>
                     </td>
