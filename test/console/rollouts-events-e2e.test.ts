@@ -136,6 +136,33 @@ describe('console: rollouts and events pages', { skip: browserTestSkip() }, () =
     }
   });
 
+  test('a rollout that needs approval offers Approve; its creator is refused with the API\'s reason, another operator approves and can then start it', { timeout: 60_000 }, async () => {
+    const created = (await server.api(acmeToken, 'POST', '/api/v1/rollouts', { kind: 'kas', version: '2.0.0', groups: [{ percent: 100 }], approval_required: true }, 201)).data;
+
+    const creator = await openConsole(browser, acmeUrl);
+    await creator.goto(`/rollouts/${created.id}`);
+    await creator.page.getByText('It needs the approval of an operator other than').waitFor();
+    assert.equal(await creator.page.getByRole('button', { name: 'Start', exact: true }).count(), 0, 'no Start before approval');
+    creator.allowFailure('POST', new RegExp(`^/api/v1/rollouts/${created.id}/approve$`), 409);
+    await creator.page.getByRole('button', { name: 'Approve' }).click();
+    await creator.page.getByRole('alert').getByText('another operator (token subject) must approve it').waitFor();
+    creator.assertNoProblems();
+    await creator.close();
+
+    const operator = await openConsole(browser, await server.signInUrl());
+    await operator.goto(`/rollouts/${created.id}`);
+    await operator.page.getByRole('button', { name: 'Approve' }).click();
+    await operator.page.getByText('Approved: it can be started now.').waitFor();
+    await operator.page.getByRole('button', { name: 'Start', exact: true }).click();
+    await operator.page.getByRole('heading', { name: `Rollout #${created.id} Running` }).waitFor();
+    const rollout = (await server.api(acmeToken, 'GET', `/api/v1/rollouts/${created.id}`)).data;
+    assert.equal(rollout.state, 'running');
+    assert.notEqual(rollout.approved_by, rollout.created_by);
+    await server.api(acmeToken, 'POST', `/api/v1/rollouts/${created.id}/abort`);
+    operator.assertNoProblems();
+    await operator.close();
+  });
+
   test('an operator adds a webhook endpoint, sends it a test event, sees the delivery, and deletes the endpoint after confirming', { timeout: 120_000 }, async () => {
     const receiver = await startReceiver();
     try {
