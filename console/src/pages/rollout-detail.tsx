@@ -37,7 +37,8 @@ const GROUP_STATES = { waiting: 'not started', running: 'running', completed: 'c
 export function RolloutDetailPage() {
   const { params } = useRoute();
   const id = Number(params.id);
-  const rollout = useResource(() => getRollout(id), [id], ROLLOUT_REFRESH_MS);
+  const valid = Number.isInteger(id) && id >= 1;
+  const rollout = useResource(() => (valid ? getRollout(id) : Promise.reject(new Error(`“${params.id}” is not a rollout number.`))), [id], valid ? ROLLOUT_REFRESH_MS : undefined);
   const [shown, setShown] = useState<Rollout | undefined>(undefined);
   const [confirming, setConfirming] = useState<'pause' | 'abort' | null>(null);
   const [busy, setBusy] = useState(false);
@@ -66,7 +67,6 @@ export function RolloutDetailPage() {
     }
   };
 
-  if (!Number.isInteger(id) || id < 1) return <ErrorState error={new Error(`“${params.id}” is not a rollout number.`)} />;
   if (shown === undefined) {
     return rollout.error !== undefined ? <ErrorState error={rollout.error} retry={rollout.reload} /> : <Loading what="Loading the rollout" />;
   }
