@@ -774,6 +774,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/rollouts/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The group sizes creating this rollout would choose now (nothing is created) */
+        post: operations["previewRollout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -7268,6 +7285,164 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewRollout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {unknown} */
+                    kind: "kas" | "batch_key" | "wireless_key";
+                    /** @description a catalog release of the kind: dotted numbers, 2.10.0 */
+                    version: string;
+                    /** @description the customer whose OKMs are updated; an admin token that names none updates every customer’s */
+                    customer?: string;
+                    filter?: {
+                        /** @description only OKMs that last reported this version of the kind */
+                        firmware_version?: string;
+                        /** @description only these OKMs */
+                        serial_numbers?: string[];
+                    };
+                    groups: {
+                        /** @description cumulative share of the rollout’s OKMs reached once this group has started */
+                        percent: number;
+                    }[];
+                    /** @description a group passes when this % of it has updated (default 95) */
+                    success_threshold?: number;
+                    /** @description the rollout pauses itself when more than this % of a started group has failed (default 5) */
+                    error_threshold?: number;
+                    /** @description an offered OKM that polls on without updating this long has failed (default 1h) */
+                    update_timeout?: string;
+                    /** @description start the next group when a group passes (default true) */
+                    auto_advance?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description the rollout starts itself then (ISO 8601)
+                     */
+                    start_at?: string;
+                    maintenance_window?: {
+                        /** @description HH:MM, in the customer’s time zone */
+                        from: string;
+                        /** @description HH:MM; before `from`: the window spans midnight */
+                        to: string;
+                    };
+                    /** @description another operator must approve it before it starts (default false) */
+                    approval_required?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description OKMs the rollout would reach now */
+                            eligible: number;
+                            /** @description OKMs that match but already report the version or newer: in no group */
+                            up_to_date: number;
+                            groups: {
+                                percent: number;
+                                /** @description members the group would have */
+                                okms: number;
+                            }[];
                         };
                     };
                 };

@@ -7,6 +7,10 @@ import { AclEditorPage } from './pages/acl-editor.tsx';
 import { PendingOkmsPage } from './pages/pending-okms.tsx';
 import { FirmwarePage } from './pages/firmware.tsx';
 import { LocksPage } from './pages/locks.tsx';
+import { RolloutsPage } from './pages/rollouts.tsx';
+import { RolloutNewPage } from './pages/rollout-new.tsx';
+import { RolloutDetailPage } from './pages/rollout-detail.tsx';
+import { EventsPage } from './pages/events.tsx';
 
 
 export interface PageEntry {
@@ -27,4 +31,8 @@ export const PAGES: PageEntry[] = [
   { path: '/pending-okms', component: PendingOkmsPage, nav: { label: 'Pending OKMs', adminOnly: true } },
   { path: '/firmware', component: FirmwarePage, nav: { label: 'Firmware' } },
   { path: '/locks', component: LocksPage, nav: { label: 'Locks' } },
+  { path: '/rollouts', component: RolloutsPage, nav: { label: 'Rollouts' } },
+  { path: '/rollouts/new', component: RolloutNewPage },
+  { path: '/rollouts/:id', component: RolloutDetailPage },
+  { path: '/events', component: EventsPage, nav: { label: 'Events' } },
 ];

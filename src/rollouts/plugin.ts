@@ -2,12 +2,14 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { rolloutEventSink } from './events.ts';
+import rolloutPreviewRoutes from './preview-routes.ts';
 import rolloutRoutes from './routes.ts';
 import { sweepRollouts } from './sweep.ts';
 
 /** Rollouts (SPEC section 13): the API, and this process's share of the sweep. */
 async function rolloutsPlugin(app: FastifyInstance): Promise<void> {
   await app.register(rolloutRoutes, { prefix: '/api/v1/rollouts', emit: rolloutEventSink });
+  await app.register(rolloutPreviewRoutes, { prefix: '/api/v1/rollouts' });
   const intervalMs = app.settings.rolloutSweepIntervalMs;
   if (intervalMs === 0) return;
   const outageLog = createOutageLog(app.log);

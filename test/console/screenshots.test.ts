@@ -6,6 +6,7 @@ import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
 import { apiCall, devicePoll, inStepReport, PROJECT_ROOT, seedFleet, startConsoleServer, tokenOf, watchedPage, type ConsoleServer } from './helpers.ts';
 import { startConsoleServer as startAclConsoleServer } from './e2e-fixture.ts';
 import { shootAclFirmwarePages } from './screenshots-acls-firmware.ts';
+import { ROLLOUT_SCREENSHOT_SETTINGS, shootRolloutEventPages } from './screenshots-rollouts-events.ts';
 
 /**
  * `npm run console:screenshots` (UPDATE_SCREENSHOTS=1): a realistic fleet (3 500 OKMs of five
@@ -30,6 +31,16 @@ test('screenshots of the ACLs, ACL, pending OKMs, firmware and locks pages over 
   const [server, browser] = await Promise.all([startAclConsoleServer(), launchChromium()]);
   try {
     await shootAclFirmwarePages(browser, server, IMAGES);
+  } finally {
+    await browser.close();
+    await server.stop();
+  }
+});
+
+test('screenshots of the rollouts and events pages over a fleet with rollouts part-way and webhook endpoints', { skip, timeout: 600_000 }, async () => {
+  const [server, browser] = await Promise.all([startAclConsoleServer(ROLLOUT_SCREENSHOT_SETTINGS), launchChromium()]);
+  try {
+    await shootRolloutEventPages(browser, server, IMAGES);
   } finally {
     await browser.close();
     await server.stop();

@@ -128,6 +128,7 @@ export function sampleBody(operation: Operation, owner: Tenant): { payload: stri
     'PUT /api/v1/firmware/{kind}/latest': () => json({ version: '9.9.9' }),
     'PUT /api/v1/firmware/{kind}/{version}': () => ({ payload: Buffer.from('firmware image'), contentType: 'application/octet-stream' }),
     'POST /api/v1/rollouts': () => json(rolloutBody(WORLD_FIRMWARE, owner.name)),
+    'POST /api/v1/rollouts/preview': () => json(rolloutBody(WORLD_FIRMWARE, owner.name)),
   };
   const sample = samples[operationName(operation)];
   if (sample) return sample();

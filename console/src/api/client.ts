@@ -197,3 +197,50 @@ export type LockRecord = Awaited<ReturnType<typeof listLocks>>['data'][number];
 
 /** A customer's enrolled DLocks (lock:read); the API sends no key material. */
 export const listLocks = (query: PageRequest & { customer?: string }) => call(api.GET('/api/v1/locks', { params: { query } }));
+
+// ---- Rollouts -------------------------------------------------------------------------------
+
+export type RolloutBody = NonNullable<paths['/api/v1/rollouts']['post']['requestBody']>['content']['application/json'];
+export type RolloutAction = 'start' | 'pause' | 'resume' | 'advance' | 'abort' | 'approve';
+
+export const listRollouts = (query: PageRequest & { customer?: string }) => call(api.GET('/api/v1/rollouts', { params: { query } }));
+export type Rollout = Awaited<ReturnType<typeof listRollouts>>['data'][number];
+
+export const getRollout = (id: number) => call(api.GET('/api/v1/rollouts/{id}', { params: { path: { id } } }));
+
+export const createRollout = (body: RolloutBody) => call(api.POST('/api/v1/rollouts', { body }));
+
+/** The group sizes creating `body` would choose now; nothing is created. */
+export const previewRollout = (body: RolloutBody) => call(api.POST('/api/v1/rollouts/preview', { body }));
+export type RolloutPreview = Awaited<ReturnType<typeof previewRollout>>['data'];
+
+const ROLLOUT_ACTION_PATHS = {
+  start: '/api/v1/rollouts/{id}/start',
+  pause: '/api/v1/rollouts/{id}/pause',
+  resume: '/api/v1/rollouts/{id}/resume',
+  advance: '/api/v1/rollouts/{id}/advance',
+  abort: '/api/v1/rollouts/{id}/abort',
+  approve: '/api/v1/rollouts/{id}/approve',
+} as const;
+
+export const actOnRollout = (id: number, action: RolloutAction) => call(api.POST(ROLLOUT_ACTION_PATHS[action], { params: { path: { id } } }));
+
+// ---- Events (fleet-event webhook endpoints) -------------------------------------------------
+
+export type WebhookEndpointBody = NonNullable<paths['/api/v1/webhook-endpoints']['post']['requestBody']>['content']['application/json'];
+export type FleetEventType = WebhookEndpointBody['event_types'][number];
+
+export const listWebhookEndpoints = (query: PageRequest & { customer?: string }) => call(api.GET('/api/v1/webhook-endpoints', { params: { query } }));
+export type WebhookEndpoint = Awaited<ReturnType<typeof listWebhookEndpoints>>['data'][number];
+
+export const createWebhookEndpoint = (body: WebhookEndpointBody, customer?: string) =>
+  call(api.POST('/api/v1/webhook-endpoints', { params: { query: { customer } }, body }));
+
+/** Its queued deliveries and its delivery log go with it. */
+export const deleteWebhookEndpoint = (id: number) => call(api.DELETE('/api/v1/webhook-endpoints/{id}', { params: { path: { id: String(id) } } }));
+
+/** Queues a signed webhook.test event to this endpoint alone. */
+export const sendWebhookTestEvent = (id: number) => call(api.POST('/api/v1/webhook-endpoints/{id}/test', { params: { path: { id: String(id) } } }));
+
+export const getWebhookDeliveries = (id: number) => call(api.GET('/api/v1/webhook-endpoints/{id}/deliveries', { params: { path: { id: String(id) } } }));
+export type WebhookDelivery = Awaited<ReturnType<typeof getWebhookDeliveries>>['data'][number];
