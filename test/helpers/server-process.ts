@@ -70,8 +70,8 @@ export function spawnKeyfleet(env: Record<string, string>, ...args: string[]): C
   });
 }
 
-/** Waits until `url` answers 2xx; fails if the process exits first. */
-export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+/** Waits until `url` answers 2xx (a start through tsx on a loaded host can take 30 s); fails if the process exits first. */
+export async function waitUntilServing(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
   await eventually(
     async () => {
       if (child.exitCode !== null) throw new Error(`keyfleet exited with ${child.exitCode}`);
