@@ -178,7 +178,7 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     await tabTo(page, 'New ACL');
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'New ACL' }).waitFor();
-    for (const [userId, pinHash] of [['2001', 'b0b0b0b0'], ['2002', 'c0c0c0c0']]) {
+    for (const [userId, pinHash] of [['2001', 'b0b0b0b0'], ['2002', 'c0c0c0c0']] as const) {
       await tabTo(page, 'New user id');
       await page.keyboard.type(userId);
       await page.keyboard.press('Tab');
