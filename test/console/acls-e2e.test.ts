@@ -130,6 +130,21 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     const consolePage = await openConsole(browser, customerUrl);
     const { page } = consolePage;
     const cells = page.locator('.acl-matrix td');
+    const apiAnswers: Promise<string>[] = [];
+    page.on('response', (response) => {
+      const url = new URL(response.url());
+      if (url.pathname.startsWith('/api/v1/acl')) apiAnswers.push(response.body().then((body) => `${url.pathname} ${body.length}`));
+    });
+
+    await consolePage.goto('/acls');
+    const listedRow = page.locator('table.acl-list tbody tr').filter({ has: page.getByRole('link', { name: aclId }) });
+    await listedRow.waitFor();
+    const listed = await listedRow.getByRole('cell').allInnerTexts();
+    const listAnswers = await Promise.all(apiAnswers.splice(0));
+    assert.deepEqual(listed.slice(1, 4), ['5,000', '1,000', 'none']);
+    assert.equal(listAnswers.length, 1, listAnswers.join(', '));
+    assert.match(listAnswers[0]!, /^\/api\/v1\/acl-summaries \d+$/);
+    assert.ok(Number(listAnswers[0]!.split(' ')[1]) < 10_000, listAnswers[0]);
 
     const started = Date.now();
     await consolePage.goto(`/acls/${aclId}`);
