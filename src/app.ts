@@ -21,7 +21,7 @@ import pkiPlugin from './pki/plugin.ts';
 import dlockAuthPlugin from './dlock/api-key-auth.ts';
 import dlockRoutes from './dlock/routes.ts';
 import locksListRoutes from './dlock/locks-list-routes.ts';
-import aclRoutes from './acl/routes.ts';
+import aclRoutes, { aclSummaryRoutes } from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
@@ -75,6 +75,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(webhookEndpointRoutes, { prefix: '/api/v1/webhook-endpoints' });
   await app.register(firmwareRoutes, { prefix: '/api/v1/firmware' });
   await app.register(aclRoutes, { prefix: '/api/v1/acls' });
+  await app.register(aclSummaryRoutes, { prefix: '/api/v1/acl-summaries' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
   await app.register(rolloutsPlugin);
   await app.register(consolePlugin);

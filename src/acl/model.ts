@@ -1,4 +1,5 @@
 import { badRequest } from '../http/errors.ts';
+import type { AclSummary } from './repository.ts';
 import { MAX_USER_DATA_BYTES, type AclBody, type AclUser } from './schemas.ts';
 
 /** An ACL as responses show it: its lists as canonical JSON text, user_data as the caller's own text. */
@@ -61,4 +62,18 @@ export function canonicalUsersJson(users: readonly AclUser[]): string {
 export function aclJson(acl: StoredAcl): string {
   const userData = acl.userDataJson === null ? '' : `,"user_data":${acl.userDataJson}`;
   return `{"id":${JSON.stringify(acl.id)},"customer":${JSON.stringify(acl.customerName)},"users":${acl.usersJson},"locks":${acl.locksJson}${userData}}`;
+}
+
+/** An ACL summary's JSON (AclSummaryView), user_data written from the caller's own text. */
+export function aclSummaryJson(summary: AclSummary): string {
+  const userData = summary.userDataJson === null ? '' : `,"user_data":${summary.userDataJson}`;
+  const fields = {
+    id: summary.id,
+    customer: summary.customerName,
+    user_count: summary.userCount,
+    lock_count: summary.lockCount,
+    okm_id: summary.okmSerial,
+    updated_at: new Date(summary.updatedAt).toISOString(),
+  };
+  return `${JSON.stringify(fields).slice(0, -1)}${userData}}`;
 }

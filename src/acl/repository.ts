@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { PostgresAdapter, sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
 import { ACL_LIST, customerScope } from '../db/paged-lists.ts';
@@ -41,11 +41,11 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
 }
 
 /**
- * One page (from 1) of the customer's ACLs ordered by id, and how many it has in all. The
- * page's ids come from the (customer_id, id) index alone, from the bucket that holds the page
- * on (page-buckets.ts), so that neither the rows nor the index entries before it are walked.
+ * The ids of one page (from 1) of the customer's ACLs ordered by id, as a subquery, and how many
+ * it has in all. The ids come from the (customer_id, id) index alone, from the bucket that holds
+ * the page on (page-buckets.ts), so that neither the rows nor the index entries before it are walked.
  */
-export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
+async function pageOfAclIds(db: Db, customerId: number, page: number, perPage: number) {
   const idsOfCustomer = (trx: Db) => trx.selectFrom('acls').select('id as key').where('customer_id', '=', customerId);
   const keysOfScope: ScopeKeys = (trx, from, before) => {
     let keys = idsOfCustomer(trx);
@@ -54,10 +54,66 @@ export async function listAcls(db: Db, customerId: number, page: number, perPage
     return keys;
   };
   const position = await pagePosition(db, ACL_LIST, customerScope(customerId), keysOfScope, (page - 1) * perPage);
-  let pageIds = idsOfCustomer(db).orderBy('id').limit(perPage).offset(position.skip);
-  if (position.from !== null) pageIds = pageIds.where('id', '>=', String(position.from));
-  const rows = await selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute();
-  return { acls: rows.map(toStoredAcl), total: position.total };
+  let ids = idsOfCustomer(db).orderBy('id').limit(perPage).offset(position.skip);
+  if (position.from !== null) ids = ids.where('id', '>=', String(position.from));
+  return { ids, total: position.total };
+}
+
+/** One page (from 1) of the customer's ACLs ordered by id, and how many it has in all. */
+export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
+  const { ids, total } = await pageOfAclIds(db, customerId, page, perPage);
+  const rows = await selectAcls(db).where('acls.id', 'in', ids).orderBy('acls.id').execute();
+  return { acls: rows.map(toStoredAcl), total };
+}
+
+/** An ACL without its lists: their sizes, the link and when it last changed. */
+export interface AclSummary {
+  id: string;
+  customerName: string;
+  userCount: number;
+  lockCount: number;
+  okmSerial: string | null;
+  updatedAt: number;
+  userDataJson: string | null;
+}
+
+/**
+ * The number of users in a stored users text, counted in the database so that the lists (up to
+ * megabytes each) never leave it. SQLite's json_array_length is fast; PostgreSQL's needs a
+ * cast to json that parses the text several times slower than counting its "user_id" members,
+ * which is exact: the text is canonical JSON written by canonicalUsersJson, one user_id member
+ * per user, and its only strings are alphanumeric PIN hashes.
+ */
+const userCount = (db: Db) =>
+  db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql<number>`(octet_length(acl_contents.users) - octet_length(replace(acl_contents.users, '"user_id":', ''))) / 10`
+    : sql<number>`json_array_length(acl_contents.users)`;
+
+const lockCount = (db: Db) =>
+  db.getExecutor().adapter instanceof PostgresAdapter ? sql<number>`json_array_length(acl_contents.locks::json)` : sql<number>`json_array_length(acl_contents.locks)`;
+
+/** One page (from 1) of the customer's ACLs ordered by id, as summaries, and how many it has in all. */
+export async function listAclSummaries(db: Db, customerId: number, page: number, perPage: number): Promise<{ summaries: AclSummary[]; total: number }> {
+  const { ids, total } = await pageOfAclIds(db, customerId, page, perPage);
+  const rows = await db
+    .selectFrom('acls')
+    .innerJoin('customers', 'customers.id', 'acls.customer_id')
+    .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+    .select(['acls.id', 'customers.name as customer_name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data'])
+    .select([userCount(db).as('user_count'), lockCount(db).as('lock_count')])
+    .where('acls.id', 'in', ids)
+    .orderBy('acls.id')
+    .execute();
+  const summaries = rows.map((row) => ({
+    id: row.id,
+    customerName: row.customer_name,
+    userCount: Number(row.user_count),
+    lockCount: Number(row.lock_count),
+    okmSerial: row.okm_serial,
+    updatedAt: Number(row.updated_at),
+    userDataJson: row.user_data,
+  }));
+  return { summaries, total };
 }
 
 /** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */

@@ -5,9 +5,9 @@ import { principalOf, requireScopes } from '../auth/guard.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { methodNotAllowedRoute } from '../http/openapi.ts';
 import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
-import { aclJson, type StoredAcl } from './model.ts';
-import { createAcl, getAcl, getAclOkm, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
-import { AclCustomerQuery, AclListQuery, AclOkmView, AclParams, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
+import { aclJson, aclSummaryJson, type StoredAcl } from './model.ts';
+import { createAcl, getAcl, getAclOkm, listCustomerAclSummaries, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
+import { AclCustomerQuery, AclListQuery, AclOkmView, AclParams, AclSummaryView, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -21,9 +21,9 @@ function sendJson(reply: FastifyReply, statusCode: number, json: string) {
 
 const resourceJson = (message: string, acl: StoredAcl) => `{"message":${JSON.stringify(message)},"data":${aclJson(acl)}}`;
 
-function pageJson(query: AclListQuery, acls: StoredAcl[], total: number): string {
+function pageJson(query: AclListQuery, items: string[], total: number): string {
   const { message, pagination } = paginated(query, [], total);
-  return `{"message":${JSON.stringify(message)},"pagination":${JSON.stringify(pagination)},"data":[${acls.map(aclJson).join(',')}]}`;
+  return `{"message":${JSON.stringify(message)},"pagination":${JSON.stringify(pagination)},"data":[${items.join(',')}]}`;
 }
 
 const refusePatch = (allow: string) => async () => {
@@ -60,7 +60,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { acls, total } = await listCustomerAcls(aclRequest(request), request.query);
-      return sendJson(reply, 200, pageJson(request.query, acls, total));
+      return sendJson(reply, 200, pageJson(request.query, acls.map(aclJson), total));
     },
   );
 
@@ -132,3 +132,26 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
 };
 
 export default aclRoutes;
+
+/**
+ * ACL summaries, mounted at /api/v1/acl-summaries: a customer's ACLs as GET /api/v1/acls pages
+ * them, without their lists (which reach megabytes each): for a list of ACLs to choose from.
+ */
+export const aclSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/',
+    {
+      onRequest: requireScopes('acl:read'),
+      schema: {
+        operationId: 'listAclSummaries',
+        summary: 'List a customer\'s ACLs without their lists: user and lock counts, linked OKM, last change',
+        querystring: AclListQuery,
+        response: { 200: pageResponse(AclSummaryView), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { summaries, total } = await listCustomerAclSummaries({ db: app.db, principal: principalOf(request), now: Date.now() }, request.query);
+      return sendJson(reply, 200, pageJson(request.query, summaries.map(aclSummaryJson), total));
+    },
+  );
+};

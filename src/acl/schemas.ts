@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
-import { paginationQueryProperties } from '../http/schemas.ts';
+import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
 import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
 
 /** A UUID in its hyphenated form, any version, either letter case (stored in lowercase). */
@@ -73,6 +73,17 @@ export const AclView = Type.Object({
   users: Type.Array(AclUserView),
   locks: Type.Array(Type.String()),
   user_data: Type.Optional(Type.Object({}, { additionalProperties: true })),
+});
+
+/** GET /api/v1/acl-summaries: an ACL without its lists, for a list of many large ACLs. */
+export const AclSummaryView = Type.Object({
+  id: Type.String(),
+  customer: Type.String(),
+  user_count: Type.Integer({ minimum: 0, description: 'number of users' }),
+  lock_count: Type.Integer({ minimum: 0, description: 'number of locks' }),
+  okm_id: Nullable(Type.String({ description: 'serial number of the linked OKM; null: not linked' })),
+  updated_at: { ...IsoTime, description: 'when the ACL was last written' },
+  user_data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'as sent' })),
 });
 
 /** GET /api/v1/acls/{id}/okm: the ACL's link, which ACL responses never show (seed: okm_id is request only). */

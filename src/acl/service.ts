@@ -7,7 +7,7 @@ import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
-import { deleteAcl, findAcl, findAclLink, insertAcl, listAcls, lockAcl, updateAclContent, type AclContent } from './repository.ts';
+import { deleteAcl, findAcl, findAclLink, insertAcl, listAclSummaries, listAcls, lockAcl, updateAclContent, type AclContent, type AclSummary } from './repository.ts';
 import type { AclBody, AclListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
@@ -104,6 +104,12 @@ export async function getAclOkm(request: AclRequest, id: string, customerName: s
 export async function listCustomerAcls(request: AclRequest, query: AclListQuery): Promise<{ acls: StoredAcl[]; total: number }> {
   const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
   return listAcls(request.db, customer.id, pageOf(query), perPageOf(query));
+}
+
+/** GET /api/v1/acl-summaries: a page of the customer's ACLs without their lists. */
+export async function listCustomerAclSummaries(request: AclRequest, query: AclListQuery): Promise<{ summaries: AclSummary[]; total: number }> {
+  const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
+  return listAclSummaries(request.db, customer.id, pageOf(query), perPageOf(query));
 }
 
 /** DELETE: the ACL goes; the OKM it was linked to gets a delete-assets message. */

@@ -87,7 +87,7 @@ function tagOf(url: string, devicePaths: string[]): string {
   if (devicePaths.some((prefix) => url.startsWith(prefix))) return 'OKM device protocol';
   if (url.startsWith('/api/v1/okms') || url.startsWith('/api/v1/pending-okms')) return 'OKM admin';
   if (url.startsWith('/api/v1/firmware')) return 'Firmware catalog';
-  if (url.startsWith('/api/v1/acls')) return 'ACL';
+  if (url.startsWith('/api/v1/acls') || url.startsWith('/api/v1/acl-summaries')) return 'ACL';
   if (url.startsWith('/v1/')) return 'DLock';
   return 'Operations';
 }

@@ -33,6 +33,23 @@ const renderTime = (page: Page, selector: string) =>
     selector,
   );
 
+/** The accessible name of the focused element: its aria-label, else its label, else its text. */
+const focusedName = (page: Page) =>
+  page.evaluate(() => {
+    const focused = document.activeElement as HTMLElement & { labels?: NodeListOf<HTMLLabelElement> };
+    return (focused.getAttribute('aria-label') ?? focused.labels?.[0]?.textContent ?? focused.textContent ?? '').trim();
+  });
+
+/** Presses Tab until the focused element's accessible name is `name` (or matches it); fails after 80 presses. */
+async function tabTo(page: Page, name: string | RegExp) {
+  for (let presses = 0; presses < 80; presses++) {
+    await page.keyboard.press('Tab');
+    const focused = await focusedName(page);
+    if (typeof name === 'string' ? focused === name : name.test(focused)) return;
+  }
+  throw new Error(`Tab never reached ${name}`);
+}
+
 describe('console: ACL pages', { skip: browserTestSkip() }, () => {
   let server: ConsoleServer;
   let browser: Browser;
@@ -113,6 +130,21 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     const consolePage = await openConsole(browser, customerUrl);
     const { page } = consolePage;
     const cells = page.locator('.acl-matrix td');
+    const apiAnswers: Promise<string>[] = [];
+    page.on('response', (response) => {
+      const url = new URL(response.url());
+      if (url.pathname.startsWith('/api/v1/acl')) apiAnswers.push(response.body().then((body) => `${url.pathname} ${body.length}`));
+    });
+
+    await consolePage.goto('/acls');
+    const listedRow = page.locator('table.acl-list tbody tr').filter({ has: page.getByRole('link', { name: aclId }) });
+    await listedRow.waitFor();
+    const listed = await listedRow.getByRole('cell').allInnerTexts();
+    const listAnswers = await Promise.all(apiAnswers.splice(0));
+    assert.deepEqual(listed.slice(1, 4), ['5,000', '1,000', 'none']);
+    assert.equal(listAnswers.length, 1, listAnswers.join(', '));
+    assert.match(listAnswers[0]!, /^\/api\/v1\/acl-summaries \d+$/);
+    assert.ok(Number(listAnswers[0]!.split(' ')[1]) < 10_000, listAnswers[0]);
 
     const started = Date.now();
     await consolePage.goto(`/acls/${aclId}`);
@@ -148,6 +180,53 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     assert.ok(narrow.columns >= 8 && narrow.columns < wide.columns, `${narrow.columns} columns at 768 px`);
     assert.deepEqual(narrow, { cells: USERS_PER_PAGE * narrow.columns, columns: narrow.columns, fits: true });
     t.diagnostic(`5000×1000 ACL: open ${openMs} ms (load, parse, first render); in the browser: next users ${userPageTurnMs} ms, next locks ${lockPageTurnMs} ms, one cell toggled ${toggleMs} ms; ${elements} DOM elements; ${wide.columns} lock columns at 1280 px, ${narrow.columns} at 768 px`);
+    consolePage.assertNoProblems();
+    await consolePage.close();
+  });
+
+  test('with the keyboard alone, a customer opens New ACL, adds users and locks, sets cells with Space and the arrow keys, creates the ACL and finds it in the list', async () => {
+    const consolePage = await openConsole(browser, customerUrl);
+    const { page } = consolePage;
+    await consolePage.goto('/acls');
+    await page.getByRole('heading', { name: 'ACLs of acme' }).waitFor();
+
+    await tabTo(page, 'New ACL');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'New ACL' }).waitFor();
+    for (const [userId, pinHash] of [['2001', 'b0b0b0b0'], ['2002', 'c0c0c0c0']] as const) {
+      await tabTo(page, 'New user id');
+      await page.keyboard.type(userId);
+      await page.keyboard.press('Tab');
+      await page.keyboard.type(pinHash);
+      await page.keyboard.press('Enter');
+    }
+    await tabTo(page, 'New lock serial');
+    for (const serial of ['KEYPAD-B', 'KEYPAD-A']) {
+      await page.keyboard.type(serial);
+      await page.keyboard.press('Enter');
+    }
+    await tabTo(page, /^User 2001, lock KEYPAD-A: /);
+    await page.keyboard.press('Space');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Space');
+    await page.keyboard.press('Space');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Space');
+    await page.locator(':focus').and(page.getByRole('button', { name: 'User 2002, lock KEYPAD-B: access' })).waitFor();
+    await tabTo(page, 'Create ACL');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: /^ACL [0-9a-f-]{36}$/ }).waitFor();
+    const aclId = /\/acls\/([0-9a-f-]{36})/.exec(page.url())![1]!;
+    await tabTo(page, '← ACLs');
+    await page.keyboard.press('Enter');
+    const row = page.locator('table.acl-list tbody tr').filter({ has: page.getByRole('link', { name: aclId }) });
+    await row.waitFor();
+    const listed = await row.getByRole('cell').allInnerTexts();
+    const saved = (await server.api(adminToken, 'GET', `/api/v1/acls/${aclId}`)).data;
+
+    assert.deepEqual(saved.locks, ['KEYPAD-A', 'KEYPAD-B']);
+    assert.deepEqual(saved.users.map((user: { user_id: number; permissions: number[] }) => [user.user_id, user.permissions]), [[2001, [1, 17]], [2002, [0, 1]]]);
+    assert.deepEqual(listed.slice(0, 3), [aclId, '2', '2']);
     consolePage.assertNoProblems();
     await consolePage.close();
   });

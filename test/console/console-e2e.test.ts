@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
-import { devicePoll, inStepReport, seedFleet, startConsoleServer, tokenOf, watchedPage, type ConsoleServer } from './helpers.ts';
+import { inStepReport, seedFleet, startConsoleServer, tokenOf, watchConsole, type ConsoleServer } from './e2e-fixture.ts';
 
 /**
  * The console in Chromium against `keyfleet serve` on a temp database and a real port, signed
  * in with what `keyfleet console` prints. Any console error, page error, failed request or
- * unannounced answer ≥ 400 fails the test that caused it (watchedPage).
+ * answer ≥ 400 the test did not allow fails the test that caused it (e2e-fixture.ts).
  *
  * The fleet: acme and globex with 6 OKMs each (1 never polled, 1 overdue and in step, 2
  * drifting, 2 in step), and DRIFTING, enrolled by its first poll (no customer), whose device
@@ -21,12 +21,12 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
   let browser: Browser;
   let adminUrl: string;
   before(async () => {
-    // No clock tolerance: a token is refused the moment it expires.
-    server = await startConsoleServer({ JWT_CLOCK_TOLERANCE_SECONDS: '0' });
+    // No clock tolerance: a token is refused the moment it expires. DRIFTING enrols by polling.
+    server = await startConsoleServer({ JWT_CLOCK_TOLERANCE_SECONDS: '0', OKM_AUTO_ENROL: 'true' });
     await seedFleet(server.database, { customers: ['acme', 'globex'], perCustomer: { okms: 6, drifting: 2, overdue: 1, neverPolled: 1 }, prefix: 'E2E' });
-    await devicePoll(server.base, DRIFTING, inStepReport({ pollingInterval: 999, kasFirmware: '9.9.9' }));
-    await devicePoll(server.base, DRIFTING, inStepReport({ pollingInterval: 999, kasFirmware: '9.9.9' }));
-    adminUrl = (await server.signIn()).url;
+    await server.poll(DRIFTING, inStepReport({ pollingInterval: 999, kasFirmware: '9.9.9' }));
+    await server.poll(DRIFTING, inStepReport({ pollingInterval: 999, kasFirmware: '9.9.9' }));
+    adminUrl = await server.signInUrl();
     browser = await launchChromium();
   });
   after(async () => {
@@ -35,7 +35,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
   });
 
   test('the URL of `keyfleet console` signs in, leaves no token in the address bar, loads under 500 KB, and the overview counts the seeded fleet', async () => {
-    const { page, assertClean } = await watchedPage(browser);
+    const { page, assertNoProblems, close } = await watchConsole(browser, server.base);
     const consoleBytes: Promise<number>[] = [];
     page.on('response', (answer) => {
       if (new URL(answer.url()).pathname.startsWith('/console/')) consoleBytes.push(answer.body().then((body) => body.length));
@@ -53,11 +53,12 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.ok(await page.locator('.chart-box canvas').first().isVisible(), 'the firmware chart is drawn');
     // SPEC 12's budget (bench/RESULTS.md): the console's own files, uncompressed.
     assert.ok(firstLoad > 100_000 && firstLoad < 500_000, `first load ${firstLoad} bytes`);
-    assertClean();
+    assertNoProblems();
+    await close();
   });
 
   test('the OKM list filters by customer and by KAS firmware, from the URL and from the form', async () => {
-    const { page, assertClean } = await watchedPage(browser);
+    const { page, assertNoProblems, close } = await watchConsole(browser, server.base);
     await page.goto(adminUrl.replace('/console/#', '/console/okms#'));
     await page.getByTestId('okm-list').waitFor();
 
@@ -77,18 +78,19 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.equal(globexRows, 6);
     assert.equal(firmwareRows.length, 1);
     assert.match(firmwareRows[0]!, /E2E-DRIFTING-1\s+none\s+.*9\.9\.9\s+Drifting\s+pollingInterval/s);
-    assertClean();
+    assertNoProblems();
+    await close();
   });
 
   test('an OKM shows its drift; the form refuses a wrong interval with the API’s message at the field, saves a right one, and a device poll clears the drift', async () => {
-    const watched = await watchedPage(browser);
+    const watched = await watchConsole(browser, server.base);
     const { page } = watched;
     await page.goto(adminUrl.replace('/console/#', '/console/okms?firmware_version=9.9.9#'));
     await page.getByRole('link', { name: DRIFTING }).click();
     await page.getByTestId('drift-table').waitFor();
     const nextBefore = await page.locator('tr.highlight').getAttribute('data-resolver');
 
-    watched.expect(400, `/api/v1/okms/${DRIFTING}`);
+    watched.allowFailure('PATCH', new RegExp(`^/api/v1/okms/${DRIFTING}$`), 400);
     await page.getByLabel('Polling interval (s)').fill('99999');
     await page.getByRole('button', { name: 'Save changes' }).click();
     const fieldMessage = await page.locator('#error-polling_interval').innerText();
@@ -100,7 +102,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await page.getByTestId('drift-verdict').filter({ hasText: 'Next poll: pollingInterval' }).waitFor();
     const correctionShown = await page.locator('tr[data-resolver="pollingInterval"]').innerText();
 
-    const reply = await devicePoll(server.base, DRIFTING, inStepReport({ pollingInterval: 300, kasFirmware: '9.9.9' }));
+    const reply = await server.poll(DRIFTING, inStepReport({ pollingInterval: 300, kasFirmware: '9.9.9' }));
     await page.getByRole('button', { name: 'Refresh' }).click();
     await page.getByTestId('drift-verdict').filter({ hasText: 'In step' }).waitFor();
     const badge = await page.locator('h1 .badges').innerText();
@@ -111,20 +113,20 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.match(correctionShown, /"pollingInterval":300/);
     assert.deepEqual(reply, {});
     assert.equal(badge, 'In step');
-    watched.assertClean();
+    watched.assertNoProblems();
+    await watched.close();
   });
 
   test('a token that expires while the console is open lands on the sign-in page saying so at the next refresh; sign-out forgets a pasted token', async () => {
-    const shortLived = await server.signIn('--customer', 'acme', '--ttl', '20s');
-    const watched = await watchedPage(browser);
+    const shortLived = (await server.cli('console', '--url', server.base, '--customer', 'acme', '--ttl', '20s')) as { url: string; expires_at: number };
+    const watched = await watchConsole(browser, server.base);
     const { page } = watched;
     await page.goto(shortLived.url);
     await page.getByTestId('count-total').waitFor();
     const acmeTotal = await page.getByTestId('count-total').innerText();
     // The overview's next refresh after the expiry (both of its requests) gets the 401.
-    watched.expect(401, '/api/v1/fleet/');
-    watched.expect(401, '/api/v1/fleet/');
-    const ended = await page.getByTestId('session-ended').innerText({ timeout: shortLived.expiresAt * 1000 - Date.now() + 15_000 });
+    watched.allowFailure('GET', /^\/api\/v1\/fleet\//, 401);
+    const ended = await page.getByTestId('session-ended').innerText({ timeout: shortLived.expires_at * 1000 - Date.now() + 15_000 });
 
     await page.getByLabel('Token').fill(tokenOf(adminUrl));
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -136,6 +138,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.equal(acmeTotal, '6');
     assert.match(ended, /expired/);
     assert.ok(afterReload, 'the token was forgotten');
-    watched.assertClean();
+    watched.assertNoProblems();
+    await watched.close();
   });
 });

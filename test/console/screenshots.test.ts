@@ -3,8 +3,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
-import { apiCall, devicePoll, inStepReport, PROJECT_ROOT, seedFleet, startConsoleServer, tokenOf, watchedPage, type ConsoleServer } from './helpers.ts';
-import { startConsoleServer as startAclConsoleServer } from './e2e-fixture.ts';
+import { inStepReport, PROJECT_ROOT, seedFleet, startConsoleServer, tokenOf, watchConsole, type ConsoleServer } from './e2e-fixture.ts';
 import { shootAclFirmwarePages } from './screenshots-acls-firmware.ts';
 import { ROLLOUT_SCREENSHOT_SETTINGS, shootRolloutEventPages } from './screenshots-rollouts-events.ts';
 
@@ -19,7 +18,7 @@ const IMAGES = path.join(PROJECT_ROOT, 'docs/images');
 const SHOWCASE = 'OKM-ACME-STORE-0412';
 
 test('screenshots of every console page over a realistic fleet', { skip, timeout: 600_000 }, async () => {
-  const server = await startConsoleServer();
+  const server = await startConsoleServer({ OKM_AUTO_ENROL: 'true' });
   try {
     await shootEverything(server);
   } finally {
@@ -28,7 +27,7 @@ test('screenshots of every console page over a realistic fleet', { skip, timeout
 });
 
 test('screenshots of the ACLs, ACL, pending OKMs, firmware and locks pages over a seeded fleet', { skip, timeout: 600_000 }, async () => {
-  const [server, browser] = await Promise.all([startAclConsoleServer(), launchChromium()]);
+  const [server, browser] = await Promise.all([startConsoleServer(), launchChromium()]);
   try {
     await shootAclFirmwarePages(browser, server, IMAGES);
   } finally {
@@ -48,27 +47,26 @@ test('screenshots of the rollouts and events pages over a fleet with rollouts pa
 });
 
 async function shootEverything(server: ConsoleServer) {
-  const { base } = server;
   await seedFleet(server.database, {
     customers: ['acme', 'globex', 'initech', 'umbrella', 'wayne'],
     perCustomer: { okms: 700, drifting: 64, overdue: 23, neverPolled: 11 },
   });
-  const adminUrl = (await server.signIn()).url;
+  const adminUrl = await server.signInUrl();
   const admin = tokenOf(adminUrl);
 
   // One OKM lived through the API and a device: drifting on its polling interval, a message
   // delivered and one waiting, audit records, a subscriber that cannot be reached.
-  await devicePoll(base, SHOWCASE, inStepReport());
-  await apiCall(base, admin, 'PUT', `/api/v1/okms/${SHOWCASE}/customer`, { customer: 'acme' });
-  await apiCall(base, admin, 'PATCH', `/api/v1/okms/${SHOWCASE}`, {
+  await server.poll(SHOWCASE, inStepReport());
+  await server.api(admin, 'PUT', `/api/v1/okms/${SHOWCASE}/customer`, { customer: 'acme' });
+  await server.api(admin, 'PATCH', `/api/v1/okms/${SHOWCASE}`, {
     asset_list: ['LOCK-0412-01', 'LOCK-0412-02', 'LOCK-0412-03'],
     subscribe_urls: { status: ['http://127.0.0.1:9/keyfleet-status'] },
   });
-  await apiCall(base, admin, 'POST', `/api/v1/okms/${SHOWCASE}/messages`, { type: 'delete-assets' });
-  for (const report of [inStepReport(), inStepReport(), inStepReport({ assetListDigest: 'x' })]) await devicePoll(base, SHOWCASE, report);
-  await apiCall(base, admin, 'PATCH', `/api/v1/okms/${SHOWCASE}`, { polling_interval: 300 });
-  await apiCall(base, admin, 'POST', `/api/v1/okms/${SHOWCASE}/messages`, { type: 'delete-assets' });
-  const audit = await fetch(`${base}/api/v1/audit/${SHOWCASE}`, {
+  await server.api(admin, 'POST', `/api/v1/okms/${SHOWCASE}/messages`, { type: 'delete-assets' });
+  for (const report of [inStepReport(), inStepReport(), inStepReport({ assetListDigest: 'x' })]) await server.poll(SHOWCASE, report);
+  await server.api(admin, 'PATCH', `/api/v1/okms/${SHOWCASE}`, { polling_interval: 300 });
+  await server.api(admin, 'POST', `/api/v1/okms/${SHOWCASE}/messages`, { type: 'delete-assets' });
+  const audit = await fetch(`${server.base}/api/v1/audit/${SHOWCASE}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify([
@@ -101,13 +99,13 @@ async function shootEverything(server: ConsoleServer) {
 
 async function shootPages(browser: Browser, base: string, adminUrl: string) {
   const shoot = async (name: string, url: string, ready: string, viewport = { width: 1280, height: 800 }) => {
-    const watched = await watchedPage(browser, viewport);
+    const watched = await watchConsole(browser, base, viewport);
     await watched.page.goto(url);
     await watched.page.waitForSelector(ready, { timeout: 20_000 });
     await watched.page.waitForTimeout(400);
     await watched.page.screenshot({ path: path.join(IMAGES, `console-${name}.png`) });
-    watched.assertClean();
-    await watched.page.context().close();
+    watched.assertNoProblems();
+    await watched.close();
   };
   const signedIn = (page: string) => `${adminUrl.replace('/console/#', `/console${page}#`)}`;
 

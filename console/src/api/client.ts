@@ -121,7 +121,8 @@ export const assignOkmCustomer = (serial: string, customer: string | null) =>
 export type Acl = Schemas['Acl'];
 export type AclBody = NonNullable<paths['/api/v1/acls']['post']['requestBody']>['content']['application/json'];
 
-export const listAcls = (customer: string, page: PageRequest) => call(api.GET('/api/v1/acls', { params: { query: { customer, ...page } } }));
+/** A page of the customer's ACLs without their lists (which reach megabytes each): counts, link, last change. */
+export const listAclSummaries = (customer: string, page: PageRequest) => call(api.GET('/api/v1/acl-summaries', { params: { query: { customer, ...page } } }));
 
 export const getAcl = (id: string, customer?: string) => call(api.GET('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
 

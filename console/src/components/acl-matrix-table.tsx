@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { PERMISSION_TEXT, type AclModel, type FieldPlace, type Slice } from '../acl-matrix.ts';
 
 export interface AclMatrixProps {
@@ -31,7 +31,9 @@ export function AclMatrixTable(props: AclMatrixProps) {
   const row = Math.min(focus.row, Math.max(0, rows.shown.length - 1));
   const column = Math.min(focus.column, Math.max(0, columns.shown.length - 1));
 
-  useEffect(() => {
+  // Focus follows an arrow key in the same task as the render, not a frame later (as useEffect
+  // would): a Space typed right after the arrow must land on the cell moved to.
+  useLayoutEffect(() => {
     if (!moved.current) return;
     moved.current = false;
     body.current?.querySelector<HTMLButtonElement>(`[data-cell="${row}:${column}"]`)?.focus();

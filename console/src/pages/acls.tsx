@@ -1,18 +1,17 @@
-import { useMemo } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { permissionCounts } from '../acl-matrix.ts';
-import { listAcls } from '../api/client.ts';
+import { listAclSummaries } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
+import { RelativeTime } from '../components/relative-time.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer, TenantPicker } from '../components/tenant-picker.tsx';
 import { useResource } from '../components/use-resource.ts';
-import { aclHref } from '../paths.ts';
+import { aclHref, okmHref } from '../paths.ts';
 import { useSession } from '../session.ts';
 
 const ACLS_PER_PAGE = 20;
 
-/** A customer's ACLs, a page at a time, each with its size and how much access it grants. */
+/** A customer's ACLs, a page at a time, each with its size, linked OKM and last change (summaries: the lists stay on the server). */
 export function AclsPage() {
   const session = useSession()!;
   const { query, path, route } = useLocation();
@@ -20,10 +19,9 @@ export function AclsPage() {
   const page = Math.max(1, Number(query.page) || 1);
   const canCreate = session.claims.isAdmin || session.claims.scopes.includes('acl:create');
   const acls = useResource(
-    () => (customer === '' ? Promise.resolve(undefined) : listAcls(customer, { page, results_per_page: ACLS_PER_PAGE })),
+    () => (customer === '' ? Promise.resolve(undefined) : listAclSummaries(customer, { page, results_per_page: ACLS_PER_PAGE })),
     [customer, page],
   );
-  const counts = useMemo(() => new Map(acls.data?.data.map((acl) => [acl.id, permissionCounts(acl)])), [acls.data]);
   const toPage = (next: number) => route(`${path}?${new URLSearchParams({ ...(session.claims.customer ? {} : { customer }), page: String(next) })}`);
 
   return (
@@ -54,29 +52,28 @@ export function AclsPage() {
                   <th scope="col">ACL</th>
                   <th scope="col" class="num">Users</th>
                   <th scope="col" class="num">Locks</th>
-                  <th scope="col" class="num">Users with access</th>
-                  <th scope="col" class="num hide-narrow" title="cells of value 17">Dual authentication</th>
+                  <th scope="col">Linked OKM</th>
+                  <th scope="col">Changed</th>
                   <th scope="col" class="hide-narrow">User data</th>
                 </tr>
               </thead>
               <tbody>
-                {acls.data.data.map((acl) => {
-                  const { usersWithAccess, dual } = counts.get(acl.id)!;
-                  return (
-                    <tr key={acl.id}>
-                      <td>
-                        <a class="mono" href={aclHref(acl.id, session.claims.customer ? undefined : customer)}>
-                          {acl.id}
-                        </a>
-                      </td>
-                      <td class="num">{acl.users.length.toLocaleString()}</td>
-                      <td class="num">{acl.locks.length.toLocaleString()}</td>
-                      <td class="num">{usersWithAccess.toLocaleString()}</td>
-                      <td class="num hide-narrow">{dual.toLocaleString()}</td>
-                      <td class="hide-narrow acl-user-data-cell">{acl.user_data === undefined ? <span class="muted">—</span> : <code>{JSON.stringify(acl.user_data)}</code>}</td>
-                    </tr>
-                  );
-                })}
+                {acls.data.data.map((acl) => (
+                  <tr key={acl.id}>
+                    <td>
+                      <a class="mono" href={aclHref(acl.id, session.claims.customer ? undefined : customer)}>
+                        {acl.id}
+                      </a>
+                    </td>
+                    <td class="num">{acl.user_count.toLocaleString()}</td>
+                    <td class="num">{acl.lock_count.toLocaleString()}</td>
+                    <td>{acl.okm_id === null ? <span class="muted">none</span> : <a class="mono" href={okmHref(acl.okm_id)}>{acl.okm_id}</a>}</td>
+                    <td>
+                      <RelativeTime value={acl.updated_at} />
+                    </td>
+                    <td class="hide-narrow acl-user-data-cell">{acl.user_data === undefined ? <span class="muted">—</span> : <code>{JSON.stringify(acl.user_data)}</code>}</td>
+                  </tr>
+                ))}
               </tbody>
             </table>
           </div>
