@@ -37,7 +37,7 @@ test('screenshots of the ACLs, ACL, pending OKMs, firmware and locks pages over 
 });
 
 test('screenshots of the rollouts and events pages over a fleet with rollouts part-way and webhook endpoints', { skip, timeout: 600_000 }, async () => {
-  const [server, browser] = await Promise.all([startAclConsoleServer(ROLLOUT_SCREENSHOT_SETTINGS), launchChromium()]);
+  const [server, browser] = await Promise.all([startConsoleServer(ROLLOUT_SCREENSHOT_SETTINGS), launchChromium()]);
   try {
     await shootRolloutEventPages(browser, server, IMAGES);
   } finally {
