@@ -51,7 +51,7 @@ function aclContent() {
     sounder_volume: 2 as const,
     permissions: locks.map((_, lock) => ([0, 1, 0, 17] as const)[(index + lock) % 4]!),
   }));
-  return { usersJson: canonicalUsersJson(users), locksJson: JSON.stringify(locks), userDataJson: '{"site":"Store 412"}' };
+  return { usersJson: canonicalUsersJson(users), locksJson: JSON.stringify(locks), userDataJson: '{"site":"Store 412"}', userCount: users.length, lockCount: locks.length };
 }
 
 await forEachBenchDatabase(options, async ({ name, env }) => {

@@ -84,7 +84,7 @@ async function seed(env: Record<string, string>): Promise<Seeded> {
     const now = Date.now();
     await insertOkm(db, BIG_OKM, big.id, UNCONFIGURED_OKM, now);
     const locks = lockSerials(3);
-    const small = { users: canonicalUsersJson(users(2, 3)), locks: JSON.stringify(locks), user_data: '{"site":"bench"}' };
+    const small = { users: canonicalUsersJson(users(2, 3)), locks: JSON.stringify(locks), user_data: '{"site":"bench"}', user_count: 2, lock_count: locks.length };
     for (let start = 0; start < ACL_COUNT; start += ROWS_PER_TRANSACTION) {
       await db.transaction().execute(async (trx) => {
         for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, ACL_COUNT); batch += ROWS_PER_INSERT) {

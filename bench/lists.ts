@@ -94,7 +94,7 @@ async function seed(db: Db, customerId: number, now: number): Promise<Record<str
     updated_at: now,
   }));
   seconds.acls = await store(db, 'acls', ROWS, 1000, (index) => ({ id: `acl-${padded(index)}`, customer_id: customerId, okm_serial: null, created_at: now, updated_at: now }));
-  await store(db, 'acl_contents', ROWS, 1000, (index) => ({ acl_id: `acl-${padded(index)}`, users: '[]', locks: '[]', user_data: null }));
+  await store(db, 'acl_contents', ROWS, 1000, (index) => ({ acl_id: `acl-${padded(index)}`, users: '[]', locks: '[]', user_data: null, user_count: 0, lock_count: 0 }));
   seconds.dlocks = await store(db, 'dlocks', ROWS, 1000, (index) => ({
     serial_no: `LOCK-${padded(index)}`,
     customer_id: customerId,

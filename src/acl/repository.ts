@@ -1,17 +1,19 @@
-import { PostgresAdapter, sql, type Insertable, type Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
 import { ACL_LIST, customerScope } from '../db/paged-lists.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import type { StoredAcl } from './model.ts';
 
-type AclRow = Selectable<AclsTable> & Omit<Selectable<AclContentsTable>, 'acl_id'> & { customer_name: string };
+type AclRow = Selectable<AclsTable> & Pick<Selectable<AclContentsTable>, 'users' | 'locks' | 'user_data'> & { customer_name: string };
 
 /** What a write stores: everything but the link and the times. */
 export interface AclContent {
   usersJson: string;
   locksJson: string;
   userDataJson: string | null;
+  userCount: number;
+  lockCount: number;
 }
 
 function toStoredAcl(row: AclRow): StoredAcl {
@@ -25,7 +27,13 @@ function toStoredAcl(row: AclRow): StoredAcl {
   };
 }
 
-const contentColumns = (content: AclContent) => ({ users: content.usersJson, locks: content.locksJson, user_data: content.userDataJson });
+const contentColumns = (content: AclContent) => ({
+  users: content.usersJson,
+  locks: content.locksJson,
+  user_data: content.userDataJson,
+  user_count: content.userCount,
+  lock_count: content.lockCount,
+});
 
 const selectAcls = (db: Db) =>
   db
@@ -77,21 +85,6 @@ export interface AclSummary {
   userDataJson: string | null;
 }
 
-/**
- * The number of users in a stored users text, counted in the database so that the lists (up to
- * megabytes each) never leave it. SQLite's json_array_length is fast; PostgreSQL's needs a
- * cast to json that parses the text several times slower than counting its "user_id" members,
- * which is exact: the text is canonical JSON written by canonicalUsersJson, one user_id member
- * per user, and its only strings are alphanumeric PIN hashes.
- */
-const userCount = (db: Db) =>
-  db.getExecutor().adapter instanceof PostgresAdapter
-    ? sql<number>`(octet_length(acl_contents.users) - octet_length(replace(acl_contents.users, '"user_id":', ''))) / 10`
-    : sql<number>`json_array_length(acl_contents.users)`;
-
-const lockCount = (db: Db) =>
-  db.getExecutor().adapter instanceof PostgresAdapter ? sql<number>`json_array_length(acl_contents.locks::json)` : sql<number>`json_array_length(acl_contents.locks)`;
-
 /** One page (from 1) of the customer's ACLs ordered by id, as summaries, and how many it has in all. */
 export async function listAclSummaries(db: Db, customerId: number, page: number, perPage: number): Promise<{ summaries: AclSummary[]; total: number }> {
   const { ids, total } = await pageOfAclIds(db, customerId, page, perPage);
@@ -99,8 +92,7 @@ export async function listAclSummaries(db: Db, customerId: number, page: number,
     .selectFrom('acls')
     .innerJoin('customers', 'customers.id', 'acls.customer_id')
     .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-    .select(['acls.id', 'customers.name as customer_name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data'])
-    .select([userCount(db).as('user_count'), lockCount(db).as('lock_count')])
+    .select(['acls.id', 'customers.name as customer_name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data', 'acl_contents.user_count', 'acl_contents.lock_count'])
     .where('acls.id', 'in', ids)
     .orderBy('acls.id')
     .execute();

@@ -29,7 +29,7 @@ const DUPLICATE_KEY = 'id: duplicate key value violates unique constraint on ACL
 function contentOf({ body, jsonText }: AclWrite): AclContent {
   const userDataJson = body.user_data === undefined ? null : memberSource(jsonText, 'user_data')!;
   checkAclRules(body, userDataJson);
-  return { usersJson: canonicalUsersJson(body.users), locksJson: JSON.stringify(body.locks), userDataJson };
+  return { usersJson: canonicalUsersJson(body.users), locksJson: JSON.stringify(body.locks), userDataJson, userCount: body.users.length, lockCount: body.locks.length };
 }
 
 const storedAcl = (id: string, owner: Customer, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, ...content });

@@ -214,6 +214,9 @@ export interface AclContentsTable {
   locks: string;
   /** The caller's user_data JSON text exactly as sent; null when it sent none. */
   user_data: string | null;
+  /** How many users and locks the lists hold (migration 0015), for the summary list. */
+  user_count: number;
+  lock_count: number;
 }
 
 export type StatusEventState = 'pending' | 'delivered' | 'failed' | 'gone';
