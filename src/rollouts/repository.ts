@@ -134,6 +134,8 @@ export interface RolloutGuard {
   states: readonly RolloutState[];
   /** The change applies only if the rollout is still at this group (no double advance). */
   currentGroup?: number;
+  /** The change applies only if nobody has approved the rollout yet (no second approval overwrites the first). */
+  unapproved?: true;
 }
 
 /**
@@ -144,6 +146,7 @@ export interface RolloutGuard {
 export async function updateRolloutIf(db: Db, id: number, guard: RolloutGuard, values: Updateable<RolloutsTable>): Promise<boolean> {
   let update = db.updateTable('rollouts').set(values).where('id', '=', id).where('state', 'in', guard.states);
   if (guard.currentGroup !== undefined) update = update.where('current_group', '=', guard.currentGroup);
+  if (guard.unapproved) update = update.where('approved_at', 'is', null);
   const result = await update.executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }

@@ -282,14 +282,27 @@ export function abortRollout(request: RolloutRequest, id: number): Promise<Rollo
   });
 }
 
-/** Four eyes: an operator other than the creator (token subject) approves a rollout that requires it. */
+/**
+ * Four eyes: an operator other than the creator (token subject) approves a rollout that
+ * requires it. The approval is a compare-and-set on the approval columns: of two operators
+ * approving at once, one is recorded and the other is told who approved (409); the same
+ * operator approving again (or twice at once) is answered with the approval as it stands.
+ */
 export function approveRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   return act(request, id, async (tx, row) => {
     if (row.approval_required !== 1) throw conflict(`rollout ${row.id} does not require approval`);
-    if (row.approved_at !== null) throw conflict(`rollout ${row.id} was already approved by ${row.approved_by}`);
-    if (row.state !== 'ready') throw cannot(row, 'approved');
     const approver = request.principal.subject;
     if (approver === '' || approver === row.created_by) throw conflict(`rollout ${row.id} was created by ${row.created_by}: another operator (token subject) must approve it`);
-    if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, { approved_by: approver, approved_at: request.now, updated_at: request.now }))) throw cannot(row, 'approved');
+    const approvedBefore = (current: RolloutRow) => {
+      if (current.approved_by === approver) return;
+      throw conflict(`rollout ${current.id} was already approved by ${current.approved_by}`);
+    };
+    if (row.approved_at !== null) return approvedBefore(row);
+    if (row.state !== 'ready') throw cannot(row, 'approved');
+    if (await updateRolloutIf(tx, row.id, { states: ['ready'], unapproved: true }, { approved_by: approver, approved_at: request.now, updated_at: request.now })) return;
+    // Another approval committed first: this statement sees it (PostgreSQL reads committed rows per statement).
+    const current = (await findRollout(tx, row.id))!;
+    if (current.approved_at === null) throw cannot(current, 'approved');
+    approvedBefore(current);
   });
 }
