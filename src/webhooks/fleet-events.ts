@@ -107,9 +107,14 @@ export function eventBody(id: string, type: string, at: number, data: unknown): 
  * many deliveries were queued.
  */
 export async function emitFleetEvent(db: Db, event: FleetEvent, now = Date.now()): Promise<number> {
-  const endpointIds = subscribers(await endpointList(db, now), event);
+  const endpointIds = await fleetEventSubscribers(db, event, now);
   if (endpointIds.length === 0) return 0;
   return queueDeliveries(db, endpointIds, eventBody(newEventId(), event.type, now, event.data), now);
+}
+
+/** The ids of the endpoints an event would be queued to; no statement while the endpoint list is fresh. */
+export async function fleetEventSubscribers(db: Db, event: Pick<FleetEvent, 'type' | 'customerId'>, now: number): Promise<number[]> {
+  return subscribers(await endpointList(db, now), event);
 }
 
 /** Queues one delivery of a built event to each endpoint listed that still exists. */

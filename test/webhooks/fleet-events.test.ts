@@ -278,6 +278,43 @@ forEachDatabase('fleet events', (kind) => {
     assert.equal(event!.data.last_error, 'HTTP 500');
   });
 
+  test('subscriber.failing is sent once per URL while it keeps failing: 5 exhausted events to one URL are one event; after a delivery there succeeds, the next exhausted one is a second', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['subscriber.failing']);
+    const statusPath = `/dedup-status-${subscribed.id}`;
+    const statusUrl = receiver.url(statusPath);
+    let statusAnswer = 500;
+    receiver.reply = (event) => (event.path === statusPath ? { status: statusAnswer } : { status: 200 });
+    const serials = Array.from({ length: 5 }, () => uniqueSerial('DEDUP'));
+    for (const serial of serials) await createOkm(t, tokens.acmeWrite, serial, { subscribe_urls: { status: [statusUrl] } });
+    const exhausted = async () =>
+      Number((await t.db.selectFrom('status_delivery_failures').select((eb) => eb.fn.countAll<number | string>().as('n')).where('url', '=', statusUrl).where('outcome', '=', 'failed').executeTakeFirstOrThrow()).n);
+    const reports = async () =>
+      (await t.db.selectFrom('fleet_event_deliveries').select('payload').where('endpoint_id', '=', subscribed.id).where('event_type', '=', 'subscriber.failing').orderBy('id').execute()).map(
+        (row) => (JSON.parse(row.payload) as FleetEventBody).data.serial_number,
+      );
+    const pollAndExhaust = async (serial: string, total: number) => {
+      await poll(t, serial);
+      await eventually(async () => (await exhausted()) === total);
+    };
+
+    for (const [index, serial] of serials.entries()) await pollAndExhaust(serial, index + 1);
+    const whileFailing = await reports();
+    statusAnswer = 200;
+    await poll(t, serials[0]!);
+    await eventually(async () => (await t.db.selectFrom('status_events').select('state').where('okm_serial', '=', serials[0]!).executeTakeFirst())?.state === 'delivered');
+    statusAnswer = 500;
+    await pollAndExhaust(serials[0]!, 6);
+    await pollAndExhaust(serials[1]!, 7);
+
+    assert.deepEqual(whileFailing, [serials[0]]);
+    assert.deepEqual(await reports(), [serials[0], serials[0]], 'a second report after the success, and none more while it fails again');
+    const delivered = await eventually(async () => {
+      const received = await verifiedEvents(subscribed.path, await acmeOwner());
+      return received.length === 2 && received;
+    });
+    assert.deepEqual(delivered.map((event) => [event.type, event.data.url]), [['subscriber.failing', statusUrl], ['subscriber.failing', statusUrl]]);
+  });
+
   test('two sweeps at once mark each overdue OKM once: one okm.overdue per OKM', async () => {
     const subscribed = await endpoint(tokens.admin, ['okm.overdue']);
     const serials = Array.from({ length: 40 }, () => uniqueSerial('RACE'));
