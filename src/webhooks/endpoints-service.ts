@@ -105,7 +105,7 @@ export async function removeEndpoint(request: EndpointRequest, id: number): Prom
 export async function sendTestEvent(request: EndpointRequest, id: number): Promise<string> {
   const endpoint = await getEndpoint(request, id);
   const body = eventBody(newEventId(), TEST_EVENT_TYPE, request.now, { endpoint_id: endpoint.id, url: endpoint.url });
-  await queueDeliveries(request.db, [endpoint.id], body, request.now);
+  await queueDeliveries(request.db, [{ endpointId: endpoint.id, body }], request.now);
   return body.id;
 }
 

@@ -81,7 +81,12 @@ export async function emitSubscriberFailing(db: Db, failure: ExhaustedDelivery):
   const endpointIds = await fleetEventSubscribers(db, event, failure.attemptedAt);
   if (endpointIds.length === 0 || (await stillFailingSinceReported(db, failure))) return 0;
   const data = { serial_number: failure.okmSerial, url: failure.url, attempts: failure.attempts, last_status_code: failure.statusCode, last_error: failure.error };
-  return queueDeliveries(db, endpointIds, eventBody(newEventId(), event.type, failure.attemptedAt, data), failure.attemptedAt);
+  const body = eventBody(newEventId(), event.type, failure.attemptedAt, data);
+  return queueDeliveries(
+    db,
+    endpointIds.map((endpointId) => ({ endpointId, body })),
+    failure.attemptedAt,
+  );
 }
 
 async function stillFailingSinceReported(db: Db, failure: ExhaustedDelivery): Promise<boolean> {
