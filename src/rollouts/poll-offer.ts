@@ -13,13 +13,15 @@ export interface RolloutOffer {
   rolloutId: number;
   kind: FirmwareKind;
   release: FirmwareRelease;
-  /** The rollout offers its version now: running or finished, and inside its maintenance window. */
+  /** The rollout offers its version now: running or finished, its current group at or past the OKM's, and inside its maintenance window. */
   offering: boolean;
   memberStatus: MemberStatus;
 }
 
 type OfferRow = Selectable<FirmwareReleasesTable> & {
   state: string;
+  current_group: number;
+  group_index: number;
   window_from: number | null;
   window_to: number | null;
   status: string;
@@ -38,7 +40,7 @@ const rolloutOfferQuery = precompiledQuery<OfferRow, [number, string]>(2, (db, [
     .innerJoin('okms', 'okms.serial_number', 'rollout_members.serial_number')
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .selectAll('firmware_releases')
-    .select(['rollouts.state', 'rollouts.window_from', 'rollouts.window_to', 'rollout_members.status', 'customers.time_zone'])
+    .select(['rollouts.state', 'rollouts.current_group', 'rollout_members.group_index', 'rollouts.window_from', 'rollouts.window_to', 'rollout_members.status', 'customers.time_zone'])
     .where('rollouts.id', '=', rolloutId as number),
 );
 
@@ -52,7 +54,8 @@ export async function findRolloutOffer(db: Db, rolloutId: number, serialNumber: 
     rolloutId,
     kind: row.kind as FirmwareKind,
     release: toRelease(row),
-    offering: (row.state === 'running' || row.state === 'finished') && inWindow,
+    // A group's rows name the rollout just before it starts (repository.assignGroup): the group must have started.
+    offering: (row.state === 'running' || row.state === 'finished') && row.group_index <= row.current_group && inWindow,
     memberStatus: row.status as MemberStatus,
   };
 }
