@@ -7,9 +7,9 @@ export const OVERDUE_SWEEP_BATCH = 500;
 
 /**
  * Marks up to `limit` OKMs past their due_by time and not marked yet (overdue_at set to now)
- * and emits okm.overdue for each (queued by one multi-row INSERT), in one transaction. It reads only the entries of
- * okms_due_by_idx that are past due, so its cost follows the OKMs that fell silent, not the
- * fleet. Several sweepers at once mark disjoint OKMs: rows another transaction holds (a
+ * and emits okm.overdue for each (all queued by one multi-row INSERT), in one transaction.
+ * It reads only the entries of okms_due_by_idx that are past due, so its cost follows the
+ * OKMs that fell silent, not the fleet. Several sweepers at once mark disjoint OKMs: rows another transaction holds (a
  * sweeper, a batch of polls) are skipped, and the UPDATE checks again that each row is still
  * unmarked and past due (a poll may have moved due_by since the selection). Returns how
  * many OKMs it marked.
