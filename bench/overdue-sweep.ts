@@ -27,7 +27,7 @@ const OKM_COUNT = Number(options.okms);
 const OVERDUE_COUNT = Number(options.overdue);
 const ROWS_PER_INSERT = 500;
 const RUNS = 21;
-const ROWS_PER_STATEMENT = 100_000;
+const ROWS_PER_STATEMENT = 5_000;
 
 const load = () => `load ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`;
 

@@ -458,7 +458,8 @@ export interface paths {
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change a webhook endpoint's url or event types (JSON merge patch); its pending deliveries follow the new url */
+        patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
     "/api/v1/webhook-endpoints/{id}/test": {
@@ -4100,6 +4101,136 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                /** @description endpoint id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description http or https URL
+                     */
+                    url?: string;
+                    event_types?: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            url: string;
+                            event_types: string[];
+                            customer: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
             };
             /** @description Bad request: the message names the field and what is wrong */
             400: {

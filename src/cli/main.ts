@@ -64,6 +64,7 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
       resume: () => import('./rollout-resume.ts'),
       advance: () => import('./rollout-advance.ts'),
       abort: () => import('./rollout-abort.ts'),
+      approve: () => import('./rollout-approve.ts'),
     },
   },
   simulate: {

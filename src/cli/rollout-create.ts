@@ -66,7 +66,7 @@ export function register(program: Command): void {
     .option('--no-auto-advance', 'start each next group by hand (rollout advance)')
     .option('--start-at <time>', 'start by itself then (ISO 8601)')
     .option('--window <from-to>', "offer only in this daily window of the customer's time zone: 22:00-06:00")
-    .option('--approval-required', 'another operator must approve it (POST /api/v1/rollouts/{id}/approve) before it starts')
+    .option('--approval-required', 'another operator must approve it (keyfleet rollout approve, or POST /api/v1/rollouts/{id}/approve) before it starts')
     .option('--only-version <version>', 'only OKMs that last reported this version of the kind')
     .option('--serials <list>', 'only these OKMs (comma-separated serial numbers)')
     .option('--json', 'print one JSON object')

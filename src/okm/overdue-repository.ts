@@ -1,15 +1,15 @@
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
-import { emitFleetEvent } from '../webhooks/fleet-events.ts';
+import { emitFleetEvents } from '../webhooks/fleet-events.ts';
 
 /** OKMs one sweep transaction marks at most. */
 export const OVERDUE_SWEEP_BATCH = 500;
 
 /**
  * Marks up to `limit` OKMs past their due_by time and not marked yet (overdue_at set to now)
- * and emits okm.overdue for each, in one transaction. It reads only the entries of
- * okms_due_by_idx that are past due, so its cost follows the OKMs that fell silent, not the
- * fleet. Several sweepers at once mark disjoint OKMs: rows another transaction holds (a
+ * and emits okm.overdue for each (all queued by one multi-row INSERT), in one transaction.
+ * It reads only the entries of okms_due_by_idx that are past due, so its cost follows the
+ * OKMs that fell silent, not the fleet. Several sweepers at once mark disjoint OKMs: rows another transaction holds (a
  * sweeper, a batch of polls) are skipped, and the UPDATE checks again that each row is still
  * unmarked and past due (a poll may have moved due_by since the selection). Returns how
  * many OKMs it marked.
@@ -25,15 +25,17 @@ export async function markOverdueOkms(db: Db, dialect: DialectStrategy, now: num
       .where('due_by', '<', now)
       .returning(['serial_number', 'customer_id', 'last_sync_time', 'due_by', 'last_ip'])
       .execute();
-    for (const okm of marked) {
-      const data = {
+    const events = marked.map((okm) => ({
+      type: 'okm.overdue' as const,
+      customerId: okm.customer_id,
+      data: {
         serial_number: okm.serial_number,
         last_sync_time: new Date(Number(okm.last_sync_time)).toISOString(),
         overdue_since: new Date(Number(okm.due_by)).toISOString(),
         last_ip: okm.last_ip,
-      };
-      await emitFleetEvent(tx, { type: 'okm.overdue', customerId: okm.customer_id, data }, now);
-    }
+      },
+    }));
+    await emitFleetEvents(tx, events, now);
     return marked.length;
   });
 }

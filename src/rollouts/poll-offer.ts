@@ -12,7 +12,7 @@ export interface RolloutOffer {
   rolloutId: number;
   kind: FirmwareKind;
   release: FirmwareRelease;
-  /** The rollout offers its version now: running or finished, and inside its maintenance window. */
+  /** The rollout offers its version now: running or finished, its current group at or past the OKM's, and inside its maintenance window. */
   offering: boolean;
   memberStatus: MemberStatus;
 }
@@ -21,6 +21,8 @@ type OfferRow = Selectable<FirmwareReleasesTable> & {
   serial_number: string;
   rollout_id: number;
   state: string;
+  current_group: number;
+  group_index: number;
   window_from: number | null;
   window_to: number | null;
   status: string;
@@ -51,7 +53,17 @@ export async function findRolloutOffers(db: Db, members: readonly RolloutMember[
     .innerJoin('firmware_releases', (join) => join.onRef('firmware_releases.kind', '=', 'rollouts.kind').onRef('firmware_releases.version', '=', 'rollouts.version'))
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .selectAll('firmware_releases')
-    .select(['okms.serial_number', 'rollouts.id as rollout_id', 'rollouts.state', 'rollouts.window_from', 'rollouts.window_to', 'rollout_members.status', 'customers.time_zone'])
+    .select([
+      'okms.serial_number',
+      'rollouts.id as rollout_id',
+      'rollouts.state',
+      'rollouts.current_group',
+      'rollout_members.group_index',
+      'rollouts.window_from',
+      'rollouts.window_to',
+      'rollout_members.status',
+      'customers.time_zone',
+    ])
     .where(
       'okms.serial_number',
       'in',
@@ -68,7 +80,8 @@ export async function findRolloutOffers(db: Db, members: readonly RolloutMember[
       rolloutId: member.rolloutId,
       kind: row.kind as FirmwareKind,
       release: toRelease(row),
-      offering: (row.state === 'running' || row.state === 'finished') && inWindow,
+      // A group's rows name the rollout just before it starts (repository.assignGroup): the group must have started.
+      offering: (row.state === 'running' || row.state === 'finished') && row.group_index <= row.current_group && inWindow,
       memberStatus: row.status as MemberStatus,
     });
   }

@@ -134,6 +134,8 @@ export interface RolloutGuard {
   states: readonly RolloutState[];
   /** The change applies only if the rollout is still at this group (no double advance). */
   currentGroup?: number;
+  /** The change applies only if nobody has approved the rollout yet (no second approval overwrites the first). */
+  unapproved?: true;
 }
 
 /**
@@ -144,29 +146,56 @@ export interface RolloutGuard {
 export async function updateRolloutIf(db: Db, id: number, guard: RolloutGuard, values: Updateable<RolloutsTable>): Promise<boolean> {
   let update = db.updateTable('rollouts').set(values).where('id', '=', id).where('state', 'in', guard.states);
   if (guard.currentGroup !== undefined) update = update.where('current_group', '=', guard.currentGroup);
+  if (guard.unapproved) update = update.where('approved_at', 'is', null);
   const result = await update.executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** The group's OKMs not yet updated are offered the rollout from their next poll on. */
-export async function offerToGroup(db: Db, rolloutId: number, group: number): Promise<void> {
-  await db
-    .updateTable('okms')
-    .set({ rollout_id: rolloutId })
-    .where('serial_number', 'in', (eb) =>
-      eb
-        .selectFrom('rollout_members')
-        .select('serial_number')
-        .where('rollout_id', '=', rolloutId)
-        .where('group_index', '=', group)
-        .where('status', '!=', 'updated'),
-    )
-    .execute();
+/**
+ * OKM rows one transaction names a rollout on, or clears, at most: a group of 900 000 is
+ * written in short transactions rather than one long one holding 900 000 row locks, which a
+ * batch of polls locking some of the same rows could deadlock with.
+ */
+export const OFFER_CHUNK = 5_000;
+
+/** The next `chunk` members of the rollout after `after` in serial order (of one group, optionally, and not yet updated). */
+async function memberChunk(db: Db, rolloutId: number, after: string, chunk: number, group?: number): Promise<string[]> {
+  let query = db.selectFrom('rollout_members').select('serial_number').where('rollout_id', '=', rolloutId).where('serial_number', '>', after);
+  if (group !== undefined) query = query.where('group_index', '=', group).where('status', '!=', 'updated');
+  const rows = await query.orderBy('serial_number').limit(chunk).execute();
+  return rows.map((row) => row.serial_number);
 }
 
-/** No OKM is offered the rollout from its next poll on. */
-export async function withdrawOffers(db: Db, rolloutId: number): Promise<void> {
-  await db.updateTable('okms').set({ rollout_id: null }).where('rollout_id', '=', rolloutId).execute();
+/**
+ * Names the rollout on the rows of the group's members not yet updated, `chunk` OKMs per
+ * statement (each its own transaction) in serial order. Done before the group starts: the
+ * poll offers the version only once the rollout's current group has reached the OKM's (see
+ * findRolloutOffer), so an OKM named early is offered nothing sooner, and a start that stopped
+ * half-way is simply done again. Rows that already name the rollout are not written again.
+ */
+export async function assignGroup(db: Db, rolloutId: number, group: number, chunk = OFFER_CHUNK): Promise<void> {
+  for (let serials = await memberChunk(db, rolloutId, '', chunk, group); serials.length > 0; serials = await memberChunk(db, rolloutId, serials.at(-1)!, chunk, group)) {
+    await db
+      .updateTable('okms')
+      .set({ rollout_id: rolloutId })
+      .where('serial_number', 'in', serials)
+      .where((eb) => eb.or([eb('rollout_id', 'is', null), eb('rollout_id', '!=', rolloutId)]))
+      .execute();
+    if (serials.length < chunk) return;
+  }
+}
+
+/**
+ * No OKM is offered the rollout from its next poll on: clears it from its members' rows,
+ * `chunk` per statement in serial order. Called after the rollout's abort has committed (the
+ * poll offers nothing for an aborted rollout, so the rows still naming it cost a read, not an
+ * offer); running it again finishes one that stopped half-way.
+ */
+export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CHUNK): Promise<void> {
+  for (let serials = await memberChunk(db, rolloutId, '', chunk); serials.length > 0; serials = await memberChunk(db, rolloutId, serials.at(-1)!, chunk)) {
+    await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', 'in', serials).where('rollout_id', '=', rolloutId).execute();
+    if (serials.length < chunk) return;
+  }
 }
 
 /** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */

@@ -13,7 +13,7 @@ import {
   insertMembers,
   insertRollout,
   listRollouts,
-  offerToGroup,
+  assignGroup,
   updateRolloutIf,
   withdrawOffers,
   type RolloutRow,
@@ -195,33 +195,56 @@ async function emit(emitter: EmitFleetEvent, db: Db, type: RolloutEventType, row
   await emitter(db, { type, customerId: row.customer_id, data: eventData(row, extra) });
 }
 
-/** Starts a ready rollout: its first group is offered the version from the next poll on. False when another process started it first. */
+/**
+ * After a start or advance that lost its compare-and-set: if the rollout was aborted meanwhile,
+ * the rows this call named it on (after the abort cleared them) are cleared again.
+ */
+async function clearIfAborted(db: Db, rolloutId: number): Promise<void> {
+  if ((await findRollout(db, rolloutId))?.state === 'aborted') await withdrawOffers(db, rolloutId);
+}
+
+/**
+ * Starts a ready rollout: its first group is offered the version from the next poll on. The
+ * group's rows name the rollout first, in chunks (offered nothing until the start commits),
+ * then the start and its events commit in one transaction. False when another process
+ * started it first (or it was aborted meanwhile). `db` must not be a transaction.
+ */
 export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
-  if (!(await updateRolloutIf(db, row.id, { states: ['ready'] }, { state: 'running', state_reason: reason, current_group: 0, started_at: now, updated_at: now }))) {
-    return false;
-  }
-  await offerToGroup(db, row.id, 0);
-  await emit(emitter, db, 'rollout.started', row, { reason });
-  await emit(emitter, db, 'rollout.group_started', row, { group: 0 });
-  return true;
+  await assignGroup(db, row.id, 0);
+  const started = await db.transaction().execute(async (tx) => {
+    if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, { state: 'running', state_reason: reason, current_group: 0, started_at: now, updated_at: now }))) return false;
+    await emit(emitter, tx, 'rollout.started', row, { reason });
+    await emit(emitter, tx, 'rollout.group_started', row, { group: 0 });
+    return true;
+  });
+  if (!started) await clearIfAborted(db, row.id);
+  return started;
 }
 
 /**
  * Moves a running rollout past group `from`: the next group is offered the version, or, after
  * the last group, the rollout has finished. Applies only if it is still at `from`, so that
- * of two sweepers (or a sweeper and an operator) only one advances it.
+ * of two sweepers (or a sweeper and an operator) only one advances it. As for a start, the
+ * next group's rows name the rollout in chunks before the advance commits. `db` must not be a
+ * transaction.
  */
 export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
   const groups = (JSON.parse(row.group_percents) as number[]).length;
   if (from + 1 >= groups) {
-    const finished = await updateRolloutIf(db, row.id, { states: ['running'], currentGroup: from }, { state: 'finished', state_reason: reason, finished_at: now, updated_at: now });
-    if (finished) await emit(emitter, db, 'rollout.finished', row, { reason });
-    return finished;
+    return db.transaction().execute(async (tx) => {
+      const finished = await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { state: 'finished', state_reason: reason, finished_at: now, updated_at: now });
+      if (finished) await emit(emitter, tx, 'rollout.finished', row, { reason });
+      return finished;
+    });
   }
-  if (!(await updateRolloutIf(db, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, updated_at: now }))) return false;
-  await offerToGroup(db, row.id, from + 1);
-  await emit(emitter, db, 'rollout.group_started', row, { group: from + 1, reason });
-  return true;
+  await assignGroup(db, row.id, from + 1);
+  const advanced = await db.transaction().execute(async (tx) => {
+    if (!(await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, updated_at: now }))) return false;
+    await emit(emitter, tx, 'rollout.group_started', row, { group: from + 1, reason });
+    return true;
+  });
+  if (!advanced) await clearIfAborted(db, row.id);
+  return advanced;
 }
 
 /** Pauses a running rollout; false when it was not running (any more). */
@@ -242,12 +265,12 @@ async function act(request: RolloutRequest, id: number, action: (tx: Db, row: Ro
   });
 }
 
-export function startRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
-  return act(request, id, async (tx, row) => {
-    if (row.state !== 'ready') throw cannot(row, 'started');
-    if (row.approval_required === 1 && row.approved_at === null) throw conflict(`rollout ${row.id} needs the approval of another operator before it starts`);
-    if (!(await startReadyRollout(tx, row, request.now, request.emit, 'operator'))) throw cannot(row, 'started');
-  });
+export async function startRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  const row = await visibleRollout(request, request.db, id);
+  if (row.state !== 'ready') throw cannot(row, 'started');
+  if (row.approval_required === 1 && row.approved_at === null) throw conflict(`rollout ${row.id} needs the approval of another operator before it starts`);
+  if (!(await startReadyRollout(request.db, row, request.now, request.emit, 'operator'))) throw cannot((await findRollout(request.db, id))!, 'started');
+  return viewOf(request.db, (await findRollout(request.db, id))!);
 }
 
 /** Pausing a paused rollout changes nothing. */
@@ -265,31 +288,52 @@ export function resumeRollout(request: RolloutRequest, id: number): Promise<Roll
 }
 
 /** Starts the next group now, whatever the thresholds say (after the last group: finished). */
-export function advanceRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
-  return act(request, id, async (tx, row) => {
-    if (row.state !== 'running' || !(await advanceRolloutFrom(tx, row, row.current_group, request.now, request.emit, 'operator'))) throw cannot(row, 'advanced');
-  });
+export async function advanceRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  const row = await visibleRollout(request, request.db, id);
+  if (row.state !== 'running' || !(await advanceRolloutFrom(request.db, row, row.current_group, request.now, request.emit, 'operator'))) {
+    throw cannot((await findRollout(request.db, id))!, 'advanced');
+  }
+  return viewOf(request.db, (await findRollout(request.db, id))!);
 }
 
-/** The emergency stop: no OKM that has not updated is offered the version from its next poll on. Aborting an aborted rollout changes nothing. */
-export function abortRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
-  return act(request, id, async (tx, row) => {
+/**
+ * The emergency stop: no OKM that has not updated is offered the version from its next poll
+ * on. The abort commits first (from then on the poll offers nothing for it), then its OKMs'
+ * rows are cleared in chunks. Aborting an aborted rollout changes nothing but clears again,
+ * which finishes a clearing that stopped half-way.
+ */
+export async function abortRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
+  await act(request, id, async (tx, row) => {
     if (row.state === 'aborted') return;
     const aborted = await updateRolloutIf(tx, row.id, { states: ['ready', 'running', 'paused'] }, { state: 'aborted', state_reason: 'operator', finished_at: request.now, updated_at: request.now });
     if (!aborted) throw cannot(row, 'aborted');
-    await withdrawOffers(tx, row.id);
     await emit(request.emit, tx, 'rollout.aborted', row, { reason: 'operator' });
   });
+  await withdrawOffers(request.db, id);
+  return viewOf(request.db, (await findRollout(request.db, id))!);
 }
 
-/** Four eyes: an operator other than the creator (token subject) approves a rollout that requires it. */
+/**
+ * Four eyes: an operator other than the creator (token subject) approves a rollout that
+ * requires it. The approval is a compare-and-set on the approval columns: of two operators
+ * approving at once, one is recorded and the other is told who approved (409); the same
+ * operator approving again (or twice at once) is answered with the approval as it stands.
+ */
 export function approveRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   return act(request, id, async (tx, row) => {
     if (row.approval_required !== 1) throw conflict(`rollout ${row.id} does not require approval`);
-    if (row.approved_at !== null) throw conflict(`rollout ${row.id} was already approved by ${row.approved_by}`);
-    if (row.state !== 'ready') throw cannot(row, 'approved');
     const approver = request.principal.subject;
     if (approver === '' || approver === row.created_by) throw conflict(`rollout ${row.id} was created by ${row.created_by}: another operator (token subject) must approve it`);
-    if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, { approved_by: approver, approved_at: request.now, updated_at: request.now }))) throw cannot(row, 'approved');
+    const approvedBefore = (current: RolloutRow) => {
+      if (current.approved_by === approver) return;
+      throw conflict(`rollout ${current.id} was already approved by ${current.approved_by}`);
+    };
+    if (row.approved_at !== null) return approvedBefore(row);
+    if (row.state !== 'ready') throw cannot(row, 'approved');
+    if (await updateRolloutIf(tx, row.id, { states: ['ready'], unapproved: true }, { approved_by: approver, approved_at: request.now, updated_at: request.now })) return;
+    // Another approval committed first: this statement sees it (PostgreSQL reads committed rows per statement).
+    const current = (await findRollout(tx, row.id))!;
+    if (current.approved_at === null) throw cannot(current, 'approved');
+    approvedBefore(current);
   });
 }

@@ -15,23 +15,23 @@ const DEFAULT_LIMITS: SweepLimits = { rollouts: 100, failures: 5_000 };
 
 /**
  * Decides, for one running rollout, what the counts call for: a pause when more than the
- * error threshold of a started group has failed, else (auto_advance) the next group once the
- * current one has passed. Every change is a compare-and-set on the rollout's state and group,
- * so two sweepers deciding at once take each step once.
+ * error threshold of a started group has failed (done here, in the caller's transaction),
+ * else (auto_advance) the next group once the current one has passed: returned, for the
+ * caller to advance outside the transaction (the group is assigned in chunks). Every change
+ * is a compare-and-set on the rollout's state and group, so two sweepers deciding at once
+ * take each step once.
  */
-async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent): Promise<void> {
+async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent): Promise<'advance' | undefined> {
   const groups = (await groupCounts(tx, [row.id])).get(row.id);
   for (let group = 0; group <= row.current_group; group++) {
     const counts = groups?.get(group) ?? emptyCounts();
     if (groupFailing(counts, row.error_threshold)) {
       await pauseRunningRollout(tx, row, now, emit, 'error_threshold', { group, failed: counts.failed });
-      return;
+      return undefined;
     }
   }
   const current = groups?.get(row.current_group) ?? emptyCounts();
-  if (row.auto_advance === 1 && groupPassed(current, row.success_threshold)) {
-    await advanceRolloutFrom(tx, row, row.current_group, now, emit, 'success_threshold');
-  }
+  return row.auto_advance === 1 && groupPassed(current, row.success_threshold) ? 'advance' : undefined;
 }
 
 /**
@@ -43,15 +43,16 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
 export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
   for (const candidate of await rolloutsToSweep(db, now, limits.rollouts)) {
     if (candidate.state === 'ready') {
-      await db.transaction().execute((tx) => startReadyRollout(tx, candidate, now, emit, 'start_at'));
+      await startReadyRollout(db, candidate, now, emit, 'start_at');
       continue;
     }
     await failTimedOutOffers(db, candidate, now, limits.failures);
     if (candidate.state !== 'running') continue;
-    await db.transaction().execute(async (tx) => {
+    const judged = await db.transaction().execute(async (tx) => {
       // Read again inside the transaction: another process may have moved it since the list.
       const row = await findRollout(tx, candidate.id);
-      if (row?.state === 'running') await judge(tx, row, now, emit);
+      return row?.state === 'running' ? { row, decision: await judge(tx, row, now, emit) } : undefined;
     });
+    if (judged?.decision === 'advance') await advanceRolloutFrom(db, judged.row, judged.row.current_group, now, emit, 'success_threshold');
   }
 }

@@ -53,6 +53,23 @@ export async function insertEndpoint(db: Db, endpoint: { customerId: number | nu
   return row.id;
 }
 
+/**
+ * Changes an endpoint's URL and/or event types. Its deliveries still pending follow the new
+ * URL (an operator moving a receiver wants the queued events there, not at the old address).
+ */
+export async function updateEndpoint(db: Db, id: number, changes: { url?: string; eventTypes?: readonly string[] }): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const target = changes.url === undefined ? {} : { url: changes.url, host: new URL(changes.url).host };
+    await tx
+      .updateTable('webhook_endpoints')
+      .set({ ...target, ...(changes.eventTypes === undefined ? {} : { event_types: JSON.stringify(changes.eventTypes) }) })
+      .where('id', '=', id)
+      .execute();
+    if (changes.url !== undefined) await tx.updateTable('fleet_event_deliveries').set(target).where('endpoint_id', '=', id).where('state', '=', 'pending').execute();
+  });
+  endpointsChanged(db);
+}
+
 export async function countEndpoints(db: Db, scope: EndpointScope): Promise<number> {
   const row = await scoped(selectEndpoints(db), scope)
     .clearSelect()

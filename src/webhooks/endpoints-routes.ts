@@ -4,8 +4,8 @@ import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { ErrorResponse, MESSAGES, pageResponse, paginated, pageOf, perPageOf, resourceResponse } from '../http/schemas.ts';
 import { CustomerQuery } from '../okm/schemas.ts';
-import { EndpointBody, EndpointDeliveryRecord, EndpointListQuery, EndpointParams, TestEventRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
-import { createEndpoint, deliveryRecords, endpointRecords, getEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
+import { EndpointBody, EndpointDeliveryRecord, EndpointListQuery, EndpointParams, EndpointPatchBody, TestEventRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
+import { createEndpoint, deliveryRecords, endpointRecords, getEndpoint, patchEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -70,6 +70,25 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => ({
       message: MESSAGES.fetched,
       data: toEndpointRecord(await getEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id))),
+    }),
+  );
+
+  app.patch(
+    '/:id',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'updateWebhookEndpoint',
+        summary: 'Change a webhook endpoint\'s url or event types (JSON merge patch); its pending deliveries follow the new url',
+        params: EndpointParams,
+        querystring: CustomerQuery,
+        body: EndpointPatchBody,
+        response: { 200: resourceResponse(WebhookEndpointRecord), ...errorResponses },
+      },
+    },
+    async (request) => ({
+      message: MESSAGES.updated,
+      data: await patchEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id), request.body),
     }),
   );
 

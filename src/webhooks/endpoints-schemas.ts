@@ -14,6 +14,10 @@ export const EndpointBody = Type.Object(
 );
 export type EndpointBody = Static<typeof EndpointBody>;
 
+/** A JSON merge patch of an endpoint: the fields given replace its own (neither may be removed). */
+export const EndpointPatchBody = Type.Partial(EndpointBody, { additionalProperties: false });
+export type EndpointPatchBody = Static<typeof EndpointPatchBody>;
+
 export const EndpointParams = Type.Object({ id: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'endpoint id' }) }, { additionalProperties: false });
 
 export const EndpointListQuery = Type.Object({ customer: CustomerQuery.properties.customer, ...paginationQueryProperties }, { additionalProperties: false });

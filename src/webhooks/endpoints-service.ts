@@ -4,11 +4,11 @@ import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
-import { countEndpoints, deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
+import { countEndpoints, deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, updateEndpoint, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
 import { endpointDeliveries } from './fleet-deliveries-repository.ts';
-import { DEPLOYMENT_ONLY_EVENT_TYPES, eventBody, newEventId, queueDeliveries } from './fleet-events.ts';
+import { DEPLOYMENT_ONLY_EVENT_TYPES, eventBody, newEventId, queueDeliveries, type FleetEventType } from './fleet-events.ts';
 import { isForbiddenAddress } from './ssrf-guard.ts';
-import type { EndpointBody, EndpointDeliveryRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
+import type { EndpointBody, EndpointDeliveryRecord, EndpointPatchBody, WebhookEndpointRecord } from './endpoints-schemas.ts';
 
 /** Endpoints one customer (or the deployment) may have. */
 export const MAX_ENDPOINTS_PER_OWNER = 20;
@@ -51,6 +51,14 @@ function checkEndpointUrl(url: string, settings: EndpointRequest['settings']): v
   }
 }
 
+/** A customer's endpoint may not take the event types only deployment-wide endpoints receive. */
+function checkEventTypes(eventTypes: readonly string[], customerId: number | null): void {
+  const deploymentOnly = eventTypes.find((type) => DEPLOYMENT_ONLY_EVENT_TYPES.has(type as FleetEventType));
+  if (customerId !== null && deploymentOnly !== undefined) {
+    throw badRequest(`event_types: ${deploymentOnly} is only for deployment-wide endpoints (an admin token naming no customer)`);
+  }
+}
+
 /**
  * Creates an endpoint of the acting customer; an admin naming no customer creates a
  * deployment-wide one, which receives the events of every customer and those of no customer.
@@ -58,10 +66,7 @@ function checkEndpointUrl(url: string, settings: EndpointRequest['settings']): v
 export async function createEndpoint(request: EndpointRequest, body: EndpointBody): Promise<WebhookEndpointRecord> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
   checkEndpointUrl(body.url, request.settings);
-  const deploymentOnly = body.event_types.find((type) => DEPLOYMENT_ONLY_EVENT_TYPES.has(type));
-  if (acting !== null && deploymentOnly !== undefined) {
-    throw badRequest(`event_types: ${deploymentOnly} is only for deployment-wide endpoints (an admin token naming no customer)`);
-  }
+  checkEventTypes(body.event_types, acting?.id ?? null);
   const customerId = acting?.id ?? null;
   if ((await countEndpoints(request.db, { customerId })) >= MAX_ENDPOINTS_PER_OWNER) {
     throw conflict(`At most ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints per customer; delete one first`);
@@ -83,6 +88,15 @@ export async function getEndpoint(request: EndpointRequest, id: number): Promise
   return endpoint;
 }
 
+/** Changes the fields the patch gives (url, event_types), checked as at creation; the endpoint keeps its id, owner and deliveries. */
+export async function patchEndpoint(request: EndpointRequest, id: number, patch: EndpointPatchBody): Promise<WebhookEndpointRecord> {
+  const endpoint = await getEndpoint(request, id);
+  if (patch.url !== undefined) checkEndpointUrl(patch.url, request.settings);
+  if (patch.event_types !== undefined) checkEventTypes(patch.event_types, endpoint.customerId);
+  if (patch.url !== undefined || patch.event_types !== undefined) await updateEndpoint(request.db, endpoint.id, { url: patch.url, eventTypes: patch.event_types });
+  return toEndpointRecord((await findEndpoint(request.db, endpoint.id, {}))!);
+}
+
 export async function removeEndpoint(request: EndpointRequest, id: number): Promise<void> {
   if (!(await deleteEndpoint(request.db, id, await scopeOf(request)))) throw endpointNotFound(id);
 }
@@ -91,7 +105,7 @@ export async function removeEndpoint(request: EndpointRequest, id: number): Prom
 export async function sendTestEvent(request: EndpointRequest, id: number): Promise<string> {
   const endpoint = await getEndpoint(request, id);
   const body = eventBody(newEventId(), TEST_EVENT_TYPE, request.now, { endpoint_id: endpoint.id, url: endpoint.url });
-  await queueDeliveries(request.db, [endpoint.id], body, request.now);
+  await queueDeliveries(request.db, [{ endpointId: endpoint.id, body }], request.now);
   return body.id;
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 
 /** The fleet event types (SPEC §14), in the order the docs list them. */
@@ -102,40 +103,78 @@ export function eventBody(id: string, type: string, at: number, data: unknown): 
 /**
  * Queues one delivery of the event per endpoint that receives it, in the caller's transaction
  * (the event commits or is lost with what it reports); the dispatcher delivers them. An event
- * nobody subscribes to costs no statement while the endpoint list is fresh. The endpoints are
- * re-read by the INSERT itself, so an endpoint deleted meanwhile receives nothing. Returns how
- * many deliveries were queued.
+ * nobody subscribes to costs no statement while the endpoint list is fresh. Returns how many
+ * deliveries were queued.
  */
 export async function emitFleetEvent(db: Db, event: FleetEvent, now = Date.now()): Promise<number> {
-  const endpointIds = subscribers(await endpointList(db, now), event);
-  if (endpointIds.length === 0) return 0;
-  return queueDeliveries(db, endpointIds, eventBody(newEventId(), event.type, now, event.data), now);
+  return emitFleetEvents(db, [event], now);
 }
 
-/** Queues one delivery of a built event to each endpoint listed that still exists. */
-export async function queueDeliveries(db: Db, endpointIds: readonly number[], body: WebhookEvent, now: number): Promise<number> {
-  const result = await db
-    .insertInto('fleet_event_deliveries')
-    .columns(['endpoint_id', 'customer_id', 'url', 'host', 'event_id', 'event_type', 'payload', 'state', 'attempts', 'next_attempt_at', 'created_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('webhook_endpoints')
-        .select((select) => [
-          'id',
-          'customer_id',
-          'url',
-          'host',
-          select.val(body.id).as('event_id'),
-          select.val(body.type).as('event_type'),
-          select.val(JSON.stringify(body)).as('payload'),
-          select.val('pending').as('state'),
-          // Cast, so that PostgreSQL does not take the parameters of an INSERT … SELECT for text.
-          select.cast<number>(select.val(0), 'integer').as('attempts'),
-          select.cast<number>(select.val(now), 'bigint').as('next_attempt_at'),
-          select.cast<number>(select.val(now), 'bigint').as('created_at'),
-        ])
-        .where('id', 'in', endpointIds),
-    )
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0);
+/**
+ * Queues a set of events (a sweep's) as emitFleetEvent does each, in as few statements as
+ * their deliveries fill: QUEUED_ROWS_PER_STATEMENT deliveries per multi-row INSERT.
+ */
+export async function emitFleetEvents(db: Db, events: readonly FleetEvent[], now = Date.now()): Promise<number> {
+  if (events.length === 0) return 0;
+  const endpoints = await endpointList(db, now);
+  const deliveries: QueuedDelivery[] = [];
+  for (const event of events) {
+    const endpointIds = subscribers(endpoints, event);
+    if (endpointIds.length === 0) continue;
+    const body = eventBody(newEventId(), event.type, now, event.data);
+    for (const endpointId of endpointIds) deliveries.push({ endpointId, body });
+  }
+  return queueDeliveries(db, deliveries, now);
+}
+
+/** The ids of the endpoints an event would be queued to; no statement while the endpoint list is fresh. */
+export async function fleetEventSubscribers(db: Db, event: Pick<FleetEvent, 'type' | 'customerId'>, now: number): Promise<number[]> {
+  return subscribers(await endpointList(db, now), event);
+}
+
+export interface QueuedDelivery {
+  endpointId: number;
+  body: WebhookEvent;
+}
+
+/** Deliveries one INSERT queues at most (4 parameters each: well within both databases' limits). */
+export const QUEUED_ROWS_PER_STATEMENT = 1000;
+
+/**
+ * Queues each built event to its endpoint, if that endpoint still exists: the INSERT reads
+ * the endpoints table itself (so one deleted meanwhile receives nothing) joined to the
+ * deliveries as a VALUES list. The values are cast so that PostgreSQL knows their types.
+ */
+export async function queueDeliveries(db: Db, deliveries: readonly QueuedDelivery[], now: number): Promise<number> {
+  let queued = 0;
+  for (let start = 0; start < deliveries.length; start += QUEUED_ROWS_PER_STATEMENT) {
+    const rows = deliveries
+      .slice(start, start + QUEUED_ROWS_PER_STATEMENT)
+      .map(({ endpointId, body }) => sql`(cast(${endpointId} as bigint), cast(${body.id} as text), cast(${body.type} as text), cast(${JSON.stringify(body)} as text))`);
+    const incoming = sql<{ column1: number; column2: string; column3: string; column4: string }>`(values ${sql.join(rows)})`.as('incoming');
+    const result = await db
+      .insertInto('fleet_event_deliveries')
+      .columns(['endpoint_id', 'customer_id', 'url', 'host', 'event_id', 'event_type', 'payload', 'state', 'attempts', 'next_attempt_at', 'created_at'])
+      .expression((eb) =>
+        eb
+          .selectFrom('webhook_endpoints')
+          .innerJoin(incoming, 'incoming.column1', 'webhook_endpoints.id')
+          .select((select) => [
+            'webhook_endpoints.id',
+            'webhook_endpoints.customer_id',
+            'webhook_endpoints.url',
+            'webhook_endpoints.host',
+            'incoming.column2 as event_id',
+            'incoming.column3 as event_type',
+            'incoming.column4 as payload',
+            select.val('pending').as('state'),
+            select.cast<number>(select.val(0), 'integer').as('attempts'),
+            select.cast<number>(select.val(now), 'bigint').as('next_attempt_at'),
+            select.cast<number>(select.val(now), 'bigint').as('created_at'),
+          ]),
+      )
+      .executeTakeFirst();
+    queued += Number(result.numInsertedOrUpdatedRows ?? 0);
+  }
+  return queued;
 }

@@ -4,7 +4,7 @@ import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { StatusDeliveryFailuresTable, StatusEventState, StatusEventsTable } from '../db/schema.ts';
-import { emitFleetEvent } from './fleet-events.ts';
+import { emitSubscriberFailing } from './subscriber-health.ts';
 
 // Literal, not a parameter, so that SQLite can use the partial index on pending rows.
 export const PENDING = sql.lit<StatusEventState>('pending');
@@ -373,8 +373,8 @@ async function recordUndelivered(
     })
     .execute();
   if (outcome.kind === 'failed') {
-    const data = { serial_number: event.okmSerial, url: event.url, attempts: attempt, last_status_code: outcome.statusCode, last_error: outcome.error };
-    await emitFleetEvent(db, { type: 'subscriber.failing', customerId: event.customerId, data }, attemptedAt);
+    const { okmSerial, customerId, url, eventId } = event;
+    await emitSubscriberFailing(db, { okmSerial, customerId, url, eventId, attempts: attempt, attemptedAt, statusCode: outcome.statusCode, error: outcome.error });
   }
 }
 

@@ -5,6 +5,7 @@ import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { addRelease } from '../okm/config-helpers.ts';
+import { createRollout } from '../../src/rollouts/service.ts';
 
 forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
   let store: TestStore;
@@ -68,6 +69,34 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
     assert.equal(JSON.parse(aborted.stdout).rollout.state, 'aborted');
     assert.deepEqual([resumeAborted.exitCode, resumeAborted.stderr], [4, `keyfleet: rollout ${id} is aborted: it cannot be resumed\n`]);
     assert.deepEqual([missing.exitCode, missing.stderr], [3, 'keyfleet: rollout 999999 not found\n']);
+  });
+
+  test('rollout approve: approves a rollout another operator created, as cli:<account>, and again with the approval as it stands; its own rollout is refused (exit 4), an unknown one is exit 3, a malformed id exit 2', async () => {
+    const okm = (await store.db.selectFrom('okms').select('serial_number').where('serial_number', 'like', 'CLI-ROLLOUT-%').orderBy('serial_number').limit(2).execute()).map((row) => row.serial_number);
+    const byAlice = await createRollout(
+      { db: store.db, principal: { subject: 'alice', customer: null, scopes: new Set(['admin']), isAdmin: true }, customerName: 'acme', now: Date.now(), emit: async () => {} },
+      { kind: 'kas', version: '2.0', customer: 'acme', groups: [{ percent: 100 }], approval_required: true, filter: { serial_numbers: [okm[0]!] } },
+    );
+    const ownCreated = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--serials', okm[1]!, '--approval-required', '--json');
+    assert.equal(ownCreated.exitCode, 0, ownCreated.stderr);
+    const own = String(JSON.parse(ownCreated.stdout).rollout.id);
+
+    const approved = await keyfleet('rollout', 'approve', String(byAlice.id), '--json');
+    const again = await keyfleet('rollout', 'approve', String(byAlice.id));
+    const ownApproval = await keyfleet('rollout', 'approve', own, '--json');
+    const missing = await keyfleet('rollout', 'approve', '999999');
+    const malformed = await keyfleet('rollout', 'approve', 'seven');
+
+    assert.equal(approved.exitCode, 0, approved.stderr);
+    const { rollout } = JSON.parse(approved.stdout);
+    assert.deepEqual([rollout.id, rollout.approval_required, rollout.approved_by.startsWith('cli:'), rollout.state], [byAlice.id, true, true, 'ready']);
+    assert.equal(again.exitCode, 0, again.stderr);
+    assert.match(again.stdout, new RegExp(`approval by ${rollout.approved_by}`));
+    assert.equal(ownApproval.exitCode, 4);
+    assert.deepEqual(JSON.parse(ownApproval.stderr).error.message, `rollout ${own} was created by ${rollout.approved_by}: another operator (token subject) must approve it`);
+    assert.deepEqual([missing.exitCode, missing.stderr], [3, 'keyfleet: rollout 999999 not found\n']);
+    assert.equal(malformed.exitCode, 2);
+    for (const id of [String(byAlice.id), own]) assert.equal((await keyfleet('rollout', 'abort', id)).exitCode, 0);
   });
 
   test('rollout create refuses a malformed value with the API’s words, and exits 2', async () => {

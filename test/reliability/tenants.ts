@@ -124,6 +124,7 @@ export function sampleBody(operation: Operation, owner: Tenant): { payload: stri
     'POST /api/v1/pending-okms/{serial}/accept': () => json({ customer: owner.name }),
     'POST /api/v1/audit/{serialNumber}': () => json({ event: 'close' }),
     'POST /api/v1/webhook-endpoints': () => json({ url: 'https://hooks.example/fleet', event_types: ['okm.overdue'] }),
+    'PATCH /api/v1/webhook-endpoints/{id}': () => json({ url: 'https://hooks.example/fleet-moved', event_types: ['okm.back_online'] }),
     'POST /api/v1/firmware': () => json({ kind: 'kas', version: '9.9.10', url: 'https://firmware.example/kas.bin', sha256: 'cd'.repeat(32) }),
     'PUT /api/v1/firmware/{kind}/latest': () => json({ version: '9.9.9' }),
     'PUT /api/v1/firmware/{kind}/{version}': () => ({ payload: Buffer.from('firmware image'), contentType: 'application/octet-stream' }),

@@ -195,6 +195,32 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
     await act(rollout.id, 'abort');
   });
 
+  test('two operators approving one rollout at once: exactly one approval is recorded and the other is told who approved (409); one operator approving twice at once is answered 200 twice', async () => {
+    const fleet = await createFleet(t, customerId, 6, '1.0', 'APPROVE-RACE');
+    const bob = api(t, await customerWriter(t, 'acme', 'bob'));
+    const carol = api(t, await customerWriter(t, 'acme', 'carol'));
+    const approvalRequired = async (okm: SimulatedOkm) => create({ groups: [{ percent: 100 }], approval_required: true, filter: { serial_numbers: [okm.serialNumber] } });
+
+    for (const okm of fleet.slice(0, 5)) {
+      const rollout = await approvalRequired(okm);
+
+      const answers = await Promise.all([bob.act(rollout.id, 'approve'), carol.act(rollout.id, 'approve')]);
+
+      const recorded = await view(rollout.id);
+      assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 409], answers.map((answer) => answer.body).join('\n'));
+      const winner = answers.find((answer) => answer.statusCode === 200)!.json().data as RolloutView;
+      const loser = answers.find((answer) => answer.statusCode === 409)!.json();
+      assert.deepEqual([winner.approved_by, winner.approved_at], [recorded.approved_by, recorded.approved_at]);
+      assert.equal(loser.error_msg, `rollout ${rollout.id} was already approved by ${recorded.approved_by}`);
+      await act(rollout.id, 'abort');
+    }
+    const rollout = await approvalRequired(fleet[5]!);
+    const twice = await Promise.all([bob.act(rollout.id, 'approve'), bob.act(rollout.id, 'approve')]);
+    assert.deepEqual(twice.map((answer) => answer.statusCode), [200, 200], twice.map((answer) => answer.body).join('\n'));
+    assert.deepEqual(twice.map((answer) => answer.json().data.approved_by), ['bob', 'bob']);
+    await act(rollout.id, 'abort');
+  });
+
   test('a rollout with start_at starts itself at the first sweep after that time, not before', async () => {
     const fleet = await createFleet(t, customerId, 5, '1.0', 'START-AT');
     const recorder = recordingEmitter();

@@ -3,9 +3,12 @@ import { after, before, test } from 'node:test';
 import type { KyselyPlugin } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
 import { markOverdueOkms } from '../../src/okm/overdue-repository.ts';
+import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
+import { insertOkm } from '../../src/okm/repository.ts';
 import { insertEndpoint } from '../../src/webhooks/endpoints-repository.ts';
-import { emitFleetEvent } from '../../src/webhooks/fleet-events.ts';
+import { emitFleetEvent, endpointsChanged, type WebhookEvent } from '../../src/webhooks/fleet-events.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { createTestCustomer } from '../helpers/tokens.ts';
 
 /** The database handle with a counter of the statements it ran (results, since a subquery is transformed as a query of its own). */
 function counted(db: Db): { db: Db; statements: () => number } {
@@ -56,5 +59,59 @@ forEachDatabase('fleet events nobody subscribes to', (kind) => {
     assert.equal(afterIgnored, 1, 'the endpoint list, read again after the change');
     assert.equal(queued, 1);
     assert.equal(statements(), 2, 'one INSERT for the subscribed event');
+  });
+});
+
+forEachDatabase('the overdue sweep with endpoints subscribed', (kind) => {
+  let t: TestApp;
+  before(async () => (t = await buildTestApp(kind, { WEBHOOK_DISPATCH_IN_SERVER: 'false' })));
+  after(() => t.close());
+
+  test('it runs as many statements for 400 overdue OKMs as for 10, and queues each okm.overdue once to each endpoint that takes it: its customer’s and the deployment-wide one, not another customer’s', async () => {
+    const customers = [await createTestCustomer(t, 'acme'), await createTestCustomer(t, 'beta')];
+    const endpointOf = new Map<number | null, number>();
+    for (const customerId of [customers[0]!.id, customers[1]!.id, null]) {
+      endpointOf.set(customerId, await insertEndpoint(t.db, { customerId, url: `https://hooks.example/${customerId ?? 'all'}`, eventTypes: ['okm.overdue'], now: Date.now() }));
+    }
+    await insertEndpoint(t.db, { customerId: customers[0]!.id, url: 'https://hooks.example/other-types', eventTypes: ['okm.back_online'], now: Date.now() });
+    const silentOkms = async (prefix: string, count: number) => {
+      const serials = new Map<string, number>();
+      for (let index = 0; index < count; index++) {
+        const serial = `${prefix}-${index}`;
+        const customerId = customers[index % 2]!.id;
+        await insertOkm(t.db, serial, customerId, UNCONFIGURED_OKM, Date.now());
+        serials.set(serial, customerId);
+      }
+      await t.db.updateTable('okms').set({ due_by: Date.now() - 1, overdue_at: null }).where('serial_number', 'in', [...serials.keys()]).execute();
+      return serials;
+    };
+    const sweep = async () => {
+      endpointsChanged(t.db);
+      const { db, statements } = counted(t.db);
+      const marked = await markOverdueOkms(db, t.dialect, Date.now());
+      return { marked, statements: statements() };
+    };
+
+    const few = await silentOkms('FEW', 10);
+    const fewSwept = await sweep();
+    const many = await silentOkms('MANY', 400);
+    const manySwept = await sweep();
+
+    assert.deepEqual([fewSwept.marked, manySwept.marked], [10, 400]);
+    assert.equal(manySwept.statements, fewSwept.statements, `${fewSwept.statements} statements for 10, ${manySwept.statements} for 400`);
+    const rows = await t.db.selectFrom('fleet_event_deliveries').select(['endpoint_id', 'event_id', 'payload']).execute();
+    const deliveries = new Map<string, { endpoints: number[]; eventIds: Set<string> }>();
+    for (const row of rows) {
+      const body = JSON.parse(row.payload) as WebhookEvent & { data: { serial_number: string } };
+      assert.equal(body.id, row.event_id);
+      const entry = deliveries.get(body.data.serial_number) ?? { endpoints: [], eventIds: new Set<string>() };
+      deliveries.set(body.data.serial_number, entry);
+      entry.endpoints.push(row.endpoint_id);
+      entry.eventIds.add(row.event_id);
+    }
+    const expected = new Map([...few, ...many].map(([serial, customerId]) => [serial, [endpointOf.get(customerId)!, endpointOf.get(null)!].sort((a, b) => a - b)]));
+    assert.deepEqual(new Map([...deliveries].map(([serial, entry]) => [serial, entry.endpoints.sort((a, b) => a - b)])), expected);
+    assert.ok([...deliveries.values()].every((entry) => entry.eventIds.size === 1), 'one event, the same webhook-id at every endpoint');
+    assert.equal(new Set(rows.map((row) => row.event_id)).size, 410);
   });
 });

@@ -74,21 +74,88 @@ forEachDatabase('fleet events', (kind) => {
     }
   });
 
+  test('PATCH changes the url and event types it gives and keeps the rest; pending deliveries follow the new url, and the next events go by the new types', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['okm.overdue']);
+    const moved = `/fleet-moved-${subscribed.id}`;
+    receiver.reply = (event) => (event.path === subscribed.path ? { status: 503 } : { status: 200 });
+    const queued = await call(t, 'POST', `${ENDPOINTS}/${subscribed.id}/test`, { token: tokens.acmeWrite });
+    assert.equal(queued.statusCode, 202, queued.body);
+
+    const urlOnly = await call(t, 'PATCH', `${ENDPOINTS}/${subscribed.id}`, { token: tokens.acmeWrite, payload: { url: receiver.url(moved) } });
+    const typesOnly = await call(t, 'PATCH', `${ENDPOINTS}/${subscribed.id}`, {
+      token: tokens.acmeWrite,
+      payload: { event_types: ['okm.back_online'] },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    const nothing = await call(t, 'PATCH', `${ENDPOINTS}/${subscribed.id}`, { token: tokens.acmeWrite, payload: {} });
+
+    assert.equal(urlOnly.statusCode, 200, urlOnly.body);
+    assert.deepEqual([urlOnly.json().data.url, urlOnly.json().data.event_types], [receiver.url(moved), ['okm.overdue']]);
+    assert.equal(typesOnly.statusCode, 200, typesOnly.body);
+    assert.deepEqual(typesOnly.json().data, { ...urlOnly.json().data, event_types: ['okm.back_online'] });
+    assert.deepEqual(nothing.json().data, typesOnly.json().data);
+    const [testEvent] = await eventually(async () => {
+      const received = await verifiedEvents(moved, await acmeOwner());
+      return received.length === 1 && received;
+    });
+    assert.equal(testEvent!.id, queued.json().data.event_id);
+
+    const serial = uniqueSerial('PATCHED');
+    await createOkm(t, tokens.acmeWrite, serial);
+    await poll(t, serial);
+    await silence(serial);
+    await markOverdueOkms(t.db, t.dialect, Date.now());
+    await poll(t, serial);
+    const types = await eventually(async () => {
+      const received = await verifiedEvents(moved, await acmeOwner());
+      return received.length === 2 && received.map((event) => event.type);
+    });
+    assert.deepEqual(types, ['webhook.test', 'okm.back_online']);
+    receiver.reply = () => ({ status: 200 });
+  });
+
+  test('PATCH refuses invalid fields with a 400 naming the field, and changes nothing', async () => {
+    const own = await endpoint(tokens.acmeWrite, ['okm.overdue']);
+    const cases: [unknown, RegExp][] = [
+      [{ url: 'ftp://hooks.example/x' }, /^url: must be an http or https URL$/],
+      [{ url: null }, /^url: /],
+      [{ event_types: [] }, /^event_types/],
+      [{ event_types: ['okm.nonsense'] }, /^event_types\[0\]: must be one of "okm.enrolled", /],
+      [{ event_types: ['okm.pending'] }, /^event_types: okm.pending is only for deployment-wide endpoints/],
+      [{ customer: 'beta' }, /^customer: unknown field$/],
+    ];
+    for (const [payload, message] of cases) {
+      const response = await call(t, 'PATCH', `${ENDPOINTS}/${own.id}`, { token: tokens.acmeWrite, payload });
+
+      assert.equal(response.statusCode, 400, JSON.stringify(payload));
+      assert.match(response.json().error_msg, message, JSON.stringify(payload));
+    }
+    const unchanged = (await call(t, 'GET', `${ENDPOINTS}/${own.id}`, { token: tokens.acmeWrite })).json().data;
+    assert.deepEqual([unchanged.url, unchanged.event_types], [receiver.url(own.path), ['okm.overdue']]);
+    const deploymentWide = await endpoint(tokens.admin, ['okm.enrolled']);
+    const pending = await call(t, 'PATCH', `${ENDPOINTS}/${deploymentWide.id}`, { token: tokens.admin, payload: { event_types: ['okm.pending'] } });
+    assert.deepEqual([pending.statusCode, pending.json().data.event_types], [200, ['okm.pending']]);
+  });
+
   test("a customer sees only its own endpoints: another customer's are 404 for every call and missing from its list", async () => {
     const own = await endpoint(tokens.acmeWrite, ['okm.overdue']);
     const calls: [string, string][] = [
       ['GET', `${ENDPOINTS}/${own.id}`],
       ['GET', `${ENDPOINTS}/${own.id}/deliveries`],
       ['POST', `${ENDPOINTS}/${own.id}/test`],
+      ['PATCH', `${ENDPOINTS}/${own.id}`],
       ['DELETE', `${ENDPOINTS}/${own.id}`],
     ];
+    const payloadOf = (method: string) => (method === 'PATCH' ? { payload: { url: 'https://hooks.example/taken-over', event_types: ['okm.enrolled'] } } : {});
 
     for (const [method, url] of calls) {
-      const response = await call(t, method as 'GET', url, { token: tokens.betaWrite });
+      const response = await call(t, method as 'GET', url, { token: tokens.betaWrite, ...payloadOf(method) });
       assert.equal(response.statusCode, 404, `${method} ${url}`);
-      const asAdminForBeta = await call(t, method as 'GET', `${url}?customer=beta`, { token: tokens.admin });
+      const asAdminForBeta = await call(t, method as 'GET', `${url}?customer=beta`, { token: tokens.admin, ...payloadOf(method) });
       assert.equal(asAdminForBeta.statusCode, 404, `admin for beta: ${method} ${url}`);
     }
+    const unchanged = (await call(t, 'GET', `${ENDPOINTS}/${own.id}`, { token: tokens.acmeWrite })).json().data;
+    assert.deepEqual([unchanged.url, unchanged.event_types], [receiver.url(own.path), ['okm.overdue']]);
     const betaList = await call(t, 'GET', ENDPOINTS, { token: tokens.betaWrite });
     assert.ok(!betaList.json().data.some((item: { id: number }) => item.id === own.id));
     assert.equal((await call(t, 'GET', `${ENDPOINTS}?customer=beta`, { token: tokens.acmeWrite })).statusCode, 403);
@@ -209,6 +276,43 @@ forEachDatabase('fleet events', (kind) => {
     assert.equal(event!.data.url, statusUrl);
     assert.equal(event!.data.attempts, 4);
     assert.equal(event!.data.last_error, 'HTTP 500');
+  });
+
+  test('subscriber.failing is sent once per URL while it keeps failing: 5 exhausted events to one URL are one event; after a delivery there succeeds, the next exhausted one is a second', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['subscriber.failing']);
+    const statusPath = `/dedup-status-${subscribed.id}`;
+    const statusUrl = receiver.url(statusPath);
+    let statusAnswer = 500;
+    receiver.reply = (event) => (event.path === statusPath ? { status: statusAnswer } : { status: 200 });
+    const serials = Array.from({ length: 5 }, () => uniqueSerial('DEDUP'));
+    for (const serial of serials) await createOkm(t, tokens.acmeWrite, serial, { subscribe_urls: { status: [statusUrl] } });
+    const exhausted = async () =>
+      Number((await t.db.selectFrom('status_delivery_failures').select((eb) => eb.fn.countAll<number | string>().as('n')).where('url', '=', statusUrl).where('outcome', '=', 'failed').executeTakeFirstOrThrow()).n);
+    const reports = async () =>
+      (await t.db.selectFrom('fleet_event_deliveries').select('payload').where('endpoint_id', '=', subscribed.id).where('event_type', '=', 'subscriber.failing').orderBy('id').execute()).map(
+        (row) => (JSON.parse(row.payload) as FleetEventBody).data.serial_number,
+      );
+    const pollAndExhaust = async (serial: string, total: number) => {
+      await poll(t, serial);
+      await eventually(async () => (await exhausted()) === total);
+    };
+
+    for (const [index, serial] of serials.entries()) await pollAndExhaust(serial, index + 1);
+    const whileFailing = await reports();
+    statusAnswer = 200;
+    await poll(t, serials[0]!);
+    await eventually(async () => (await t.db.selectFrom('status_events').select('state').where('okm_serial', '=', serials[0]!).executeTakeFirst())?.state === 'delivered');
+    statusAnswer = 500;
+    await pollAndExhaust(serials[0]!, 6);
+    await pollAndExhaust(serials[1]!, 7);
+
+    assert.deepEqual(whileFailing, [serials[0]]);
+    assert.deepEqual(await reports(), [serials[0], serials[0]], 'a second report after the success, and none more while it fails again');
+    const delivered = await eventually(async () => {
+      const received = await verifiedEvents(subscribed.path, await acmeOwner());
+      return received.length === 2 && received;
+    });
+    assert.deepEqual(delivered.map((event) => [event.type, event.data.url]), [['subscriber.failing', statusUrl], ['subscriber.failing', statusUrl]]);
   });
 
   test('two sweeps at once mark each overdue OKM once: one okm.overdue per OKM', async () => {
