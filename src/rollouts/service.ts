@@ -87,7 +87,8 @@ async function visibleRollout(request: RolloutRequest, db: Db, id: number): Prom
   return row;
 }
 
-function checkGroups(groups: CreateRolloutBody['groups']): number[] {
+/** The groups' cumulative percents, each above the one before, or a 400 naming the group. */
+export function checkGroups(groups: CreateRolloutBody['groups']): number[] {
   const percents = groups.map((group) => group.percent);
   percents.forEach((percent, index) => {
     if (index > 0 && percent <= percents[index - 1]!) {
@@ -95,6 +96,26 @@ function checkGroups(groups: CreateRolloutBody['groups']): number[] {
     }
   });
   return percents;
+}
+
+/**
+ * The OKMs a rollout of `body` would choose now (matching, below the version, no pin of the
+ * kind, in no other unfinished rollout) and how many match but already run the version or a
+ * newer one, which need nothing and are counted in no group.
+ */
+export async function rolloutCandidates(db: Db, customerId: number | null, body: CreateRolloutBody): Promise<{ needing: Awaited<ReturnType<typeof candidateOkms>>; upToDate: number }> {
+  const target = parseFirmwareVersion(body.version)!;
+  const candidates = await candidateOkms(db, {
+    customerId,
+    kind: body.kind,
+    firmwareVersion: body.filter?.firmware_version,
+    serialNumbers: body.filter?.serial_numbers,
+  });
+  const needing = candidates.filter((okm) => {
+    const reported = parseFirmwareVersion(okm.reported_version ?? undefined);
+    return !reported || compareFirmwareVersions(reported, target) < 0;
+  });
+  return { needing, upToDate: candidates.length - needing.length };
 }
 
 /** Creates a rollout in state ready, its members chosen and stored now. */
@@ -107,20 +128,9 @@ export async function createRollout(request: RolloutRequest, body: CreateRollout
   const customer = await actingCustomer(request.db, request.principal, body.customer);
   const release = await findRelease(request.db, body.kind, body.version);
   if (!release) throw badRequest(`version: no ${body.kind} release ${body.version} in the firmware catalog`);
-  const target = parseFirmwareVersion(body.version)!;
 
   return request.db.transaction().execute(async (tx) => {
-    const candidates = await candidateOkms(tx, {
-      customerId: customer?.id ?? null,
-      kind: body.kind,
-      firmwareVersion: body.filter?.firmware_version,
-      serialNumbers: body.filter?.serial_numbers,
-    });
-    // An OKM already at the version or beyond needs nothing: it is not counted in any group.
-    const needing = candidates.filter((okm) => {
-      const reported = parseFirmwareVersion(okm.reported_version ?? undefined);
-      return !reported || compareFirmwareVersions(reported, target) < 0;
-    });
+    const { needing } = await rolloutCandidates(tx, customer?.id ?? null, body);
     if (needing.length === 0) {
       throw conflict(
         `the rollout would reach no OKM: none ${customer ? `of ${customer.name} ` : ''}matches that is below ${body.version}, has no ${body.kind} pin of its own and is in no other unfinished rollout`,
