@@ -15,8 +15,11 @@
  *
  *   npx tsx bench/events.ts [--sqlite] [--postgres] [--events 20000] [--okms 100000]
  *                           [--rounds 3] [--duration 10] [--connections 100] [--cpu-prof DIR]
+ *                           [--delivery-only] [--delivery-runs 1]
  *
- * --cpu-prof profiles the server of the run with subscribers and its dispatcher.
+ * --cpu-prof profiles the server of the run with subscribers and its dispatcher, and the
+ * `keyfleet dispatch` of the delivery runs. --delivery-only skips the polls (part 2);
+ * --delivery-runs repeats part 1 on fresh databases and reports the median.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +51,8 @@ const { values: options } = parseArgs({
     okms: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '3' },
     'cpu-prof': { type: 'string' },
+    'delivery-only': { type: 'boolean', default: false },
+    'delivery-runs': { type: 'string', default: '1' },
   },
 });
 const EVENT_COUNT = Number(options.events);
@@ -55,6 +60,7 @@ const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);
 const ROUNDS = Number(options.rounds);
 const CONNECTIONS = Number(options.connections);
+const DELIVERY_RUNS = Number(options['delivery-runs']);
 
 /** Two receivers in one child process: PORT answers 204 and counts (GET /count), HANGING_PORT never answers. */
 const RECEIVERS = `
@@ -97,7 +103,11 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSe
   try {
     const { child: dispatcher } = await startKeyfleet(
       { ...env, ...WEBHOOK_ENV },
-      { command: (metricsPort) => ['dispatch', '--metrics-port', String(metricsPort)], readyPath: '/metrics' },
+      {
+        command: (metricsPort) => ['dispatch', '--metrics-port', String(metricsPort)],
+        readyPath: '/metrics',
+        cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], `${kind}-dispatch`),
+      },
     );
     try {
       // As EVENT_COUNT polls of OKMs subscribed to the receiver would leave them: marked, for the dispatcher to fan out and deliver.
@@ -233,7 +243,17 @@ async function main(): Promise<void> {
   const started = Date.now();
   const rows: Record<string, string | number>[] = [];
   await forEachBenchDatabase(options, async (database) => {
-    const rate = await deliveryRate(database);
+    const rates: number[] = [];
+    for (let run = 1; run <= DELIVERY_RUNS; run++) {
+      // Every run after the first starts from a fresh database of the same kind.
+      const rate = run === 1 ? await deliveryRate(database) : await withFreshDatabase(database.name, deliveryRate);
+      rates.push(rate.perSecond);
+      console.log(`${database.name}: delivery run ${run}: ${Math.round(rate.perSecond)} events/s (load ${os.loadavg().map((load) => load.toFixed(1)).join(' ')})`);
+    }
+    if (options['delivery-only']) {
+      rows.push({ database: database.name, 'events delivered/s': Math.round(median(rates)), runs: rates.map(Math.round).join(' ') });
+      return;
+    }
     // The poll runs start from a fresh database of the same kind.
     const polls = await withFreshDatabase(database.name, pollRates);
     const { inServer, queueingOnly } = polls;
@@ -241,7 +261,7 @@ async function main(): Promise<void> {
     const cpu = (figures: Figures[]) => Math.round(median(figures.map((entry) => entry.cpuMicrosPerRequest ?? Number.NaN)));
     rows.push({
       database: database.name,
-      'events delivered/s': Math.round(rate.perSecond),
+      'events delivered/s': Math.round(median(rates)),
       'polls/s, no subscribers': Math.round(median(inServer.map((round) => round.without.requestsPerSecond))),
       'polls/s, 2 subscribers (1 hanging)': Math.round(median(inServer.map((round) => round.with.requestsPerSecond))),
       'ratio (median of rounds)': `${median(ratios).toFixed(2)} (${ratios.map((ratio) => ratio.toFixed(2)).join(' ')})`,

@@ -26,6 +26,7 @@ import {
   type AttemptOutcome,
   type AttemptRecord,
   type ClaimedEvent,
+  type FanOutClaim,
 } from './queue-repository.ts';
 import { nextAttemptAt } from './retry-schedule.ts';
 import { ownerOf, webhookSecrets } from './secrets.ts';
@@ -81,6 +82,13 @@ const HOSTS_REFRESH_MS = 100;
 const HOST_BACKLOG_FACTOR = 4;
 /** OKMs whose queued status one fan-out passes on to their subscriptions (see fanOutQueuedStatuses). */
 const FAN_OUT_BATCH = 500;
+/**
+ * Rows a process holds that its fan-outs claimed (beside the claims of due rows, which keep
+ * their own limits): a host that answers (a free slot, or an answer within ANSWERING_MS) may
+ * take any number of them; any other host, its usual share.
+ */
+const FAN_OUT_ROOM = 2 * FAN_OUT_BATCH;
+const ANSWERING_MS = 1_000;
 /** A claim outlives the longest wait and attempt by this much before another dispatcher may take the row. */
 const CLAIM_MARGIN_MS = 15_000;
 /** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
@@ -107,7 +115,11 @@ interface HostLane {
   /** Sent, the outcome not written yet. */
   recording: number;
   waiting: Delivery[];
+  /** When the host last answered (or the lane was made). */
+  answeredAt: number;
 }
+
+const newLane = (now: number): HostLane => ({ sending: 0, recording: 0, waiting: [], answeredAt: now });
 
 /**
  * Delivers queued status events and fleet events (SPEC §6, §14) alike, and runs the overdue
@@ -149,6 +161,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let sending = 0;
   /** Claimed rows not finished yet: waiting in a lane, being sent, or their outcome not written. */
   let held = 0;
+  /** The rows of `held` that a fan-out claimed, counted against FAN_OUT_ROOM rather than maxHeld. */
+  const fannedOut = new Set<Delivery>();
+  const fanOutRoom = () => FAN_OUT_ROOM - fannedOut.size;
   /** Each claimed row's token, for recording its outcome or releasing it. */
   const tokens = new Map<Delivery, string>();
   let outcomes: AttemptRecord<Delivery>[] = [];
@@ -240,6 +255,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   const laneHeld = (lane: HostLane | undefined) => (lane ? lane.sending + lane.recording + lane.waiting.length : 0);
+  /** The rows of a lane that still need its host: a sent row waits only for its outcome to be written. */
+  const laneBacklog = (lane: HostLane | undefined) => (lane ? lane.sending + lane.waiting.length : 0);
+  const isAnswering = (lane: HostLane, now: number) => lane.sending < perHost || now - lane.answeredAt < ANSWERING_MS;
 
   /**
    * Sends a row. Its host slot is free again once it is sent, while its outcome waits for the
@@ -255,6 +273,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       lane.sending--;
       sending--;
       lane.recording++;
+      lane.answeredAt = Date.now();
       startWaiting();
     };
     const delivery = attempt(row, tokens.get(row)!, sent).finally(() => {
@@ -262,11 +281,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       unfinished.delete(delivery);
       tokens.delete(row);
       lane.recording--;
-      held--;
+      unhold(row);
       if (laneHeld(lane) === 0) lanes.delete(row.host);
       // Refill before the lane runs dry, in batches rather than one claim per delivery; a busy
       // server waits for the idle check instead.
-      if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2 && !serverBusy()) schedulePump();
+      if ((mayHaveDueWork && laneBacklog(lane) <= maxHeldPerHost / 2) || (mayHaveMoreToFanOut && fanOutRoom() >= FAN_OUT_BATCH / 2)) {
+        if (!serverBusy()) schedulePump();
+      }
     });
     unfinished.add(delivery);
   }
@@ -288,35 +309,116 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     });
   }
 
+  /** Puts claimed rows in their host's lane and starts what may start. */
+  function take(rows: readonly Delivery[], token: string, now: number, byFanOut = false): void {
+    for (const row of rows) {
+      let lane = lanes.get(row.host);
+      if (!lane) lanes.set(row.host, (lane = newLane(now)));
+      tokens.set(row, token);
+      lane.waiting.push(row);
+      if (byFanOut) fannedOut.add(row);
+      else held++;
+    }
+    startWaiting();
+  }
+
+  function unhold(row: Delivery): void {
+    if (!fannedOut.delete(row)) held--;
+  }
+
   /**
-   * Passes the statuses that polls queued on to their subscriptions, then claims due events
-   * for each host whose lane has room, at most what the lane may hold, and starts them; sleeps
-   * until the idle check when nothing more is due. A busy server fans out a lane-full at a time.
+   * The claims of a fan-out's rows: a host takes rows while its lane has room (a host that
+   * answers, any; any other, its usual share) and FAN_OUT_ROOM has room.
+   * Each row's claim lasts as long as the rows ahead of it in its lane may take, then its own
+   * attempt, and the margin.
+   */
+  function fanOutClaims(token: string, now: number, hostShare: number): FanOutClaim {
+    const taken = new Map<string, number>();
+    let room = fanOutRoom();
+    return (host) => {
+      const lane = lanes.get(host);
+      const position = laneBacklog(lane) + (taken.get(host) ?? 0);
+      const share = lane === undefined || isAnswering(lane, now) ? FAN_OUT_ROOM : hostShare;
+      if (room <= 0 || position >= share) return undefined;
+      room--;
+      taken.set(host, (taken.get(host) ?? 0) + 1);
+      return { token, claimedUntil: now + (Math.floor(position / perHost) + 1) * settings.webhookTimeoutMs + CLAIM_MARGIN_MS };
+    };
+  }
+
+  /**
+   * A host that stopped answering keeps its usual share of waiting rows: the rest (taken by a
+   * fan-out while it answered) go back to the queue, for other hosts' deliveries to use the
+   * process's room.
+   */
+  async function trimLanesNotAnswering(now: number): Promise<void> {
+    for (const lane of lanes.values()) {
+      const excess = laneBacklog(lane) - maxHeldPerHost;
+      if (excess <= 0 || isAnswering(lane, now)) continue;
+      const returned = lane.waiting.splice(lane.waiting.length - Math.min(excess, lane.waiting.length));
+      returned.forEach(unhold);
+      await releaseRows(returned);
+    }
+  }
+
+  /** Gives rows not started back to the queue, their claims released; true unless the database was unavailable. */
+  async function releaseRows(rows: readonly Delivery[]): Promise<boolean> {
+    const byClaim = new Map<string, Delivery[]>();
+    for (const row of rows) {
+      const key = `${row.kind} ${tokens.get(row)!}`;
+      byClaim.set(key, [...(byClaim.get(key) ?? []), row]);
+      tokens.delete(row);
+    }
+    for (const [key, claimed] of byClaim) {
+      const [kind, token] = key.split(' ') as [Delivery['kind'], string];
+      const release = kind === 'status' ? releaseClaims : releaseFleetClaims;
+      try {
+        await release(db, claimed.map((row) => row.id), token);
+      } catch (error) {
+        logFailure('warn', error, 'could not release a claim');
+        if (isDatabaseUnavailable(error)) return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Passes the statuses that polls queued on to their subscriptions, taking the rows of hosts
+   * with room at once, then claims due events for each host whose lane has room, at most what
+   * the lane may hold, and starts them; sleeps until the idle check when nothing more is due.
+   * A busy server fans out a lane-full at a time.
    */
   async function pump(): Promise<void> {
     if (pumping || stopping) return;
     pumping = true;
     try {
-      const fanOutLimit = serverBusy() ? perHost : FAN_OUT_BATCH;
-      let fannedOut = 0;
+      const busy = serverBusy();
+      const hostShare = busy ? perHost : maxHeldPerHost;
+      let now = Date.now();
+      await trimLanesNotAnswering(now);
+      // At least a lane-full, so that marks keep moving while the process holds all it may.
+      const fanOutLimit = busy ? perHost : Math.max(perHost, Math.min(FAN_OUT_BATCH, fanOutRoom()));
+      const token = randomUUID();
+      let okmsFannedOut = 0;
+      let leftUnclaimed = false;
       try {
-        fannedOut = await fanOutQueuedStatuses(db, dialect, fanOutLimit);
+        const fanOut = await fanOutQueuedStatuses(db, dialect, fanOutLimit, now, fanOutClaims(token, now, hostShare));
+        okmsFannedOut = fanOut.fannedOut;
+        leftUnclaimed = fanOut.claimed.length < okmsFannedOut;
+        take(fanOut.claimed, token, Date.now(), true);
       } catch (error) {
         // The marks stay for the next pass; the rows already pending are still delivered.
         logFailure('error', error, 'could not fan out queued status events');
       }
-      mayHaveMoreToFanOut = fannedOut === fanOutLimit;
-      let now = Date.now();
-      if (fannedOut > 0 || now - hostsReadAt >= HOSTS_REFRESH_MS) {
+      mayHaveMoreToFanOut = okmsFannedOut === fanOutLimit;
+      now = Date.now();
+      if (leftUnclaimed || now - hostsReadAt >= HOSTS_REFRESH_MS) {
         hosts = mergeHosts(await hostsWithPendingEvents(db), await hostsWithPendingEvents(db, 'fleet_event_deliveries'));
         hostsReadAt = now = Date.now();
       }
-      const token = randomUUID();
       mayHaveDueWork = false;
-      const hostShare = serverBusy() ? perHost : maxHeldPerHost;
       for (const entry of hosts) {
-        const lane = lanes.get(entry.host) ?? { sending: 0, recording: 0, waiting: [] };
-        const limit = Math.min(hostShare - laneHeld(lane), maxHeld - held);
+        const limit = Math.min(hostShare - laneBacklog(lanes.get(entry.host)), maxHeld - held);
         if (stopping || entry.firstDueAt > now || limit <= 0) {
           // A full lane refills as its deliveries finish.
           mayHaveDueWork ||= limit <= 0 && entry.firstDueAt <= now;
@@ -325,11 +427,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         const claim = { host: entry.host, now, limit, token, claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS };
         const claimed: Delivery[] = await claimDueEvents(db, dialect, claim);
         if (claimed.length < limit) claimed.push(...(await claimDueFleetDeliveries(db, dialect, { ...claim, limit: limit - claimed.length })));
-        if (claimed.length > 0) lanes.set(entry.host, lane);
-        for (const row of claimed) tokens.set(row, token);
-        lane.waiting.push(...claimed);
-        held += claimed.length;
-        startWaiting();
+        take(claimed, token, now);
         // Fewer than asked: nothing else of this host is due until the list is read again.
         if (claimed.length < limit) entry.firstDueAt = Infinity;
         else mayHaveDueWork = true;
@@ -339,7 +437,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       mayHaveDueWork = false;
     } finally {
       pumping = false;
-      if (mayHaveMoreToFanOut && !stopping && !serverBusy()) schedulePump();
+      // More to fan out: at once while there is room for it, else as deliveries finish (launch).
+      if (mayHaveMoreToFanOut && !stopping && !serverBusy() && fanOutRoom() >= FAN_OUT_BATCH / 2) schedulePump();
       // Other processes queue events too, and retries fall due: look again after a while in any case.
       else if (!stopping) {
         clearTimeout(idleTimer);
@@ -397,20 +496,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
       // Rows not started yet go back to the queue for the next dispatcher. Without a database
       // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
-      let databaseUnavailable = false;
       for (const lane of lanes.values()) {
         const waiting = lane.waiting.splice(0);
-        held -= waiting.length;
-        for (const row of waiting) {
-          if (!databaseUnavailable) {
-            const release = row.kind === 'status' ? releaseClaims : releaseFleetClaims;
-            await release(db, [row.id], tokens.get(row)!).catch((error: unknown) => {
-              databaseUnavailable = isDatabaseUnavailable(error);
-              logFailure('warn', error, 'could not release a claim');
-            });
-          }
-          tokens.delete(row);
-        }
+        waiting.forEach(unhold);
+        if (!(await releaseRows(waiting))) break;
       }
       await Promise.all(unfinished);
       await agent.close();

@@ -23,7 +23,7 @@ forEachDatabase('status event queue', (kind) => {
   const queueRows = (serial: string) => subject.db.selectFrom('status_events').selectAll().where('okm_serial', '=', serial).orderBy('url').execute();
   /** Fans out every marked OKM. */
   const fanOutAll = async () => {
-    while ((await fanOutQueuedStatuses(subject.db, subject.dialect, 1000)) > 0);
+    while ((await fanOutQueuedStatuses(subject.db, subject.dialect, 1000)).fannedOut > 0);
   };
 
   async function subscribedOkm(urls: string[]): Promise<string> {
@@ -108,7 +108,7 @@ forEachDatabase('status event queue', (kind) => {
       await subject.db.updateTable('okms').set({ status_queued_at: 1_000 - index }).where('serial_number', '=', serial).execute();
     }
 
-    const taken = await fanOutQueuedStatuses(subject.db, subject.dialect, 2);
+    const { fannedOut: taken } = await fanOutQueuedStatuses(subject.db, subject.dialect, 2);
 
     assert.equal(taken, 2);
     assert.deepEqual(
@@ -220,12 +220,12 @@ forEachDatabase('status event queue', (kind) => {
       const poller = await holdInAnotherTransaction((tx) => tx.updateTable('okms').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute());
       let skippedWhileHeld: number;
       try {
-        skippedWhileHeld = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
+        skippedWhileHeld = (await fanOutQueuedStatuses(subject.db, subject.dialect, 10)).fannedOut;
       } finally {
         await poller.release();
       }
 
-      const takenOnceFree = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
+      const { fannedOut: takenOnceFree } = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
 
       assert.equal(skippedWhileHeld, 0);
       assert.equal(takenOnceFree, 1);
