@@ -33,7 +33,9 @@ import {
   freePort,
   measure,
   median,
+  cpuSecondsOf,
   pathsLoad,
+  postgresCpuSeconds,
   startKeyfleet,
   startScript,
   stop,
@@ -97,7 +99,16 @@ async function startReceivers(): Promise<Receivers> {
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
 
-async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSecond: number; received: number }> {
+interface DeliveryRate {
+  perSecond: number;
+  received: number;
+  /** CPU time of the dispatch process per event, from the queue's commit to the last event received. */
+  dispatcherCpuMicros: number;
+  /** The same of every PostgreSQL process on the host (others' work included), PostgreSQL only. */
+  postgresCpuMicros: number | undefined;
+}
+
+async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<DeliveryRate> {
   await seedFleet(env, EVENT_COUNT);
   const receivers = await startReceivers();
   try {
@@ -110,6 +121,8 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSe
       },
     );
     try {
+      const cpuBefore = cpuSecondsOf(dispatcher.pid!);
+      const postgresBefore = kind === 'postgres' ? postgresCpuSeconds() : undefined;
       // As EVENT_COUNT polls of OKMs subscribed to the receiver would leave them: marked, for the dispatcher to fan out and deliver.
       const started = await withDb(env, async (db) => {
         const now = Date.now();
@@ -122,10 +135,12 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSe
       let received = 0;
       while ((received = await receivers.received()) < EVENT_COUNT) await new Promise((resolve) => setTimeout(resolve, 20));
       const seconds = (Date.now() - started) / 1000;
+      const dispatcherCpuMicros = ((cpuSecondsOf(dispatcher.pid!) - cpuBefore) * 1e6) / EVENT_COUNT;
+      const postgresCpuMicros = postgresBefore === undefined ? undefined : ((postgresCpuSeconds() - postgresBefore) * 1e6) / EVENT_COUNT;
       await new Promise((resolve) => setTimeout(resolve, 500));
       received = await receivers.received();
       console.log(`${kind}: ${EVENT_COUNT} events delivered in ${seconds.toFixed(2)} s (receiver counted ${received})`);
-      return { perSecond: EVENT_COUNT / seconds, received };
+      return { perSecond: EVENT_COUNT / seconds, received, dispatcherCpuMicros, postgresCpuMicros };
     } finally {
       await stop(dispatcher);
     }
@@ -243,15 +258,24 @@ async function main(): Promise<void> {
   const started = Date.now();
   const rows: Record<string, string | number>[] = [];
   await forEachBenchDatabase(options, async (database) => {
-    const rates: number[] = [];
+    const runs: DeliveryRate[] = [];
     for (let run = 1; run <= DELIVERY_RUNS; run++) {
       // Every run after the first starts from a fresh database of the same kind.
       const rate = run === 1 ? await deliveryRate(database) : await withFreshDatabase(database.name, deliveryRate);
-      rates.push(rate.perSecond);
-      console.log(`${database.name}: delivery run ${run}: ${Math.round(rate.perSecond)} events/s (load ${os.loadavg().map((load) => load.toFixed(1)).join(' ')})`);
+      runs.push(rate);
+      const postgresCpu = rate.postgresCpuMicros === undefined ? '' : `, PostgreSQL (host) ${Math.round(rate.postgresCpuMicros)}`;
+      console.log(
+        `${database.name}: delivery run ${run}: ${Math.round(rate.perSecond)} events/s, CPU µs/event: dispatch ${Math.round(rate.dispatcherCpuMicros)}${postgresCpu} (load ${os.loadavg().map((load) => load.toFixed(1)).join(' ')})`,
+      );
     }
+    const rates = runs.map((run) => run.perSecond);
     if (options['delivery-only']) {
-      rows.push({ database: database.name, 'events delivered/s': Math.round(median(rates)), runs: rates.map(Math.round).join(' ') });
+      rows.push({
+        database: database.name,
+        'events delivered/s': Math.round(median(rates)),
+        runs: rates.map(Math.round).join(' '),
+        'dispatch CPU µs/event': Math.round(median(runs.map((run) => run.dispatcherCpuMicros))),
+      });
       return;
     }
     // The poll runs start from a fresh database of the same kind.

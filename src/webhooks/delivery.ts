@@ -1,4 +1,5 @@
 import { request, type Agent } from 'undici';
+import type { DeadlineQueue } from './deadline-queue.ts';
 import { parseRetryAfter } from './retry-schedule.ts';
 import { signatureHeader } from './signing.ts';
 import type { WebhookEvent } from './fleet-events.ts';
@@ -20,18 +21,19 @@ const USER_AGENT = 'keyfleet-webhooks/1';
 
 /**
  * POSTs one signed event (a status event or a fleet event). Redirects are not followed (a 3xx is a failed attempt), the whole
- * exchange has timeoutMs, and the response body is read and discarded.
+ * exchange has the deadlines' timeout, and the response body is read and discarded.
  */
 export async function postStatusEvent(
   agent: Agent,
   url: string,
   event: WebhookEvent,
   signingKeys: readonly Buffer[],
-  timeoutMs: number,
+  deadlines: DeadlineQueue,
   now: number,
 ): Promise<AttemptResult> {
   const body = JSON.stringify(event);
   const timestamp = Math.floor(now / 1000);
+  const deadline = deadlines.start();
   try {
     const response = await request(url, {
       method: 'POST',
@@ -44,7 +46,7 @@ export async function postStatusEvent(
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signatureHeader(signingKeys, event.id, timestamp, body),
       },
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: deadline.signal,
     });
     await response.body.dump();
     const statusCode = response.statusCode;
@@ -58,7 +60,9 @@ export async function postStatusEvent(
     };
   } catch (error) {
     const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name.includes('Timeout'));
-    return { kind: 'failed', statusCode: null, error: timedOut ? `no answer within ${timeoutMs} ms` : describe(error), retryAfterMs: undefined };
+    return { kind: 'failed', statusCode: null, error: timedOut ? `no answer within ${deadlines.timeoutMs} ms` : describe(error), retryAfterMs: undefined };
+  } finally {
+    deadline.finish();
   }
 }
 
