@@ -1,6 +1,6 @@
 interface Entry {
   deadline: number;
-  controller: AbortController;
+  expire: (reason: Error) => void;
   finished: boolean;
 }
 
@@ -8,11 +8,11 @@ interface Entry {
 const COMPACT_AFTER = 1024;
 
 /**
- * Abort signals that fire a fixed time after they were made, one timer for all of them:
- * AbortSignal.timeout makes a timer, a weak reference and listeners per request, a visible
- * share of a dispatcher's CPU per event. All signals of one queue have the same timeout, so
- * their deadlines come in the order they were made and the queue is first-in first-out;
- * finished entries are dropped as the front reaches them.
+ * Deadlines a fixed time after they were set, one timer for all of them: AbortSignal.timeout
+ * makes a timer, a weak reference and listeners per request, a visible share of a
+ * dispatcher's CPU per event. All deadlines of one queue have the same timeout, so they come
+ * in the order they were set and the queue is first-in first-out; finished entries are
+ * dropped as the front reaches them.
  */
 export class DeadlineQueue {
   private entries: Entry[] = [];
@@ -21,13 +21,12 @@ export class DeadlineQueue {
 
   constructor(readonly timeoutMs: number) {}
 
-  /** A signal that aborts with a TimeoutError timeoutMs from now, unless `finish` is called first. */
-  start(): { signal: AbortSignal; finish(): void } {
-    const entry: Entry = { deadline: performance.now() + this.timeoutMs, controller: new AbortController(), finished: false };
+  /** Calls `expire` with a TimeoutError timeoutMs from now, unless `finish` is called first. */
+  start(expire: (reason: Error) => void): { finish(): void } {
+    const entry: Entry = { deadline: performance.now() + this.timeoutMs, expire, finished: false };
     this.entries.push(entry);
     this.arm();
     return {
-      signal: entry.controller.signal,
       finish: () => {
         entry.finished = true;
         this.dropFinished();
@@ -51,21 +50,24 @@ export class DeadlineQueue {
   private arm(): void {
     if (this.timer !== undefined || this.front === this.entries.length) return;
     const delay = Math.max(0, this.entries[this.front]!.deadline - performance.now());
-    // Cleared once every signal has finished, so an idle queue holds no timer.
+    // Cleared once every deadline has finished, so an idle queue holds no timer.
     this.timer = setTimeout(() => this.expire(), Math.ceil(delay));
   }
 
   private expire(): void {
     this.timer = undefined;
     const now = performance.now();
+    const expired: Entry[] = [];
     for (let entry = this.entries[this.front]; entry !== undefined && (entry.finished || entry.deadline <= now); entry = this.entries[this.front]) {
       if (!entry.finished) {
         entry.finished = true;
-        entry.controller.abort(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'));
+        expired.push(entry);
       }
       this.front++;
     }
     this.dropFinished();
     this.arm();
+    // Last, with the queue in order: an expiry may finish deadlines or set new ones at once.
+    for (const entry of expired) entry.expire(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'));
   }
 }
