@@ -172,7 +172,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let sending = 0;
   /** Claimed rows not finished yet: waiting in a lane, being sent, or their outcome not written. */
   let held = 0;
-  /** The rows of `held` that a fan-out claimed, counted against FAN_OUT_ROOM rather than maxHeld. */
+  /** Claimed rows that a fan-out took, not finished yet: counted against FAN_OUT_ROOM, not in `held`. */
   const fannedOut = new Set<Delivery>();
   const fanOutRoom = () => FAN_OUT_ROOM - fannedOut.size;
   /** Each claimed row's token, for recording its outcome or releasing it. */
