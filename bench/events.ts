@@ -15,8 +15,11 @@
  *
  *   npx tsx bench/events.ts [--sqlite] [--postgres] [--events 20000] [--okms 100000]
  *                           [--rounds 3] [--duration 10] [--connections 100] [--cpu-prof DIR]
+ *                           [--delivery-only] [--delivery-runs 1]
  *
- * --cpu-prof profiles the server of the run with subscribers and its dispatcher.
+ * --cpu-prof profiles the server of the run with subscribers and its dispatcher, and the
+ * `keyfleet dispatch` of the delivery runs. --delivery-only skips the polls (part 2);
+ * --delivery-runs repeats part 1 on fresh databases and reports the median.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -30,7 +33,9 @@ import {
   freePort,
   measure,
   median,
+  cpuSecondsOf,
   pathsLoad,
+  postgresCpuSeconds,
   startKeyfleet,
   startScript,
   stop,
@@ -48,6 +53,8 @@ const { values: options } = parseArgs({
     okms: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '3' },
     'cpu-prof': { type: 'string' },
+    'delivery-only': { type: 'boolean', default: false },
+    'delivery-runs': { type: 'string', default: '1' },
   },
 });
 const EVENT_COUNT = Number(options.events);
@@ -55,6 +62,7 @@ const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);
 const ROUNDS = Number(options.rounds);
 const CONNECTIONS = Number(options.connections);
+const DELIVERY_RUNS = Number(options['delivery-runs']);
 
 /** Two receivers in one child process: PORT answers 204 and counts (GET /count), HANGING_PORT never answers. */
 const RECEIVERS = `
@@ -91,15 +99,30 @@ async function startReceivers(): Promise<Receivers> {
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
 
-async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSecond: number; received: number }> {
+interface DeliveryRate {
+  perSecond: number;
+  received: number;
+  /** CPU time of the dispatch process per event, from the queue's commit to the last event received. */
+  dispatcherCpuMicros: number;
+  /** The same of every PostgreSQL process on the host (others' work included), PostgreSQL only. */
+  postgresCpuMicros: number | undefined;
+}
+
+async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<DeliveryRate> {
   await seedFleet(env, EVENT_COUNT);
   const receivers = await startReceivers();
   try {
     const { child: dispatcher } = await startKeyfleet(
       { ...env, ...WEBHOOK_ENV },
-      { command: (metricsPort) => ['dispatch', '--metrics-port', String(metricsPort)], readyPath: '/metrics' },
+      {
+        command: (metricsPort) => ['dispatch', '--metrics-port', String(metricsPort)],
+        readyPath: '/metrics',
+        cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], `${kind}-dispatch`),
+      },
     );
     try {
+      const cpuBefore = cpuSecondsOf(dispatcher.pid!);
+      const postgresBefore = kind === 'postgres' ? postgresCpuSeconds() : undefined;
       // As EVENT_COUNT polls of OKMs subscribed to the receiver would leave them: marked, for the dispatcher to fan out and deliver.
       const started = await withDb(env, async (db) => {
         const now = Date.now();
@@ -112,10 +135,12 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<{ perSe
       let received = 0;
       while ((received = await receivers.received()) < EVENT_COUNT) await new Promise((resolve) => setTimeout(resolve, 20));
       const seconds = (Date.now() - started) / 1000;
+      const dispatcherCpuMicros = ((cpuSecondsOf(dispatcher.pid!) - cpuBefore) * 1e6) / EVENT_COUNT;
+      const postgresCpuMicros = postgresBefore === undefined ? undefined : ((postgresCpuSeconds() - postgresBefore) * 1e6) / EVENT_COUNT;
       await new Promise((resolve) => setTimeout(resolve, 500));
       received = await receivers.received();
       console.log(`${kind}: ${EVENT_COUNT} events delivered in ${seconds.toFixed(2)} s (receiver counted ${received})`);
-      return { perSecond: EVENT_COUNT / seconds, received };
+      return { perSecond: EVENT_COUNT / seconds, received, dispatcherCpuMicros, postgresCpuMicros };
     } finally {
       await stop(dispatcher);
     }
@@ -233,7 +258,26 @@ async function main(): Promise<void> {
   const started = Date.now();
   const rows: Record<string, string | number>[] = [];
   await forEachBenchDatabase(options, async (database) => {
-    const rate = await deliveryRate(database);
+    const runs: DeliveryRate[] = [];
+    for (let run = 1; run <= DELIVERY_RUNS; run++) {
+      // Every run after the first starts from a fresh database of the same kind.
+      const rate = run === 1 ? await deliveryRate(database) : await withFreshDatabase(database.name, deliveryRate);
+      runs.push(rate);
+      const postgresCpu = rate.postgresCpuMicros === undefined ? '' : `, PostgreSQL (host) ${Math.round(rate.postgresCpuMicros)}`;
+      console.log(
+        `${database.name}: delivery run ${run}: ${Math.round(rate.perSecond)} events/s, CPU µs/event: dispatch ${Math.round(rate.dispatcherCpuMicros)}${postgresCpu} (load ${os.loadavg().map((load) => load.toFixed(1)).join(' ')})`,
+      );
+    }
+    const rates = runs.map((run) => run.perSecond);
+    if (options['delivery-only']) {
+      rows.push({
+        database: database.name,
+        'events delivered/s': Math.round(median(rates)),
+        runs: rates.map(Math.round).join(' '),
+        'dispatch CPU µs/event': Math.round(median(runs.map((run) => run.dispatcherCpuMicros))),
+      });
+      return;
+    }
     // The poll runs start from a fresh database of the same kind.
     const polls = await withFreshDatabase(database.name, pollRates);
     const { inServer, queueingOnly } = polls;
@@ -241,7 +285,7 @@ async function main(): Promise<void> {
     const cpu = (figures: Figures[]) => Math.round(median(figures.map((entry) => entry.cpuMicrosPerRequest ?? Number.NaN)));
     rows.push({
       database: database.name,
-      'events delivered/s': Math.round(rate.perSecond),
+      'events delivered/s': Math.round(median(rates)),
       'polls/s, no subscribers': Math.round(median(inServer.map((round) => round.without.requestsPerSecond))),
       'polls/s, 2 subscribers (1 hanging)': Math.round(median(inServer.map((round) => round.with.requestsPerSecond))),
       'ratio (median of rounds)': `${median(ratios).toFixed(2)} (${ratios.map((ratio) => ratio.toFixed(2)).join(' ')})`,

@@ -331,7 +331,7 @@ export function cpuSecondsOf(pid: number): number {
 }
 
 /** CPU seconds all processes named postgres on this host have used so far. */
-function postgresCpuSeconds(): number {
+export function postgresCpuSeconds(): number {
   let total = 0;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;

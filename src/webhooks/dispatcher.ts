@@ -5,6 +5,7 @@ import type { Settings } from '../config/settings.ts';
 import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
+import { DeadlineQueue } from './deadline-queue.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
 import { sweepOverdueOkms } from '../okm/overdue-repository.ts';
 import {
@@ -26,6 +27,7 @@ import {
   type AttemptOutcome,
   type AttemptRecord,
   type ClaimedEvent,
+  type FanOutClaim,
 } from './queue-repository.ts';
 import { nextAttemptAt } from './retry-schedule.ts';
 import { ownerOf, webhookSecrets } from './secrets.ts';
@@ -81,8 +83,24 @@ const HOSTS_REFRESH_MS = 100;
 const HOST_BACKLOG_FACTOR = 4;
 /** OKMs whose queued status one fan-out passes on to their subscriptions (see fanOutQueuedStatuses). */
 const FAN_OUT_BATCH = 500;
+/**
+ * Rows a process holds that its fan-outs claimed (beside the claims of due rows, which keep
+ * their own limits): a host that answers (a free slot, or an answer within ANSWERING_MS) may
+ * take any number of them; any other host, its usual share.
+ */
+const FAN_OUT_ROOM = 2 * FAN_OUT_BATCH;
+const ANSWERING_MS = 1_000;
 /** A claim outlives the longest wait and attempt by this much before another dispatcher may take the row. */
 const CLAIM_MARGIN_MS = 15_000;
+/**
+ * Outcomes are written once this many have gathered, or this long after the first: a write
+ * costs about as much for one row as for dozens (a transaction, a commit), and on SQLite the
+ * writes block the event loop, so without a wait each batch held only the few attempts that
+ * finished in one turn of it (9 rows on average at 20 000 events). A sent row no longer needs
+ * its host while it waits, so the wait holds up no delivery.
+ */
+const OUTCOME_BATCH = 128;
+const OUTCOME_WAIT_MS = 10;
 /** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
 const SECRET_CACHE_MS = 30_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -107,7 +125,11 @@ interface HostLane {
   /** Sent, the outcome not written yet. */
   recording: number;
   waiting: Delivery[];
+  /** When the host last answered (or the lane was made). */
+  answeredAt: number;
 }
+
+const newLane = (now: number): HostLane => ({ sending: 0, recording: 0, waiting: [], answeredAt: now });
 
 /**
  * Delivers queued status events and fleet events (SPEC §6, §14) alike, and runs the overdue
@@ -125,6 +147,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     connectionsPerHost: settings.webhookConcurrencyPerHost,
     timeoutMs: settings.webhookTimeoutMs,
   });
+  const deadlines = new DeadlineQueue(settings.webhookTimeoutMs);
 
   const perHost = settings.webhookConcurrencyPerHost;
   const maxHeldPerHost = perHost * HOST_BACKLOG_FACTOR;
@@ -149,10 +172,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let sending = 0;
   /** Claimed rows not finished yet: waiting in a lane, being sent, or their outcome not written. */
   let held = 0;
+  /** Claimed rows that a fan-out took, not finished yet: counted against FAN_OUT_ROOM, not in `held`. */
+  const fannedOut = new Set<Delivery>();
+  const fanOutRoom = () => FAN_OUT_ROOM - fannedOut.size;
   /** Each claimed row's token, for recording its outcome or releasing it. */
   const tokens = new Map<Delivery, string>();
   let outcomes: AttemptRecord<Delivery>[] = [];
   let recording: Promise<void> = Promise.resolve();
+  /** Ends the wait of the next outcome batch (see OUTCOME_WAIT_MS). */
+  let writeOutcomesNow: (() => void) | undefined;
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
   const outageLog = createOutageLog(log);
 
@@ -211,7 +239,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     let result: AttemptResult;
     try {
       const keys = await signingKeys(row.customerId, Date.now());
-      result = await postStatusEvent(agent, row.url, toEvent(row), keys, settings.webhookTimeoutMs, Date.now());
+      result = await postStatusEvent(agent, row.url, toEvent(row), keys, deadlines, Date.now());
     } catch (error) {
       result = { kind: 'failed', statusCode: null, error: error instanceof Error ? error.message : String(error), retryAfterMs: undefined };
     }
@@ -222,12 +250,22 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     if (outcome.kind !== 'delivered') log.debug({ event: row.eventId, url: row.url, outcome }, 'webhook event not delivered');
     outcomes.push({ event: row, token, attemptedAt, outcome });
     if (outcomes.length === 1) recording = recording.then(recordOutcomes);
+    else if (outcomes.length >= OUTCOME_BATCH) writeOutcomesNow?.();
     await recording;
   }
 
   /** Writes the outcomes that finished since the last write, in one batch; one batch at a time. */
   async function recordOutcomes(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
+    if (outcomes.length < OUTCOME_BATCH && !stopping) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, OUTCOME_WAIT_MS);
+        writeOutcomesNow = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      writeOutcomesNow = undefined;
+    }
     const batch = outcomes;
     outcomes = [];
     try {
@@ -240,6 +278,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   const laneHeld = (lane: HostLane | undefined) => (lane ? lane.sending + lane.recording + lane.waiting.length : 0);
+  /** The rows of a lane that still need its host: a sent row waits only for its outcome to be written. */
+  const laneBacklog = (lane: HostLane | undefined) => (lane ? lane.sending + lane.waiting.length : 0);
+  const isAnswering = (lane: HostLane, now: number) => lane.sending < perHost || now - lane.answeredAt < ANSWERING_MS;
 
   /**
    * Sends a row. Its host slot is free again once it is sent, while its outcome waits for the
@@ -255,6 +296,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       lane.sending--;
       sending--;
       lane.recording++;
+      lane.answeredAt = Date.now();
       startWaiting();
     };
     const delivery = attempt(row, tokens.get(row)!, sent).finally(() => {
@@ -262,11 +304,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       unfinished.delete(delivery);
       tokens.delete(row);
       lane.recording--;
-      held--;
+      unhold(row);
       if (laneHeld(lane) === 0) lanes.delete(row.host);
       // Refill before the lane runs dry, in batches rather than one claim per delivery; a busy
       // server waits for the idle check instead.
-      if (mayHaveDueWork && laneHeld(lane) <= maxHeldPerHost / 2 && !serverBusy()) schedulePump();
+      if ((mayHaveDueWork && laneBacklog(lane) <= maxHeldPerHost / 2) || (mayHaveMoreToFanOut && fanOutRoom() >= FAN_OUT_BATCH / 2)) {
+        if (!serverBusy()) schedulePump();
+      }
     });
     unfinished.add(delivery);
   }
@@ -288,35 +332,116 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     });
   }
 
+  /** Puts claimed rows in their host's lane and starts what may start. */
+  function take(rows: readonly Delivery[], token: string, now: number, byFanOut = false): void {
+    for (const row of rows) {
+      let lane = lanes.get(row.host);
+      if (!lane) lanes.set(row.host, (lane = newLane(now)));
+      tokens.set(row, token);
+      lane.waiting.push(row);
+      if (byFanOut) fannedOut.add(row);
+      else held++;
+    }
+    startWaiting();
+  }
+
+  function unhold(row: Delivery): void {
+    if (!fannedOut.delete(row)) held--;
+  }
+
   /**
-   * Passes the statuses that polls queued on to their subscriptions, then claims due events
-   * for each host whose lane has room, at most what the lane may hold, and starts them; sleeps
-   * until the idle check when nothing more is due. A busy server fans out a lane-full at a time.
+   * The claims of a fan-out's rows: a host takes rows while its lane has room (a host that
+   * answers, any; any other, its usual share) and FAN_OUT_ROOM has room.
+   * Each row's claim lasts as long as the rows ahead of it in its lane may take, then its own
+   * attempt, and the margin.
+   */
+  function fanOutClaims(token: string, now: number, hostShare: number): FanOutClaim {
+    const taken = new Map<string, number>();
+    let room = fanOutRoom();
+    return (host) => {
+      const lane = lanes.get(host);
+      const position = laneBacklog(lane) + (taken.get(host) ?? 0);
+      const share = lane === undefined || isAnswering(lane, now) ? FAN_OUT_ROOM : hostShare;
+      if (room <= 0 || position >= share) return undefined;
+      room--;
+      taken.set(host, (taken.get(host) ?? 0) + 1);
+      return { token, claimedUntil: now + (Math.floor(position / perHost) + 1) * settings.webhookTimeoutMs + CLAIM_MARGIN_MS };
+    };
+  }
+
+  /**
+   * A host that stopped answering keeps its usual share of waiting rows: the rest (taken by a
+   * fan-out while it answered) go back to the queue, for other hosts' deliveries to use the
+   * process's room.
+   */
+  async function trimLanesNotAnswering(now: number): Promise<void> {
+    for (const lane of lanes.values()) {
+      const excess = laneBacklog(lane) - maxHeldPerHost;
+      if (excess <= 0 || isAnswering(lane, now)) continue;
+      const returned = lane.waiting.splice(lane.waiting.length - Math.min(excess, lane.waiting.length));
+      returned.forEach(unhold);
+      await releaseRows(returned);
+    }
+  }
+
+  /** Gives rows not started back to the queue, their claims released; true unless the database was unavailable. */
+  async function releaseRows(rows: readonly Delivery[]): Promise<boolean> {
+    const byClaim = new Map<string, Delivery[]>();
+    for (const row of rows) {
+      const key = `${row.kind} ${tokens.get(row)!}`;
+      byClaim.set(key, [...(byClaim.get(key) ?? []), row]);
+      tokens.delete(row);
+    }
+    for (const [key, claimed] of byClaim) {
+      const [kind, token] = key.split(' ') as [Delivery['kind'], string];
+      const release = kind === 'status' ? releaseClaims : releaseFleetClaims;
+      try {
+        await release(db, claimed.map((row) => row.id), token);
+      } catch (error) {
+        logFailure('warn', error, 'could not release a claim');
+        if (isDatabaseUnavailable(error)) return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Passes the statuses that polls queued on to their subscriptions, taking the rows of hosts
+   * with room at once, then claims due events for each host whose lane has room, at most what
+   * the lane may hold, and starts them; sleeps until the idle check when nothing more is due.
+   * A busy server fans out a lane-full at a time.
    */
   async function pump(): Promise<void> {
     if (pumping || stopping) return;
     pumping = true;
     try {
-      const fanOutLimit = serverBusy() ? perHost : FAN_OUT_BATCH;
-      let fannedOut = 0;
+      const busy = serverBusy();
+      const hostShare = busy ? perHost : maxHeldPerHost;
+      let now = Date.now();
+      await trimLanesNotAnswering(now);
+      // At least a lane-full, so that marks keep moving while the process holds all it may.
+      const fanOutLimit = busy ? perHost : Math.max(perHost, Math.min(FAN_OUT_BATCH, fanOutRoom()));
+      const token = randomUUID();
+      let okmsFannedOut = 0;
+      let leftUnclaimed = false;
       try {
-        fannedOut = await fanOutQueuedStatuses(db, dialect, fanOutLimit);
+        const fanOut = await fanOutQueuedStatuses(db, dialect, fanOutLimit, now, fanOutClaims(token, now, hostShare));
+        okmsFannedOut = fanOut.fannedOut;
+        leftUnclaimed = fanOut.claimed.length < okmsFannedOut;
+        take(fanOut.claimed, token, Date.now(), true);
       } catch (error) {
         // The marks stay for the next pass; the rows already pending are still delivered.
         logFailure('error', error, 'could not fan out queued status events');
       }
-      mayHaveMoreToFanOut = fannedOut === fanOutLimit;
-      let now = Date.now();
-      if (fannedOut > 0 || now - hostsReadAt >= HOSTS_REFRESH_MS) {
+      mayHaveMoreToFanOut = okmsFannedOut === fanOutLimit;
+      now = Date.now();
+      if (leftUnclaimed || now - hostsReadAt >= HOSTS_REFRESH_MS) {
         hosts = mergeHosts(await hostsWithPendingEvents(db), await hostsWithPendingEvents(db, 'fleet_event_deliveries'));
         hostsReadAt = now = Date.now();
       }
-      const token = randomUUID();
       mayHaveDueWork = false;
-      const hostShare = serverBusy() ? perHost : maxHeldPerHost;
       for (const entry of hosts) {
-        const lane = lanes.get(entry.host) ?? { sending: 0, recording: 0, waiting: [] };
-        const limit = Math.min(hostShare - laneHeld(lane), maxHeld - held);
+        const limit = Math.min(hostShare - laneBacklog(lanes.get(entry.host)), maxHeld - held);
         if (stopping || entry.firstDueAt > now || limit <= 0) {
           // A full lane refills as its deliveries finish.
           mayHaveDueWork ||= limit <= 0 && entry.firstDueAt <= now;
@@ -325,11 +450,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         const claim = { host: entry.host, now, limit, token, claimedUntil: now + HOST_BACKLOG_FACTOR * settings.webhookTimeoutMs + CLAIM_MARGIN_MS };
         const claimed: Delivery[] = await claimDueEvents(db, dialect, claim);
         if (claimed.length < limit) claimed.push(...(await claimDueFleetDeliveries(db, dialect, { ...claim, limit: limit - claimed.length })));
-        if (claimed.length > 0) lanes.set(entry.host, lane);
-        for (const row of claimed) tokens.set(row, token);
-        lane.waiting.push(...claimed);
-        held += claimed.length;
-        startWaiting();
+        take(claimed, token, now);
         // Fewer than asked: nothing else of this host is due until the list is read again.
         if (claimed.length < limit) entry.firstDueAt = Infinity;
         else mayHaveDueWork = true;
@@ -339,7 +460,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       mayHaveDueWork = false;
     } finally {
       pumping = false;
-      if (mayHaveMoreToFanOut && !stopping && !serverBusy()) schedulePump();
+      // More to fan out: at once while there is room for it, else as deliveries finish (launch).
+      if (mayHaveMoreToFanOut && !stopping && !serverBusy() && fanOutRoom() >= FAN_OUT_BATCH / 2) schedulePump();
       // Other processes queue events too, and retries fall due: look again after a while in any case.
       else if (!stopping) {
         clearTimeout(idleTimer);
@@ -397,20 +519,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
       // Rows not started yet go back to the queue for the next dispatcher. Without a database
       // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
-      let databaseUnavailable = false;
       for (const lane of lanes.values()) {
         const waiting = lane.waiting.splice(0);
-        held -= waiting.length;
-        for (const row of waiting) {
-          if (!databaseUnavailable) {
-            const release = row.kind === 'status' ? releaseClaims : releaseFleetClaims;
-            await release(db, [row.id], tokens.get(row)!).catch((error: unknown) => {
-              databaseUnavailable = isDatabaseUnavailable(error);
-              logFailure('warn', error, 'could not release a claim');
-            });
-          }
-          tokens.delete(row);
-        }
+        waiting.forEach(unhold);
+        if (!(await releaseRows(waiting))) break;
       }
       await Promise.all(unfinished);
       await agent.close();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { sql, type Compilable, type Selectable } from 'kysely';
+import { sql, type Compilable, type QueryResult, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
@@ -26,30 +26,36 @@ const MAX_ROWS_PER_STATEMENT = 128;
 
 /**
  * A statement over many rows, built and compiled once per row count (`build` gets one list of
- * `argsPerRow` placeholders per row), run over any number of rows in chunks.
+ * `argsPerRow` placeholders per row), run over any number of rows in chunks; the rows it
+ * returns, if any, of all chunks.
  */
-function multiRowStatement<Row>(argsPerRow: number, build: (db: Db, rows: (readonly unknown[])[]) => Compilable<never>) {
-  const byRowCount = new Map<number, (db: Db, ...args: unknown[]) => Promise<unknown>>();
-  return async (db: Db, rows: readonly Row[], argsOf: (row: Row) => readonly unknown[]): Promise<void> => {
+function multiRowStatement<Row, Result = never>(argsPerRow: number, build: (db: Db, rows: (readonly unknown[])[]) => Compilable<Result>) {
+  const byRowCount = new Map<number, (db: Db, ...args: unknown[]) => Promise<QueryResult<Result>>>();
+  return async (db: Db, rows: readonly Row[], argsOf: (row: Row) => readonly unknown[]): Promise<Result[]> => {
+    const results: Result[] = [];
     for (let start = 0; start < rows.length; start += MAX_ROWS_PER_STATEMENT) {
       const chunk = rows.slice(start, start + MAX_ROWS_PER_STATEMENT);
       let query = byRowCount.get(chunk.length);
       if (!query) {
-        query = precompiledQuery<never, unknown[]>(argsPerRow * chunk.length, (db, args) =>
+        query = precompiledQuery<Result, unknown[]>(argsPerRow * chunk.length, (db, args) =>
           build(db, Array.from({ length: chunk.length }, (_, index) => args.slice(argsPerRow * index, argsPerRow * (index + 1)))),
         );
         byRowCount.set(chunk.length, query);
       }
-      await query(db, ...chunk.flatMap(argsOf));
+      results.push(...(await query(db, ...chunk.flatMap(argsOf))).rows);
     }
+    return results;
   };
 }
 
 interface StatusToQueue {
   serialNumber: string;
   url: string;
+  host: string;
   /** The row is due then. */
   now: number;
+  /** Set when the fanning-out dispatcher takes the row at once (see FanOutClaim). */
+  claim: { token: string; claimedUntil: number } | undefined;
 }
 
 /**
@@ -57,50 +63,63 @@ interface StatusToQueue {
  * delivered or failed row becomes pending again, due at once; a pending row is left as it
  * is (its next attempt will send the status as it is then, the newest); a URL that answered
  * 410 stays stopped. A left row is not written at all, so a subscriber that is down or slow
- * costs its polls nothing.
+ * costs its polls nothing. A row written may be claimed in the same statement. Returns the
+ * rows written.
  */
-const upsertStatusEvents = multiRowStatement<StatusToQueue>(4, (db, rows) =>
+const upsertStatusEvents = multiRowStatement<StatusToQueue, { id: number; okm_serial: string; url: string; claim_token: string | null }>(6, (db, rows) =>
   db
     .insertInto('status_events')
     .values(
-      rows.map(([serial, url, host, now]) => ({
+      rows.map(([serial, url, host, now, token, claimedUntil]) => ({
         okm_serial: serial as string,
         url: url as string,
         host: host as string,
         state: 'pending' as const,
         attempts: 0,
         next_attempt_at: now as number,
+        claim_token: token as string | null,
+        claimed_until: claimedUntil as number | null,
       })),
     )
     .onConflict((oc) =>
       oc
         .columns(['okm_serial', 'url'])
-        .doUpdateSet((eb) => ({ state: eb.ref('excluded.state'), attempts: eb.ref('excluded.attempts'), next_attempt_at: eb.ref('excluded.next_attempt_at') }))
+        .doUpdateSet((eb) => ({
+          state: eb.ref('excluded.state'),
+          attempts: eb.ref('excluded.attempts'),
+          next_attempt_at: eb.ref('excluded.next_attempt_at'),
+          claim_token: eb.ref('excluded.claim_token'),
+          claimed_until: eb.ref('excluded.claimed_until'),
+        }))
         .where('status_events.state', 'in', [sql.lit<StatusEventState>('delivered'), sql.lit<StatusEventState>('failed')]),
-    ),
+    )
+    .returning(['id', 'okm_serial', 'url', 'claim_token']),
 );
 
 /**
- * Queues status events, the rows of many OKMs in one statement. An OKM and URL listed twice is
- * queued once, due at the first one's time (a statement may not upsert one row twice).
+ * How a fan-out takes the rows it writes for the dispatcher running it: asked once per row
+ * (OKM and URL) before the write, in order, it answers with the claim for that row or
+ * undefined to leave the row unclaimed (its host has no room in this dispatcher).
  */
-async function queueStatusEvents(db: Db, events: readonly StatusToQueue[]): Promise<void> {
-  const unique = new Map<string, StatusToQueue>();
-  for (const event of events) {
-    const key = `${event.serialNumber}\n${event.url}`;
-    if (!unique.has(key)) unique.set(key, event);
-  }
-  await upsertStatusEvents(db, [...unique.values()], ({ serialNumber, url, now }) => [serialNumber, url, hostOf(url), now]);
+export type FanOutClaim = (host: string) => { token: string; claimedUntil: number } | undefined;
+
+export interface FanOut {
+  /** OKMs whose mark was cleared. */
+  fannedOut: number;
+  /** The rows written and claimed (see FanOutClaim), with the status the fan-out read. */
+  claimed: ClaimedEvent[];
 }
 
 /**
  * Fans out the statuses that polls queued on their OKMs' rows (okms.status_queued_at): one
- * queue row per subscriber URL (queueStatusEvents), the marks cleared in the same
- * transaction, oldest mark first, up to `limit` OKMs. A crash before the commit leaves the
- * marks. On PostgreSQL, OKMs another transaction holds (a batch of polls, another
- * dispatcher's fan-out) are skipped. Returns how many OKMs were fanned out.
+ * queue row per subscriber URL, the rows of many OKMs in one statement, the marks cleared in
+ * the same transaction, oldest mark first, up to `limit` OKMs. A crash before the commit
+ * leaves the marks. On PostgreSQL, OKMs another transaction holds (a batch of polls, another
+ * dispatcher's fan-out) are skipped. With `claim`, the rows written are claimed in the same
+ * statement (so that a fresh status needs no claim of its own) and returned with the
+ * status read here, as claimDueEvents returns them.
  */
-export async function fanOutQueuedStatuses(db: Db, dialect: DialectStrategy, limit: number, now = Date.now()): Promise<number> {
+export async function fanOutQueuedStatuses(db: Db, dialect: DialectStrategy, limit: number, now = Date.now(), claim?: FanOutClaim): Promise<FanOut> {
   return db.transaction().execute(async (tx) => {
     // Losing this commit in a crash loses the cleared marks and the rows together: consistent.
     await dialect.relaxCommitDurability(tx);
@@ -109,13 +128,27 @@ export async function fanOutQueuedStatuses(db: Db, dialect: DialectStrategy, lim
       .updateTable('okms')
       .set({ status_queued_at: null })
       .where('serial_number', 'in', dialect.skipRowsClaimedByOthers(marked))
-      .returning(['serial_number', 'status_urls'])
+      .returning(['serial_number', 'status_urls', 'customer_id', 'last_sync_time', 'last_ip', 'firmware_version'])
       .execute();
-    await queueStatusEvents(
-      tx,
-      taken.flatMap((okm) => (JSON.parse(okm.status_urls) as string[]).map((url) => ({ serialNumber: okm.serial_number, url, now }))),
-    );
-    return taken.length;
+    // An OKM and URL listed twice is queued once (a statement may not upsert one row twice).
+    const unique = new Map<string, StatusToQueue>();
+    for (const okm of taken) {
+      for (const url of JSON.parse(okm.status_urls) as string[]) {
+        const key = `${okm.serial_number}\n${url}`;
+        if (unique.has(key)) continue;
+        const host = hostOf(url);
+        unique.set(key, { serialNumber: okm.serial_number, url, host, now, claim: claim?.(host) });
+      }
+    }
+    const written = await upsertStatusEvents(tx, [...unique.values()], (row) => [row.serialNumber, row.url, row.host, row.now, row.claim?.token ?? null, row.claim?.claimedUntil ?? null]);
+    const okms = new Map(taken.map((okm) => [okm.serial_number, okm]));
+    const claimed = written
+      .filter((row) => row.claim_token !== null)
+      .map((row) => {
+        const okm = okms.get(row.okm_serial)!;
+        return claimedEvent({ ...row, host: hostOf(row.url), attempts: 0, ...okm });
+      });
+    return { fannedOut: taken.length, claimed };
   });
 }
 
@@ -220,25 +253,39 @@ export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: Cl
       ];
     })
     .execute();
-  return rows.map((row) => {
-    // A queued OKM has polled, so it has a sync time and an IP.
-    const lastSyncTime = Number(row.last_sync_time);
-    const lastIp = row.last_ip ?? '';
-    const firmwareVersion = row.firmware_version ?? null;
-    return {
-      kind: 'status' as const,
-      id: row.id,
-      okmSerial: row.okm_serial,
-      url: row.url,
-      host: row.host,
-      eventId: eventIdOf(row.okm_serial, row.url, lastSyncTime, lastIp, firmwareVersion),
-      lastSyncTime,
-      lastIp,
-      firmwareVersion,
-      attempts: row.attempts,
-      customerId: row.customer_id ?? null,
-    };
-  });
+  return rows.map(claimedEvent);
+}
+
+interface ClaimedRow {
+  id: number;
+  okm_serial: string;
+  url: string;
+  host: string;
+  attempts: number;
+  customer_id: number | null;
+  last_sync_time: number | null;
+  last_ip: string | null;
+  firmware_version: string | null;
+}
+
+function claimedEvent(row: ClaimedRow): ClaimedEvent {
+  // A queued OKM has polled, so it has a sync time and an IP.
+  const lastSyncTime = Number(row.last_sync_time);
+  const lastIp = row.last_ip ?? '';
+  const firmwareVersion = row.firmware_version ?? null;
+  return {
+    kind: 'status',
+    id: row.id,
+    okmSerial: row.okm_serial,
+    url: row.url,
+    host: row.host,
+    eventId: eventIdOf(row.okm_serial, row.url, lastSyncTime, lastIp, firmwareVersion),
+    lastSyncTime,
+    lastIp,
+    firmwareVersion,
+    attempts: row.attempts,
+    customerId: row.customer_id ?? null,
+  };
 }
 
 /** Gives back claimed rows untouched (their host turned out to be busy). */

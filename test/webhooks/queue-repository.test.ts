@@ -23,7 +23,7 @@ forEachDatabase('status event queue', (kind) => {
   const queueRows = (serial: string) => subject.db.selectFrom('status_events').selectAll().where('okm_serial', '=', serial).orderBy('url').execute();
   /** Fans out every marked OKM. */
   const fanOutAll = async () => {
-    while ((await fanOutQueuedStatuses(subject.db, subject.dialect, 1000)) > 0);
+    while ((await fanOutQueuedStatuses(subject.db, subject.dialect, 1000)).fannedOut > 0);
   };
 
   async function subscribedOkm(urls: string[]): Promise<string> {
@@ -108,7 +108,7 @@ forEachDatabase('status event queue', (kind) => {
       await subject.db.updateTable('okms').set({ status_queued_at: 1_000 - index }).where('serial_number', '=', serial).execute();
     }
 
-    const taken = await fanOutQueuedStatuses(subject.db, subject.dialect, 2);
+    const { fannedOut: taken } = await fanOutQueuedStatuses(subject.db, subject.dialect, 2);
 
     assert.equal(taken, 2);
     assert.deepEqual(
@@ -119,6 +119,42 @@ forEachDatabase('status event queue', (kind) => {
         [1, null],
       ],
     );
+  });
+
+  test('when a fan-out claims, the rows it writes are claimed with the lease asked for each host and returned with the OKM status; a row left pending is neither', async () => {
+    await fanOutAll();
+    const fresh = await subscribedOkm([URL_A, URL_B]);
+    const stillPending = await subscribedOkm([URL_A]);
+    await poll(subject, stillPending);
+    await fanOutAll();
+    await poll(subject, fresh);
+    await poll(subject, stillPending);
+    const asked: string[] = [];
+    const now = Date.now();
+
+    const { fannedOut, claimed } = await fanOutQueuedStatuses(subject.db, subject.dialect, 1000, now, (host) => {
+      asked.push(host);
+      return host === 'receiver-b.example' ? undefined : { token: 'fan-out-token', claimedUntil: now + asked.length };
+    });
+
+    assert.equal(fannedOut, 2);
+    assert.deepEqual(asked.sort(), ['receiver-a.example', 'receiver-a.example', 'receiver-b.example']);
+    assert.deepEqual(
+      claimed.map(({ okmSerial, url, host, attempts, kind }) => ({ okmSerial, url, host, attempts, kind })),
+      [{ okmSerial: fresh, url: URL_A, host: 'receiver-a.example', attempts: 0, kind: 'status' }],
+    );
+    const okm = await subject.db.selectFrom('okms').select(['last_sync_time', 'last_ip']).where('serial_number', '=', fresh).executeTakeFirstOrThrow();
+    assert.equal(claimed[0]!.lastSyncTime, Number(okm.last_sync_time));
+    assert.equal(claimed[0]!.lastIp, okm.last_ip);
+    assert.match(claimed[0]!.eventId, /^msg_[0-9a-f]{32}$/);
+    const rows = async (serial: string) => (await queueRows(serial)).map(({ url, state, claim_token }) => ({ url, state, claim_token }));
+    assert.deepEqual(await rows(fresh), [
+      { url: URL_A, state: 'pending', claim_token: 'fan-out-token' },
+      { url: URL_B, state: 'pending', claim_token: null },
+    ]);
+    assert.deepEqual(await rows(stillPending), [{ url: URL_A, state: 'pending', claim_token: null }], 'a pending row is left as it is, unclaimed');
+    const lease = Number((await queueRows(fresh))[0]!.claimed_until);
+    assert.ok(lease > now && lease <= now + asked.length, `the lease ${lease - now} ms after now is one the callback gave`);
   });
 
   test('the queue depth counts the pending rows and the OKMs whose status is not fanned out yet', async () => {
@@ -220,12 +256,12 @@ forEachDatabase('status event queue', (kind) => {
       const poller = await holdInAnotherTransaction((tx) => tx.updateTable('okms').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute());
       let skippedWhileHeld: number;
       try {
-        skippedWhileHeld = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
+        skippedWhileHeld = (await fanOutQueuedStatuses(subject.db, subject.dialect, 10)).fannedOut;
       } finally {
         await poller.release();
       }
 
-      const takenOnceFree = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
+      const { fannedOut: takenOnceFree } = await fanOutQueuedStatuses(subject.db, subject.dialect, 10);
 
       assert.equal(skippedWhileHeld, 0);
       assert.equal(takenOnceFree, 1);
