@@ -1,6 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { pagePosition } from '../db/page-buckets.ts';
 import { ACL_LIST, customerScope } from '../db/paged-lists.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import type { StoredAcl } from './model.ts';
@@ -47,13 +47,7 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
  */
 export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
   const idsOfCustomer = (trx: Db) => trx.selectFrom('acls').select('id as key').where('customer_id', '=', customerId);
-  const keysOfScope: ScopeKeys = (trx, from, before) => {
-    let keys = idsOfCustomer(trx);
-    if (from !== null) keys = keys.where('id', '>=', String(from));
-    if (before !== null) keys = keys.where('id', '<', String(before));
-    return keys;
-  };
-  const position = await pagePosition(db, ACL_LIST, customerScope(customerId), keysOfScope, (page - 1) * perPage);
+  const position = await pagePosition(db, ACL_LIST, customerScope(customerId), (page - 1) * perPage);
   let pageIds = idsOfCustomer(db).orderBy('id').limit(perPage).offset(position.skip);
   if (position.from !== null) pageIds = pageIds.where('id', '>=', String(position.from));
   const rows = await selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute();
