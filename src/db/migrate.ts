@@ -14,6 +14,7 @@ import * as okmLastCorrection from './migrations/0011_okm_last_correction.ts';
 import * as fleetEvents from './migrations/0012_fleet_events.ts';
 import * as rollouts from './migrations/0013_rollouts.ts';
 import * as listPaging from './migrations/0014_list_paging.ts';
+import * as listFilters from './migrations/0016_list_filters.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0012_fleet_events': fleetEvents,
   '0013_rollouts': rollouts,
   '0014_list_paging': listPaging,
+  '0016_list_filters': listFilters,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

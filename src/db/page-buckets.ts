@@ -122,7 +122,8 @@ export async function cutOversizedBuckets(db: Db, lists: readonly BucketedList[]
   const oversized = await db
     .selectFrom('page_buckets')
     .select(['list', 'scope', 'lower_key'])
-    .where('entries', '>', MAX_BUCKET_ENTRIES)
+    // A literal, as in page_buckets_oversized_idx, so that the database can use that index.
+    .where('entries', '>', sql.lit(MAX_BUCKET_ENTRIES))
     .where(
       'list',
       'in',
