@@ -1,6 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { pagePosition } from '../db/page-buckets.ts';
 import { ACL_LIST, customerScope } from '../db/paged-lists.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import type { StoredAcl } from './model.ts';
@@ -55,13 +55,7 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
  */
 async function pageOfAclIds(db: Db, customerId: number, page: number, perPage: number) {
   const idsOfCustomer = (trx: Db) => trx.selectFrom('acls').select('id as key').where('customer_id', '=', customerId);
-  const keysOfScope: ScopeKeys = (trx, from, before) => {
-    let keys = idsOfCustomer(trx);
-    if (from !== null) keys = keys.where('id', '>=', String(from));
-    if (before !== null) keys = keys.where('id', '<', String(before));
-    return keys;
-  };
-  const position = await pagePosition(db, ACL_LIST, customerScope(customerId), keysOfScope, (page - 1) * perPage);
+  const position = await pagePosition(db, ACL_LIST, customerScope(customerId), (page - 1) * perPage);
   let ids = idsOfCustomer(db).orderBy('id').limit(perPage).offset(position.skip);
   if (position.from !== null) ids = ids.where('id', '>=', String(position.from));
   return { ids, total: position.total };

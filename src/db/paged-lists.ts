@@ -1,3 +1,4 @@
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { BucketedList } from './page-buckets.ts';
 
 /**
@@ -11,6 +12,13 @@ export const customerScope = (customerId: number) => `c${customerId}`;
 
 const customerScopeOf = (row: string) => `'c' || ${row}.customer_id`;
 
+/** The rows of a scope above, for every list: all of them, those of no customer, or one customer's (on its customer_id index). */
+function scopeCondition(scope: string): RawBuilder<SqlBool> {
+  if (scope === ALL_SCOPE) return sql<SqlBool>`1 = 1`;
+  if (scope === UNASSIGNED_SCOPE) return sql<SqlBool>`customer_id is null`;
+  return sql<SqlBool>`customer_id = ${Number(scope.slice(1))}`;
+}
+
 export const OKM_LIST: BucketedList = {
   name: 'okms',
   table: 'okms',
@@ -18,6 +26,7 @@ export const OKM_LIST: BucketedList = {
   keyType: 'text',
   scopes: (row) => [`'${ALL_SCOPE}'`, `coalesce(${customerScopeOf(row)}, '${UNASSIGNED_SCOPE}')`],
   scopeColumns: ['customer_id'],
+  scopeCondition,
 };
 
 export const DLOCK_LIST: BucketedList = {
@@ -27,6 +36,7 @@ export const DLOCK_LIST: BucketedList = {
   keyType: 'text',
   scopes: (row) => [`'${ALL_SCOPE}'`, customerScopeOf(row)],
   scopeColumns: ['customer_id'],
+  scopeCondition,
 };
 
 export const ACL_LIST: BucketedList = {
@@ -36,6 +46,7 @@ export const ACL_LIST: BucketedList = {
   keyType: 'text',
   scopes: (row) => [customerScopeOf(row)],
   scopeColumns: ['customer_id'],
+  scopeCondition,
 };
 
 export const PENDING_OKM_LIST: BucketedList = {
@@ -45,6 +56,7 @@ export const PENDING_OKM_LIST: BucketedList = {
   keyType: 'text',
   scopes: () => [`'${ALL_SCOPE}'`],
   scopeColumns: [],
+  scopeCondition,
 };
 
 // An OKM's audit records are paged by offset: a trigger per record made PostgreSQL take

@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.ts';
-import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { pagePosition } from '../db/page-buckets.ts';
 import { ALL_SCOPE, customerScope, DLOCK_LIST } from '../db/paged-lists.ts';
 import type { KeyCertificate } from './key-certificate.ts';
 
@@ -22,13 +22,7 @@ export async function listLocks(db: Db, customerId: number | undefined, page: nu
     const serials = trx.selectFrom('dlocks').select('serial_no as key');
     return customerId === undefined ? serials : serials.where('customer_id', '=', customerId);
   };
-  const keysOfScope: ScopeKeys = (trx, from, before) => {
-    let keys = serialsOfScope(trx);
-    if (from !== null) keys = keys.where('serial_no', '>=', String(from));
-    if (before !== null) keys = keys.where('serial_no', '<', String(before));
-    return keys;
-  };
-  const position = await pagePosition(db, DLOCK_LIST, customerId === undefined ? ALL_SCOPE : customerScope(customerId), keysOfScope, (page - 1) * perPage);
+  const position = await pagePosition(db, DLOCK_LIST, customerId === undefined ? ALL_SCOPE : customerScope(customerId), (page - 1) * perPage);
   let pageSerials = serialsOfScope(db).orderBy('serial_no').limit(perPage).offset(position.skip);
   if (position.from !== null) pageSerials = pageSerials.where('serial_no', '>=', String(position.from));
   const found = await db

@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, type ScopeKeys } from '../db/page-buckets.ts';
+import { pagePosition } from '../db/page-buckets.ts';
 import { ALL_SCOPE, customerScope, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
@@ -139,13 +139,7 @@ export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, pag
       .executeTakeFirstOrThrow()
       .then((count) => Number(count.total));
   } else {
-    const keysOfScope: ScopeKeys = (trx, from, before) => {
-      let keys = matchingSerials(trx, filter).select('okms.serial_number as key');
-      if (from !== null) keys = keys.where('okms.serial_number', '>=', String(from));
-      if (before !== null) keys = keys.where('okms.serial_number', '<', String(before));
-      return keys;
-    };
-    const position = await pagePosition(db, OKM_LIST, scope, keysOfScope, offset);
+    const position = await pagePosition(db, OKM_LIST, scope, offset);
     if (position.from !== null) pageSerials = pageSerials.where('okms.serial_number', '>=', String(position.from));
     pageSerials = pageSerials.offset(position.skip);
     total = Promise.resolve(position.total);

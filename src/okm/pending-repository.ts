@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, scopeTotal, type ScopeKeys } from '../db/page-buckets.ts';
+import { pagePosition, scopeTotal } from '../db/page-buckets.ts';
 import { ALL_SCOPE, PENDING_OKM_LIST } from '../db/paged-lists.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
@@ -84,13 +84,7 @@ const isStillUnknown = (eb: ExpressionBuilder<Database, 'pending_okms'>) =>
  * raced an accept could leave one, which takePendingOkm then refuses.
  */
 export async function listPendingOkms(db: Db, page: number, perPage: number): Promise<{ items: PendingOkm[]; total: number }> {
-  const keysOfScope: ScopeKeys = (trx, from, before) => {
-    let keys = trx.selectFrom('pending_okms').select('serial_number as key');
-    if (from !== null) keys = keys.where('serial_number', '>=', String(from));
-    if (before !== null) keys = keys.where('serial_number', '<', String(before));
-    return keys;
-  };
-  const position = await pagePosition(db, PENDING_OKM_LIST, ALL_SCOPE, keysOfScope, (page - 1) * perPage);
+  const position = await pagePosition(db, PENDING_OKM_LIST, ALL_SCOPE, (page - 1) * perPage);
   let pageSerials = db.selectFrom('pending_okms').select('serial_number').orderBy('serial_number').limit(perPage).offset(position.skip);
   if (position.from !== null) pageSerials = pageSerials.where('serial_number', '>=', String(position.from));
   const rows = await db.selectFrom('pending_okms').selectAll().where('serial_number', 'in', pageSerials).orderBy('serial_number').execute();

@@ -3,8 +3,9 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { createCustomer } from '../../src/customers/repository.ts';
-import { BUCKET_ENTRIES, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
-import { customerScope } from '../../src/db/paged-lists.ts';
+import type { Db } from '../../src/db/database.ts';
+import { BUCKET_ENTRIES, cutOversizedBuckets, KEYS_CUT_PER_STEP, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
+import { customerScope, PAGED_LISTS } from '../../src/db/paged-lists.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -12,11 +13,21 @@ const OKMS = '/api/v1/okms';
 
 let customers = 0;
 
+/** Runs keeper steps until no bucket of any list is oversized. */
+async function keepUntilCut(db: Db): Promise<void> {
+  while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0);
+}
+
+async function oversizedBuckets(db: Db) {
+  return db.selectFrom('page_buckets').select(['list', 'scope', 'lower_key', 'entries']).where('entries', '>', MAX_BUCKET_ENTRIES).execute();
+}
+
 forEachDatabase('pages found through page_buckets', (kind) => {
   let t: TestApp;
   let admin: string;
   before(async () => {
-    t = await buildTestApp(kind);
+    // The keeper steps only when a test says so here; its schedule is tested below.
+    t = await buildTestApp(kind, { PAGE_BUCKET_KEEPER_INTERVAL_MS: '0' });
     admin = await issueTestToken(t, { scopes: ['admin'] });
   });
   after(() => t.close());
@@ -53,23 +64,31 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     return buckets;
   }
 
-  test('a scope of thousands of OKMs is cut into buckets of at most the maximum, each counting exactly its keys, and every page is the offset slice', async () => {
+  test('a scope loaded past the maximum is read by walking its one bucket, without writing, and once the keeper has stepped it is cut into exact buckets of at most the maximum, every page the offset slice', async () => {
     const customer = await newCustomer();
-    const serials = Array.from({ length: 4 * BUCKET_ENTRIES + 321 }, (_, index) => `BK${customer.id}-${String(index * 7919 % 100_003).padStart(6, '0')}`);
+    const serials = Array.from({ length: KEYS_CUT_PER_STEP + 3 * BUCKET_ENTRIES + 321 }, (_, index) => `BK${customer.id}-${String(index * 7919 % 100_003).padStart(6, '0')}`);
     await insertOkms(serials, customer.id);
     const ordered = [...new Set(serials)].sort();
+    const lastPage = Math.ceil(ordered.length / 100);
+    const pages = [[1, 30], [34, 30], [35, 30], [42, 100], [ordered.length, 1], [ordered.length - 1, 1], [1000, 7], [lastPage, 100]] as const;
+    const assertPagesAreSlices = async () => {
+      for (const [number, perPage] of pages) {
+        const found = await page(customer.name, number, perPage);
+        assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `page ${number} of ${perPage}`);
+        assert.equal(found.total, ordered.length);
+      }
+    };
 
-    const last = await page(customer.name, Math.ceil(ordered.length / 100), 100);
+    await assertPagesAreSlices();
+    const uncut = await assertBucketsExact(customerScope(customer.id));
+    assert.equal(uncut.length, 1);
+
+    await keepUntilCut(t.db);
+
     const buckets = await assertBucketsExact(customerScope(customer.id));
-
-    assert.ok(buckets.length >= 4, `${buckets.length} buckets`);
-    assert.ok(buckets.every((bucket) => Number(bucket.entries) <= MAX_BUCKET_ENTRIES));
-    assert.deepEqual(last.serials, ordered.slice((Math.ceil(ordered.length / 100) - 1) * 100));
-    for (const [number, perPage] of [[1, 30], [34, 30], [35, 30], [42, 100], [4322, 1], [4321, 1], [1000, 7]] as const) {
-      const found = await page(customer.name, number, perPage);
-      assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `page ${number} of ${perPage}`);
-      assert.equal(found.total, ordered.length);
-    }
+    assert.ok(buckets.length >= ordered.length / BUCKET_ENTRIES, `${buckets.length} buckets`);
+    assert.deepEqual(await oversizedBuckets(t.db), []);
+    await assertPagesAreSlices();
   });
 
   test('after inserts, deletes and moves between customers in cut buckets, the counts stay exact and every page is the offset slice', async () => {
@@ -77,7 +96,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     const other = await newCustomer();
     const initial = Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `MV${customer.id}-${String(index * 2).padStart(5, '0')}`);
     await insertOkms(initial, customer.id);
-    await page(customer.name, 1, 1);
+    await keepUntilCut(t.db);
     const held = new Set(initial);
     const moved = new Set<string>();
 
@@ -88,6 +107,8 @@ forEachDatabase('pages found through page_buckets', (kind) => {
             fc.record({ kind: fc.constant('insert' as const), at: fc.nat(6 * BUCKET_ENTRIES) }),
             fc.record({ kind: fc.constant('delete' as const), at: fc.nat(6 * BUCKET_ENTRIES) }),
             fc.record({ kind: fc.constant('move' as const), at: fc.nat(6 * BUCKET_ENTRIES) }),
+            fc.record({ kind: fc.constant('burst' as const), at: fc.nat(6 * BUCKET_ENTRIES) }),
+            fc.record({ kind: fc.constant('keep' as const), at: fc.constant(0) }),
           ),
           { minLength: 1, maxLength: 40 },
         ),
@@ -102,6 +123,13 @@ forEachDatabase('pages found through page_buckets', (kind) => {
             } else if (change.kind === 'delete' && held.has(serial)) {
               await t.db.deleteFrom('okms').where('serial_number', '=', serial).execute();
               held.delete(serial);
+            } else if (change.kind === 'burst') {
+              // Keys between two existing ones, enough to grow a bucket past the maximum over a few runs.
+              const burst = Array.from({ length: 300 }, (_, index) => `${serial}-${String(index).padStart(3, '0')}`).filter((key) => !held.has(key) && !moved.has(key));
+              await insertOkms(burst, customer.id);
+              for (const key of burst) held.add(key);
+            } else if (change.kind === 'keep') {
+              await cutOversizedBuckets(t.db, PAGED_LISTS);
             } else if (change.kind === 'move' && held.has(serial)) {
               await t.db.updateTable('okms').set({ customer_id: other.id }).where('serial_number', '=', serial).execute();
               held.delete(serial);
@@ -120,26 +148,30 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       ),
       { numRuns: 30 },
     );
+    await keepUntilCut(t.db);
+    await assertBucketsExact(customerScope(customer.id));
     await assertBucketsExact(customerScope(other.id));
+    assert.deepEqual(await oversizedBuckets(t.db), []);
   });
 
-  test('writers inserting into a bucket while a page read cuts it leave every count exact', async () => {
+  test('two keepers cutting the same buckets while writers insert into them and pages are read leave every count exact', async () => {
     const customer = await newCustomer();
     await insertOkms(
-      Array.from({ length: MAX_BUCKET_ENTRIES + 500 }, (_, index) => `CC${customer.id}-${String(index * 4).padStart(6, '0')}`),
+      Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 500 }, (_, index) => `CC${customer.id}-${String(index * 4).padStart(6, '0')}`),
       customer.id,
     );
     const writers = Array.from({ length: 8 }, (_, writer) =>
       (async () => {
         for (let index = 0; index < 40; index++) {
-          await insertOkms([`CC${customer.id}-${String(index * 200).padStart(6, '0')}-w${writer}`], customer.id);
+          await insertOkms([`CC${customer.id}-${String(index * 450).padStart(6, '0')}-w${writer}`], customer.id);
         }
       })(),
     );
-    const readers = Array.from({ length: 4 }, (_, reader) => page(customer.name, 1 + reader * 20, 30));
+    const keepers = [keepUntilCut(t.db), keepUntilCut(t.db)];
+    const readers = Array.from({ length: 4 }, (_, reader) => page(customer.name, 1 + reader * 40, 30));
 
-    await Promise.all([...writers, ...readers]);
-    await page(customer.name, 1, 1);
+    await Promise.all([...writers, ...keepers, ...readers]);
+    await keepUntilCut(t.db);
 
     const buckets = await assertBucketsExact(customerScope(customer.id));
     const total = await sql<{ n: number | string }>`select count(*) as n from okms where customer_id = ${customer.id}`.execute(t.db);
@@ -147,6 +179,8 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       buckets.reduce((sum, bucket) => sum + Number(bucket.entries), 0),
       Number(total.rows[0]!.n),
     );
+    assert.ok(buckets.length >= 5, `${buckets.length} buckets`);
+    assert.deepEqual(await oversizedBuckets(t.db), []);
   });
 
   test('creating an OKM takes its serial number off the pending OKMs', async () => {
@@ -156,5 +190,25 @@ forEachDatabase('pages found through page_buckets', (kind) => {
 
     const pending = await t.db.selectFrom('pending_okms').select('serial_number').where('serial_number', '=', 'PEND-TAKEN').execute();
     assert.deepEqual(pending, []);
+  });
+});
+
+forEachDatabase('the page bucket keeper of a server process', (kind) => {
+  test('when a scope grows past the maximum, the keeper cuts it with no page read, and stops when the server closes', async () => {
+    const t = await buildTestApp(kind, { PAGE_BUCKET_KEEPER_INTERVAL_MS: '50' });
+    try {
+      const customer = await createCustomer(t.db, 'kept');
+      const rows = Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 1 }, (_, index) => ({ serial_number: `KP-${String(index).padStart(5, '0')}`, customer_id: customer.id, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 }));
+      for (let start = 0; start < rows.length; start += 500) await t.db.insertInto('okms').values(rows.slice(start, start + 500)).execute();
+
+      const deadline = Date.now() + 20_000;
+      while ((await oversizedBuckets(t.db)).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+
+      assert.deepEqual(await oversizedBuckets(t.db), []);
+      const buckets = await t.db.selectFrom('page_buckets').select('entries').where('list', '=', 'okms').where('scope', '=', customerScope(customer.id)).execute();
+      assert.ok(buckets.length >= 4, `${buckets.length} buckets`);
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -1,0 +1,45 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+import { createOutageLog, isDatabaseUnavailable } from './connection-errors.ts';
+import { cutOversizedBuckets } from './page-buckets.ts';
+import { PAGED_LISTS } from './paged-lists.ts';
+
+/** The pause between two steps while buckets remain to cut: writers and page reads run between them. */
+const PAUSE_BETWEEN_STEPS_MS = 100;
+
+/**
+ * The bucket keeper of this server process: cuts the oversized page buckets (page-buckets.ts)
+ * one bounded step at a time, so that no page read has to. It looks every
+ * pageBucketKeeperIntervalMs (at once when the process is ready: a bulk load or a migration
+ * may have left whole scopes as one bucket), and while it finds buckets to cut, steps again
+ * after a short pause. Each process runs one; a step that finds its bucket already cut by
+ * another skips it.
+ */
+async function pageBucketKeeperPlugin(app: FastifyInstance): Promise<void> {
+  const intervalMs = app.settings.pageBucketKeeperIntervalMs;
+  if (intervalMs === 0) return;
+  const outageLog = createOutageLog(app.log);
+  let timer: NodeJS.Timeout | undefined;
+  let stepping: Promise<void> = Promise.resolve();
+  let closing = false;
+  const step = () => {
+    stepping = cutOversizedBuckets(app.db, PAGED_LISTS)
+      .then((walked) => (walked > 0 ? PAUSE_BETWEEN_STEPS_MS : intervalMs))
+      .catch((error: unknown) => {
+        if (isDatabaseUnavailable(error)) outageLog('page bucket keeper failed', error);
+        else app.log.error({ err: error }, 'page bucket keeper failed');
+        return intervalMs;
+      })
+      .then((delayMs) => {
+        if (!closing) timer = setTimeout(step, delayMs).unref();
+      });
+  };
+  app.addHook('onReady', async () => void (timer = setTimeout(step, 0).unref()));
+  app.addHook('onClose', async () => {
+    closing = true;
+    clearTimeout(timer);
+    await stepping;
+  });
+}
+
+export default fp(pageBucketKeeperPlugin, { name: 'keyfleet-page-bucket-keeper' });

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { CompiledQuery, Kysely, sql } from 'kysely';
+import { createCustomer } from '../../src/customers/repository.ts';
+import type { Database } from '../../src/db/schema.ts';
+import { listOkms, type OkmListFilter } from '../../src/okm/admin-repository.ts';
+import { buildTestApp, type TestApp } from '../helpers/app.ts';
+
+// SQLite's plans: its ANALYZE statistics are what misled it (PostgreSQL's record the share of NULLs).
+describe('OKM list pages on SQLite read through indexes once the database is analyzed', () => {
+  let t: TestApp;
+  let customerId: number;
+  before(async () => {
+    t = await buildTestApp('sqlite', { PAGE_BUCKET_KEEPER_INTERVAL_MS: '0' });
+    customerId = (await createCustomer(t.db, 'plans')).id;
+    const okms = Array.from({ length: 3000 }, (_, index) => ({
+      serial_number: `PL-${String(index).padStart(5, '0')}`,
+      customer_id: customerId,
+      auditing_enabled: 0,
+      status_urls: '[]',
+      last_correction: index % 4 === 0 ? 'kasDateTime' : null,
+      firmware_version: ['2.1.0', '2.2.0', '2.3.0'][index % 3]!,
+      created_at: 0,
+      updated_at: 0,
+    }));
+    // Most ACLs are linked to no OKM: their okm_serial is NULL.
+    const acls = Array.from({ length: 3000 }, (_, index) => ({ id: `plan-acl-${index}`, customer_id: customerId, okm_serial: null, created_at: 0, updated_at: 0 }));
+    for (let start = 0; start < 3000; start += 500) {
+      await t.db.insertInto('okms').values(okms.slice(start, start + 500)).execute();
+      await t.db.insertInto('acls').values(acls.slice(start, start + 500)).execute();
+    }
+    await sql`analyze`.execute(t.db);
+  });
+  after(() => t.close());
+
+  /** The plan of every statement a page of the list runs, one line per step. */
+  async function planOfPage(filter: Omit<OkmListFilter, 'now' | 'fleetPollingInterval'>, page: number): Promise<string[]> {
+    const statements: CompiledQuery[] = [];
+    const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
+    try {
+      await listOkms(logged, { fleetPollingInterval: 150, now: Date.now(), ...filter }, 'serial_number', page, 100);
+    } finally {
+      await logged.destroy();
+    }
+    const steps: string[] = [];
+    for (const statement of statements) {
+      const plan = await t.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${statement.sql}`, [...statement.parameters]));
+      steps.push(...plan.rows.map((row) => row.detail));
+    }
+    return steps;
+  }
+
+  test('when most ACLs are unlinked, each OKM of a page finds its ACL through acls_okm_idx, not a scan of the ACLs', async () => {
+    const plan = await planOfPage({ customerId }, 10);
+
+    assert.ok(plan.includes('SEARCH acls USING INDEX acls_okm_idx (okm_serial=?) LEFT-JOIN'), plan.join('\n'));
+    assert.ok(!plan.some((step) => step.startsWith('SCAN acls')), plan.join('\n'));
+  });
+
+  test('a page of drifting OKMs walks and counts the covering index of the drifting ones', async () => {
+    const plan = await planOfPage({ state: 'drifting' }, 5);
+
+    assert.ok(plan.length > 0 && plan.filter((step) => step.includes('okms_drifting_idx') || step.includes('okms_customer_drifting_idx')).length >= 2, plan.join('\n'));
+    assert.ok(!plan.some((step) => step.startsWith('SCAN okms USING INDEX')), plan.join('\n'));
+  });
+
+  test('a page of one firmware version, the whole fleet\'s or a customer\'s, walks and counts a range of a firmware index', async () => {
+    const fleet = await planOfPage({ firmwareVersion: '2.2.0' }, 5);
+    const customer = await planOfPage({ customerId, firmwareVersion: '2.2.0' }, 5);
+
+    assert.equal(fleet.filter((step) => step.includes('USING COVERING INDEX okms_firmware_idx (firmware_version=?)')).length, 2, fleet.join('\n'));
+    assert.equal(customer.filter((step) => step.includes('USING COVERING INDEX okms_customer_firmware_idx (customer_id=? AND firmware_version=?)')).length, 2, customer.join('\n'));
+  });
+});
