@@ -18,6 +18,7 @@ import {
   recordCorrection,
   recordEndOfSilence,
   recordPoll,
+  recordReportedVersions,
   type EndOfSilence,
   type PolledOkmRow,
   type PollObservation,
@@ -52,6 +53,8 @@ export interface MessageClaim {
 export interface PollStatements {
   /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
   recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(PolledOkmRow | undefined)[]>;
+  /** Writes the reported firmware versions of polls whose versions differ from the stored ones (see recordReportedVersions). */
+  recordReportedVersions(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
   /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
   enrolOkms(db: Db, polls: readonly ObservedPoll[]): Promise<boolean[]>;
   /** Records each call of an unknown serial number as pending (auto-enrol off). */
@@ -77,6 +80,8 @@ const toPendingMessage = (message: { id: number; type: string; payload: unknown 
 
 export const PER_ROW_POLL_STATEMENTS: PollStatements = {
   recordPolls: (db, polls) => inSequence(polls, ({ serialNumber, observation }) => recordPoll(db, serialNumber, observation)),
+  recordReportedVersions: async (db, polls) =>
+    void (await inSequence(polls, ({ serialNumber, observation }) => recordReportedVersions(db, serialNumber, observation))),
   enrolOkms: (db, polls) => inSequence(polls, ({ serialNumber, observation }) => enrolOkm(db, serialNumber, observation)),
   recordPendingCalls: async (db, polls) => void (await inSequence(polls, ({ serialNumber, observation }) => recordPendingCall(db, serialNumber, observation))),
   findReleases: (db, pins) => inSequence(pins, ({ kind, version }) => findRelease(db, kind, version)),
@@ -155,9 +160,6 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
         pollSets(eb, {
           now: eb.ref('locked.now'),
           ip: eb.ref('locked.ip'),
-          firmwareVersion: eb.ref('locked.kas_reported'),
-          batchKeyFirmwareVersion: eb.ref('locked.batch_key_reported'),
-          wirelessKeyFirmwareVersion: eb.ref('locked.wireless_key_reported'),
           reported: eb.ref('locked.reported_values'),
           installCode: eb.ref('locked.new_install_code'),
           fleetPollingInterval: eb.ref('locked.fleet_polling_interval'),
@@ -272,6 +274,19 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
       .returning(['okms.serial_number', 'okms.customer_id', 'okms.last_ip', 'okms.firmware_version']),
   );
 
+  // The OKMs' rows are locked already, by the batch's recordPolls.
+  const recordReportedVersionsQuery = precompiledQuery<never, PollColumns>(9, (db, placeholders) =>
+    db
+      .updateTable('okms')
+      .from(pollRowSet(rowSet, placeholders))
+      .set((eb) => ({
+        firmware_version: eb.ref('poll.kas_reported'),
+        batch_key_firmware_version: eb.ref('poll.batch_key_reported'),
+        wireless_key_firmware_version: eb.ref('poll.wireless_key_reported'),
+      }))
+      .whereRef('okms.serial_number', '=', 'poll.serial'),
+  );
+
   const recordCorrectionsQuery = precompiledQuery<never, [string[], (string | null)[]]>(2, (db, [serials, corrections]) =>
     db
       .updateTable('okms')
@@ -298,6 +313,10 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
         const { serial_number: _serial, ...polled } = row;
         return polled;
       });
+    },
+    async recordReportedVersions(db, polls) {
+      if (polls.length === 0) return;
+      await recordReportedVersionsQuery(db, ...pollColumns(polls));
     },
     async enrolOkms(db, polls) {
       if (polls.length === 0) return [];

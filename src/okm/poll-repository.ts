@@ -50,6 +50,10 @@ export interface PolledOkmRow {
   overdue_at: number | null;
   /** The rollout whose offer applies to this OKM; null (most OKMs): none, and nothing more to read. */
   rollout_id: number | null;
+  /** The versions stored before this poll: the poll writes the reported ones only when they differ (recordReportedVersions). */
+  firmware_version: string | null;
+  batch_key_firmware_version: string | null;
+  wireless_key_firmware_version: string | null;
 }
 
 const POLLED_COLUMNS = [
@@ -67,6 +71,9 @@ const POLLED_COLUMNS = [
   'last_correction',
   'overdue_at',
   'rollout_id',
+  'firmware_version',
+  'batch_key_firmware_version',
+  'wireless_key_firmware_version',
 ] as const;
 
 /** When an OKM polling now with this interval (seconds) becomes overdue: after MISSED_INTERVALS_UNTIL_OVERDUE intervals. */
@@ -89,13 +96,15 @@ const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
 /** A poll's observed values as SQL expressions: parameters in the per-row statement, a row set's columns in the set-based one. */
 export type ObservedValues = { [K in keyof PollObservation]: Expression<PollObservation[K]> };
 
-/** What a poll SETs on its OKM's row: the one definition for the per-row and the set-based statement. */
-export const pollSets = (eb: ExpressionBuilder<Database, 'okms'>, observed: ObservedValues) => ({
+/**
+ * What a poll SETs on its OKM's row: the one definition for the per-row and the set-based
+ * statement. The reported firmware versions are not among them: SQLite rewrites the entries of
+ * every index holding a column the SET names, changed or not, and three indexes hold the
+ * versions; recordReportedVersions writes them when they differ, which is rare.
+ */
+export const pollSets = (eb: ExpressionBuilder<Database, 'okms'>, observed: Omit<ObservedValues, 'firmwareVersion' | 'batchKeyFirmwareVersion' | 'wirelessKeyFirmwareVersion'>) => ({
   last_sync_time: observed.now,
   last_ip: observed.ip,
-  firmware_version: observed.firmwareVersion,
-  batch_key_firmware_version: observed.batchKeyFirmwareVersion,
-  wireless_key_firmware_version: observed.wirelessKeyFirmwareVersion,
   reported: observed.reported,
   install_code: eb.fn.coalesce(observed.installCode, eb.ref('install_code')),
   // Queues the status for the OKM's subscribers (SPEC §6) in the poll's own row; the
@@ -112,21 +121,15 @@ export const pollSets = (eb: ExpressionBuilder<Database, 'okms'>, observed: Obse
 /** What a poll RETURNs from its OKM's row (the PolledOkmRow): the one definition for both statements. */
 export const pollReturning = (eb: ExpressionBuilder<Database, 'okms'>) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)] as const;
 
-const recordPollQuery = precompiledQuery<
-  PolledOkmRow,
-  [string, number, string, string | null, string | null, string | null, string, string | null, number]
->(
-  9,
-  (db, [serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode, fleetPollingInterval]) =>
+const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, string, string | null, number]>(
+  6,
+  (db, [serialNumber, now, ip, reported, installCode, fleetPollingInterval]) =>
     db
       .updateTable('okms')
       .set((eb) =>
         pollSets(eb, {
           now: eb.val(now as number),
           ip: eb.val(ip as string),
-          firmwareVersion: eb.val(firmwareVersion as string | null),
-          batchKeyFirmwareVersion: eb.val(batchKeyFirmwareVersion as string | null),
-          wirelessKeyFirmwareVersion: eb.val(wirelessKeyFirmwareVersion as string | null),
           reported: eb.val(reported as string),
           installCode: eb.val(installCode as string | null),
           fleetPollingInterval: eb.val(fleetPollingInterval as number),
@@ -136,11 +139,36 @@ const recordPollQuery = precompiledQuery<
       .returning(pollReturning),
 );
 
-/** Records the poll on a known OKM and returns its desired state in the same statement; undefined when unknown. */
+/**
+ * Records the poll on a known OKM and returns its desired state in the same statement;
+ * undefined when unknown. The reported versions are written apart (recordReportedVersions).
+ */
 export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | undefined> {
-  const { now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode, fleetPollingInterval } = observation;
-  const result = await recordPollQuery(db, serialNumber, now, ip, firmwareVersion, batchKeyFirmwareVersion, wirelessKeyFirmwareVersion, reported, installCode, fleetPollingInterval);
+  const { now, ip, reported, installCode, fleetPollingInterval } = observation;
+  const result = await recordPollQuery(db, serialNumber, now, ip, reported, installCode, fleetPollingInterval);
   return result.rows[0];
+}
+
+/** Whether the versions a poll reported differ from those stored on its OKM before it. */
+export const reportsOtherVersions = (row: PolledOkmRow, observation: PollObservation) =>
+  row.firmware_version !== observation.firmwareVersion ||
+  row.batch_key_firmware_version !== observation.batchKeyFirmwareVersion ||
+  row.wireless_key_firmware_version !== observation.wirelessKeyFirmwareVersion;
+
+const recordReportedVersionsQuery = precompiledQuery<never, [string, string | null, string | null, string | null]>(4, (db, [serialNumber, kas, batchKey, wirelessKey]) =>
+  db
+    .updateTable('okms')
+    .set({
+      firmware_version: kas as string | null,
+      batch_key_firmware_version: batchKey as string | null,
+      wireless_key_firmware_version: wirelessKey as string | null,
+    })
+    .where('serial_number', '=', serialNumber as string),
+);
+
+/** Writes the firmware versions a poll reported, for a poll whose versions differ from the stored ones (reportsOtherVersions). */
+export async function recordReportedVersions(db: Db, serialNumber: string, observation: PollObservation): Promise<void> {
+  await recordReportedVersionsQuery(db, serialNumber, observation.firmwareVersion, observation.batchKeyFirmwareVersion, observation.wirelessKeyFirmwareVersion);
 }
 
 /** The data of okm.enrolled and okm.back_online: the poll that brought the event. */

@@ -8,7 +8,7 @@ import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firm
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
 import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
-import { NO_STATUS_URLS, fleetLatestReleasesForPoll, loadList, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
+import { NO_STATUS_URLS, fleetLatestReleasesForPoll, loadList, reportsOtherVersions, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
 import { findRolloutOffers, recordRolloutProgress, rolloutProgress, withRolloutOffer } from '../rollouts/poll-offer.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { correctionKey, resolve } from './resolvers/index.ts';
@@ -49,6 +49,16 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
   };
 }
 
+/** Records each poll on its OKM (undefined: unknown), and the reported versions of those that report other ones than stored. */
+async function recordPollsOfKnownOkms(db: Db, statements: PollStatements, polls: readonly ObservedPoll[]): Promise<(PolledOkmRow | undefined)[]> {
+  const rows = await statements.recordPolls(db, polls);
+  await statements.recordReportedVersions(
+    db,
+    polls.filter((poll, index) => rows[index] !== undefined && reportsOtherVersions(rows[index], poll.observation)),
+  );
+  return rows;
+}
+
 /**
  * The recording step: writes each poll on its OKM, inserting an unknown one (or, with
  * auto-enrol off, recording it as pending). It only takes a Db, so it can run inside a
@@ -60,7 +70,7 @@ async function recordCalls(
   polls: readonly ObservedPoll[],
   autoEnrol: boolean,
 ): Promise<(PolledOkmRow | 'enrolled' | 'pending')[]> {
-  const rows: (PolledOkmRow | 'enrolled' | 'pending' | undefined)[] = await statements.recordPolls(db, polls);
+  const rows: (PolledOkmRow | 'enrolled' | 'pending' | undefined)[] = await recordPollsOfKnownOkms(db, statements, polls);
   const unknown = indexesWhere(rows, (row) => row === undefined);
   const unknownPolls = unknown.map((index) => polls[index]!);
   if (!autoEnrol) {
@@ -71,7 +81,11 @@ async function recordCalls(
   const inserted = await statements.enrolOkms(db, unknownPolls);
   // A concurrent first poll inserted it in between: this one is an ordinary poll.
   const raced = unknown.filter((_, position) => !inserted[position]);
-  const racedRows = await statements.recordPolls(db, raced.map((index) => polls[index]!));
+  const racedRows = await recordPollsOfKnownOkms(
+    db,
+    statements,
+    raced.map((index) => polls[index]!),
+  );
   for (const index of unknown) rows[index] = 'enrolled';
   raced.forEach((index, position) => (rows[index] = racedRows[position] ?? 'enrolled'));
   return rows as (PolledOkmRow | 'enrolled')[];
