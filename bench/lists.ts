@@ -1,27 +1,26 @@
 /**
  * List routes at depth (issue 14): every list stores ROWS rows (1 M by default) of one scope
- * (one customer's OKMs, ACLs and DLocks, one OKM's audit records and delivery failures, the
- * pending OKMs), stored fast (multi-row inserts in transactions), then its pages are read
- * through app.inject (the route and its queries, in process): the first, the middle, the last
- * and random ones, in rounds, for p50 and p99. Also the OKM list's filters and sorts at depth.
- * Once stored, the lists' page buckets are cut as a server's bucket keeper would (on SQLite the
- * triggers left each scope one bucket; on PostgreSQL the recount cuts them), timed apart; the
- * first page read of each list is printed apart too. SQLite, then PostgreSQL (or only the one asked for).
+ * (one customer's OKMs, ACLs and DLocks, one OKM's audit records and delivery failures, one
+ * webhook endpoint's deliveries, the pending OKMs), stored fast (INSERT … SELECT over a
+ * counter, triggers on), then its pages are read through app.inject (the route and its
+ * queries, in process): the first, the middle, the last and random ones, in rounds, for p50
+ * and p99. Also the OKM list's filters and sorts at depth. Once stored, the lists' page buckets
+ * are cut as a server's bucket keeper would, timed apart, before any page is read; the first
+ * page read of each list is printed apart too. SQLite, then PostgreSQL (or only the one asked for).
  *
  *   npx tsx bench/lists.ts [--sqlite] [--postgres] [--rows 1000000] [--rounds 3] [--random 40]
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { sql, type Insertable } from 'kysely';
+import { sql } from 'kysely';
 import { issueToken } from '../src/auth/tokens.ts';
 import { loadSettings } from '../src/config/settings.ts';
 import { createCustomer } from '../src/customers/repository.ts';
 import type { Db } from '../src/db/database.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { cutOversizedBuckets, recountPageBuckets } from '../src/db/page-buckets.ts';
+import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
-import type { Database } from '../src/db/schema.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { createKeyRing } from '../src/secrets/reseal.ts';
 import { buildServer } from '../src/server.ts';
@@ -40,31 +39,25 @@ const ROWS = Number(options.rows);
 const ROUNDS = Number(options.rounds);
 const RANDOM_PAGES = Number(options.random);
 const PER_PAGE = 30;
-const ROWS_PER_TRANSACTION = 20_000;
+const ROWS_PER_STATEMENT = 50_000;
 const CUSTOMER = 'lists';
 const OKM = 'OKM-HISTORY';
 
-/** PostgreSQL: store without triggers, then recount (see store). */
-let withoutTriggers = false;
-
-const padded = (index: number) => String(index).padStart(7, '0');
-
 /**
- * Stores `count` rows made by `row`, in multi-row inserts of `perInsert` (under the databases'
- * bound-parameter limits), ROWS_PER_TRANSACTION a transaction. On PostgreSQL without the
- * page_buckets triggers (a PL/pgSQL call per row made a million rows take 20 minutes on this
- * host); the buckets are counted afresh once stored, as migration 0014 counts existing rows.
+ * Stores `count` rows into `table` with INSERT … SELECT over a counter (a recursive CTE, on
+ * both databases), ROWS_PER_STATEMENT a statement and a transaction: nothing but the
+ * statement crosses from here to the database. `select` is the SELECT list over the counter
+ * `i` (0 … count - 1), in the order of `columns`. The page-bucket triggers run as a server's
+ * writes would run them (on PostgreSQL one per statement).
  */
-async function store<T extends keyof Database & string>(db: Db, table: T, count: number, perInsert: number, row: (index: number) => Insertable<Database[T]>): Promise<number> {
+async function store(db: Db, table: string, columns: string[], count: number, select: string): Promise<number> {
   const started = Date.now();
-  for (let start = 0; start < count; start += ROWS_PER_TRANSACTION) {
+  for (let start = 0; start < count; start += ROWS_PER_STATEMENT) {
+    const end = Math.min(start + ROWS_PER_STATEMENT, count);
     await db.transaction().execute(async (trx) => {
-      if (withoutTriggers) await sql`set local session_replication_role = replica`.execute(trx);
-      for (let batch = start; batch < Math.min(start + ROWS_PER_TRANSACTION, count); batch += perInsert) {
-        const rows = Array.from({ length: Math.min(perInsert, count - batch) }, (_, offset) => row(batch + offset));
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one generic table
-        await trx.insertInto(table).values(rows as any).execute();
-      }
+      await sql`with recursive counter(i) as (select ${sql.lit(start)} union all select i + 1 from counter where i < ${sql.lit(end - 1)})
+        insert into ${sql.table(table)} (${sql.join(columns.map((column) => sql.ref(column)))})
+        select ${sql.raw(select)} from counter`.execute(trx);
     });
   }
   return (Date.now() - started) / 1000;
@@ -79,52 +72,60 @@ interface Target {
   token: 'admin' | 'customer';
 }
 
+/** Serial numbers and ids of the same length (1000000 + i), so that text order is number order. */
+const numbered = (prefix: string) => `'${prefix}' || (1000000 + i)`;
+
 async function seed(db: Db, customerId: number, now: number): Promise<Record<string, number>> {
   const seconds: Record<string, number> = {};
-  const corrections = [null, null, null, 'kasDateTime'];
-  seconds.okms = await store(db, 'okms', ROWS, 1000, (index) => ({
-    serial_number: `OKM-${padded(index)}`,
-    customer_id: customerId,
-    auditing_enabled: 0,
-    status_urls: '[]',
-    // One in 50 never polled, one in 97 overdue (an hour ago), the rest a minute ago, spread.
-    last_sync_time: index % 50 === 0 ? null : now - (index % 97 === 0 ? 3_600_000 : 60_000) - (index % 1000),
-    last_correction: index % 50 === 0 ? null : corrections[index % corrections.length]!,
-    firmware_version: '2.1.0',
-    created_at: now,
-    updated_at: now,
-  }));
-  seconds.acls = await store(db, 'acls', ROWS, 1000, (index) => ({ id: `acl-${padded(index)}`, customer_id: customerId, okm_serial: null, created_at: now, updated_at: now }));
-  await store(db, 'acl_contents', ROWS, 1000, (index) => ({ acl_id: `acl-${padded(index)}`, users: '[]', locks: '[]', user_data: null, user_count: 0, lock_count: 0 }));
-  seconds.dlocks = await store(db, 'dlocks', ROWS, 1000, (index) => ({
-    serial_no: `LOCK-${padded(index)}`,
-    customer_id: customerId,
-    certificate_name: 'bench',
-    certificate_json: '{"data":{"lock_type":"DL-1"}}',
-    key_sealed: 'x',
-    created_at: now,
-  }));
-  seconds.pending = await store(db, 'pending_okms', ROWS, 1000, (index) => ({
-    serial_number: `NEW-${padded(index)}`,
-    first_seen_at: now,
-    last_seen_at: now,
-    last_ip: '10.0.0.1',
-    firmware_version: null,
-    call_count: 1,
-  }));
+  // One in 50 never polled, one in 97 overdue (an hour ago), the rest a minute ago, spread;
+  // one in 4 of the polled drifting.
+  seconds.okms = await store(
+    db,
+    'okms',
+    ['serial_number', 'customer_id', 'auditing_enabled', 'status_urls', 'last_sync_time', 'last_correction', 'firmware_version', 'created_at', 'updated_at'],
+    ROWS,
+    `${numbered('OKM-')}, ${customerId}, 0, '[]',
+      case when i % 50 = 0 then null when i % 97 = 0 then ${now - 3_600_000} - i % 1000 else ${now - 60_000} - i % 1000 end,
+      case when i % 50 = 0 then null when i % 4 = 3 then 'kasDateTime' end,
+      '2.1.0', ${now}, ${now}`,
+  );
+  seconds.acls = await store(db, 'acls', ['id', 'customer_id', 'okm_serial', 'created_at', 'updated_at'], ROWS, `${numbered('acl-')}, ${customerId}, null, ${now}, ${now}`);
+  await store(db, 'acl_contents', ['acl_id', 'users', 'locks', 'user_data', 'user_count', 'lock_count'], ROWS, `${numbered('acl-')}, '[]', '[]', null, 0, 0`);
+  seconds.dlocks = await store(
+    db,
+    'dlocks',
+    ['serial_no', 'customer_id', 'certificate_name', 'certificate_json', 'key_sealed', 'created_at'],
+    ROWS,
+    `${numbered('LOCK-')}, ${customerId}, 'bench', '{"data":{"lock_type":"DL-1"}}', 'x', ${now}`,
+  );
+  seconds.pending = await store(
+    db,
+    'pending_okms',
+    ['serial_number', 'first_seen_at', 'last_seen_at', 'last_ip', 'firmware_version', 'call_count'],
+    ROWS,
+    `${numbered('NEW-')}, ${now}, ${now}, '10.0.0.1', null, 1`,
+  );
   await db.insertInto('okms').values({ serial_number: OKM, customer_id: customerId, auditing_enabled: 1, status_urls: '[]', created_at: now, updated_at: now }).execute();
-  seconds.audit = await store(db, 'okm_audit_records', ROWS, 2000, (index) => ({ okm_serial: OKM, received_at: now, record: `{"event":${index}}` }));
-  seconds.deliveries = await store(db, 'status_delivery_failures', ROWS, 1000, (index) => ({
-    okm_serial: OKM,
-    url: 'https://hooks.example/status',
-    event_id: `evt-${index}`,
-    attempt: 1,
-    attempted_at: now - index,
-    status_code: 500,
-    error: 'HTTP 500',
-    outcome: 'retrying',
-    next_attempt_at: null,
-  }));
+  seconds.audit = await store(db, 'okm_audit_records', ['okm_serial', 'received_at', 'record'], ROWS, `'${OKM}', ${now}, '{"event":' || i || '}'`);
+  seconds.deliveries = await store(
+    db,
+    'status_delivery_failures',
+    ['okm_serial', 'url', 'event_id', 'attempt', 'attempted_at', 'status_code', 'error', 'outcome', 'next_attempt_at'],
+    ROWS,
+    `'${OKM}', 'https://hooks.example/status', 'evt-' || i, 1, ${now} - i, 500, 'HTTP 500', 'retrying', null`,
+  );
+  const endpoint = await db
+    .insertInto('webhook_endpoints')
+    .values({ customer_id: null, url: 'https://hooks.example/fleet', host: 'hooks.example', event_types: '["okm.overdue"]', created_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  seconds.fleetDeliveries = await store(
+    db,
+    'fleet_event_deliveries',
+    ['endpoint_id', 'customer_id', 'url', 'host', 'event_id', 'event_type', 'payload', 'state', 'attempts', 'next_attempt_at', 'created_at'],
+    ROWS,
+    `${endpoint.id}, null, 'https://hooks.example/fleet', 'hooks.example', 'evt-' || i, 'okm.overdue', '{}', 'delivered', 1, ${now}, ${now} - i`,
+  );
   return seconds;
 }
 
@@ -142,15 +143,15 @@ async function main(): Promise<void> {
     await keyRing.refresh();
     const customer = await createCustomer(db, CUSTOMER);
     const now = Date.now();
-    withoutTriggers = dialect.name === 'postgres';
     const seconds = await seed(db, customer.id, now);
+    console.log(`${name}: stored ${ROWS} rows a list in ${Object.entries(seconds).map(([list, s]) => `${list} ${s.toFixed(1)} s`).join(', ')} (load ${os.loadavg()[0]!.toFixed(2)})`);
+    // A serving database's WAL is kept short by its checkpointer; a bulk load leaves gigabytes in it, which every read would walk.
+    if (name === 'sqlite') await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db);
+    // As the server's bucket keeper does in its first seconds after a bulk load, so that its steps are not timed with the pages.
     const cutting = Date.now();
-    if (withoutTriggers) for (const list of PAGED_LISTS) await recountPageBuckets(db, list);
     let steps = 0;
     while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0) steps++;
-    const cutSeconds = (Date.now() - cutting) / 1000;
-    console.log(`${name}: stored ${ROWS} rows a list in ${Object.entries(seconds).map(([list, s]) => `${list} ${s.toFixed(1)} s`).join(', ')} (load ${os.loadavg()[0]!.toFixed(2)})`);
-    console.log(`${name}: buckets ${withoutTriggers ? 'recounted and cut' : `cut by ${steps} keeper steps`} in ${cutSeconds.toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(2)})`);
+    console.log(`${name}: buckets cut by ${steps} keeper steps in ${((Date.now() - cutting) / 1000).toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(2)})`);
     // As autovacuum and autoanalyze would have by the time a list is this long: statistics,
     // and on PostgreSQL a visibility map, so that index-only scans skip the table.
     await sql`vacuum`.execute(db);
@@ -164,6 +165,9 @@ async function main(): Promise<void> {
     };
     const okmEntries = ROWS + 1;
     const overdue = Math.ceil(ROWS / 97) - Math.ceil(ROWS / (97 * 50));
+    const drifting = Math.floor(ROWS / 4);
+    const inStep = ROWS - Math.ceil(ROWS / 50) - drifting;
+    const endpoint = await db.selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow();
     const targets: Target[] = [
       // The same rounds on a route that reads nothing: what the host's load adds to any request.
       { list: 'baseline: GET /healthz', url: () => '/healthz', entries: PER_PAGE, token: 'admin' },
@@ -174,14 +178,18 @@ async function main(): Promise<void> {
       { list: 'OKMs, sort=-last_sync_time', url: (page) => `/api/v1/okms?sort=-last_sync_time&page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'customer' },
       { list: 'OKMs, sort=last_sync_time, whole fleet', url: (page) => `/api/v1/okms?sort=last_sync_time&page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'admin' },
       { list: 'OKMs, state=overdue', url: (page) => `/api/v1/okms?state=overdue&page=${page}&results_per_page=${PER_PAGE}`, entries: overdue, token: 'customer' },
-      { list: 'OKMs, admin, state=drifting (okms_drifting_idx)', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.floor(ROWS / 4), token: 'admin' },
-      { list: 'OKMs, state=drifting', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.floor(ROWS / 4), token: 'customer' },
-      { list: 'OKMs, serial_prefix=OKM-05', url: (page) => `/api/v1/okms?serial_prefix=OKM-05&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.min(ROWS, 100_000), token: 'customer' },
+      { list: 'OKMs, admin, state=overdue', url: (page) => `/api/v1/okms?state=overdue&page=${page}&results_per_page=${PER_PAGE}`, entries: overdue, token: 'admin' },
+      { list: 'OKMs, admin, state=drifting (okms_drifting_idx)', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: drifting, token: 'admin' },
+      { list: 'OKMs, state=drifting', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: drifting, token: 'customer' },
+      { list: 'OKMs, admin, state=in_step', url: (page) => `/api/v1/okms?state=in_step&page=${page}&results_per_page=${PER_PAGE}`, entries: inStep, token: 'admin' },
+      { list: 'OKMs, state=in_step', url: (page) => `/api/v1/okms?state=in_step&page=${page}&results_per_page=${PER_PAGE}`, entries: inStep, token: 'customer' },
+      { list: 'OKMs, serial_prefix=OKM-10', url: (page) => `/api/v1/okms?serial_prefix=OKM-10&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.min(ROWS, 100_000), token: 'customer' },
       { list: 'ACLs', url: (page) => `/api/v1/acls?customer=${CUSTOMER}&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
       { list: 'DLocks', url: (page) => `/api/v1/locks?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
       { list: 'pending OKMs', url: (page) => `/api/v1/pending-okms?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'admin' },
       { list: 'audit records of one OKM', url: (page) => `/api/v1/okms/${OKM}/audit?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
-      { list: 'deliveries of one OKM (newest 100 failures)', url: () => `/api/v1/okms/${OKM}/deliveries`, entries: PER_PAGE, token: 'customer' },
+      { list: 'deliveries of one OKM (not paged: its newest 100 failures)', url: () => `/api/v1/okms/${OKM}/deliveries`, entries: PER_PAGE, token: 'customer' },
+      { list: 'deliveries of a webhook endpoint (not paged: its newest 100)', url: () => `/api/v1/webhook-endpoints/${endpoint.id}/deliveries`, entries: PER_PAGE, token: 'admin' },
     ];
     try {
       for (const target of targets) {

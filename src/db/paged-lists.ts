@@ -3,8 +3,9 @@ import type { BucketedList } from './page-buckets.ts';
 
 /**
  * The long lists whose pages are found through page_buckets, and the scopes each is counted
- * in (SQL over a row; the scope values below are what pages name). Migration 0014 creates their
- * triggers from these; a change here needs a migration of its own.
+ * in (SQL over a row; the scope values below are what pages name). Migrations create their
+ * triggers from these (0014 the first four, 0018 the audit records' and every list's anew); a
+ * change here needs a migration of its own.
  */
 export const ALL_SCOPE = 'all';
 export const UNASSIGNED_SCOPE = 'u';
@@ -59,7 +60,15 @@ export const PENDING_OKM_LIST: BucketedList = {
   scopeCondition,
 };
 
-// An OKM's audit records are paged by offset: a trigger per record made PostgreSQL take
-// minutes over a device's backlog of 60 000 (test/okm/audit-intake.test.ts), and one OKM's
-// records stay far below the depths where an offset walk costs more than 50 ms.
-export const PAGED_LISTS = [OKM_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST];
+/** One scope per OKM, its serial number; the records in the order they arrived. */
+export const AUDIT_RECORD_LIST: BucketedList = {
+  name: 'okm_audit_records',
+  table: 'okm_audit_records',
+  keyColumn: 'id',
+  keyType: 'integer',
+  scopes: (row) => [`${row}.okm_serial`],
+  scopeColumns: [],
+  scopeCondition: (serialNumber) => sql<SqlBool>`okm_serial = ${serialNumber}`,
+};
+
+export const PAGED_LISTS = [OKM_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST, AUDIT_RECORD_LIST];

@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition } from '../db/page-buckets.ts';
+import { pagePosition, scopeTotal } from '../db/page-buckets.ts';
 import { ALL_SCOPE, customerScope, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
@@ -62,15 +62,16 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
 /**
  * The order of a sort, with the serial number breaking ties; written out in full (NULLS FIRST
  * or LAST) so that both databases agree, and in the order of okms_(customer_)last_sync_idx.
+ * `reversed`: the same order backwards (the same index, walked from its other end).
  */
-function orderOf(sort: OkmSort): RawBuilder<unknown> {
+function orderOf(sort: OkmSort, reversed = false): RawBuilder<unknown> {
   switch (sort) {
     case 'serial_number':
-      return sql`okms.serial_number`;
+      return reversed ? sql`okms.serial_number desc` : sql`okms.serial_number`;
     case 'last_sync_time':
-      return sql`okms.last_sync_time asc nulls first, okms.serial_number asc`;
+      return reversed ? orderOf('-last_sync_time') : sql`okms.last_sync_time asc nulls first, okms.serial_number asc`;
     case '-last_sync_time':
-      return sql`okms.last_sync_time desc nulls last, okms.serial_number desc`;
+      return reversed ? orderOf('last_sync_time') : sql`okms.last_sync_time desc nulls last, okms.serial_number desc`;
   }
 }
 
@@ -102,11 +103,11 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
 
 /**
  * The page_buckets scope of a filter that is only a scope (one customer's OKMs, the unassigned
- * ones, the whole fleet) in serial number order; undefined for any other filter or order.
+ * ones, the whole fleet); undefined for any other filter.
  */
-function bucketScopeOf(filter: OkmListFilter, sort: OkmSort): string | undefined {
+function bucketScopeOf(filter: OkmListFilter): string | undefined {
   const onlyScope = filter.firmwareVersion === undefined && filter.overdue === undefined && filter.state === undefined && filter.serialPrefix === undefined;
-  if (!onlyScope || sort !== 'serial_number') return undefined;
+  if (!onlyScope) return undefined;
   if (filter.unassigned) return filter.customerId === undefined ? UNASSIGNED_SCOPE : undefined;
   return filter.customerId === undefined ? ALL_SCOPE : customerScope(filter.customerId);
 }
@@ -117,32 +118,49 @@ const matchingSerials = (db: Db, filter: OkmListFilter) =>
     .select('okms.serial_number')
     .where((eb) => listConditions(eb, filter));
 
+const countMatching = async (db: Db, filter: OkmListFilter) => {
+  const count = await db
+    .selectFrom('okms')
+    .select((eb) => eb.fn.countAll<number | string>().as('total'))
+    .where((eb) => listConditions(eb, filter))
+    .executeTakeFirstOrThrow();
+  return Number(count.total);
+};
+
+/** Index entries a walk passes in about a millisecond: a page this near the start is walked to from there, without waiting for the total. */
+export const SHORT_WALK = 10_000;
+
 /**
  * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
  * The page's serial numbers come from an index alone (a deferred join), and only they are read
- * with their customer and ACL. A filter that is only a scope starts its walk at the bucket
- * that holds the page (page-buckets.ts) and reads its total there; other filters walk from the
- * first match and count the matches.
+ * with their customer and ACL. A filter that is only a scope reads its total from its page
+ * buckets (page-buckets.ts), and in serial number order starts its walk at the bucket that
+ * holds the page. Other filters count their matches, and other orders walk an index: from its
+ * start to a page in the first half, from its end (the reverse order) to a page in the second,
+ * so that no walk passes more than half the matches.
  */
 export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, page: number, perPage: number): Promise<OkmPage> {
   const order = orderOf(sort);
   const offset = (page - 1) * perPage;
-  const scope = bucketScopeOf(filter, sort);
+  const scope = bucketScopeOf(filter);
   let pageSerials = matchingSerials(db, filter).orderBy(order).limit(perPage);
   let total: Promise<number>;
-  if (scope === undefined) {
-    pageSerials = pageSerials.offset(offset);
-    total = db
-      .selectFrom('okms')
-      .select((eb) => eb.fn.countAll<number | string>().as('total'))
-      .where((eb) => listConditions(eb, filter))
-      .executeTakeFirstOrThrow()
-      .then((count) => Number(count.total));
-  } else {
+  if (scope !== undefined && sort === 'serial_number') {
     const position = await pagePosition(db, OKM_LIST, scope, offset);
     if (position.from !== null) pageSerials = pageSerials.where('okms.serial_number', '>=', String(position.from));
     pageSerials = pageSerials.offset(position.skip);
     total = Promise.resolve(position.total);
+  } else {
+    total = scope === undefined ? countMatching(db, filter) : scopeTotal(db, OKM_LIST, scope);
+    const matches = offset <= SHORT_WALK ? Infinity : await total;
+    if (offset <= matches / 2) pageSerials = pageSerials.offset(offset);
+    else {
+      const onPage = Math.max(0, Math.min(perPage, matches - offset));
+      pageSerials = matchingSerials(db, filter)
+        .orderBy(orderOf(sort, true))
+        .limit(onPage)
+        .offset(Math.max(0, matches - offset - onPage));
+    }
   }
   const [rows, count] = await Promise.all([selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy(order).execute(), total]);
   return { okms: rows.map(toOwnedOkm), total: count };

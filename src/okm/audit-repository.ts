@@ -1,4 +1,6 @@
 import type { Db } from '../db/database.ts';
+import { pagePosition } from '../db/page-buckets.ts';
+import { AUDIT_RECORD_LIST } from '../db/paged-lists.ts';
 
 /** One audit record as the OKM sent it (any JSON value), with the time keyfleet received it. */
 export interface AuditRecord {
@@ -36,24 +38,15 @@ export async function appendAuditRecords(db: Db, serialNumber: string, records: 
 
 /**
  * One page (from 1) of the OKM's audit records in the order they arrived, so that a page
- * keeps its content while new records are appended.
+ * keeps its content while new records are appended. The page's ids come from the
+ * (okm_serial, id) index, walked from the bucket that holds the page (page-buckets.ts), and
+ * only their rows are read; the total is the sum of the OKM's bucket counts.
  */
 export async function listAuditRecords(db: Db, serialNumber: string, page: number, perPage: number): Promise<AuditRecordPage> {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('okm_audit_records')
-      .selectAll()
-      .where('okm_serial', '=', serialNumber)
-      .orderBy('id')
-      .limit(perPage)
-      .offset((page - 1) * perPage)
-      .execute(),
-    db
-      .selectFrom('okm_audit_records')
-      .select((eb) => eb.fn.countAll<number | string>().as('total'))
-      .where('okm_serial', '=', serialNumber)
-      .executeTakeFirstOrThrow(),
-  ]);
+  const position = await pagePosition(db, AUDIT_RECORD_LIST, serialNumber, (page - 1) * perPage);
+  let pageIds = db.selectFrom('okm_audit_records').select('id').where('okm_serial', '=', serialNumber).orderBy('id').limit(perPage).offset(position.skip);
+  if (position.from !== null) pageIds = pageIds.where('id', '>=', Number(position.from));
+  const rows = await db.selectFrom('okm_audit_records').selectAll().where('id', 'in', pageIds).orderBy('id').execute();
   return {
     records: rows.map((row) => ({
       id: row.id,
@@ -61,6 +54,6 @@ export async function listAuditRecords(db: Db, serialNumber: string, page: numbe
       receivedAt: row.received_at,
       record: JSON.parse(row.record) as unknown,
     })),
-    total: Number(count.total),
+    total: position.total,
   };
 }

@@ -6,6 +6,7 @@ import { createCustomer } from '../../src/customers/repository.ts';
 import type { Db } from '../../src/db/database.ts';
 import { BUCKET_ENTRIES, cutOversizedBuckets, KEYS_CUT_PER_STEP, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
 import { customerScope, PAGED_LISTS } from '../../src/db/paged-lists.ts';
+import { appendAuditRecords } from '../../src/okm/audit-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -160,10 +161,15 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 500 }, (_, index) => `CC${customer.id}-${String(index * 4).padStart(6, '0')}`),
       customer.id,
     );
+    // Half the writers store one key a statement, half a statement of keys spread over several buckets.
     const writers = Array.from({ length: 8 }, (_, writer) =>
       (async () => {
         for (let index = 0; index < 40; index++) {
-          await insertOkms([`CC${customer.id}-${String(index * 450).padStart(6, '0')}-w${writer}`], customer.id);
+          const spread = writer % 2 === 0 ? [0] : [0, 1_100, 2_300, 4_700, 9_100];
+          await insertOkms(
+            spread.map((distance, n) => `CC${customer.id}-${String((index * 450 + distance) % 20_000).padStart(6, '0')}-w${writer}-${n}`),
+            customer.id,
+          );
         }
       })(),
     );
@@ -181,6 +187,93 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     );
     assert.ok(buckets.length >= 5, `${buckets.length} buckets`);
     assert.deepEqual(await oversizedBuckets(t.db), []);
+  });
+
+  test('a statement that inserts or deletes keys of several scopes and cut buckets at once counts each in its bucket', async () => {
+    const [first, second] = [await newCustomer(), await newCustomer()];
+    const keysOf = (customer: { id: number }, step: number) => Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `ST${customer.id}-${String(index * step).padStart(6, '0')}`);
+    await insertOkms(keysOf(first, 4), first.id);
+    await insertOkms(keysOf(second, 4), second.id);
+    await keepUntilCut(t.db);
+    const rows = [first, second].flatMap((customer) =>
+      keysOf(customer, 7).map((serial) => ({ serial_number: `${serial}x`, customer_id: customer.id, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 })),
+    );
+
+    await t.db.insertInto('okms').values(rows.slice(0, 1500)).execute();
+    await t.db.insertInto('okms').values(rows.slice(1500, 3000)).execute();
+    await t.db.insertInto('okms').values(rows.slice(3000)).execute();
+    await assertBucketsExact(customerScope(first.id));
+    await assertBucketsExact(customerScope(second.id));
+    await t.db.deleteFrom('okms').where('serial_number', 'like', `ST${first.id}-%0x`).execute();
+    await t.db.deleteFrom('okms').where('customer_id', 'in', [first.id, second.id]).where('serial_number', 'like', '%3').execute();
+
+    for (const customer of [first, second]) {
+      await assertBucketsExact(customerScope(customer.id));
+      const serials = (await t.db.selectFrom('okms').select('serial_number').where('customer_id', '=', customer.id).orderBy('serial_number').execute()).map((row) => row.serial_number);
+      for (const [number, perPage] of [[1, 100], [37, 100], [Math.ceil(serials.length / 30), 30]] as const) {
+        assert.deepEqual((await page(customer.name, number, perPage)).serials, serials.slice((number - 1) * perPage, number * perPage));
+      }
+    }
+  });
+
+  test("an OKM's audit records: after appends and deletes, with keeper steps between, every page is the offset slice and the total exact", async () => {
+    const serial = `AUD-${++customers}`;
+    await insertOkms([serial], null);
+    await appendAuditRecords(t.db, serial, Array.from({ length: KEYS_CUT_PER_STEP + 2 * BUCKET_ENTRIES + 17 }, (_, n) => ({ n })), 1);
+    const audit = async (number: number, perPage: number) => {
+      const response = await t.app.inject({ method: 'GET', url: `${OKMS}/${serial}/audit?page=${number}&results_per_page=${perPage}`, headers: { authorization: `Bearer ${admin}` } });
+      assert.equal(response.statusCode, 200, response.body);
+      const body = response.json() as { pagination: { total_results: string }; data: { id: number }[] };
+      return { ids: body.data.map((record) => record.id), total: Number(body.pagination.total_results) };
+    };
+    const storedIds = async () => (await t.db.selectFrom('okm_audit_records').select('id').where('okm_serial', '=', serial).orderBy('id').execute()).map((row) => row.id);
+
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            fc.record({ kind: fc.constant('append' as const), count: fc.integer({ min: 1, max: 2 * BUCKET_ENTRIES }) }),
+            fc.record({ kind: fc.constant('delete' as const), count: fc.integer({ min: 1, max: 400 }) }),
+            fc.record({ kind: fc.constant('keep' as const), count: fc.constant(0) }),
+          ),
+          { minLength: 1, maxLength: 8 },
+        ),
+        fc.integer({ min: 1, max: 100 }),
+        fc.nat(),
+        async (changes, perPage, pick) => {
+          for (const change of changes) {
+            if (change.kind === 'append') await appendAuditRecords(t.db, serial, Array.from({ length: change.count }, (_, n) => ({ n })), 2);
+            else if (change.kind === 'keep') await cutOversizedBuckets(t.db, PAGED_LISTS);
+            else {
+              // Every seventh stored record from a random one on: deletes in several buckets at once.
+              const ids = await storedIds();
+              const start = pick % Math.max(1, ids.length);
+              await t.db.deleteFrom('okm_audit_records').where('id', 'in', ids.slice(start).filter((_, index) => index % 7 === 0).slice(0, change.count)).execute();
+            }
+          }
+          const ids = await storedIds();
+          const number = 1 + (pick % Math.max(1, Math.ceil(ids.length / perPage)));
+
+          const found = await audit(number, perPage);
+
+          assert.deepEqual(found.ids, ids.slice((number - 1) * perPage, number * perPage));
+          assert.equal(found.total, ids.length);
+        },
+      ),
+      { numRuns: 25 },
+    );
+    await keepUntilCut(t.db);
+    const ids = await storedIds();
+    const deepest = Math.ceil(ids.length / 30);
+    assert.deepEqual((await audit(deepest, 30)).ids, ids.slice((deepest - 1) * 30));
+    assert.deepEqual(await oversizedBuckets(t.db), []);
+    const buckets = await t.db.selectFrom('page_buckets').select(['lower_key', 'entries']).where('list', '=', 'okm_audit_records').where('scope', '=', serial).orderBy('lower_key').execute();
+    buckets.forEach((bucket, index) => {
+      const next = buckets[index + 1]?.lower_key;
+      const inBucket = ids.filter((id) => (bucket.lower_key === '' || id >= Number(bucket.lower_key)) && (next === undefined || id < Number(next))).length;
+      assert.equal(Number(bucket.entries), inBucket, `bucket ${bucket.lower_key}`);
+    });
+    assert.ok(buckets.length >= ids.length / BUCKET_ENTRIES, `${buckets.length} buckets`);
   });
 
   test('creating an OKM takes its serial number off the pending OKMs', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { findCustomerByName } from '../../src/customers/repository.ts';
+import { SHORT_WALK } from '../../src/okm/admin-repository.ts';
 import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../../src/okm/fleet-states.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
@@ -59,11 +60,12 @@ forEachDatabase('OKM list filters and sorts', (kind) => {
     const name = `filters-${++customers}`;
     const token = await issueTestToken(t, { customer: name, scopes: ['okm:read'] });
     const customer = (await findCustomerByName(t.db, name))!;
-    if (okms.length > 0) {
+    // In statements of 1 000: under both databases' limits of bound parameters.
+    for (let start = 0; start < okms.length; start += 1000) {
       await t.db
         .insertInto('okms')
         .values(
-          okms.map((okm) => ({
+          okms.slice(start, start + 1000).map((okm) => ({
             serial_number: okm.serial,
             customer_id: customer.id,
             last_sync_time: okm.lastSyncTime,
@@ -214,5 +216,38 @@ forEachDatabase('OKM list filters and sorts', (kind) => {
       ),
       { numRuns: 25 },
     );
+  });
+
+  test('pages deeper than a short walk, found by walking from the end in the reverse order, hold the offset slice in every sort, with and without a filter', async () => {
+    const now = Date.now();
+    const tag = `DW${customers}`;
+    // Shuffled serial numbers; never polled, ties of last sync time and drifting OKMs spread over the list.
+    const okms: PolledState[] = Array.from({ length: 2 * SHORT_WALK + 2_345 }, (_, index) => ({
+      serial: `${tag}-${String((index * 7_919) % 100_003).padStart(6, '0')}`,
+      lastSyncTime: index % 13 === 0 ? null : now - ((index * 31) % 4_999) * 1000,
+      lastCorrection: index % 3 === 0 ? 'kasDateTime' : null,
+    }));
+    const { token } = await customerWith(okms);
+
+    for (const sort of ['serial_number', 'last_sync_time', '-last_sync_time'] as const) {
+      for (const state of [undefined, 'in_step', 'drifting'] as const) {
+        const expected = sorted(
+          okms.filter((okm) => state === undefined || isIn(state, okm, t.settings.fleetPollingInterval, now)),
+          sort,
+        ).map((okm) => okm.serial);
+        const filters = `sort=${sort}${state === undefined ? '' : `&state=${state}`}`;
+        for (const perPage of [30, 7]) {
+          const lastPage = Math.ceil(expected.length / perPage);
+          const pages = [Math.floor(SHORT_WALK / perPage), Math.floor(SHORT_WALK / perPage) + 2, Math.ceil(lastPage / 2), Math.ceil(lastPage / 2) + 1, lastPage - 1, lastPage, lastPage + 1];
+          for (const page of pages) {
+            const response = await list(token, `${filters}&page=${page}&results_per_page=${perPage}`);
+
+            assert.equal(response.statusCode, 200, response.body);
+            assert.deepEqual(serialsOf(response), expected.slice((page - 1) * perPage, page * perPage), `${filters} page ${page} of ${perPage}`);
+            assert.equal(response.json().pagination.total_results, String(expected.length));
+          }
+        }
+      }
+    }
   });
 });

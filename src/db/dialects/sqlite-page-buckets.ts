@@ -16,9 +16,12 @@ function countRow(list: BucketedList, row: 'NEW' | 'OLD', delta: 1 | -1): string
     .join('\n');
 }
 
-/** The triggers that keep the list's page_buckets counts (src/db/page-buckets.ts). */
+/** The triggers that keep the list's page_buckets counts (src/db/page-buckets.ts), replacing any it had. */
 export function sqlitePageBucketTriggers(list: BucketedList): string[] {
   const statements = [
+    `DROP TRIGGER IF EXISTS ${list.name}_page_insert`,
+    `DROP TRIGGER IF EXISTS ${list.name}_page_delete`,
+    `DROP TRIGGER IF EXISTS ${list.name}_page_move`,
     `CREATE TRIGGER ${list.name}_page_insert AFTER INSERT ON ${list.table} BEGIN\n${countRow(list, 'NEW', 1)}\nEND`,
     `CREATE TRIGGER ${list.name}_page_delete AFTER DELETE ON ${list.table} BEGIN\n${countRow(list, 'OLD', -1)}\nEND`,
   ];

@@ -66,7 +66,7 @@ export interface DialectStrategy {
    * order (it refuses the words in an index), PostgreSQL's `NULLS FIRST`.
    */
   nullsFirstIndexColumn(column: string): RawBuilder<unknown>;
-  /** The statements that create the triggers keeping a list's page_buckets counts (src/db/page-buckets.ts). */
+  /** The statements that create the triggers keeping a list's page_buckets counts (src/db/page-buckets.ts), replacing any it had. */
   pageBucketTriggers(list: BucketedList): string[];
   /** The statements that create a trigger running `statement` (SQL over the row NEW) after each insert into `table`. */
   afterInsertTrigger(name: string, table: string, statement: string): string[];

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { DialectStrategy } from '../dialects/strategy.ts';
 import type { AnyDb } from '../migrate.ts';
 import { recountPageBuckets } from '../page-buckets.ts';
-import { PAGED_LISTS } from '../paged-lists.ts';
+import { ACL_LIST, DLOCK_LIST, OKM_LIST, PENDING_OKM_LIST } from '../paged-lists.ts';
 
 /**
  * Pages of long lists without walking the entries before them (src/db/page-buckets.ts):
@@ -25,7 +25,8 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addColumn('entries', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('page_buckets_pk', ['list', 'scope', 'lower_key'])
     .execute();
-  for (const list of PAGED_LISTS) {
+  // The lists paged when this migration was written; 0018 added the audit records.
+  for (const list of [OKM_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST]) {
     await recountPageBuckets(db, list);
     for (const statement of dialect.pageBucketTriggers(list)) await sql.raw(statement).execute(db);
   }

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { dialectFor } from '../../src/db/database.ts';
+import * as initial from '../../src/db/migrations/0001_initial.ts';
+import * as pki from '../../src/db/migrations/0002_pki.ts';
+import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
+import * as dlock from '../../src/db/migrations/0004_dlock.ts';
+import * as acl from '../../src/db/migrations/0005_acl.ts';
+import * as statusEvents from '../../src/db/migrations/0006_status_events.ts';
+import * as okmHardening from '../../src/db/migrations/0007_okm_hardening.ts';
+import * as statusFanOut from '../../src/db/migrations/0008_status_fan_out.ts';
+import * as dataKeys from '../../src/db/migrations/0009_data_keys.ts';
+import * as okmClaims from '../../src/db/migrations/0010_okm_claims.ts';
+import * as okmLastCorrection from '../../src/db/migrations/0011_okm_last_correction.ts';
+import * as fleetEvents from '../../src/db/migrations/0012_fleet_events.ts';
+import * as rollouts from '../../src/db/migrations/0013_rollouts.ts';
+import * as listPaging from '../../src/db/migrations/0014_list_paging.ts';
+import * as aclListSizes from '../../src/db/migrations/0015_acl_list_sizes.ts';
+import * as listFilters from '../../src/db/migrations/0016_list_filters.ts';
+import * as statementPageBuckets from '../../src/db/migrations/0018_statement_page_buckets.ts';
+import { MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
+import { ALL_SCOPE } from '../../src/db/paged-lists.ts';
+import { appendAuditRecords, listAuditRecords } from '../../src/okm/audit-repository.ts';
+import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
+
+const BEFORE_0018 = [initial, pki, apiKeys, dlock, acl, statusEvents, okmHardening, statusFanOut, dataKeys, okmClaims, okmLastCorrection, fleetEvents, rollouts, listPaging, aclListSizes, listFilters];
+
+const okm = (serial: string) => ({ serial_number: serial, customer_id: null, auditing_enabled: 1, status_urls: '[]', created_at: 1, updated_at: 1 });
+
+forEachDatabase('migration 0018_statement_page_buckets', (kind) => {
+  let store: TestStore;
+  before(async () => (store = await openTestStore(kind)));
+  after(() => store.close());
+
+  const bucketTotal = async (list: string, scope: string) =>
+    Number((await sql<{ total: number | string | null }>`select sum(entries) as total from page_buckets where list = ${list} and scope = ${scope}`.execute(store.db)).rows[0]!.total ?? 0);
+
+  test('the audit records stored before it are counted and cut, later ones counted as they come, and every list is counted once per row', async () => {
+    const dialect = dialectFor(store.settings);
+    for (const migration of BEFORE_0018) await migration.up(store.db, dialect);
+    await store.db.insertInto('okms').values([okm('MIG-A'), okm('MIG-B')]).execute();
+    await appendAuditRecords(store.db, 'MIG-A', Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 345 }, (_, n) => ({ n })), 1);
+
+    await statementPageBuckets.up(store.db, dialect);
+    await appendAuditRecords(store.db, 'MIG-A', [{ n: 'after' }], 2);
+    await appendAuditRecords(store.db, 'MIG-B', [{ n: 1 }, { n: 2 }], 2);
+    await store.db.insertInto('okms').values([okm('MIG-C'), okm('MIG-D')]).execute();
+    await store.db.deleteFrom('okms').where('serial_number', '=', 'MIG-D').execute();
+
+    const ids = (await store.db.selectFrom('okm_audit_records').select('id').where('okm_serial', '=', 'MIG-A').orderBy('id').execute()).map((row) => row.id);
+    assert.equal(await bucketTotal('okm_audit_records', 'MIG-A'), ids.length);
+    assert.equal(await bucketTotal('okm_audit_records', 'MIG-B'), 2);
+    const oversized = await store.db.selectFrom('page_buckets').select('lower_key').where('list', '=', 'okm_audit_records').where('entries', '>', MAX_BUCKET_ENTRIES).execute();
+    assert.deepEqual(oversized, []);
+    const deepest = await listAuditRecords(store.db, 'MIG-A', 2 * MAX_BUCKET_ENTRIES / 100 + 4, 100);
+    assert.deepEqual(deepest.records.map((record) => record.id), ids.slice(2 * MAX_BUCKET_ENTRIES + 300));
+    assert.equal(deepest.total, ids.length);
+    assert.equal(await bucketTotal('okms', ALL_SCOPE), 3);
+  });
+});
