@@ -10,9 +10,13 @@ import { PAGED_LISTS } from '../src/db/paged-lists.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../src/okm/fleet-states.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
 import type { Db } from '../src/db/database.ts';
 import { withDb } from './harness.ts';
+
+/** FLEET_POLLING_INTERVAL as the benchmarks' servers run (the default). */
+const SERVER_DEFAULT_POLLING_INTERVAL_S = 150;
 
 const FIRMWARE = { kas: '2.10.0', batch_key: '1.2', wireless_key: '3.0' } as const;
 
@@ -148,12 +152,23 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       await db.insertInto('firmware_releases').values({ kind, version, url: `https://firmware.example/${kind}/${version}.bin`, sha256: 'ab'.repeat(32), size: null, created_at: now }).execute();
       await db.insertInto('fleet_firmware').values({ kind, version }).execute();
     }
+    // Each OKM as its last poll left it (in step, due again in three intervals, not overdue):
+    // the benchmarks measure a fleet's steady state, not every OKM's first poll, which clears the
+    // enrolment mark (overdue_at 0) and looks for okm.enrolled subscribers.
     const templateRows = TEMPLATES.map((template, index) => ({
       ...(settingsColumns(template) as Insertable<OkmsTable>),
       serial_number: templateSerialOf(index),
       customer_id: null,
       created_at: now,
       updated_at: now,
+      last_sync_time: now,
+      last_ip: '127.0.0.1',
+      firmware_version: FIRMWARE.kas,
+      batch_key_firmware_version: FIRMWARE.batch_key,
+      wireless_key_firmware_version: FIRMWARE.wireless_key,
+      install_code: '12345678',
+      due_by: now + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * (template.pollingInterval ?? SERVER_DEFAULT_POLLING_INTERVAL_S),
+      overdue_at: null,
     }));
     await db.insertInto('okms').values(templateRows).execute();
     await db.schema.createTable('bench_serials').addColumn('position', 'integer', (column) => column.primaryKey()).addColumn('serial_number', 'text').addColumn('template', 'text').execute();

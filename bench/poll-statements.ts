@@ -72,7 +72,8 @@ await forEachBenchDatabase(options, async ({ name, env }) => {
         await Promise.all(
           Array.from({ length: CONCURRENCY }, async () => {
             while (Date.now() < end) {
-              await Promise.all(Array.from({ length: BATCH }, () => handle(requests[polls++ % requests.length]!)));
+              // Each poll at its own time, as devices poll: the time-keyed index entries (last sync, due by) move on every poll.
+              await Promise.all(Array.from({ length: BATCH }, () => handle({ ...requests[polls++ % requests.length]!, now: Date.now() })));
             }
           }),
         );
