@@ -34,11 +34,11 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
   after(() => t.close());
 
   /** The plan of every statement a page of the list runs, one line per step. */
-  async function planOfPage(filter: Omit<OkmListFilter, 'now' | 'fleetPollingInterval'>, page: number): Promise<string[]> {
+  async function planOfPage(filter: Omit<OkmListFilter, 'now'>, page: number): Promise<string[]> {
     const statements: CompiledQuery[] = [];
     const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
     try {
-      await listOkms(logged, { fleetPollingInterval: 150, now: Date.now(), ...filter }, 'serial_number', page, 100);
+      await listOkms(logged, { now: Date.now(), ...filter }, 'serial_number', page, 100);
     } finally {
       await logged.destroy();
     }
