@@ -41,6 +41,6 @@ export function fleetStateCondition(state: FleetState, clock: OverdueClock): Raw
     case 'drifting':
       return sql<SqlBool>`okms.last_correction is not null`;
     case 'overdue':
-      return sql<SqlBool>`(okms.overdue_at > 0 or (okms.overdue_at is null and coalesce(okms.due_by < ${clock.now}, false)))`;
+      return sql<SqlBool>`(coalesce(okms.overdue_at, 0) > 0 or (okms.overdue_at is null and coalesce(okms.due_by < ${clock.now}, false)))`;
   }
 }
