@@ -41,6 +41,11 @@ export function fleetStateCondition(state: FleetState, clock: OverdueClock): Raw
     case 'drifting':
       return sql<SqlBool>`okms.last_correction is not null`;
     case 'overdue':
-      return sql<SqlBool>`(coalesce(okms.overdue_at, 0) > 0 or (okms.overdue_at is null and coalesce(okms.due_by < ${clock.now}, false)))`;
+      // Two index ranges of the overdue OKMs alone (okms_marked_overdue_idx, okms_due_by_idx),
+      // rather than a test of every row: the cost follows the OKMs overdue, not the fleet.
+      return sql<SqlBool>`okms.serial_number in (
+        select marked.serial_number from okms as marked where marked.overdue_at > 0
+        union all
+        select past_due.serial_number from okms as past_due where past_due.overdue_at is null and past_due.due_by < ${clock.now})`;
   }
 }

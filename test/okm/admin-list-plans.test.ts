@@ -64,6 +64,17 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
     assert.ok(!plan.some((step) => step.startsWith('SCAN okms USING INDEX')), plan.join('\n'));
   });
 
+  test('a page of overdue OKMs, and their count, read the overdue ones through their indexes, not every OKM', async () => {
+    const fleet = await planOfPage({ state: 'overdue' }, 5);
+    const customer = await planOfPage({ customerId, overdue: true }, 5);
+
+    for (const plan of [fleet, customer]) {
+      assert.ok(plan.some((step) => step.includes('okms_marked_overdue_idx')), plan.join('\n'));
+      assert.ok(plan.some((step) => step.includes('okms_due_by_idx')), plan.join('\n'));
+      assert.ok(!plan.some((step) => step === 'SCAN okms' || step === 'SCAN marked' || step === 'SCAN past_due'), plan.join('\n'));
+    }
+  });
+
   test('a page of one firmware version, the whole fleet\'s or a customer\'s, walks and counts a range of a firmware index', async () => {
     const fleet = await planOfPage({ firmwareVersion: '2.2.0' }, 5);
     const customer = await planOfPage({ customerId, firmwareVersion: '2.2.0' }, 5);

@@ -16,7 +16,9 @@ const withGroupColumns = (table: CreateTableBuilder<string, string>) =>
 /**
  * The fleet summary's counts kept on write (src/okm/fleet-summary-counts.ts): the counts per
  * group, counted afresh from the OKMs there are; the deltas the triggers on okms append; and
- * the one row a fold locks.
+ * the one row a fold locks. And the OKMs the overdue sweep has marked, for the list's
+ * overdue filters (src/okm/fleet-states.ts): few, and a poll touches the index only when it
+ * ends a silence.
  */
 export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   await db.schema.createTable('fleet_summary_counts').$call(withGroupColumns).addColumn('okms', 'bigint', (c) => c.notNull()).execute();
@@ -30,6 +32,8 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .execute();
   await db.schema.createTable('fleet_summary_folder').addColumn('id', 'integer', (c) => c.primaryKey()).execute();
   await sql`INSERT INTO fleet_summary_folder (id) VALUES (1)`.execute(db);
+
+  await db.schema.createIndex('okms_marked_overdue_idx').on('okms').column('serial_number').where(sql.ref('overdue_at'), '>', sql.lit(0)).execute();
 
   await recountFleetSummary(db);
   for (const statement of fleetSummaryTriggers(dialect)) await sql.raw(statement).execute(db);
