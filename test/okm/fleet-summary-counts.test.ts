@@ -3,9 +3,10 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
-import { foldFleetSummaryDeltas } from '../../src/okm/fleet-summary-counts.ts';
+import { DELTAS_PER_FOLD, foldFleetSummaryDeltas } from '../../src/okm/fleet-summary-counts.ts';
 import { sweepOverdueOkms } from '../../src/okm/overdue-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { call, OKMS, uniqueSerial } from './admin-helpers.ts';
 import { poll } from './config-helpers.ts';
@@ -233,4 +234,21 @@ forEachDatabase('fleet summary counts kept on write', (kind) => {
       assert.ok((await foldFleetSummaryDeltas(t.db, t.dialect)) > 0, 'once the other fold is over, the deltas are folded');
     });
   }
+});
+
+forEachDatabase('the fleet summary folder of a server process', (kind) => {
+  test('the folder folds what the triggers appended, with no summary read, more than one step of it', async () => {
+    const t = await buildTestApp(kind, { FLEET_SUMMARY_FOLD_INTERVAL_MS: '50' });
+    try {
+      const rows = Array.from({ length: DELTAS_PER_FOLD + 500 }, (_, index) => ({ serial_number: `FOLDER-${index}`, customer_id: null, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 }));
+      for (let start = 0; start < rows.length; start += 500) await t.db.insertInto('okms').values(rows.slice(start, start + 500)).execute();
+      const pendingDeltas = async () => Number((await t.db.selectFrom('fleet_summary_deltas').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+      await eventually(async () => (await pendingDeltas()) === 0, 20_000, 'every delta folded');
+
+      assert.deepEqual(await keptGroups(t.db), await freshGroups(t.db));
+    } finally {
+      await t.close();
+    }
+  });
 });
