@@ -14,6 +14,9 @@ import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
+import { foldFleetSummaryDeltas, recountFleetSummary } from '../src/okm/fleet-summary-counts.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../src/okm/fleet-states.ts';
+import { sweepOverdueOkms } from '../src/okm/overdue-repository.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { createKeyRing } from '../src/secrets/reseal.ts';
 import { buildServer } from '../src/server.ts';
@@ -45,10 +48,14 @@ async function main(): Promise<void> {
     const seeding = Date.now();
     await insertOkms(db, OKM_COUNT, (index, now) => {
       const polled = index % 50 !== 0;
+      const lastSync = polled ? now - (index % 97 === 0 ? 3_600_000 : 60_000) : null;
       return {
         ...UNCONFIGURED_COLUMNS,
         customer_id: index % 100 === 0 ? null : customers[index % CUSTOMER_COUNT]!.id,
-        last_sync_time: polled ? now - (index % 97 === 0 ? 3_600_000 : 60_000) : null,
+        last_sync_time: lastSync,
+        // As the last poll left them: ~1 % silent for an hour, past due, not swept yet.
+        due_by: lastSync === null ? null : lastSync + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * settings.fleetPollingInterval,
+        overdue_at: lastSync === null ? 0 : null,
         last_correction: polled ? CORRECTIONS[index % CORRECTIONS.length]! : null,
         firmware_version: polled ? KAS_VERSIONS[index % KAS_VERSIONS.length]! : null,
         batch_key_firmware_version: polled ? '1.2' : null,
@@ -64,6 +71,15 @@ async function main(): Promise<void> {
     const cutting = Date.now();
     while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0);
     console.log(`${name}: page buckets cut in ${((Date.now() - cutting) / 1000).toFixed(1)} s`);
+    // The triggers appended a delta per OKM: folded as the server's folder would, then counted
+    // afresh as migration 0017 counts an existing fleet (the same counts, timed both ways).
+    const folding = Date.now();
+    let deltas = 0;
+    for (let taken = 1; taken > 0; deltas += taken) taken = await foldFleetSummaryDeltas(db, dialect);
+    console.log(`${name}: fleet summary: ${deltas} deltas folded in ${((Date.now() - folding) / 1000).toFixed(1)} s`);
+    const recounting = Date.now();
+    await recountFleetSummary(db);
+    console.log(`${name}: fleet summary: counted afresh (migration 0017's backfill) in ${((Date.now() - recounting) / 1000).toFixed(1)} s`);
 
     const app = await buildServer({ settings, db, dialect, keyRing });
     await app.ready();
@@ -84,7 +100,7 @@ async function main(): Promise<void> {
         ['OKM list, admin, serial_prefix, page 1', `/api/v1/okms?serial_prefix=${serialOf(0).slice(0, -3)}&results_per_page=100`, admin],
         ['OKM list, customer token, sort=-last_sync_time, page 1', '/api/v1/okms?sort=-last_sync_time&results_per_page=100', customer],
       ];
-      for (const [label, url, token] of targets) {
+      const timeRoute = async (label: string, url: string, token: string) => {
         const times: number[] = [];
         for (let run = 0; run < 7; run++) {
           const started = process.hrtime.bigint();
@@ -93,7 +109,13 @@ async function main(): Promise<void> {
           if (response.statusCode !== 200) throw new Error(`${url}: ${response.statusCode} ${response.body}`);
         }
         console.log(`${name}: ${label}: median ${median(times).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms (${times.length} runs)`);
-      }
+      };
+      // Overdue counts the OKMs past due that the sweep has not marked yet from okms_due_by_idx: here every silent one.
+      await timeRoute('summary, admin, every OKM, before the overdue sweep', '/api/v1/fleet/summary', admin);
+      const sweeping = Date.now();
+      const swept = await sweepOverdueOkms(db, dialect);
+      console.log(`${name}: overdue sweep marked ${swept} OKMs in ${((Date.now() - sweeping) / 1000).toFixed(1)} s`);
+      for (const [label, url, token] of targets) await timeRoute(label, url, token);
     } finally {
       await app.close();
       await db.destroy();

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
 import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
+import { recountFleetSummary } from '../src/okm/fleet-summary-counts.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
@@ -198,6 +199,8 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     await db.deleteFrom('okms').where('serial_number', 'in', templateRows.map((row) => row.serial_number)).execute();
     // As the server's bucket keeper would in its first seconds: otherwise its steps would run during the measurement.
     while ((await cutOversizedBuckets(typedDb, PAGED_LISTS)) > 0);
+    // Nor should the summary's folder fold a delta per copied OKM then: counted afresh, as migration 0017 does.
+    await recountFleetSummary(typedDb);
   });
 }
 

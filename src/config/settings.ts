@@ -35,6 +35,8 @@ export interface Settings {
   rolloutSweepIntervalMs: number;
   /** How often a server process looks for oversized page buckets to cut (src/db/page-bucket-keeper.ts), in ms; 0: never (another process does). */
   pageBucketKeeperIntervalMs: number;
+  /** How often a server process folds the fleet summary's deltas into its counts (src/okm/fleet-summary-folder.ts), in ms; 0: never (another process does). */
+  fleetSummaryFoldIntervalMs: number;
   jwtIssuer: string;
   jwtAudience: string;
   jwtClockToleranceSeconds: number;
@@ -243,6 +245,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookLogRetentionDays: integer(env, 'WEBHOOK_LOG_RETENTION_DAYS', 7, 1, 3650),
     rolloutSweepIntervalMs: integer(env, 'ROLLOUT_SWEEP_INTERVAL_MS', 10_000, 0, 3_600_000),
     pageBucketKeeperIntervalMs: integer(env, 'PAGE_BUCKET_KEEPER_INTERVAL_MS', 5_000, 0, 3_600_000),
+    fleetSummaryFoldIntervalMs: integer(env, 'FLEET_SUMMARY_FOLD_INTERVAL_MS', 1_000, 0, 3_600_000),
     jwtIssuer: text(env, 'JWT_ISSUER', 'keyfleet'),
     jwtAudience: text(env, 'JWT_AUDIENCE', 'keyfleet'),
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),

@@ -16,6 +16,7 @@ import * as rollouts from './migrations/0013_rollouts.ts';
 import * as listPaging from './migrations/0014_list_paging.ts';
 import * as aclListSizes from './migrations/0015_acl_list_sizes.ts';
 import * as listFilters from './migrations/0016_list_filters.ts';
+import * as fleetSummaryCounts from './migrations/0017_fleet_summary_counts.ts';
 import * as statementPageBuckets from './migrations/0018_statement_page_buckets.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
@@ -44,6 +45,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0014_list_paging': listPaging,
   '0015_acl_list_sizes': aclListSizes,
   '0016_list_filters': listFilters,
+  '0017_fleet_summary_counts': fleetSummaryCounts,
   '0018_statement_page_buckets': statementPageBuckets,
 };
 

@@ -32,6 +32,9 @@ export interface Database {
   rollouts: RolloutsTable;
   rollout_members: RolloutMembersTable;
   page_buckets: PageBucketsTable;
+  fleet_summary_counts: FleetSummaryCountsTable;
+  fleet_summary_deltas: FleetSummaryDeltasTable;
+  fleet_summary_folder: FleetSummaryFolderTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -388,4 +391,33 @@ export interface PageBucketsTable {
   /** The bucket's lowest key ('' for the first); integer keys zero-padded to 20 digits. */
   lower_key: string;
   entries: number;
+}
+
+/** A group of OKMs that the fleet summary counts (src/okm/fleet-summary-counts.ts): okms columns, and two flags as 0 or 1. */
+export interface FleetSummaryGroupColumns {
+  customer_id: number | null;
+  last_correction: string | null;
+  firmware_version: string | null;
+  batch_key_firmware_version: string | null;
+  wireless_key_firmware_version: string | null;
+  /** 1: last_sync_time is null. */
+  never_polled: number;
+  /** 1: the overdue sweep has marked the OKMs (overdue_at > 0). */
+  marked_overdue: number;
+}
+
+/** How many OKMs each group has, as of the last fold of the deltas. */
+export interface FleetSummaryCountsTable extends FleetSummaryGroupColumns {
+  okms: number;
+}
+
+/** +1 or -1 to a group, appended by the triggers on okms for each row that enters or leaves it. */
+export interface FleetSummaryDeltasTable extends FleetSummaryGroupColumns {
+  id: Generated<number> & Id;
+  okms: number;
+}
+
+/** One row, locked by the fold that is running. */
+export interface FleetSummaryFolderTable {
+  id: number;
 }

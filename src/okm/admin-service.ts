@@ -68,7 +68,7 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
     firmware_version: okm.firmwareVersion,
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
-    overdue: isOverdue(okm.lastSyncTime, effectivePollingInterval, now),
+    overdue: isOverdue(okm, now),
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),
   };
@@ -185,7 +185,6 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
       ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
       ...(query.state === undefined ? {} : { state: query.state }),
       ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
-      fleetPollingInterval: request.settings.fleetPollingInterval,
       now: request.now,
     },
     query.sort ?? 'serial_number',

@@ -21,7 +21,6 @@ const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       message: MESSAGES.fetched,
       data: await fleetSummary({
         db: app.db,
-        settings: app.settings,
         principal: principalOf(request),
         customerName: request.query.customer,
         now: Date.now(),

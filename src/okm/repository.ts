@@ -36,6 +36,8 @@ export function toOkm(row: OkmRow): Okm {
     firmwareVersion: row.firmware_version,
     lastCorrection: row.last_correction,
     deviceTokenIssuedAt: row.device_token_issued_at,
+    dueBy: row.due_by,
+    overdueAt: row.overdue_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

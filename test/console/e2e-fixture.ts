@@ -211,6 +211,9 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
         status_urls: '[]',
         install_code: null,
         last_sync_time: lastSync,
+        // As the last poll left them: due in 3 polling intervals, watched by the overdue sweep.
+        due_by: lastSync === null ? null : lastSync + 3 * interval * 1000,
+        overdue_at: lastSync === null ? 0 : null,
         last_ip: isNeverPolled ? null : `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`,
         firmware_version: isNeverPolled ? null : pick(KAS_VERSIONS),
         batch_key_firmware_version: isNeverPolled ? null : pick(BATCH_VERSIONS),

@@ -18,13 +18,14 @@ import * as rollouts from '../../src/db/migrations/0013_rollouts.ts';
 import * as listPaging from '../../src/db/migrations/0014_list_paging.ts';
 import * as aclListSizes from '../../src/db/migrations/0015_acl_list_sizes.ts';
 import * as listFilters from '../../src/db/migrations/0016_list_filters.ts';
+import * as fleetSummaryCounts from '../../src/db/migrations/0017_fleet_summary_counts.ts';
 import * as statementPageBuckets from '../../src/db/migrations/0018_statement_page_buckets.ts';
 import { MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
 import { ALL_SCOPE } from '../../src/db/paged-lists.ts';
 import { appendAuditRecords, listAuditRecords } from '../../src/okm/audit-repository.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 
-const BEFORE_0018 = [initial, pki, apiKeys, dlock, acl, statusEvents, okmHardening, statusFanOut, dataKeys, okmClaims, okmLastCorrection, fleetEvents, rollouts, listPaging, aclListSizes, listFilters];
+const BEFORE_0018 = [initial, pki, apiKeys, dlock, acl, statusEvents, okmHardening, statusFanOut, dataKeys, okmClaims, okmLastCorrection, fleetEvents, rollouts, listPaging, aclListSizes, listFilters, fleetSummaryCounts];
 
 const okm = (serial: string) => ({ serial_number: serial, customer_id: null, auditing_enabled: 1, status_urls: '[]', created_at: 1, updated_at: 1 });
 

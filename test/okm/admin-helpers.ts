@@ -1,5 +1,7 @@
 import type { InjectOptions } from 'fastify';
 import { decodeJwt } from 'jose';
+import { sql } from 'kysely';
+import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../../src/okm/fleet-states.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -44,6 +46,23 @@ export function call(t: TestApp, method: InjectOptions['method'], url: string, o
     headers['content-type'] ??= 'application/json';
   }
   return t.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
+}
+
+/**
+ * Leaves the OKM's row as a poll `ageMs` ago would have: its last sync time, due in three of
+ * its effective polling intervals from then, watched by the overdue sweep (not marked yet).
+ */
+export async function setLastPoll(t: TestApp, serial: string, ageMs: number) {
+  const polledAt = Date.now() - ageMs;
+  await t.db
+    .updateTable('okms')
+    .set({
+      last_sync_time: polledAt,
+      due_by: sql<number>`cast(${polledAt} as bigint) + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(polling_interval, ${t.settings.fleetPollingInterval})`,
+      overdue_at: null,
+    })
+    .where('serial_number', '=', serial)
+    .execute();
 }
 
 const operatorTokens = new WeakMap<TestApp, Promise<string>>();

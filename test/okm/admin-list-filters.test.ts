@@ -70,6 +70,9 @@ forEachDatabase('OKM list filters and sorts', (kind) => {
             customer_id: customer.id,
             last_sync_time: okm.lastSyncTime,
             last_correction: okm.lastCorrection,
+            // As a poll leaves them: due in 3 fleet polling intervals, watched by the overdue sweep.
+            due_by: okm.lastSyncTime === null ? null : okm.lastSyncTime + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * t.settings.fleetPollingInterval,
+            overdue_at: okm.lastSyncTime === null ? 0 : null,
             auditing_enabled: 0,
             status_urls: '[]',
             created_at: 0,

@@ -34,11 +34,11 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
   after(() => t.close());
 
   /** The plan of every statement a page of the list runs, one line per step. */
-  async function planOfPage(filter: Omit<OkmListFilter, 'now' | 'fleetPollingInterval'>, page: number): Promise<string[]> {
+  async function planOfPage(filter: Omit<OkmListFilter, 'now'>, page: number): Promise<string[]> {
     const statements: CompiledQuery[] = [];
     const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
     try {
-      await listOkms(logged, { fleetPollingInterval: 150, now: Date.now(), ...filter }, 'serial_number', page, 100);
+      await listOkms(logged, { now: Date.now(), ...filter }, 'serial_number', page, 100);
     } finally {
       await logged.destroy();
     }
@@ -62,6 +62,17 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
 
     assert.ok(plan.length > 0 && plan.filter((step) => step.includes('okms_drifting_idx') || step.includes('okms_customer_drifting_idx')).length >= 2, plan.join('\n'));
     assert.ok(!plan.some((step) => step.startsWith('SCAN okms USING INDEX')), plan.join('\n'));
+  });
+
+  test('a page of overdue OKMs, and their count, read the overdue ones through their indexes, not every OKM', async () => {
+    const fleet = await planOfPage({ state: 'overdue' }, 5);
+    const customer = await planOfPage({ customerId, overdue: true }, 5);
+
+    for (const plan of [fleet, customer]) {
+      assert.ok(plan.some((step) => step.includes('okms_marked_overdue_idx')), plan.join('\n'));
+      assert.ok(plan.some((step) => step.includes('okms_due_by_idx')), plan.join('\n'));
+      assert.ok(!plan.some((step) => step === 'SCAN okms' || step === 'SCAN marked' || step === 'SCAN past_due'), plan.join('\n'));
+    }
   });
 
   test('a page of one firmware version, the whole fleet\'s or a customer\'s, walks and counts a range of a firmware index', async () => {

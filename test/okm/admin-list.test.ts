@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { OKMS, call, createOkm, devicePoll, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
+import { OKMS, call, createOkm, devicePoll, issueTokens, setLastPoll, uniqueSerial, type Tokens } from './admin-helpers.ts';
 
 let customers = 0;
 
@@ -112,11 +112,9 @@ forEachDatabase('OKM admin API list', (kind) => {
     const { token } = await freshCustomer();
     const [late, punctual, never, lateByFleetDefault] = await createMany(token, 4, uniqueSerial('L'));
     await t.db.updateTable('okms').set({ polling_interval: 10 }).where('serial_number', 'in', [late!, punctual!]).execute();
-    const setLastSync = (serial: string, ageMs: number) =>
-      t.db.updateTable('okms').set({ last_sync_time: Date.now() - ageMs }).where('serial_number', '=', serial).execute();
-    await setLastSync(late!, 31_000);
-    await setLastSync(punctual!, 20_000);
-    await setLastSync(lateByFleetDefault!, 3 * t.settings.fleetPollingInterval * 1000 + 5_000);
+    await setLastPoll(t, late!, 31_000);
+    await setLastPoll(t, punctual!, 20_000);
+    await setLastPoll(t, lateByFleetDefault!, 3 * t.settings.fleetPollingInterval * 1000 + 5_000);
 
     const overdue = await list(token, '?overdue=true');
     const notOverdue = await list(token, '?overdue=false');
@@ -131,7 +129,7 @@ forEachDatabase('OKM admin API list', (kind) => {
     const [a, b] = await createMany(token, 2, uniqueSerial('L'));
     await devicePoll(t, a!, '?kasFirmware=4.0');
     await devicePoll(t, b!, '?kasFirmware=4.0');
-    await t.db.updateTable('okms').set({ last_sync_time: Date.now() - 3_600_000 }).where('serial_number', '=', b!).execute();
+    await setLastPoll(t, b!, 3_600_000);
 
     const response = await list(token, '?firmware_version=4.0&overdue=true');
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { OKMS, addUrlRelease, call, claim, createOkm, devicePoll, issueTokens, uniqueSerial, uniqueVersion, type Tokens } from './admin-helpers.ts';
+import { OKMS, addUrlRelease, call, claim, createOkm, devicePoll, issueTokens, setLastPoll, uniqueSerial, uniqueVersion, type Tokens } from './admin-helpers.ts';
 
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -133,8 +133,8 @@ forEachDatabase('OKM admin API routes', (kind) => {
   test('an OKM that has not polled for three times its effective interval is overdue; one that never polled is not', async () => {
     const [late, punctual, never] = [uniqueSerial(), uniqueSerial(), uniqueSerial()];
     for (const serial of [late, punctual, never]) await createOkm(t, tokens.acmeWrite, serial, { polling_interval: 10 });
-    await t.db.updateTable('okms').set({ last_sync_time: Date.now() - 31_000 }).where('serial_number', '=', late).execute();
-    await t.db.updateTable('okms').set({ last_sync_time: Date.now() - 25_000 }).where('serial_number', '=', punctual).execute();
+    await setLastPoll(t, late, 31_000);
+    await setLastPoll(t, punctual, 25_000);
 
     const overdue = await Promise.all(
       [late, punctual, never].map(async (serial) => (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).json().data.overdue),

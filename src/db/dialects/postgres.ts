@@ -3,7 +3,7 @@ import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { precompiledStatementName } from '../precompiled-query.ts';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
 import { postgresPageBucketTriggers } from './postgres-page-buckets.ts';
-import type { DialectStrategy, RowSetColumn } from './strategy.ts';
+import type { DialectStrategy, RowSetColumn, RowTrigger } from './strategy.ts';
 
 const INT8_OID = 20;
 
@@ -120,9 +120,13 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     },
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
     pageBucketTriggers: postgresPageBucketTriggers,
-    afterInsertTrigger: (name, table, statement) => [
-      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${statement}; RETURN NULL; END $$`,
-      `CREATE TRIGGER ${name} AFTER INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+    rowTrigger: ({ name, table, event, columns, when, statements }: RowTrigger) => [
+      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+${statements.map((statement) => `${statement};`).join('\n')}
+RETURN NULL;
+END $$`,
+      `CREATE TRIGGER ${name} AFTER ${event}${columns ? ` OF ${columns.join(', ')}` : ''} ON ${table} FOR EACH ROW${when ? ` WHEN (${when})` : ''} EXECUTE FUNCTION ${name}()`,
     ],
     nullsFirstIndexColumn: (column) => sql`${sql.ref(column)} NULLS FIRST`,
   };

@@ -5,7 +5,7 @@ import { SqliteDialect, sql } from 'kysely';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
 import { sqlitePageBucketTriggers } from './sqlite-page-buckets.ts';
-import type { DialectStrategy } from './strategy.ts';
+import type { DialectStrategy, RowTrigger } from './strategy.ts';
 
 export function sqliteStrategy(file: string): DialectStrategy {
   return {
@@ -35,7 +35,12 @@ export function sqliteStrategy(file: string): DialectStrategy {
     migrationTableSchema: async () => undefined,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
     pageBucketTriggers: sqlitePageBucketTriggers,
-    afterInsertTrigger: (name, table, statement) => [`CREATE TRIGGER ${name} AFTER INSERT ON ${table} BEGIN ${statement}; END`],
+    rowTrigger: ({ name, table, event, columns, when, statements }: RowTrigger) => [
+      `CREATE TRIGGER ${name} AFTER ${event}${columns ? ` OF ${columns.join(', ')}` : ''} ON ${table} FOR EACH ROW${when ? ` WHEN ${when}` : ''}
+BEGIN
+${statements.map((statement) => `${statement};`).join('\n')}
+END`,
+    ],
     nullsFirstIndexColumn: (column) => sql.ref(column),
   };
 }

@@ -33,7 +33,12 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   // page_buckets counts each customer's ACLs now.
   await db.schema.dropTable('acl_counts').execute();
   await sql`DELETE FROM pending_okms WHERE serial_number IN (SELECT serial_number FROM okms)`.execute(db);
-  for (const statement of dialect.afterInsertTrigger('okms_not_pending', 'okms', 'DELETE FROM pending_okms WHERE serial_number = NEW.serial_number')) {
+  for (const statement of dialect.rowTrigger({
+    name: 'okms_not_pending',
+    table: 'okms',
+    event: 'INSERT',
+    statements: ['DELETE FROM pending_okms WHERE serial_number = NEW.serial_number'],
+  })) {
     await sql.raw(statement).execute(db);
   }
 
