@@ -40,6 +40,16 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(error.cause, depth + 1);
 }
 
+/**
+ * PostgreSQL SQLSTATEs of a transaction that lost a race for rows and may simply be run again:
+ * deadlock_detected, serialization_failure, and lock_not_available (a NOWAIT lock taken).
+ */
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03']);
+
+/** True when `error` ended a transaction that lost a race for locks; running it again may succeed. */
+export const isTransactionConflict = (error: unknown): boolean =>
+  error instanceof Error && CONFLICT_SQLSTATES.has((error as { code?: unknown }).code as string);
+
 /** What a log line says of a connection error: no stack, which would repeat on every request of an outage. */
 export function describeConnectionError(error: unknown): { code?: string; message: string } {
   const { code, message } = error as { code?: unknown; message?: unknown };

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from './connection-errors.ts';
+import { isDatabaseUnavailable, isTransactionConflict } from './connection-errors.ts';
 import type { Db } from './database.ts';
 
 /**
@@ -19,12 +19,27 @@ interface Pending<In, Out> {
   reject(reason: unknown): void;
 }
 
+/** Runs of a transaction that lost a race for locks (isTransactionConflict) before its failure stands. */
+const CONFLICT_RUNS = 3;
+
+/** Runs `transaction`, again when it lost a race for locks, up to CONFLICT_RUNS times in all. */
+async function runRetryingConflicts<T>(transaction: () => Promise<T>): Promise<T> {
+  for (let run = 1; ; run++) {
+    try {
+      return await transaction();
+    } catch (error) {
+      if (run >= CONFLICT_RUNS || !isTransactionConflict(error)) throw error;
+    }
+  }
+}
+
 /**
  * Runs `work` as the grouping says: once for each batch of calls, or once for each call. Each
  * call's promise settles only after the transaction holding its work has committed (or
  * failed), so a caller never answers for a write that may still be lost. When a batch's transaction fails, its calls run again one
  * transaction each, so that only a failing call fails; unless the database is unavailable,
- * which fails them all at once.
+ * which fails them all at once. A transaction that lost a race for locks (a deadlock, a NOWAIT
+ * lock taken) runs again first, up to CONFLICT_RUNS times.
  */
 export function createWriteBatcher<In, Out>(
   db: Db,
@@ -37,7 +52,7 @@ export function createWriteBatcher<In, Out>(
    */
   lockKey?: (input: In) => string,
 ): (input: In) => Promise<Out> {
-  const alone = (input: In) => db.transaction().execute(async (tx) => (await work(tx, [input]))[0]!);
+  const alone = (input: In) => runRetryingConflicts(() => db.transaction().execute(async (tx) => (await work(tx, [input]))[0]!));
   if (grouping.kind === 'transaction') return alone;
 
   let queue: Pending<In, Out>[] = [];
@@ -46,7 +61,7 @@ export function createWriteBatcher<In, Out>(
     const batch = lockKey ? arrived.map((call) => ({ call, key: lockKey(call.input) })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map(({ call }) => call) : arrived;
     let results: Out[];
     try {
-      results = await db.transaction().execute((tx) => work(tx, batch.map((call) => call.input)));
+      results = await runRetryingConflicts(() => db.transaction().execute((tx) => work(tx, batch.map((call) => call.input))));
     } catch (error) {
       // Without a database the calls would only fail again, one (connection timeout) at a time.
       if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.forEach((call) => call.reject(error));

@@ -98,6 +98,37 @@ forEachDatabase('write batcher', (kind) => {
     assert.equal(attempts, 1);
   });
 
+  test('a batch that lost a race for locks runs again as a whole, its first run rolled back', async () => {
+    const conflict = Object.assign(new Error('could not obtain lock on row in relation "page_buckets"'), { code: '55P03' });
+    let runs = 0;
+    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 64 }, async (db, batch: readonly string[]) => {
+      runs++;
+      await db.updateTable('okms').set({ last_ip: `run-${runs}` }).where('serial_number', 'in', batch).execute();
+      if (runs === 1) throw conflict;
+      return Promise.all(batch.map((serial) => lastIp(db, serial)));
+    });
+
+    const answers = await Promise.all(serials.slice(0, 3).map((serial) => run(serial)));
+
+    assert.equal(runs, 2);
+    assert.deepEqual(answers, ['run-2', 'run-2', 'run-2']);
+  });
+
+  test('a call whose transaction keeps losing races for locks fails after three runs, alone or in a batch', async () => {
+    const deadlock = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    for (const grouping of [{ kind: 'transaction' }, { kind: 'batch', maxSize: 64 }] as const) {
+      let runs = 0;
+      const run = createWriteBatcher(t.db, grouping, async () => {
+        runs++;
+        throw deadlock;
+      });
+
+      await assert.rejects(run('BATCH-0'), deadlock);
+
+      assert.equal(runs, 3, grouping.kind);
+    }
+  });
+
   test('calls of the same event-loop turn are given to the work together, in one transaction, up to the batch size', async () => {
     const transactions: Db[] = [];
     const batchSizes: number[] = [];

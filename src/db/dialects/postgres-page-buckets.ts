@@ -50,7 +50,11 @@ $$`;
  * statement's rows. The buckets are locked in key order, then the keys placed again in a fresh
  * snapshot; while a cut (which holds its bucket's lock) has moved keys into buckets not locked
  * yet, those are locked too, as page_bucket_add does for one key. Then one UPDATE adds each
- * bucket's share.
+ * bucket's share. Those later locks break the key order, so they do not wait (NOWAIT): had they
+ * waited, two statements could each hold a bucket the other waits for, which PostgreSQL detects
+ * only after deadlock_timeout (seen: concurrent enrolments of 100 000 new OKMs while the keeper
+ * cut their buckets). A bucket taken fails the statement with lock_not_available (55P03), and
+ * the caller's transaction is run again (write-batcher.ts).
  */
 const PAGE_BUCKETS_ADD_KEYS = `CREATE OR REPLACE FUNCTION page_buckets_add_keys(p_list text, p_scopes text[], p_keys text[], p_delta bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -71,8 +75,13 @@ BEGIN
       FROM page_bucket_shares(p_list, p_scopes, p_keys) AS shares
       WHERE NOT (shares.scope || E'\\n' || shares.lower_key = ANY (locked));
     EXIT WHEN new_scopes IS NULL;
-    PERFORM 1 FROM page_buckets b JOIN unnest(new_scopes, new_keys) AS n(scope, lower_key) ON b.scope = n.scope AND b.lower_key = n.lower_key
-      WHERE b.list = p_list ORDER BY b.scope, b.lower_key FOR UPDATE OF b;
+    IF cardinality(locked) = 0 THEN
+      PERFORM 1 FROM page_buckets b JOIN unnest(new_scopes, new_keys) AS n(scope, lower_key) ON b.scope = n.scope AND b.lower_key = n.lower_key
+        WHERE b.list = p_list ORDER BY b.scope, b.lower_key FOR UPDATE OF b;
+    ELSE
+      PERFORM 1 FROM page_buckets b JOIN unnest(new_scopes, new_keys) AS n(scope, lower_key) ON b.scope = n.scope AND b.lower_key = n.lower_key
+        WHERE b.list = p_list ORDER BY b.scope, b.lower_key FOR UPDATE OF b NOWAIT;
+    END IF;
     locked := locked || ARRAY(SELECT n.scope || E'\\n' || n.lower_key FROM unnest(new_scopes, new_keys) AS n(scope, lower_key));
   END LOOP;
   UPDATE page_buckets b SET entries = b.entries + p_delta * shares.entries
