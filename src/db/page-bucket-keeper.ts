@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { createOutageLog, isDatabaseUnavailable } from './connection-errors.ts';
 import { cutOversizedBuckets } from './page-buckets.ts';
 import { PAGED_LISTS } from './paged-lists.ts';
+import { repeatStep } from './repeating-step.ts';
 
 /** The pause between two steps while buckets remain to cut: writers and page reads run between them. */
 const PAUSE_BETWEEN_STEPS_MS = 100;
@@ -18,28 +18,7 @@ const PAUSE_BETWEEN_STEPS_MS = 100;
 async function pageBucketKeeperPlugin(app: FastifyInstance): Promise<void> {
   const intervalMs = app.settings.pageBucketKeeperIntervalMs;
   if (intervalMs === 0) return;
-  const outageLog = createOutageLog(app.log);
-  let timer: NodeJS.Timeout | undefined;
-  let stepping: Promise<void> = Promise.resolve();
-  let closing = false;
-  const step = () => {
-    stepping = cutOversizedBuckets(app.db, PAGED_LISTS)
-      .then((walked) => (walked > 0 ? PAUSE_BETWEEN_STEPS_MS : intervalMs))
-      .catch((error: unknown) => {
-        if (isDatabaseUnavailable(error)) outageLog('page bucket keeper failed', error);
-        else app.log.error({ err: error }, 'page bucket keeper failed');
-        return intervalMs;
-      })
-      .then((delayMs) => {
-        if (!closing) timer = setTimeout(step, delayMs).unref();
-      });
-  };
-  app.addHook('onReady', async () => void (timer = setTimeout(step, 0).unref()));
-  app.addHook('onClose', async () => {
-    closing = true;
-    clearTimeout(timer);
-    await stepping;
-  });
+  repeatStep(app, 'page bucket keeper', intervalMs, async () => ((await cutOversizedBuckets(app.db, PAGED_LISTS)) > 0 ? PAUSE_BETWEEN_STEPS_MS : intervalMs));
 }
 
 export default fp(pageBucketKeeperPlugin, { name: 'keyfleet-page-bucket-keeper' });

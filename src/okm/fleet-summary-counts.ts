@@ -21,8 +21,8 @@ import type { FleetSummaryGroupColumns } from '../db/schema.ts';
  * What is time-dependent (overdue before the sweep marks it) is not counted here: see
  * fleet-summary-repository.ts.
  */
-export const GROUP_COLUMNS = [
-  'customer_id',
+/** What a group is within one customer's OKMs (or within all of them, for the summary of every OKM). */
+export const GROUP_COLUMNS_WITHIN_CUSTOMER = [
   'last_correction',
   'firmware_version',
   'batch_key_firmware_version',
@@ -30,6 +30,8 @@ export const GROUP_COLUMNS = [
   'never_polled',
   'marked_overdue',
 ] as const satisfies readonly (keyof FleetSummaryGroupColumns)[];
+
+export const GROUP_COLUMNS = ['customer_id', ...GROUP_COLUMNS_WITHIN_CUSTOMER] as const satisfies readonly (keyof FleetSummaryGroupColumns)[];
 
 /** The okms columns a group is made of: an UPDATE that SETs none of them moves no OKM to another group. */
 const OKM_COLUMNS_GROUPED_ON = [
@@ -61,8 +63,8 @@ const appendDeltas = (deltas: { row: 'NEW' | 'OLD'; okms: 1 | -1 }[]) =>
 /** The statements that create the triggers appending the deltas of every write to okms. */
 export function fleetSummaryTriggers(dialect: DialectStrategy): string[] {
   const [newGroup, oldGroup] = [groupOf('NEW'), groupOf('OLD')];
-  // Polls SET most grouped columns with the values they had: this condition, not the column
-  // list, is what spares them (PostgreSQL tests it without calling the trigger's function).
+  // Every poll SETs last_sync_time, one of the grouped columns: this condition, not the column
+  // list, is what spares it (PostgreSQL tests it without calling the trigger's function).
   const movedToAnotherGroup = oldGroup.map((value, index) => `(${value}) IS DISTINCT FROM (${newGroup[index]})`).join(' OR ');
   return [
     ...dialect.rowTrigger({ name: 'okms_fleet_summary_insert', table: 'okms', event: 'INSERT', statements: [appendDeltas([{ row: 'NEW', okms: 1 }])] }),

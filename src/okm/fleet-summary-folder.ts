@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.ts';
+import { repeatStep } from '../db/repeating-step.ts';
 import { DELTAS_PER_FOLD, foldFleetSummaryDeltas } from './fleet-summary-counts.ts';
 
 /** The pause between two steps while deltas remain after a full one (a bulk load): writers and reads run between them. */
@@ -15,28 +15,9 @@ const PAUSE_BETWEEN_STEPS_MS = 50;
 async function fleetSummaryFolderPlugin(app: FastifyInstance): Promise<void> {
   const intervalMs = app.settings.fleetSummaryFoldIntervalMs;
   if (intervalMs === 0) return;
-  const outageLog = createOutageLog(app.log);
-  let timer: NodeJS.Timeout | undefined;
-  let stepping: Promise<void> = Promise.resolve();
-  let closing = false;
-  const step = () => {
-    stepping = foldFleetSummaryDeltas(app.db, app.dialect)
-      .then((taken) => (taken === DELTAS_PER_FOLD ? PAUSE_BETWEEN_STEPS_MS : intervalMs))
-      .catch((error: unknown) => {
-        if (isDatabaseUnavailable(error)) outageLog('fleet summary folder failed', error);
-        else app.log.error({ err: error }, 'fleet summary folder failed');
-        return intervalMs;
-      })
-      .then((delayMs) => {
-        if (!closing) timer = setTimeout(step, delayMs).unref();
-      });
-  };
-  app.addHook('onReady', async () => void (timer = setTimeout(step, 0).unref()));
-  app.addHook('onClose', async () => {
-    closing = true;
-    clearTimeout(timer);
-    await stepping;
-  });
+  repeatStep(app, 'fleet summary folder', intervalMs, async () =>
+    (await foldFleetSummaryDeltas(app.db, app.dialect)) === DELTAS_PER_FOLD ? PAUSE_BETWEEN_STEPS_MS : intervalMs,
+  );
 }
 
 export default fp(fleetSummaryFolderPlugin, { name: 'keyfleet-fleet-summary-folder' });

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
-import { GROUP_COLUMNS } from './fleet-summary-counts.ts';
+import { GROUP_COLUMNS, GROUP_COLUMNS_WITHIN_CUSTOMER } from './fleet-summary-counts.ts';
 import type { OverdueClock } from './fleet-states.ts';
 
 /** The OKMs of one customer (or of all) that share a last correction and the three reported firmware versions. */
@@ -34,16 +34,8 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
   };
   const rows = await db
     .selectFrom(keptIn('fleet_summary_counts').unionAll(keptIn('fleet_summary_deltas')).as('kept'))
-    .select((eb) => [
-      'last_correction',
-      'firmware_version',
-      'batch_key_firmware_version',
-      'wireless_key_firmware_version',
-      'never_polled',
-      'marked_overdue',
-      eb.fn.sum<number | string>('okms').as('okms'),
-    ])
-    .groupBy(['last_correction', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version', 'never_polled', 'marked_overdue'])
+    .select((eb) => [...GROUP_COLUMNS_WITHIN_CUSTOMER, eb.fn.sum<number | string>('okms').as('okms')])
+    .groupBy([...GROUP_COLUMNS_WITHIN_CUSTOMER])
     .execute();
   return rows
     .map((row) => ({ row, okms: Number(row.okms) }))
