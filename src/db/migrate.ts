@@ -18,6 +18,7 @@ import * as aclListSizes from './migrations/0015_acl_list_sizes.ts';
 import * as listFilters from './migrations/0016_list_filters.ts';
 import * as fleetSummaryCounts from './migrations/0017_fleet_summary_counts.ts';
 import * as statementPageBuckets from './migrations/0018_statement_page_buckets.ts';
+import * as dropOkmsSummaryIndex from './migrations/0019_drop_okms_summary_index.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0016_list_filters': listFilters,
   '0017_fleet_summary_counts': fleetSummaryCounts,
   '0018_statement_page_buckets': statementPageBuckets,
+  '0019_drop_okms_summary_index': dropOkmsSummaryIndex,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

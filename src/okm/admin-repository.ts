@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import { pagePosition, scopeTotal } from '../db/page-buckets.ts';
 import { ALL_SCOPE, customerScope, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
+import { countKept, type KeptCountFilter } from './fleet-summary-repository.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
 import { toOkm } from './repository.ts';
@@ -118,7 +119,24 @@ const matchingSerials = (db: Db, filter: OkmListFilter) =>
     .select('okms.serial_number')
     .where((eb) => listConditions(eb, filter));
 
+/**
+ * The filter as one the kept counts answer (countKept), or undefined: they hold the customer,
+ * the last correction, whether it never polled and the firmware versions, not the time
+ * (overdue) nor the serial number.
+ */
+function keptCountFilterOf(filter: OkmListFilter): KeptCountFilter | undefined {
+  if (filter.overdue !== undefined || filter.serialPrefix !== undefined || filter.state === 'overdue') return undefined;
+  if (filter.unassigned && filter.customerId !== undefined) return undefined;
+  const kept: KeptCountFilter = { customerId: filter.unassigned ? null : filter.customerId, firmwareVersion: filter.firmwareVersion };
+  if (filter.state === 'in_step') Object.assign(kept, { corrected: false, neverPolled: false });
+  if (filter.state === 'drifting') kept.corrected = true;
+  if (filter.state === 'never_polled') kept.neverPolled = true;
+  return kept;
+}
+
 const countMatching = async (db: Db, filter: OkmListFilter) => {
+  const kept = keptCountFilterOf(filter);
+  if (kept !== undefined) return countKept(db, kept);
   const count = await db
     .selectFrom('okms')
     .select((eb) => eb.fn.countAll<number | string>().as('total'))

@@ -49,6 +49,37 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
     }));
 }
 
+/** Which OKMs to count from the kept counts: each field left out matches every OKM. */
+export interface KeptCountFilter {
+  /** A customer's id; null: the OKMs without a customer; undefined: every OKM. */
+  customerId?: number | null;
+  /** Whether the last poll was answered with a correction (drifting) or not (in step, or never polled). */
+  corrected?: boolean;
+  neverPolled?: boolean;
+  firmwareVersion?: string;
+}
+
+/**
+ * How many OKMs match, summed over the groups of the kept counts and their pending deltas in
+ * one statement: as many rows read as there are groups, however many OKMs match (the OKM
+ * list's total for the filters a group is made of).
+ */
+export async function countKept(db: Db, filter: KeptCountFilter): Promise<number> {
+  const keptIn = (table: 'fleet_summary_counts' | 'fleet_summary_deltas') => {
+    let rows = db.selectFrom(table).select('okms');
+    if (filter.customerId !== undefined) rows = rows.where('customer_id', filter.customerId === null ? 'is' : '=', filter.customerId);
+    if (filter.corrected !== undefined) rows = rows.where('last_correction', filter.corrected ? 'is not' : 'is', null);
+    if (filter.neverPolled !== undefined) rows = rows.where('never_polled', '=', filter.neverPolled ? 1 : 0);
+    if (filter.firmwareVersion !== undefined) rows = rows.where('firmware_version', '=', filter.firmwareVersion);
+    return rows;
+  };
+  const row = await db
+    .selectFrom(keptIn('fleet_summary_counts').unionAll(keptIn('fleet_summary_deltas')).as('kept'))
+    .select((eb) => eb.fn.sum<number | string | null>('okms').as('okms'))
+    .executeTakeFirstOrThrow();
+  return Number(row.okms ?? 0);
+}
+
 /**
  * The OKMs past their due_by time that the overdue sweep has not marked yet: the entries of
  * okms_due_by_idx before now, which are only those that fell silent since the sweep last ran.
