@@ -99,6 +99,60 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
     for (const id of [String(byAlice.id), own]) assert.equal((await keyfleet('rollout', 'abort', id)).exitCode, 0);
   });
 
+  /** OKMs of acme no rollout has taken yet, under their own prefix. */
+  async function freshOkms(prefix: string, count: number): Promise<string[]> {
+    const customer = await store.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow();
+    const serials = Array.from({ length: count }, (_, index) => `${prefix}-${index}`);
+    for (const serial of serials) await insertOkm(store.db, serial, customer.id, UNCONFIGURED_OKM, Date.now());
+    return serials;
+  }
+
+  /** Creates a rollout of acme's `serials` through the CLI; returns its id. */
+  async function createOf(version: string, groups: string, serials: string[]): Promise<string> {
+    const created = await keyfleet('rollout', 'create', 'kas', version, '--customer', 'acme', '--groups', groups, '--serials', serials.join(','), '--json');
+    assert.equal(created.exitCode, 0, created.stderr);
+    return String(JSON.parse(created.stdout).rollout.id);
+  }
+
+  /** Sets the status of the first members of a group, as polls and the sweep leave them. */
+  async function setStatus(id: string, group: number, statuses: string[]): Promise<void> {
+    const members = await store.db.selectFrom('rollout_members').select('serial_number').where('rollout_id', '=', Number(id)).where('group_index', '=', group).orderBy('serial_number').execute();
+    for (const [index, status] of statuses.entries()) {
+      await store.db.updateTable('rollout_members').set({ status }).where('rollout_id', '=', Number(id)).where('serial_number', '=', members[index]!.serial_number).execute();
+    }
+  }
+
+  test('rollout show of a rollout under way counts each group by status, with the percent updated and a bar filled in proportion', async () => {
+    const id = await createOf('2.0', '20,100', await freshOkms('CLI-PROGRESS', 10));
+    assert.equal((await keyfleet('rollout', 'start', id)).exitCode, 0);
+    assert.equal((await keyfleet('rollout', 'advance', id)).exitCode, 0);
+    await setStatus(id, 0, ['updated', 'failed']);
+    await setStatus(id, 1, ['updated', 'updated', 'failed', 'offered', 'offered', 'offered']);
+
+    const shown = await keyfleet('rollout', 'show', id);
+
+    assert.equal(shown.exitCode, 0, shown.stderr);
+    assert.match(shown.stdout, /^1 +20% +completed +2 +0 +0 +1 +1 +\[#{10}\.{10}\] 50%$/m);
+    assert.match(shown.stdout, /^2 +100% +running +8 +2 +3 +2 +1 +\[#{5}\.{15}\] 25%$/m);
+    assert.match(shown.stdout, /^total +10 +2 +3 +3 +2 +\[#{6}\.{14}\] 30%$/m);
+    assert.equal((await keyfleet('rollout', 'abort', id)).exitCode, 0);
+  });
+
+  test('rollout list without --json prints one line per rollout, newest first: id, kind and version, customer, state, group and progress', async () => {
+    await addRelease(store.db, 'kas', '3.0');
+    const running = await createOf('2.0', '50,100', await freshOkms('CLI-LIST-A', 4));
+    assert.equal((await keyfleet('rollout', 'start', running)).exitCode, 0);
+    await setStatus(running, 0, ['updated']);
+    const ready = await createOf('3.0', '100', await freshOkms('CLI-LIST-B', 3));
+
+    const listed = await keyfleet('rollout', 'list', '--customer', 'acme');
+
+    assert.equal(listed.exitCode, 0, listed.stderr);
+    const lines = listed.stdout.trimEnd().split('\n');
+    assert.deepEqual(lines.slice(0, 2), [`${ready}  kas 3.0  acme  ready  group -  updated 0/3  failed 0`, `${running}  kas 2.0  acme  running  group 1/2  updated 1/4  failed 0`]);
+    for (const id of [running, ready]) assert.equal((await keyfleet('rollout', 'abort', id)).exitCode, 0);
+  });
+
   test('rollout create refuses a malformed value with the API’s words, and exits 2', async () => {
     const run = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '10,5');
     const badWindow = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--window', '22:00');

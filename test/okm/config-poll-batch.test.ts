@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Kysely } from 'kysely';
+import { CompiledQuery, Kysely, sql } from 'kysely';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import type { Database } from '../../src/db/schema.ts';
@@ -11,7 +11,7 @@ import { createPollHandler, type PollReply, type PollRequest } from '../../src/o
 import { findOkm, insertOkm } from '../../src/okm/repository.ts';
 import { insertMembers, insertRollout } from '../../src/rollouts/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { unavailableReason } from '../helpers/databases.ts';
+import { unavailableReason, type DatabaseKind } from '../helpers/databases.ts';
 import { addRelease, freezeServerClock, newSerial, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
 
 const IN_STEP: DeviceParameters = { kasDateTime: SERVER_TIME, kasFirmware: '1.0.0', cacheMode: 1, pollingInterval: 60, auditUrl: '/api/v1/audit' };
@@ -147,10 +147,10 @@ forEachDatabase('reported firmware versions', (kind) => {
   });
 });
 
-/** Polls in one batch, through a handler on a database handle that counts the statements it runs. */
-async function countStatements(strategy: DialectStrategy, t: TestApp, requests: PollRequest[]): Promise<number> {
-  let statements = 0;
-  const db = new Kysely<Database>({ dialect: strategy.createDialect(), log: () => void statements++ });
+/** Polls in one batch, through a handler on a database handle that records the statements it runs. */
+async function runStatements(strategy: DialectStrategy, t: TestApp, requests: PollRequest[]): Promise<CompiledQuery[]> {
+  const statements: CompiledQuery[] = [];
+  const db = new Kysely<Database>({ dialect: strategy.createDialect(), log: (event) => void statements.push(event.query) });
   try {
     const handle = createPollHandler(db, t.settings, strategy, () => {});
     await Promise.all(requests.map((request) => handle(request)));
@@ -159,6 +159,115 @@ async function countStatements(strategy: DialectStrategy, t: TestApp, requests: 
     await db.destroy();
   }
 }
+
+async function countStatements(strategy: DialectStrategy, t: TestApp, requests: PollRequest[]): Promise<number> {
+  return (await runStatements(strategy, t, requests)).length;
+}
+
+/** A running rollout of kas `version` whose first group holds `serials` (its members, not yet offered). */
+async function runningRollout(t: TestApp, version: string, serials: string[]): Promise<void> {
+  const rolloutId = await insertRollout(t.db, {
+    customer_id: null,
+    kind: 'kas',
+    version,
+    filter: null,
+    group_percents: '[100]',
+    success_threshold: 100,
+    error_threshold: 100,
+    update_timeout_ms: 3_600_000,
+    auto_advance: 0,
+    state: 'running',
+    current_group: 0,
+    approval_required: 0,
+    created_by: 'test',
+    created_at: 1000,
+    updated_at: 1000,
+  });
+  await insertMembers(
+    t.db,
+    rolloutId,
+    serials.map((serialNumber) => ({ serialNumber, group: 0 })),
+  );
+  await t.db.updateTable('okms').set({ rollout_id: rolloutId }).where('serial_number', 'in', serials).execute();
+}
+
+/** The plan of a statement, one line per step, with seq scans off on PostgreSQL: a step that must scan still shows as one. */
+async function queryPlan(t: TestApp, kind: DatabaseKind, query: CompiledQuery): Promise<string[]> {
+  if (kind === 'sqlite') {
+    const { rows } = await t.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${query.sql}`, [...query.parameters]));
+    return rows.map((row) => row.detail);
+  }
+  return t.db.connection().execute(async (db) => {
+    await sql`SET enable_seqscan = off`.execute(db);
+    try {
+      const { rows } = await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`EXPLAIN ${query.sql}`, [...query.parameters]));
+      return rows.map((row) => row['QUERY PLAN']);
+    } finally {
+      await sql`RESET enable_seqscan`.execute(db);
+    }
+  });
+}
+
+forEachDatabase('the cost of rollouts to a poll', (kind) => {
+  let t: TestApp;
+  let strategy: DialectStrategy;
+  freezeServerClock();
+  before(async () => {
+    t = await buildTestApp(kind, { WEBHOOK_DISPATCH_IN_SERVER: 'false' });
+    strategy = dialectFor(t.settings);
+    await addRelease(t.db, 'kas', '2.0.0', { fleetLatest: true });
+    await addRelease(t.db, 'kas', '3.0.0');
+  });
+  after(() => t.close());
+
+  const BATCH = 5;
+  async function newOkms(prefix: string): Promise<string[]> {
+    const serials = Array.from({ length: BATCH }, () => newSerial(prefix));
+    for (const serial of serials) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
+    return serials;
+  }
+  const batch = (serials: string[], kasFirmware: string) => serials.map((serial) => pollRequest(serial, { ...IN_STEP, kasFirmware }));
+  /** Statements of three batches of the OKMs' polls: at 1.0.0 (first offered a version), at 1.0.0 again, then reporting `installs`. */
+  async function threePolls(serials: string[], installs: string): Promise<CompiledQuery[][]> {
+    return [
+      await runStatements(strategy, t, batch(serials, '1.0.0')),
+      await runStatements(strategy, t, batch(serials, '1.0.0')),
+      await runStatements(strategy, t, batch(serials, installs)),
+    ];
+  }
+  const counts = (runs: CompiledQuery[][]) => runs.map((statements) => statements.length);
+
+  test('polls of OKMs in no rollout run the same statements while a rollout runs as when no rollout exists', async () => {
+    assert.equal((await t.db.selectFrom('rollouts').select('id').execute()).length, 0);
+    const beforeAnyRollout = await threePolls(await newOkms('norollout'), '2.0.0');
+    const members = await newOkms('member');
+    await runningRollout(t, '3.0.0', members);
+    await runStatements(strategy, t, batch(members, '1.0.0'));
+
+    const whileRunning = await threePolls(await newOkms('outside'), '2.0.0');
+
+    assert.deepEqual(counts(whileRunning), counts(beforeAnyRollout));
+    assert.ok(whileRunning.flat().every((query) => !/"rollouts"|"rollout_members"/.test(query.sql)), 'a poll outside rollouts reads no rollout table');
+  });
+
+  test('polls of OKMs in a running rollout run one indexed read more, plus one write when first offered and two when reporting the version', async () => {
+    const outside = counts(await threePolls(await newOkms('control'), '2.0.0'));
+    const members = await newOkms('inrollout');
+    await runningRollout(t, '3.0.0', members);
+
+    const inRollout = await threePolls(members, '3.0.0');
+
+    assert.deepEqual(counts(inRollout), [outside[0]! + 1 + 1, outside[1]! + 1, outside[2]! + 1 + 2]);
+    const statuses = await t.db.selectFrom('rollout_members').select('status').where('serial_number', 'in', members).execute();
+    assert.deepEqual(statuses, Array(BATCH).fill({ status: 'updated' }));
+    const reads = inRollout[1]!.filter((query) => /join "rollouts"/.test(query.sql));
+    assert.equal(reads.length, 1);
+    const plan = await queryPlan(t, kind, reads[0]!);
+    // Each step a search by key: no SQLite SCAN, no PostgreSQL Seq Scan nor index scan without a condition.
+    const searches = (step: string, index: number) => !/^SCAN|Seq Scan/.test(step.trim()) && (!/Index (Only )?Scan/.test(step) || /^Index Cond/.test(plan[index + 1]?.trim() ?? ''));
+    assert.ok(plan.length > 0 && plan.every(searches), plan.join('\n'));
+  });
+});
 
 describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres') }, () => {
   let t: TestApp;
@@ -170,33 +279,6 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
   });
   after(() => t.close());
 
-  /** A running rollout of kas 3.0.0 whose first group holds `serials` (its members, not yet offered). */
-  async function runningRollout(serials: string[]): Promise<void> {
-    const rolloutId = await insertRollout(t.db, {
-      customer_id: null,
-      kind: 'kas',
-      version: '3.0.0',
-      filter: null,
-      group_percents: '[100]',
-      success_threshold: 100,
-      error_threshold: 100,
-      update_timeout_ms: 3_600_000,
-      auto_advance: 0,
-      state: 'running',
-      current_group: 0,
-      approval_required: 0,
-      created_by: 'test',
-      created_at: 1000,
-      updated_at: 1000,
-    });
-    await insertMembers(
-      t.db,
-      rolloutId,
-      serials.map((serialNumber) => ({ serialNumber, group: 0 })),
-    );
-    await t.db.updateTable('okms').set({ rollout_id: rolloutId }).where('serial_number', 'in', serials).execute();
-  }
-
   /**
    * `copies` polls of each kind: a changed verdict, a pending message, a pin, subscriber URLs,
    * an unknown serial number, and two OKMs of a running rollout (one offered its version, one
@@ -206,7 +288,7 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     const requests: PollRequest[] = [];
     const [offered, updated] = [Array.from({ length: copies }, () => newSerial('offered')), Array.from({ length: copies }, () => newSerial('updated'))];
     for (const serial of [...offered, ...updated]) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
-    await runningRollout([...offered, ...updated]);
+    await runningRollout(t, '3.0.0', [...offered, ...updated]);
     for (let copy = 0; copy < copies; copy++) {
       requests.push(pollRequest(offered[copy]!, IN_STEP), pollRequest(updated[copy]!, { ...IN_STEP, kasFirmware: '3.0.0' }));
       const [changed, message, pinned, subscribed] = [newSerial('changed'), newSerial('message'), newSerial('pinned'), newSerial('subscribed')];

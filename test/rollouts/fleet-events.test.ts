@@ -69,4 +69,31 @@ forEachDatabase('rollout events reach webhook endpoints', (kind) => {
     assert.equal(betaRows.length, 0);
     assert.equal((await writer.act(rollout.id, 'abort')).statusCode, 200);
   });
+
+  test("aborting a running rollout is one rollout.aborted, delivered signed to its customer's endpoint; aborting it again emits nothing more", async () => {
+    const tokens = await issueTokens(t);
+    const acme = await t.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow();
+    const abortedEndpoint = await createFleetEndpoint(t, receiver, tokens.acmeWrite, '/acme-aborted', ['rollout.aborted']);
+    const writer = api(t, await customerWriter(t, 'acme'));
+    const fleet = await createFleet(t, acme.id, 10, '1.0', 'ABORT-HOOK');
+    const created = await writer.create({ kind: 'kas', version: '2.0', groups: [{ percent: 100 }], filter: { serial_numbers: fleet.map((okm) => okm.serialNumber) } });
+    const rollout = created.json().data as RolloutView;
+    assert.equal((await writer.act(rollout.id, 'start')).statusCode, 200);
+    await pollAll(t, fleet);
+
+    const first = await writer.act(rollout.id, 'abort');
+    const again = await writer.act(rollout.id, 'abort');
+
+    assert.deepEqual([first.statusCode, again.statusCode], [200, 200]);
+    assert.equal((again.json().data as RolloutView).state, 'aborted');
+    const queued = await t.db.selectFrom('fleet_event_deliveries').select('event_type').where('endpoint_id', '=', abortedEndpoint.id).execute();
+    assert.deepEqual(queued, [{ event_type: 'rollout.aborted' }]);
+    const [event] = await eventually(async () => {
+      const received = await verifiedFleetEvents(t, receiver, abortedEndpoint.path, customerOwner(acme.id));
+      return received.length > 0 && received;
+    });
+    assert.equal(event!.type, 'rollout.aborted');
+    assert.deepEqual(event!.data, { rollout_id: rollout.id, customer: 'acme', kind: 'kas', version: '2.0', reason: 'operator' });
+    assert.equal(receiver.eventsAt(abortedEndpoint.path).length, 1);
+  });
 });

@@ -15,6 +15,18 @@ export interface FleetEventBody {
   data: Record<string, unknown>;
 }
 
+/** One row of an endpoint's delivery log (`GET …/{id}/deliveries`). */
+export interface DeliveryLogEntry {
+  event_id: string;
+  event_type: string;
+  state: 'pending' | 'delivered' | 'failed' | 'gone';
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+}
+
 /** Creates a webhook endpoint through the API at `path` of the receiver; returns its id and path. */
 export async function createFleetEndpoint(
   t: TestApp,

@@ -6,8 +6,8 @@ import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
 import { poll } from '../okm/config-helpers.ts';
-import { ENDPOINTS, createFleetEndpoint, verifiedFleetEvents, type FleetEventBody } from './fleet-event-helpers.ts';
-import { FAST_WEBHOOKS, Receiver } from './helpers.ts';
+import { ENDPOINTS, createFleetEndpoint, verifiedFleetEvents, type DeliveryLogEntry, type FleetEventBody } from './fleet-event-helpers.ts';
+import { FAST_WEBHOOKS, Receiver, rebindingResolver } from './helpers.ts';
 
 forEachDatabase('fleet events', (kind) => {
   let t: TestApp;
@@ -258,6 +258,80 @@ forEachDatabase('fleet events', (kind) => {
     assert.equal(delivery.attempts, 1);
   });
 
+  /** The endpoint's delivery log, once `ready` accepts its newest delivery. */
+  const deliveryLogWhen = (endpointId: number, ready: (newest: DeliveryLogEntry) => boolean, token = tokens.acmeWrite) =>
+    eventually(async () => {
+      const log: DeliveryLogEntry[] = (await call(t, 'GET', `${ENDPOINTS}/${endpointId}/deliveries`, { token })).json().data;
+      return log[0] !== undefined && ready(log[0]) && log;
+    });
+
+  test('a fleet-event delivery answered 500 every time is retried by the schedule, then failed after the last retry: 4 attempts of one event, HTTP 500 in the log', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['okm.overdue']);
+    receiver.reply = (event) => (event.path === subscribed.path ? { status: 500 } : { status: 200 });
+
+    const queued = await call(t, 'POST', `${ENDPOINTS}/${subscribed.id}/test`, { token: tokens.acmeWrite });
+
+    const [delivery] = await deliveryLogWhen(subscribed.id, (newest) => newest.state !== 'pending');
+    assert.deepEqual(
+      { state: delivery!.state, attempts: delivery!.attempts, next_attempt_at: delivery!.next_attempt_at, last_status_code: delivery!.last_status_code, last_error: delivery!.last_error },
+      { state: 'failed', attempts: 4, next_attempt_at: null, last_status_code: 500, last_error: 'HTTP 500' },
+    );
+    const attempts = receiver.eventsAt(subscribed.path);
+    assert.deepEqual(
+      attempts.map((attempt) => attempt.headers['webhook-id']),
+      Array(4).fill(queued.json().data.event_id),
+    );
+    receiver.reply = () => ({ status: 200 });
+  });
+
+  test('a fleet-event delivery answered 410 is gone after one attempt and never retried; the next event to that endpoint is still delivered', async () => {
+    const subscribed = await endpoint(tokens.acmeWrite, ['okm.overdue']);
+    let answer = 410;
+    receiver.reply = (event) => (event.path === subscribed.path ? { status: answer } : { status: 200 });
+
+    await call(t, 'POST', `${ENDPOINTS}/${subscribed.id}/test`, { token: tokens.acmeWrite });
+
+    const [gone] = await deliveryLogWhen(subscribed.id, (newest) => newest.state !== 'pending');
+    assert.deepEqual(
+      { state: gone!.state, attempts: gone!.attempts, next_attempt_at: gone!.next_attempt_at, last_status_code: gone!.last_status_code, last_error: gone!.last_error },
+      { state: 'gone', attempts: 1, next_attempt_at: null, last_status_code: 410, last_error: 'HTTP 410: deliveries to this URL stopped' },
+    );
+    // Three retry delays of FAST_WEBHOOKS and more: a retried delivery would have come back by now.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(receiver.eventsAt(subscribed.path).length, 1);
+    answer = 200;
+    await call(t, 'POST', `${ENDPOINTS}/${subscribed.id}/test`, { token: tokens.acmeWrite });
+    const log = await deliveryLogWhen(subscribed.id, (newest) => newest.state === 'delivered');
+    assert.deepEqual(log.map((delivery) => delivery.state), ['delivered', 'gone']);
+    receiver.reply = () => ({ status: 200 });
+  });
+
+  test('a fleet-event delivery answered 500 is pending for its next attempt, due by the retry schedule (±20 %), with the attempt counted', async () => {
+    const patient = await buildTestApp(kind, { ...FAST_WEBHOOKS, WEBHOOK_RETRY_SCHEDULE: '1h,1h' });
+    try {
+      const acme = await issueTokens(patient);
+      const created = await call(patient, 'POST', ENDPOINTS, { token: acme.acmeWrite, payload: { url: receiver.url('/fleet-retried'), event_types: ['okm.overdue'] } });
+      receiver.reply = (event) => (event.path === '/fleet-retried' ? { status: 500 } : { status: 200 });
+
+      await call(patient, 'POST', `${ENDPOINTS}/${created.json().data.id}/test`, { token: acme.acmeWrite });
+
+      const [delivery] = await eventually(async () => {
+        const log: DeliveryLogEntry[] = (await call(patient, 'GET', `${ENDPOINTS}/${created.json().data.id}/deliveries`, { token: acme.acmeWrite })).json().data;
+        return log[0]?.attempts === 1 && log;
+      });
+      assert.deepEqual(
+        { state: delivery!.state, attempts: delivery!.attempts, last_status_code: delivery!.last_status_code, last_error: delivery!.last_error },
+        { state: 'pending', attempts: 1, last_status_code: 500, last_error: 'HTTP 500' },
+      );
+      const delay = Date.parse(delivery!.next_attempt_at!) - Date.parse(delivery!.last_attempt_at!);
+      assert.ok(delay >= 0.8 * 3_600_000 - 1000 && delay <= 1.2 * 3_600_000, `next attempt ${delay} ms after the last`);
+      assert.equal(receiver.eventsAt('/fleet-retried').length, 1);
+    } finally {
+      await patient.close();
+      receiver.reply = () => ({ status: 200 });
+    }
+  });
+
   test('a status URL that exhausts its retries is subscriber.failing to the customer endpoint', async () => {
     const subscribed = await endpoint(tokens.acmeWrite, ['subscriber.failing']);
     const serial = uniqueSerial('FAIL');
@@ -332,6 +406,40 @@ forEachDatabase('fleet events', (kind) => {
       .execute();
     const overdueSerials = rows.map((row) => (JSON.parse(row.payload) as FleetEventBody).data.serial_number as string).filter((serial) => serials.includes(serial));
     assert.deepEqual(overdueSerials.sort(), [...serials].sort());
+  });
+});
+
+forEachDatabase('fleet events to private addresses', (kind) => {
+  let t: TestApp;
+  let receiver: Receiver;
+  before(async () => {
+    receiver = await Receiver.start();
+    t = await buildTestApp(kind, { ...FAST_WEBHOOKS, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
+  });
+  after(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  test('a delivery to an endpoint whose host name resolves to 127.0.0.1 at connect time is refused, and the refusal is in its delivery log', async () => {
+    const tokens = await issueTokens(t);
+    const created = await call(t, 'POST', ENDPOINTS, { token: tokens.acmeWrite, payload: { url: `http://fleet-rebinding.test:${receiver.port}/private`, event_types: ['okm.overdue'] } });
+    assert.equal(created.statusCode, 201, created.body);
+    const resolver = rebindingResolver('fleet-rebinding.test');
+    try {
+      await call(t, 'POST', `${ENDPOINTS}/${created.json().data.id}/test`, { token: tokens.acmeWrite });
+
+      const [delivery] = await eventually(async () => {
+        const log: DeliveryLogEntry[] = (await call(t, 'GET', `${ENDPOINTS}/${created.json().data.id}/deliveries`, { token: tokens.acmeWrite })).json().data;
+        return (log[0]?.attempts ?? 0) >= 1 && log;
+      });
+      assert.equal(delivery!.last_status_code, null);
+      assert.match(delivery!.last_error!, /127\.0\.0\.1 is a private, loopback or link-local address/);
+    } finally {
+      resolver.mock.restore();
+    }
+    assert.ok(resolver.mock.callCount() >= 1, 'the guard resolved the name through the rebinding resolver');
+    assert.equal(receiver.received.length, 0);
   });
 });
 

@@ -1,5 +1,7 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mock } from 'node:test';
 import { Registry } from 'prom-client';
 import type { Db } from '../../src/db/database.ts';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.ts';
@@ -119,5 +121,20 @@ export function testDispatcher(subject: TestApp, options: Pick<DispatcherOptions
     metrics: registerStatusEventMetrics(new Registry(), async () => 0),
     log: subject.app.log,
     ...options,
+  });
+}
+
+/**
+ * A resolver of the test's own that rebinds between the check and the connection: the answer
+ * reads as a public address the first time and as 127.0.0.1 from then on. Only the check of
+ * the address actually connected to can refuse it.
+ */
+export function rebindingResolver(hostname: string) {
+  const systemLookup = dns.lookup.bind(dns);
+  return mock.method(dns, 'lookup', (name: string, options: dns.LookupAllOptions, callback: (error: Error | null, addresses: dns.LookupAddress[]) => void) => {
+    if (name !== hostname) return systemLookup(name, options, callback);
+    let reads = 0;
+    const answer = { family: 4, get address() { return reads++ === 0 ? '93.184.216.34' : '127.0.0.1'; } };
+    process.nextTick(() => callback(null, [answer]));
   });
 }

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import dns from 'node:dns';
-import { after, before, describe, mock, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { createDeliveryAgent, isForbiddenAddress } from '../../src/webhooks/ssrf-guard.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
-import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
+import { FAST_WEBHOOKS, Receiver, rebindingResolver, subscribe } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 
 describe('forbidden destination addresses', () => {
@@ -47,21 +46,6 @@ describe('delivery agent with private networks not allowed', () => {
     });
   }
 });
-
-/**
- * A resolver of the test's own that rebinds between the check and the connection: the answer
- * reads as a public address the first time and as 127.0.0.1 from then on. Only the check of
- * the address actually connected to can refuse it.
- */
-function rebindingResolver(hostname: string) {
-  const systemLookup = dns.lookup.bind(dns);
-  return mock.method(dns, 'lookup', (name: string, options: dns.LookupAllOptions, callback: (error: Error | null, addresses: dns.LookupAddress[]) => void) => {
-    if (name !== hostname) return systemLookup(name, options, callback);
-    let reads = 0;
-    const answer = { family: 4, get address() { return reads++ === 0 ? '93.184.216.34' : '127.0.0.1'; } };
-    process.nextTick(() => callback(null, [answer]));
-  });
-}
 
 describe('delivery agent against DNS rebinding', () => {
   let receiver: Receiver;
