@@ -80,14 +80,16 @@ forEachDatabase('keyfleet migrate', (kind) => {
   }
 
   if (kind === 'sqlite') {
-    test('the embedded database runs in WAL mode with a busy timeout', async () => {
+    test('the embedded database runs in WAL mode with a busy timeout, its file read through a memory map', async () => {
       const { db } = openDatabase(dialectFor(loadSettings(database.env)));
       try {
         const journal = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db);
         const timeout = await sql<{ timeout: number }>`pragma busy_timeout`.execute(db);
+        const mapped = await sql<{ mmap_size: number }>`pragma mmap_size`.execute(db);
 
         assert.equal(journal.rows[0]?.journal_mode, 'wal');
         assert.equal(timeout.rows[0]?.timeout, 5000);
+        assert.ok(Number(mapped.rows[0]?.mmap_size) >= 2 ** 30, `mmap_size ${mapped.rows[0]?.mmap_size}`);
       } finally {
         await db.destroy();
       }

@@ -7,6 +7,16 @@ import { cacheStatements } from './sqlite-statement-cache.ts';
 import { sqlitePageBucketTriggers } from './sqlite-page-buckets.ts';
 import type { DialectStrategy, RowTrigger } from './strategy.ts';
 
+/**
+ * How much of the database file reads map instead of copying a page per read() into SQLite's
+ * 2 MiB page cache. Past the cache (100 000 OKMs are ~300 MiB, 1 M ~3 GiB) each index entry a
+ * poll moves was a read() as well as a WAL page: at 1 M OKMs, 132–150 → 111–126 µs of CPU per
+ * poll (bench/RESULTS.md, 2026-11-23). SQLite caps it at its build's maximum (2 GiB). Mapped
+ * pages are the OS page cache, shared and reclaimable, though they count in the RSS. Writes
+ * still go through the WAL.
+ */
+const MAPPED_BYTES = 2 ** 31;
+
 export function sqliteStrategy(file: string): DialectStrategy {
   return {
     name: 'sqlite',
@@ -21,6 +31,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       database.pragma('synchronous = NORMAL');
       database.pragma('foreign_keys = ON');
       database.pragma('busy_timeout = 5000');
+      database.pragma(`mmap_size = ${MAPPED_BYTES}`);
       cacheStatements(database);
       checkpointInBackground(database, file);
       return new SqliteDialect({ database });
