@@ -353,6 +353,8 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       assert.deepEqual(found.serials, held.slice((number - 1) * 100, number * 100), `page ${number}`);
       assert.equal(found.total, held.length);
     }
+    const bySync = await t.app.inject({ method: 'GET', url: `${OKMS}?customer=${customer.name}&sort=last_sync_time&results_per_page=5`, headers: { authorization: `Bearer ${admin}` } });
+    assert.equal(Number((bySync.json() as { pagination: { total_results: string } }).pagination.total_results), held.length);
   });
 
   test('creating an OKM takes its serial number off the pending OKMs', async () => {
