@@ -87,7 +87,10 @@ export interface PagePosition {
 
 /**
  * Where the entry at `offset` (from 0) of the scope lies: the bucket that holds it, found by
- * adding up the counts of the buckets before it. A read writes nothing: in a bucket not cut
+ * adding up the counts of the buckets before it, each with the pending deltas of its keys (the
+ * scope's bucket bounds and pending keys sorted together, each key in the last bucket at or
+ * below it, rather than one index look-up per key). One statement, so that a fold or cut that
+ * commits meanwhile is seen whole or not at all. A read writes nothing: in a bucket not cut
  * yet, the page is walked to from its lowest key (as an OFFSET would, once, until the keeper
  * gets to it), which costs far less than cutting the bucket would on the request path.
  */
@@ -98,10 +101,15 @@ export async function pagePosition(db: Db, list: BucketedList, scope: string, of
         sum(entries) over (order by lower_key) - entries as start,
         sum(entries) over () as total
       from (
-        select b.lower_key, b.entries + coalesce(pending.entries, 0) as entries
-        from page_buckets b
-        left join (${pendingPerBucket(list, scope)}) as pending on pending.lower_key = b.lower_key
-        where b.list = ${list.name} and b.scope = ${scope}
+        select lower_key, sum(entries) as entries from (
+          select entries, max(case when is_bucket = 1 then key end) over (order by key, is_bucket desc rows unbounded preceding) as lower_key
+          from (
+            select lower_key as key, 1 as is_bucket, entries from page_buckets where list = ${list.name} and scope = ${scope}
+            union all
+            select key, 0, entries from page_bucket_deltas where list = ${list.name} and scope = ${scope}
+          ) as marks
+        ) as placed
+        group by lower_key
       ) as counted
     ) as buckets
     where start <= ${offset}
@@ -111,14 +119,6 @@ export async function pagePosition(db: Db, list: BucketedList, scope: string, of
   if (row === undefined) return { from: null, skip: 0, total: 0 };
   return { from: keyOfBucket(list, row.lower_key), skip: offset - Number(row.start), total: Number(row.total) };
 }
-
-/** The scope's pending deltas (see page_bucket_deltas below) summed per bucket, each placed in the last bucket at or below its key. */
-const pendingPerBucket = (list: BucketedList, scope: string) => sql`
-  select lower_key, sum(entries) as entries from (
-    select (select max(b.lower_key) from page_buckets b where b.list = d.list and b.scope = d.scope and b.lower_key <= d.key) as lower_key, d.entries
-    from page_bucket_deltas d where d.list = ${list.name} and d.scope = ${scope}
-  ) as placed
-  group by lower_key`;
 
 /** Keys walked by one step of a cut, in one transaction. */
 export const KEYS_CUT_PER_STEP = 20 * BUCKET_ENTRIES;
