@@ -11,10 +11,16 @@ import type { AnyDb } from './migrate.ts';
  * whole fleet's, one OKM's), into buckets of consecutive keys: `page_buckets` holds each
  * bucket's lowest key and how many entries it holds. Database triggers keep the counts on
  * every insert, delete and change of scope, whoever writes (migration 0014); a page then adds
- * up the few bucket counts before it and walks into one bucket only. A bucket that has grown
- * past MAX_BUCKET_ENTRIES (new keys after the last cut, a bulk load, a recount) is cut up by
- * the bucket keeper of every server process (page-bucket-keeper.ts), a bounded step at a
- * time, off the request path; until then a page in it walks from its lowest key.
+ * up the few bucket counts before it and walks into one bucket only.
+ *
+ * SQLite's triggers update the bucket a key falls in (one writer at a time). PostgreSQL's only
+ * append +1/-1 per key and scope to `page_bucket_deltas` (migration 0020): updating in place
+ * locked each bucket until commit, and concurrent writers into the same buckets (an enrolment
+ * wave) took turns. Readers add the pending deltas, each to the bucket its key falls in, in the
+ * same statement; the bucket keeper of every server process (page-bucket-keeper.ts) folds them
+ * into the buckets, and cuts a bucket that has grown past MAX_BUCKET_ENTRIES (new keys after
+ * the last cut, a bulk load, a recount), a bounded step at a time, off the request path (see
+ * keepPageBuckets); until then a page in it walks from its lowest key.
  */
 /** A cut bucket holds this many entries; so no page walks more than MAX_BUCKET_ENTRIES of them. */
 export const BUCKET_ENTRIES = 1000;
