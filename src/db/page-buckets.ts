@@ -139,7 +139,8 @@ export const DELTAS_PER_FOLD = 10_000;
  * nothing to do, or another process's keeper held the step.
  *
  * The step is claimed by locking the one row of page_bucket_folder, without waiting: a second
- * keeper skips (on SQLite, the transaction's write lock is the claim). On PostgreSQL it runs in
+ * keeper skips (SQLite has no row locks, but one writer at a time and serializable
+ * transactions: a second keeper's step runs after the first's or fails). On PostgreSQL it runs in
  * one REPEATABLE READ snapshot, which is what keeps a cut exact while writers go on: a row and
  * its delta commit together, so the cut counts from the table exactly the rows whose deltas the
  * fold has just taken, and the deltas of rows it does not see stay pending, to be placed by key
