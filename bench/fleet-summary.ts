@@ -12,7 +12,7 @@ import { loadSettings } from '../src/config/settings.ts';
 import { createCustomer } from '../src/customers/repository.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
+import { keepPageBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
 import { foldFleetSummaryDeltas, recountFleetSummary } from '../src/okm/fleet-summary-counts.ts';
 import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../src/okm/fleet-states.ts';
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
     // As the server's bucket keeper does in its first seconds after a bulk load: otherwise its
     // steps (tens of ms each, on the one event loop) would be timed with the first routes.
     const cutting = Date.now();
-    while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0);
+    while ((await keepPageBuckets(db, dialect, PAGED_LISTS)) > 0);
     console.log(`${name}: page buckets cut in ${((Date.now() - cutting) / 1000).toFixed(1)} s`);
     // The triggers appended a delta per OKM: folded as the server's folder would, then counted
     // afresh as migration 0017 counts an existing fleet (the same counts, timed both ways).

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
-import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
+import { keepPageBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
 import { recountFleetSummary } from '../src/okm/fleet-summary-counts.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
@@ -13,7 +13,7 @@ import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../src/okm/fleet-states.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
-import type { Db } from '../src/db/database.ts';
+import { dialectFor, type Db } from '../src/db/database.ts';
 import { withDb } from './harness.ts';
 
 /** FLEET_POLLING_INTERVAL as the benchmarks' servers run (the default). */
@@ -145,7 +145,7 @@ export const UNCONFIGURED_COLUMNS = settingsColumns(UNCONFIGURED_OKM) as Inserta
  * lists.
  */
 export async function seedFleet(env: Record<string, string>, okmCount: number): Promise<void> {
-  await withDb(env, async (typedDb) => {
+  await withDb(env, async (typedDb, settings) => {
     // The scratch table is not in the schema's types.
     const db = typedDb as unknown as Kysely<Record<string, Record<string, unknown>>>;
     const now = Date.now();
@@ -198,7 +198,7 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     await db.schema.dropTable('bench_serials').execute();
     await db.deleteFrom('okms').where('serial_number', 'in', templateRows.map((row) => row.serial_number)).execute();
     // As the server's bucket keeper would in its first seconds: otherwise its steps would run during the measurement.
-    while ((await cutOversizedBuckets(typedDb, PAGED_LISTS)) > 0);
+    while ((await keepPageBuckets(typedDb, dialectFor(settings), PAGED_LISTS)) > 0);
     // Nor should the summary's folder fold a delta per copied OKM then: counted afresh, as migration 0017 does.
     await recountFleetSummary(typedDb);
   });

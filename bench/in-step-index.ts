@@ -14,7 +14,7 @@ import { loadSettings } from '../src/config/settings.ts';
 import { createCustomer } from '../src/customers/repository.ts';
 import { dialectFor, openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
+import { keepPageBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
 import { listOkms } from '../src/okm/admin-repository.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median } from './harness.ts';
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
       const seeding = Date.now();
       await seed(db, customerIds, now);
       if (name === 'sqlite') await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db);
-      while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0);
+      while ((await keepPageBuckets(db, dialect, PAGED_LISTS)) > 0);
       await sql`vacuum`.execute(db);
       await sql`analyze`.execute(db);
       console.log(`${name}: ${OKM_COUNT} OKMs stored and cut in ${((Date.now() - seeding) / 1000).toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(2)})`);

@@ -19,7 +19,7 @@ import { createCustomer } from '../src/customers/repository.ts';
 import type { Db } from '../src/db/database.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { cutOversizedBuckets } from '../src/db/page-buckets.ts';
+import { keepPageBuckets } from '../src/db/page-buckets.ts';
 import { PAGED_LISTS } from '../src/db/paged-lists.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { createKeyRing } from '../src/secrets/reseal.ts';
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
     // As the server's bucket keeper does in its first seconds after a bulk load, so that its steps are not timed with the pages.
     const cutting = Date.now();
     let steps = 0;
-    while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0) steps++;
+    while ((await keepPageBuckets(db, dialect, PAGED_LISTS)) > 0) steps++;
     console.log(`${name}: buckets cut by ${steps} keeper steps in ${((Date.now() - cutting) / 1000).toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(2)})`);
     // As autovacuum and autoanalyze would have by the time a list is this long: statistics,
     // and on PostgreSQL a visibility map, so that index-only scans skip the table.

@@ -33,7 +33,7 @@ export interface Settings {
   webhookLogRetentionDays: number;
   /** How often a server process sweeps the rollouts (timeouts, thresholds, scheduled starts), in ms; 0: never (another process does). */
   rolloutSweepIntervalMs: number;
-  /** How often a server process looks for oversized page buckets to cut (src/db/page-bucket-keeper.ts), in ms; 0: never (another process does). */
+  /** How often a server process folds the page buckets' deltas and looks for oversized buckets to cut (src/db/page-bucket-keeper.ts), in ms; 0: never (another process does). */
   pageBucketKeeperIntervalMs: number;
   /** How often a server process folds the fleet summary's deltas into its counts (src/okm/fleet-summary-folder.ts), in ms; 0: never (another process does). */
   fleetSummaryFoldIntervalMs: number;

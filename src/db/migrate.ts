@@ -19,6 +19,7 @@ import * as listFilters from './migrations/0016_list_filters.ts';
 import * as fleetSummaryCounts from './migrations/0017_fleet_summary_counts.ts';
 import * as statementPageBuckets from './migrations/0018_statement_page_buckets.ts';
 import * as dropOkmsSummaryIndex from './migrations/0019_drop_okms_summary_index.ts';
+import * as pageBucketDeltas from './migrations/0020_page_bucket_deltas.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0017_fleet_summary_counts': fleetSummaryCounts,
   '0018_statement_page_buckets': statementPageBuckets,
   '0019_drop_okms_summary_index': dropOkmsSummaryIndex,
+  '0020_page_bucket_deltas': pageBucketDeltas,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

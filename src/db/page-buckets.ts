@@ -1,5 +1,6 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from './database.ts';
+import type { DialectStrategy } from './dialects/strategy.ts';
 import type { AnyDb } from './migrate.ts';
 
 /**
@@ -10,10 +11,16 @@ import type { AnyDb } from './migrate.ts';
  * whole fleet's, one OKM's), into buckets of consecutive keys: `page_buckets` holds each
  * bucket's lowest key and how many entries it holds. Database triggers keep the counts on
  * every insert, delete and change of scope, whoever writes (migration 0014); a page then adds
- * up the few bucket counts before it and walks into one bucket only. A bucket that has grown
- * past MAX_BUCKET_ENTRIES (new keys after the last cut, a bulk load, a recount) is cut up by
- * the bucket keeper of every server process (page-bucket-keeper.ts), a bounded step at a
- * time, off the request path; until then a page in it walks from its lowest key.
+ * up the few bucket counts before it and walks into one bucket only.
+ *
+ * SQLite's triggers update the bucket a key falls in (one writer at a time). PostgreSQL's only
+ * append +1/-1 per key and scope to `page_bucket_deltas` (migration 0020): updating in place
+ * locked each bucket until commit, and concurrent writers into the same buckets (an enrolment
+ * wave) took turns. Readers add the pending deltas, each to the bucket its key falls in, in the
+ * same statement; the bucket keeper of every server process (page-bucket-keeper.ts) folds them
+ * into the buckets, and cuts a bucket that has grown past MAX_BUCKET_ENTRIES (new keys after
+ * the last cut, a bulk load, a recount), a bounded step at a time, off the request path (see
+ * keepPageBuckets); until then a page in it walks from its lowest key.
  */
 /** A cut bucket holds this many entries; so no page walks more than MAX_BUCKET_ENTRIES of them. */
 export const BUCKET_ENTRIES = 1000;
@@ -64,18 +71,15 @@ export async function recountPageBuckets(db: AnyDb, list: BucketedList): Promise
     await sql`INSERT INTO page_buckets (list, scope, lower_key, entries)
       SELECT ${list.name}, scope, '', count(*) FROM (SELECT ${sql.raw(scope)} AS scope FROM ${sql.table(list.table)}) AS rows GROUP BY scope`.execute(db);
   }
-  while ((await cutOversizedBuckets(db as Db, [list])) > 0);
+  while ((await cutOversizedBucket(db as Db, [list])) > 0);
 }
 
-/** How many entries the scope holds: the sum of its bucket counts. */
+/** How many entries the scope holds: the sum of its bucket counts and of its pending deltas, in one snapshot. */
 export async function scopeTotal(db: Db, list: BucketedList, scope: string): Promise<number> {
-  const row = await db
-    .selectFrom('page_buckets')
-    .select((eb) => eb.fn.sum<number | string | null>('entries').as('total'))
-    .where('list', '=', list.name)
-    .where('scope', '=', scope)
-    .executeTakeFirst();
-  return Number(row?.total ?? 0);
+  const row = await sql<{ total: number | string | null }>`
+    select coalesce((select sum(entries) from page_buckets where list = ${list.name} and scope = ${scope}), 0)
+      + coalesce((select sum(entries) from page_bucket_deltas where list = ${list.name} and scope = ${scope}), 0) as total`.execute(db);
+  return Number(row.rows[0]?.total ?? 0);
 }
 
 export interface PagePosition {
@@ -89,7 +93,10 @@ export interface PagePosition {
 
 /**
  * Where the entry at `offset` (from 0) of the scope lies: the bucket that holds it, found by
- * adding up the counts of the buckets before it. A read writes nothing: in a bucket not cut
+ * adding up the counts of the buckets before it, each with the pending deltas of its keys (the
+ * scope's bucket bounds and pending keys sorted together, each key in the last bucket at or
+ * below it, rather than one index look-up per key). One statement, so that a fold or cut that
+ * commits meanwhile is seen whole or not at all. A read writes nothing: in a bucket not cut
  * yet, the page is walked to from its lowest key (as an OFFSET would, once, until the keeper
  * gets to it), which costs far less than cutting the bucket would on the request path.
  */
@@ -99,7 +106,17 @@ export async function pagePosition(db: Db, list: BucketedList, scope: string, of
       select lower_key,
         sum(entries) over (order by lower_key) - entries as start,
         sum(entries) over () as total
-      from page_buckets where list = ${list.name} and scope = ${scope}
+      from (
+        select lower_key, sum(entries) as entries from (
+          select entries, max(case when is_bucket = 1 then key end) over (order by key, is_bucket desc rows unbounded preceding) as lower_key
+          from (
+            select lower_key as key, 1 as is_bucket, entries from page_buckets where list = ${list.name} and scope = ${scope}
+            union all
+            select key, 0, entries from page_bucket_deltas where list = ${list.name} and scope = ${scope}
+          ) as marks
+        ) as placed
+        group by lower_key
+      ) as counted
     ) as buckets
     where start <= ${offset}
     order by lower_key desc
@@ -109,19 +126,94 @@ export async function pagePosition(db: Db, list: BucketedList, scope: string, of
   return { from: keyOfBucket(list, row.lower_key), skip: offset - Number(row.start), total: Number(row.total) };
 }
 
-/** Keys walked by one step of a cut, in one transaction: what bounds how long it holds the bucket's lock. */
+/** Keys walked by one step of a cut, in one transaction. */
 export const KEYS_CUT_PER_STEP = 20 * BUCKET_ENTRIES;
 
+/** Deltas one keeper step folds at most, in one transaction. */
+export const DELTAS_PER_FOLD = 10_000;
+
 /**
- * One bounded step of cutting the lists' oversized buckets: the first KEYS_CUT_PER_STEP keys
- * of one bucket of more than MAX_BUCKET_ENTRIES become buckets of BUCKET_ENTRIES, the rest a
- * bucket of its own (cut by a later step while still oversized). Returns how many keys it
- * walked: 0 when no bucket was oversized (or another process had just cut the one found).
+ * One step of the bucket keeper: folds up to DELTAS_PER_FOLD of the oldest pending deltas into
+ * their buckets, then, if none is left, cuts one step off an oversized bucket of the lists (see
+ * cutOversizedBucket). Returns how many deltas it folded and keys it walked: 0 when there was
+ * nothing to do, or another process's keeper held the step.
+ *
+ * The step is claimed by locking the one row of page_bucket_folder, without waiting: a second
+ * keeper skips (SQLite has no row locks, but one writer at a time and serializable
+ * transactions: a second keeper's step runs after the first's or fails). On PostgreSQL it runs in
+ * one REPEATABLE READ snapshot, which is what keeps a cut exact while writers go on: a row and
+ * its delta commit together, so the cut counts from the table exactly the rows whose deltas the
+ * fold has just taken, and the deltas of rows it does not see stay pending, to be placed by key
+ * in the buckets the cut leaves. Hence no cut while visible deltas remain. A keeper whose
+ * snapshot predates another's fold or cut fails with a serialization failure on the rows that
+ * one changed, and skips its step.
  */
-export async function cutOversizedBuckets(db: Db, lists: readonly BucketedList[]): Promise<number> {
-  const oversized = await db
+export async function keepPageBuckets(db: Db, dialect: DialectStrategy, lists: readonly BucketedList[]): Promise<number> {
+  return inClaimedStep(db, dialect, async (trx) => {
+    const folded = await foldDeltas(trx);
+    return folded + (folded < DELTAS_PER_FOLD ? await cutOversizedBucket(trx, lists) : 0);
+  });
+}
+
+/** One fold step of keepPageBuckets, without the cut: returns how many deltas it folded. */
+export async function foldPageBucketDeltas(db: Db, dialect: DialectStrategy): Promise<number> {
+  return inClaimedStep(db, dialect, foldDeltas);
+}
+
+async function inClaimedStep(db: Db, dialect: DialectStrategy, step: (trx: Db) => Promise<number>): Promise<number> {
+  try {
+    return await db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        // Locked, not updated: a later keeper's snapshot would fail to lock an updated row.
+        const claimed = await dialect.skipRowsClaimedByOthers(trx.selectFrom('page_bucket_folder').select('id')).executeTakeFirst();
+        return claimed === undefined ? 0 : step(trx);
+      });
+  } catch (error) {
+    if ((error as { code?: unknown }).code === SERIALIZATION_FAILURE) return 0;
+    throw error;
+  }
+}
+
+const SERIALIZATION_FAILURE = '40001';
+
+/**
+ * Adds the oldest deltas to the buckets their keys fall in and deletes them, in the caller's
+ * transaction (one snapshot): readers see them pending or folded, never both.
+ */
+async function foldDeltas(trx: Db): Promise<number> {
+  const oldest = await trx
+    .selectFrom((eb) => eb.selectFrom('page_bucket_deltas').select('id').orderBy('id').limit(DELTAS_PER_FOLD).as('oldest'))
+    .select((eb) => [eb.fn.max('id').as('last'), eb.fn.countAll().as('taken')])
+    .executeTakeFirstOrThrow();
+  const taken = Number(oldest.taken);
+  if (taken === 0) return 0;
+  await sql`update page_buckets set entries = page_buckets.entries + folded.entries
+    from (
+      select list, scope, lower_key, sum(entries) as entries from (
+        select d.list, d.scope, d.entries,
+          (select max(b.lower_key) from page_buckets b where b.list = d.list and b.scope = d.scope and b.lower_key <= d.key) as lower_key
+        from page_bucket_deltas d where d.id <= ${oldest.last}
+      ) as placed
+      group by list, scope, lower_key
+    ) as folded
+    where page_buckets.list = folded.list and page_buckets.scope = folded.scope and page_buckets.lower_key = folded.lower_key`.execute(trx);
+  await trx.deleteFrom('page_bucket_deltas').where('id', '<=', Number(oldest.last)).execute();
+  return taken;
+}
+
+/**
+ * Cuts one step off an oversized bucket of the lists, in the caller's transaction: its first
+ * KEYS_CUT_PER_STEP keys become buckets of BUCKET_ENTRIES, the rest a bucket of its own (cut by a
+ * later step while still oversized). Returns how many keys it walked: 0 when no bucket was
+ * oversized. Its count is exact for the keys it walks when every delta the transaction sees is
+ * folded (keepPageBuckets), or none is pending (a migration's recount).
+ */
+async function cutOversizedBucket(trx: Db, lists: readonly BucketedList[]): Promise<number> {
+  const oversized = await trx
     .selectFrom('page_buckets')
-    .select(['list', 'scope', 'lower_key'])
+    .select(['list', 'scope', 'lower_key', 'entries'])
     // A literal, as in page_buckets_oversized_idx, so that the database can use that index.
     .where('entries', '>', sql.lit(MAX_BUCKET_ENTRIES))
     .where(
@@ -133,67 +225,43 @@ export async function cutOversizedBuckets(db: Db, lists: readonly BucketedList[]
     .executeTakeFirst();
   if (oversized === undefined) return 0;
   const list = lists.find((candidate) => candidate.name === oversized.list)!;
-  return cutBucket(db, list, oversized.scope, oversized.lower_key);
-}
-
-/**
- * Cuts one step off the bucket (see cutOversizedBuckets). Its row is locked first (a no-op
- * update, which also checks that it is still oversized once the lock is held), then its keys
- * are walked: on PostgreSQL a writer that inserted or deleted a key in it meanwhile holds that
- * lock until it commits (its trigger took it), and one that comes later waits for it and then
- * looks its bucket up again (page_bucket_add); on SQLite the transaction holds the only write
- * lock. So the count is exact for the keys walked, no entry is counted twice or missed, and of
- * two keepers (or processes) that found the same bucket, the second finds it cut and skips it.
- */
-async function cutBucket(db: Db, list: BucketedList, scope: string, lowerKey: string): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    const locked = await trx
-      .updateTable('page_buckets')
-      .set((eb) => ({ entries: eb.ref('entries') }))
-      .where('list', '=', list.name)
-      .where('scope', '=', scope)
-      .where('lower_key', '=', lowerKey)
-      .where('entries', '>', MAX_BUCKET_ENTRIES)
-      .returning('entries')
-      .executeTakeFirst();
-    if (locked === undefined) return 0;
-    const next = await trx
-      .selectFrom('page_buckets')
-      .select('lower_key')
-      .where('list', '=', list.name)
-      .where('scope', '=', scope)
-      .where('lower_key', '>', lowerKey)
-      .orderBy('lower_key')
-      .limit(1)
-      .executeTakeFirst();
-    const key = sql.ref(list.keyColumn);
-    const from = keyOfBucket(list, lowerKey);
-    const before = next ? keyOfBucket(list, next.lower_key) : null;
-    const keys = sql`select ${key} as key from ${sql.table(list.table)}
-      where ${list.scopeCondition(scope)}${from === null ? sql`` : sql` and ${key} >= ${from}`}${before === null ? sql`` : sql` and ${key} < ${before}`}
-      order by ${key} limit ${KEYS_CUT_PER_STEP + 1}`;
-    const cuts = await sql<{ key: Key; position: number | string; walked: number | string }>`
-      select key, position, walked from (
-        select key, row_number() over (order by key) as position, count(*) over () as walked from (${keys}) as keys
-      ) as numbered
-      where (position - 1) % ${BUCKET_ENTRIES} = 0`.execute(trx);
-    const walked = Number(cuts.rows[0]?.walked ?? 0);
-    // All the bucket's keys were walked: they are counted afresh. Otherwise the keys after the
-    // step stay one bucket, holding what the (exact, locked) count leaves.
-    const remainderAt = KEYS_CUT_PER_STEP + 1;
-    const entries = walked < remainderAt ? walked : Number(locked.entries);
-    const sizeFrom = (position: number) => (position === remainderAt ? entries - KEYS_CUT_PER_STEP : Math.min(BUCKET_ENTRIES, entries - position + 1));
-    await trx
-      .updateTable('page_buckets')
-      .set({ entries: sizeFrom(1) })
-      .where('list', '=', list.name)
-      .where('scope', '=', scope)
-      .where('lower_key', '=', lowerKey)
-      .execute();
-    const newBuckets = cuts.rows
-      .filter((cut) => Number(cut.position) > 1)
-      .map((cut) => ({ list: list.name, scope, lower_key: bucketKeyOf(list, cut.key), entries: sizeFrom(Number(cut.position)) }));
-    if (newBuckets.length > 0) await trx.insertInto('page_buckets').values(newBuckets).execute();
-    return walked;
-  });
+  const { scope, lower_key: lowerKey } = oversized;
+  const next = await trx
+    .selectFrom('page_buckets')
+    .select('lower_key')
+    .where('list', '=', list.name)
+    .where('scope', '=', scope)
+    .where('lower_key', '>', lowerKey)
+    .orderBy('lower_key')
+    .limit(1)
+    .executeTakeFirst();
+  const key = sql.ref(list.keyColumn);
+  const from = keyOfBucket(list, lowerKey);
+  const before = next ? keyOfBucket(list, next.lower_key) : null;
+  const keys = sql`select ${key} as key from ${sql.table(list.table)}
+    where ${list.scopeCondition(scope)}${from === null ? sql`` : sql` and ${key} >= ${from}`}${before === null ? sql`` : sql` and ${key} < ${before}`}
+    order by ${key} limit ${KEYS_CUT_PER_STEP + 1}`;
+  const cuts = await sql<{ key: Key; position: number | string; walked: number | string }>`
+    select key, position, walked from (
+      select key, row_number() over (order by key) as position, count(*) over () as walked from (${keys}) as keys
+    ) as numbered
+    where (position - 1) % ${BUCKET_ENTRIES} = 0`.execute(trx);
+  const walked = Number(cuts.rows[0]?.walked ?? 0);
+  // All the bucket's keys were walked: they are counted afresh. Otherwise the keys after the
+  // step stay one bucket, holding what the (exact) count leaves.
+  const remainderAt = KEYS_CUT_PER_STEP + 1;
+  const entries = walked < remainderAt ? walked : Number(oversized.entries);
+  const sizeFrom = (position: number) => (position === remainderAt ? entries - KEYS_CUT_PER_STEP : Math.min(BUCKET_ENTRIES, entries - position + 1));
+  await trx
+    .updateTable('page_buckets')
+    .set({ entries: sizeFrom(1) })
+    .where('list', '=', list.name)
+    .where('scope', '=', scope)
+    .where('lower_key', '=', lowerKey)
+    .execute();
+  const newBuckets = cuts.rows
+    .filter((cut) => Number(cut.position) > 1)
+    .map((cut) => ({ list: list.name, scope, lower_key: bucketKeyOf(list, cut.key), entries: sizeFrom(Number(cut.position)) }));
+  if (newBuckets.length > 0) await trx.insertInto('page_buckets').values(newBuckets).execute();
+  return walked;
 }

@@ -32,6 +32,8 @@ export interface Database {
   rollouts: RolloutsTable;
   rollout_members: RolloutMembersTable;
   page_buckets: PageBucketsTable;
+  page_bucket_deltas: PageBucketDeltasTable;
+  page_bucket_folder: PageBucketFolderTable;
   fleet_summary_counts: FleetSummaryCountsTable;
   fleet_summary_deltas: FleetSummaryDeltasTable;
   fleet_summary_folder: FleetSummaryFolderTable;
@@ -391,6 +393,21 @@ export interface PageBucketsTable {
   /** The bucket's lowest key ('' for the first); integer keys zero-padded to 20 digits. */
   lower_key: string;
   entries: number;
+}
+
+/** +1 or -1 to the bucket of a key, appended by the page-bucket triggers on PostgreSQL; folded into page_buckets by the keeper. */
+export interface PageBucketDeltasTable {
+  id: Generated<number> & Id;
+  list: string;
+  scope: string;
+  /** As page_buckets stores keys: integer keys zero-padded to 20 digits. */
+  key: string;
+  entries: number;
+}
+
+/** One row, locked by the keeper step that is running. */
+export interface PageBucketFolderTable {
+  id: number;
 }
 
 /** A group of OKMs that the fleet summary counts (src/okm/fleet-summary-counts.ts): okms columns, and two flags as 0 or 1. */

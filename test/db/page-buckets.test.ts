@@ -3,8 +3,9 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { createCustomer } from '../../src/customers/repository.ts';
-import type { Db } from '../../src/db/database.ts';
-import { BUCKET_ENTRIES, cutOversizedBuckets, KEYS_CUT_PER_STEP, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
+import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
+import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
+import { BUCKET_ENTRIES, foldPageBucketDeltas, keepPageBuckets, KEYS_CUT_PER_STEP, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
 import { customerScope, PAGED_LISTS } from '../../src/db/paged-lists.ts';
 import { appendAuditRecords } from '../../src/okm/audit-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -14,13 +15,21 @@ const OKMS = '/api/v1/okms';
 
 let customers = 0;
 
-/** Runs keeper steps until no bucket of any list is oversized. */
-async function keepUntilCut(db: Db): Promise<void> {
-  while ((await cutOversizedBuckets(db, PAGED_LISTS)) > 0);
+/** Runs keeper steps until no delta is pending and no bucket of any list is oversized. */
+async function keepUntilCut(db: Db, dialect: DialectStrategy): Promise<void> {
+  while ((await keepPageBuckets(db, dialect, PAGED_LISTS)) > 0);
+}
+
+async function foldAll(db: Db, dialect: DialectStrategy): Promise<void> {
+  while ((await foldPageBucketDeltas(db, dialect)) > 0);
 }
 
 async function oversizedBuckets(db: Db) {
   return db.selectFrom('page_buckets').select(['list', 'scope', 'lower_key', 'entries']).where('entries', '>', MAX_BUCKET_ENTRIES).execute();
+}
+
+async function pendingDeltas(db: Db) {
+  return Number((await db.selectFrom('page_bucket_deltas').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
 }
 
 forEachDatabase('pages found through page_buckets', (kind) => {
@@ -54,6 +63,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
 
   /** Every bucket of the scope counts exactly the keys from its lowest key up to the next bucket's. */
   async function assertBucketsExact(scope: string) {
+    await foldAll(t.db, t.dialect);
     const buckets = await t.db.selectFrom('page_buckets').select(['lower_key', 'entries']).where('list', '=', 'okms').where('scope', '=', scope).orderBy('lower_key').execute();
     const customerId = Number(scope.slice(1));
     const serials = (await t.db.selectFrom('okms').select('serial_number').where('customer_id', '=', customerId).orderBy('serial_number').execute()).map((row) => row.serial_number);
@@ -84,7 +94,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     const uncut = await assertBucketsExact(customerScope(customer.id));
     assert.equal(uncut.length, 1);
 
-    await keepUntilCut(t.db);
+    await keepUntilCut(t.db, t.dialect);
 
     const buckets = await assertBucketsExact(customerScope(customer.id));
     assert.ok(buckets.length >= ordered.length / BUCKET_ENTRIES, `${buckets.length} buckets`);
@@ -97,7 +107,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     const other = await newCustomer();
     const initial = Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `MV${customer.id}-${String(index * 2).padStart(5, '0')}`);
     await insertOkms(initial, customer.id);
-    await keepUntilCut(t.db);
+    await keepUntilCut(t.db, t.dialect);
     const held = new Set(initial);
     const moved = new Set<string>();
 
@@ -130,7 +140,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
               await insertOkms(burst, customer.id);
               for (const key of burst) held.add(key);
             } else if (change.kind === 'keep') {
-              await cutOversizedBuckets(t.db, PAGED_LISTS);
+              await keepPageBuckets(t.db, t.dialect, PAGED_LISTS);
             } else if (change.kind === 'move' && held.has(serial)) {
               await t.db.updateTable('okms').set({ customer_id: other.id }).where('serial_number', '=', serial).execute();
               held.delete(serial);
@@ -149,44 +159,69 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       ),
       { numRuns: 30 },
     );
-    await keepUntilCut(t.db);
+    await keepUntilCut(t.db, t.dialect);
     await assertBucketsExact(customerScope(customer.id));
     await assertBucketsExact(customerScope(other.id));
     assert.deepEqual(await oversizedBuckets(t.db), []);
   });
 
-  test('two keepers cutting the same buckets while writers insert into them and pages are read leave every count exact', async () => {
+  test('two keepers folding and cutting the same buckets while writers insert and delete in them and pages are read leave every count exact and every page the offset slice', async () => {
     const customer = await newCustomer();
     await insertOkms(
       Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 500 }, (_, index) => `CC${customer.id}-${String(index * 4).padStart(6, '0')}`),
       customer.id,
     );
-    // Half the writers store one key a statement, half a statement of keys spread over several buckets.
+    // On PostgreSQL a second keeper of its own connections, as another process's would be.
+    const other = kind === 'postgres' ? openDatabase(dialectFor(t.settings)).db : t.db;
+    let writing = true;
+    // Half the writers store one key a statement, half a statement of keys spread over several buckets; each deletes some of its keys again.
     const writers = Array.from({ length: 8 }, (_, writer) =>
       (async () => {
         for (let index = 0; index < 40; index++) {
           const spread = writer % 2 === 0 ? [0] : [0, 1_100, 2_300, 4_700, 9_100];
-          await insertOkms(
-            spread.map((distance, n) => `CC${customer.id}-${String((index * 450 + distance) % 20_000).padStart(6, '0')}-w${writer}-${n}`),
-            customer.id,
-          );
+          const serials = spread.map((distance, n) => `CC${customer.id}-${String((index * 450 + distance) % 20_000).padStart(6, '0')}-w${writer}-${n}`);
+          await insertOkms(serials, customer.id);
+          if (index % 3 === 0) await t.db.deleteFrom('okms').where('serial_number', 'in', serials.slice(0, 2)).execute();
         }
       })(),
     );
-    const keepers = [keepUntilCut(t.db), keepUntilCut(t.db)];
-    const readers = Array.from({ length: 4 }, (_, reader) => page(customer.name, 1 + reader * 40, 30));
+    const keepers = [t.db, other].map(async (db) => {
+      while (writing) {
+        await keepPageBuckets(db, t.dialect, PAGED_LISTS);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    });
+    const readers = Array.from({ length: 4 }, async (_, reader) => {
+      while (writing) {
+        const found = await page(customer.name, 1 + reader * 40, 30);
+        assert.equal(found.serials.length, 30);
+        // Between the OKMs there were before and all the writers store: none counted twice.
+        assert.ok(found.total >= 2 * MAX_BUCKET_ENTRIES + 500 && found.total <= 2 * MAX_BUCKET_ENTRIES + 500 + 4 * 40 * 6, `total ${found.total}`);
+      }
+    });
 
-    await Promise.all([...writers, ...keepers, ...readers]);
-    await keepUntilCut(t.db);
+    try {
+      await Promise.all(writers);
+    } finally {
+      writing = false;
+      await Promise.all([...keepers, ...readers]);
+      if (other !== t.db) await other.destroy();
+    }
+    await keepUntilCut(t.db, t.dialect);
 
     const buckets = await assertBucketsExact(customerScope(customer.id));
-    const total = await sql<{ n: number | string }>`select count(*) as n from okms where customer_id = ${customer.id}`.execute(t.db);
+    const serials = (await t.db.selectFrom('okms').select('serial_number').where('customer_id', '=', customer.id).orderBy('serial_number').execute()).map((row) => row.serial_number);
     assert.equal(
       buckets.reduce((sum, bucket) => sum + Number(bucket.entries), 0),
-      Number(total.rows[0]!.n),
+      serials.length,
     );
     assert.ok(buckets.length >= 5, `${buckets.length} buckets`);
     assert.deepEqual(await oversizedBuckets(t.db), []);
+    for (const number of [1, 17, 33, 34, 35, 66, 67, 101, Math.ceil(serials.length / 30)]) {
+      const found = await page(customer.name, number, 30);
+      assert.deepEqual(found.serials, serials.slice((number - 1) * 30, number * 30), `page ${number}`);
+      assert.equal(found.total, serials.length);
+    }
   });
 
   test('a statement that inserts or deletes keys of several scopes and cut buckets at once counts each in its bucket', async () => {
@@ -194,7 +229,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     const keysOf = (customer: { id: number }, step: number) => Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `ST${customer.id}-${String(index * step).padStart(6, '0')}`);
     await insertOkms(keysOf(first, 4), first.id);
     await insertOkms(keysOf(second, 4), second.id);
-    await keepUntilCut(t.db);
+    await keepUntilCut(t.db, t.dialect);
     const rows = [first, second].flatMap((customer) =>
       keysOf(customer, 7).map((serial) => ({ serial_number: `${serial}x`, customer_id: customer.id, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 })),
     );
@@ -243,7 +278,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
         async (changes, perPage, pick) => {
           for (const change of changes) {
             if (change.kind === 'append') await appendAuditRecords(t.db, serial, Array.from({ length: change.count }, (_, n) => ({ n })), 2);
-            else if (change.kind === 'keep') await cutOversizedBuckets(t.db, PAGED_LISTS);
+            else if (change.kind === 'keep') await keepPageBuckets(t.db, t.dialect, PAGED_LISTS);
             else {
               // Every seventh stored record from a random one on: deletes in several buckets at once.
               const ids = await storedIds();
@@ -262,7 +297,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       ),
       { numRuns: 25 },
     );
-    await keepUntilCut(t.db);
+    await keepUntilCut(t.db, t.dialect);
     const ids = await storedIds();
     const deepest = Math.ceil(ids.length / 30);
     assert.deepEqual((await audit(deepest, 30)).ids, ids.slice((deepest - 1) * 30));
@@ -274,6 +309,52 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       assert.equal(Number(bucket.entries), inBucket, `bucket ${bucket.lower_key}`);
     });
     assert.ok(buckets.length >= ids.length / BUCKET_ENTRIES, `${buckets.length} buckets`);
+  });
+
+  const postgresOnly = { skip: kind !== 'postgres' && 'SQLite writes one transaction at a time' };
+
+  test('on PostgreSQL, two transactions storing keys in the same buckets do not wait for each other', postgresOnly, async () => {
+    const customer = await newCustomer();
+    await insertOkms(Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `NW${customer.id}-${String(index * 10).padStart(5, '0')}`), customer.id);
+    await keepUntilCut(t.db, t.dialect);
+    const other = openDatabase(dialectFor(t.settings)).db;
+    const okms = (suffix: string) => Array.from({ length: 64 }, (_, index) => ({ serial_number: `NW${customer.id}-${String(index * 470).padStart(5, '0')}${suffix}`, customer_id: customer.id, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 }));
+    try {
+      await t.db.transaction().execute(async (first) => {
+        await first.insertInto('okms').values(okms('a')).execute();
+
+        // The first transaction is open: a wait for its locks would end in lock_not_available.
+        await other.transaction().execute(async (second) => {
+          await sql`set local lock_timeout = '2s'`.execute(second);
+          await second.insertInto('okms').values(okms('b')).execute();
+          await second.deleteFrom('okms').where('serial_number', '=', `NW${customer.id}-00010`).execute();
+        });
+      });
+    } finally {
+      await other.destroy();
+    }
+
+    assert.equal((await page(customer.name, 1, 10)).total, 3 * BUCKET_ENTRIES + 2 * 64 - 1);
+    await assertBucketsExact(customerScope(customer.id));
+  });
+
+  test('on PostgreSQL, pages and totals count the deltas not folded yet', postgresOnly, async () => {
+    const customer = await newCustomer();
+    const serials = Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `PD${customer.id}-${String(index * 3).padStart(5, '0')}`);
+    await insertOkms(serials.filter((_, index) => index % 2 === 0), customer.id);
+    await keepUntilCut(t.db, t.dialect);
+    await insertOkms(serials.filter((_, index) => index % 2 === 1), customer.id);
+    await t.db.deleteFrom('okms').where('serial_number', 'in', serials.slice(0, 100)).execute();
+    const held = serials.slice(100);
+    assert.ok((await pendingDeltas(t.db)) >= serials.length / 2, 'deltas pending');
+
+    for (const number of [1, 10, 20, 29]) {
+      const found = await page(customer.name, number, 100);
+      assert.deepEqual(found.serials, held.slice((number - 1) * 100, number * 100), `page ${number}`);
+      assert.equal(found.total, held.length);
+    }
+    const bySync = await t.app.inject({ method: 'GET', url: `${OKMS}?customer=${customer.name}&sort=last_sync_time&results_per_page=5`, headers: { authorization: `Bearer ${admin}` } });
+    assert.equal(Number((bySync.json() as { pagination: { total_results: string } }).pagination.total_results), held.length);
   });
 
   test('creating an OKM takes its serial number off the pending OKMs', async () => {
@@ -295,9 +376,11 @@ forEachDatabase('the page bucket keeper of a server process', (kind) => {
       for (let start = 0; start < rows.length; start += 500) await t.db.insertInto('okms').values(rows.slice(start, start + 500)).execute();
 
       const deadline = Date.now() + 20_000;
-      while ((await oversizedBuckets(t.db)).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      const kept = async () => (await oversizedBuckets(t.db)).length === 0 && (await pendingDeltas(t.db)) === 0;
+      while (!(await kept()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
 
       assert.deepEqual(await oversizedBuckets(t.db), []);
+      assert.equal(await pendingDeltas(t.db), 0);
       const buckets = await t.db.selectFrom('page_buckets').select('entries').where('list', '=', 'okms').where('scope', '=', customerScope(customer.id)).execute();
       assert.ok(buckets.length >= 4, `${buckets.length} buckets`);
     } finally {
