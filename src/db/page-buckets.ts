@@ -63,7 +63,9 @@ export type Key = string | number;
 
 /**
  * Counts the list's entries afresh, for rows written while the triggers did not run (a
- * migration's existing rows, a bulk load), then cuts every scope into buckets.
+ * migration's existing rows), then cuts every scope into buckets. Pending deltas would be
+ * counted twice: it is for migrations (0014, 0018), which run before any delta of the list can
+ * exist, and not for a running deployment.
  */
 export async function recountPageBuckets(db: AnyDb, list: BucketedList): Promise<void> {
   await sql`DELETE FROM page_buckets WHERE list = ${list.name}`.execute(db);

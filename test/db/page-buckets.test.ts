@@ -72,6 +72,11 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       const inBucket = serials.filter((serial) => serial >= bucket.lower_key && (next === undefined || serial < next)).length;
       assert.equal(Number(bucket.entries), inBucket, `bucket ${bucket.lower_key}`);
     });
+    assert.equal(
+      buckets.reduce((sum, bucket) => sum + Number(bucket.entries), 0),
+      serials.length,
+      'the buckets count every key of the scope',
+    );
     return buckets;
   }
 
@@ -355,6 +360,66 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     }
     const bySync = await t.app.inject({ method: 'GET', url: `${OKMS}?customer=${customer.name}&sort=last_sync_time&results_per_page=5`, headers: { authorization: `Bearer ${admin}` } });
     assert.equal(Number((bySync.json() as { pagination: { total_results: string } }).pagination.total_results), held.length);
+  });
+
+  test('on PostgreSQL, a writer does not wait for a keeper step that has updated the first bucket of its scope', postgresOnly, async () => {
+    const [customer, elsewhere] = [await newCustomer(), await newCustomer()];
+    await insertOkms([`FB${customer.id}-1`], customer.id);
+    await insertOkms([`FB${customer.id}-3`], elsewhere.id);
+    await keepUntilCut(t.db, t.dialect);
+    const other = openDatabase(dialectFor(t.settings)).db;
+    try {
+      // What a fold or a cut does to the scope's first bucket, in a transaction still open.
+      await t.db.transaction().execute(async (keeper) => {
+        await keeper.updateTable('page_buckets').set((eb) => ({ entries: eb.ref('entries') })).where('list', '=', 'okms').where('scope', '=', customerScope(customer.id)).where('lower_key', '=', '').execute();
+
+        await other.transaction().execute(async (writer) => {
+          await sql`set local lock_timeout = '2s'`.execute(writer);
+          await writer.insertInto('okms').values({ serial_number: `FB${customer.id}-2`, customer_id: customer.id, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 }).execute();
+          await writer.updateTable('okms').set({ customer_id: customer.id }).where('serial_number', '=', `FB${customer.id}-3`).execute();
+        });
+      });
+    } finally {
+      await other.destroy();
+    }
+
+    await assertBucketsExact(customerScope(customer.id));
+  });
+
+  test('with the lowest key of a cut bucket deleted and not folded yet, the pages in and after that bucket are the offset slices', async () => {
+    const customer = await newCustomer();
+    await insertOkms(Array.from({ length: 3 * BUCKET_ENTRIES }, (_, index) => `LK${customer.id}-${String(index).padStart(5, '0')}`), customer.id);
+    await keepUntilCut(t.db, t.dialect);
+    const second = await t.db.selectFrom('page_buckets').select('lower_key').where('list', '=', 'okms').where('scope', '=', customerScope(customer.id)).where('lower_key', '>', '').orderBy('lower_key').executeTakeFirstOrThrow();
+
+    await t.db.deleteFrom('okms').where('serial_number', '=', second.lower_key).execute();
+
+    const serials = (await t.db.selectFrom('okms').select('serial_number').where('customer_id', '=', customer.id).orderBy('serial_number').execute()).map((row) => row.serial_number);
+    for (const number of [100, 101, 102]) assert.deepEqual((await page(customer.name, number, 10)).serials, serials.slice((number - 1) * 10, number * 10), `page ${number}`);
+    await assertBucketsExact(customerScope(customer.id));
+  });
+
+  test('with more deltas pending than one fold takes, in a scope one bucket holds, the keeper folds them all before it cuts and every bucket is exact', async () => {
+    const customer = await newCustomer();
+
+    await insertOkms(Array.from({ length: 12_000 }, (_, index) => `MF${customer.id}-${String((index * 7919) % 100_003).padStart(6, '0')}`), customer.id);
+    await keepUntilCut(t.db, t.dialect);
+
+    const buckets = await assertBucketsExact(customerScope(customer.id));
+    assert.ok(buckets.length >= 12, `${buckets.length} buckets`);
+    assert.deepEqual(await oversizedBuckets(t.db), []);
+  });
+
+  test('an OKM moved to a customer that holds none yet is counted in that customer\'s scope', async () => {
+    const [from, to] = [await newCustomer(), await newCustomer()];
+    await insertOkms([`MV${from.id}-1`, `MV${from.id}-2`], from.id);
+
+    await t.db.updateTable('okms').set({ customer_id: to.id }).where('serial_number', '=', `MV${from.id}-1`).execute();
+
+    assert.equal((await page(to.name, 1, 10)).total, 1);
+    assert.equal((await page(from.name, 1, 10)).total, 1);
+    await assertBucketsExact(customerScope(to.id));
+    await assertBucketsExact(customerScope(from.id));
   });
 
   test('creating an OKM takes its serial number off the pending OKMs', async () => {
