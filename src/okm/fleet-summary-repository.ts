@@ -28,12 +28,8 @@ export interface SummaryScope extends OverdueClock {
  * and pending deltas, whatever the size of the fleet.
  */
 export async function summaryGroups(db: Db, scope: SummaryScope): Promise<SummaryGroup[]> {
-  const keptIn = (table: 'fleet_summary_counts' | 'fleet_summary_deltas') => {
-    const rows = db.selectFrom(table).select([...GROUP_COLUMNS, 'okms']);
-    return scope.customerId === undefined ? rows : rows.where('customer_id', '=', scope.customerId);
-  };
   const rows = await db
-    .selectFrom(keptIn('fleet_summary_counts').unionAll(keptIn('fleet_summary_deltas')).as('kept'))
+    .selectFrom(keptRows(db, { customerId: scope.customerId }).as('kept'))
     .select((eb) => [...GROUP_COLUMNS_WITHIN_CUSTOMER, eb.fn.sum<number | string>('okms').as('okms')])
     .groupBy([...GROUP_COLUMNS_WITHIN_CUSTOMER])
     .execute();
@@ -65,19 +61,24 @@ export interface KeptCountFilter {
  * list's total for the filters a group is made of).
  */
 export async function countKept(db: Db, filter: KeptCountFilter): Promise<number> {
+  const row = await db
+    .selectFrom(keptRows(db, filter).as('kept'))
+    .select((eb) => eb.fn.sum<number | string | null>('okms').as('okms'))
+    .executeTakeFirstOrThrow();
+  return Number(row.okms ?? 0);
+}
+
+/** The kept counts of the groups that match, and their pending deltas: one query, to read in one statement. */
+function keptRows(db: Db, filter: KeptCountFilter) {
   const keptIn = (table: 'fleet_summary_counts' | 'fleet_summary_deltas') => {
-    let rows = db.selectFrom(table).select('okms');
+    let rows = db.selectFrom(table).select([...GROUP_COLUMNS, 'okms']);
     if (filter.customerId !== undefined) rows = rows.where('customer_id', filter.customerId === null ? 'is' : '=', filter.customerId);
     if (filter.corrected !== undefined) rows = rows.where('last_correction', filter.corrected ? 'is not' : 'is', null);
     if (filter.neverPolled !== undefined) rows = rows.where('never_polled', '=', filter.neverPolled ? 1 : 0);
     if (filter.firmwareVersion !== undefined) rows = rows.where('firmware_version', '=', filter.firmwareVersion);
     return rows;
   };
-  const row = await db
-    .selectFrom(keptIn('fleet_summary_counts').unionAll(keptIn('fleet_summary_deltas')).as('kept'))
-    .select((eb) => eb.fn.sum<number | string | null>('okms').as('okms'))
-    .executeTakeFirstOrThrow();
-  return Number(row.okms ?? 0);
+  return keptIn('fleet_summary_counts').unionAll(keptIn('fleet_summary_deltas'));
 }
 
 /**
