@@ -216,7 +216,7 @@ const ratioOf = (round: Round) => round.with.requestsPerSecond / round.without.r
  */
 async function alternatingRounds(database: BenchDatabase, receivers: Receivers, label: string, extraEnv: Record<string, string> = {}, cpuProfileDir?: string): Promise<Round[]> {
   const { port, child: server } = await startKeyfleet({ ...database.env, ...WEBHOOK_ENV, ...extraEnv }, { cpuProfileDir });
-  const load = (firstIndex: number) => pathsLoad(requestPaths('/api/v1/config', OKM_COUNT, firstIndex), CONNECTIONS, DURATION_S);
+  const load = (firstIndex: number) => pathsLoad(requestPaths('/api/v1/config', OKM_COUNT, { firstIndex, fleetSize: 2 * OKM_COUNT }), CONNECTIONS, DURATION_S);
   const rounds: Round[] = [];
   try {
     for (let round = 1; round <= ROUNDS; round++) {

@@ -37,7 +37,9 @@ function configuredTemplate(index: number): OkmSettings {
     auditingEnabled: true,
     assetList: locks,
     usersAssets: users,
-    pollingInterval: 60,
+    // Due again 30 minutes after the last poll: a fleet of 1 M takes minutes to store on a slow
+    // host, and OKMs falling due during a bench would measure the overdue sweep, not the polls.
+    pollingInterval: 600,
   };
 }
 
@@ -79,16 +81,54 @@ export const MIX: { share: number; name: string; change: (parameters: Record<str
   { share: 0.02, name: 'polling interval 300 → pollingInterval', change: (p) => (p.pollingInterval = '300') },
 ];
 
-const PATH_COUNT = 50_000;
+const PATH_COUNT = 200_000;
 
 /**
- * Request paths for random serials among `okmCount` from `firstIndex` on, made just before a
- * run so that kasDateTime is current.
+ * When each bench OKM polls in its fleet. A real fleet polls in a steady order: each device one
+ * interval after its last poll, so the order of polls is the order of last sync times, and the
+ * entry a poll moves in a time-keyed index (last sync, due by) comes from near one end and goes
+ * to the other. The phase is not the serial number's order (a device's serial says nothing of
+ * when it was switched on): OKM i polls at rank (i × PHASE_STRIDE) mod fleet size, a
+ * permutation for every fleet smaller than the prime PHASE_STRIDE, which scatters neighbours in
+ * serial number order (and so in the table) across the interval.
  */
-export function requestPaths(configPath: string, okmCount: number, firstIndex = 0): string[] {
+const PHASE_STRIDE = 2_147_483_647;
+export const phaseRankOf = (index: number, fleetSize: number) => Number((BigInt(index) * BigInt(PHASE_STRIDE)) % BigInt(fleetSize));
+
+/**
+ * `fleet`: the OKMs poll in their phase order, as seedFleet left their last sync times (how
+ * devices poll); `random`: each request a random OKM, so every poll moves time-keyed index
+ * entries from anywhere in the index (a worst case no fleet makes, which earlier runs measured).
+ */
+export type PollOrder = 'fleet' | 'random';
+const POLL_ORDERS: readonly string[] = ['fleet', 'random'] satisfies PollOrder[];
+
+/** The `--order` option of the poll benches. */
+export const POLL_ORDER_OPTION = { type: 'string', default: 'fleet' } as const;
+export function pollOrderOf(option: string): PollOrder {
+  if (!POLL_ORDERS.includes(option)) throw new Error(`--order: expected fleet or random, got "${option}"`);
+  return option as PollOrder;
+}
+
+/** The indexes of the OKMs polled by a run's requests, in turn: the first PATH_COUNT of [firstIndex, firstIndex + okmCount). */
+function polledIndexes(okmCount: number, firstIndex: number, fleetSize: number, order: PollOrder): number[] {
+  const count = Math.min(PATH_COUNT, order === 'fleet' ? okmCount : PATH_COUNT);
+  if (order === 'random') return Array.from({ length: count }, () => firstIndex + Math.floor(Math.random() * okmCount));
+  const byRank = Array.from({ length: okmCount }, (_, offset) => firstIndex + offset).map((index) => ({ index, rank: phaseRankOf(index, fleetSize) }));
+  return byRank
+    .sort((a, b) => a.rank - b.rank)
+    .slice(0, count)
+    .map((entry) => entry.index);
+}
+
+/**
+ * Request paths for OKMs among `okmCount` from `firstIndex` on (of a seeded fleet of
+ * `fleetSize`), in the poll order asked, made just before a run so that kasDateTime is current.
+ * A load cycles through them: in fleet order, the OKMs polled first poll again first.
+ */
+export function requestPaths(configPath: string, okmCount: number, { firstIndex = 0, fleetSize = firstIndex + okmCount, order = 'fleet' }: { firstIndex?: number; fleetSize?: number; order?: PollOrder } = {}): string[] {
   const now = Date.now();
-  return Array.from({ length: PATH_COUNT }, () => {
-    const index = firstIndex + Math.floor(Math.random() * okmCount);
+  return polledIndexes(okmCount, firstIndex, fleetSize, order).map((index) => {
     const parameters = inSyncParameters(TEMPLATES[index % TEMPLATES.length]!, now);
     let pick = Math.random();
     const kind = MIX.find((entry) => (pick -= entry.share) < 0) ?? MIX[0]!;
@@ -97,8 +137,8 @@ export function requestPaths(configPath: string, okmCount: number, firstIndex = 
   });
 }
 
-/** Serials per multi-row insert into the serial list (2 parameters a row, under SQLite's limit of 32 766). */
-const SERIALS_PER_INSERT = 10_000;
+/** Serials per multi-row insert into the serial list (5 parameters a row, under SQLite's limit of 32 766). */
+const SERIALS_PER_INSERT = 6_000;
 /**
  * OKMs copied from their templates per transaction (one statement): a bounded WAL and undo log
  * per commit. PostgreSQL counts a statement's rows in the page buckets once (a statement
@@ -110,6 +150,7 @@ const OKMS_PER_TRANSACTION = 50_000;
 /** Rows per multi-row insert and per transaction where every row is sent (insertOkms). */
 const ROWS_PER_INSERT = 500;
 const ROWS_PER_TRANSACTION = 10_000;
+const LAST_POLLS_SPAN_MS = 10_000;
 const templateSerialOf = (index: number) => `BENCH-TEMPLATE-${index}`;
 
 /**
@@ -155,7 +196,10 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     }
     // Each OKM as its last poll left it (in step, due again in three intervals, not overdue):
     // the benchmarks measure a fleet's steady state, not every OKM's first poll, which clears the
-    // enrolment mark (overdue_at 0) and looks for okm.enrolled subscribers.
+    // enrolment mark (overdue_at 0) and looks for okm.enrolled subscribers. The OKMs last polled
+    // in their phase order (phaseRankOf), the first of them longest ago, within the last
+    // LAST_POLLS_SPAN_MS: the order is what a fleet's indexes see; a shorter span than an
+    // interval keeps every OKM's due time as far off as before, so no sweep runs during a bench.
     const templateRows = TEMPLATES.map((template, index) => ({
       ...(settingsColumns(template) as Insertable<OkmsTable>),
       serial_number: templateSerialOf(index),
@@ -172,24 +216,34 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       overdue_at: null,
     }));
     await db.insertInto('okms').values(templateRows).execute();
-    await db.schema.createTable('bench_serials').addColumn('position', 'integer', (column) => column.primaryKey()).addColumn('serial_number', 'text').addColumn('template', 'text').execute();
+    await db.schema
+      .createTable('bench_serials')
+      .addColumn('position', 'integer', (column) => column.primaryKey())
+      .addColumn('serial_number', 'text')
+      .addColumn('template', 'text')
+      .addColumn('last_sync_time', 'bigint')
+      .addColumn('due_by', 'bigint')
+      .execute();
     for (let start = 0; start < okmCount; start += SERIALS_PER_INSERT) {
       const rows = Array.from({ length: Math.min(SERIALS_PER_INSERT, okmCount - start) }, (_, offset) => {
         const index = start + offset;
-        return { position: index, serial_number: serialOf(index), template: templateSerialOf(index % TEMPLATES.length) };
+        const template = index % TEMPLATES.length;
+        const lastSync = now - LAST_POLLS_SPAN_MS + Math.floor((phaseRankOf(index, okmCount) * LAST_POLLS_SPAN_MS) / okmCount);
+        return { position: index, serial_number: serialOf(index), template: templateSerialOf(template), last_sync_time: lastSync, due_by: lastSync + (templateRows[template]!.due_by as number) - now };
       });
       await db.insertInto('bench_serials').values(rows).execute();
     }
-    const copied = Object.keys(templateRows[0]!).filter((column) => column !== 'serial_number');
+    const perOkm = ['serial_number', 'last_sync_time', 'due_by'];
+    const copied = Object.keys(templateRows[0]!).filter((column) => !perOkm.includes(column));
     for (let start = 0; start < okmCount; start += OKMS_PER_TRANSACTION) {
       await db
         .insertInto('okms')
-        .columns(['serial_number', ...copied])
+        .columns([...perOkm, ...copied])
         .expression(
           db
             .selectFrom('bench_serials as s')
             .innerJoin('okms as t', 't.serial_number', 's.template')
-            .select(['s.serial_number', ...copied.map((column) => sql.ref(`t.${column}`).as(column))])
+            .select([...perOkm.map((column) => `s.${column}`), ...copied.map((column) => sql.ref(`t.${column}`).as(column))])
             .where('s.position', '>=', start)
             .where('s.position', '<', start + OKMS_PER_TRANSACTION),
         )

@@ -7,14 +7,14 @@
  * costs a page).
  *
  *   npx tsx bench/poll-statements.ts -- [--sqlite] [--postgres] [--okms 100000] [--duration 5]
- *                                      [--rounds 3] [--batch 32] [--concurrency 6]
+ *                                      [--rounds 3] [--batch 32] [--concurrency 6] [--order fleet|random]
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { dialectFor } from '../src/db/database.ts';
 import type { DialectStrategy } from '../src/db/dialects/strategy.ts';
 import { createPollHandler, type PollRequest } from '../src/okm/poll-service.ts';
-import { requestPaths, seedFleet } from './fleet.ts';
+import { POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet } from './fleet.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median, withDb } from './harness.ts';
 
 const { values: options } = parseArgs({
@@ -25,6 +25,7 @@ const { values: options } = parseArgs({
     rounds: { type: 'string', default: '3' },
     batch: { type: 'string', default: '32' },
     concurrency: { type: 'string', default: '6' },
+    order: POLL_ORDER_OPTION,
   },
 });
 const OKM_COUNT = Number(options.okms);
@@ -33,7 +34,7 @@ const BATCH = Number(options.batch);
 const CONCURRENCY = Number(options.concurrency);
 
 function pollRequests(): PollRequest[] {
-  return requestPaths('/api/v1/config', OKM_COUNT).map((requestPath) => {
+  return requestPaths('/api/v1/config', OKM_COUNT, { order: pollOrderOf(options.order) }).map((requestPath) => {
     const url = new URL(requestPath, 'http://bench');
     return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), now: Date.now() };
   });

@@ -3,18 +3,20 @@
  * PostgreSQL when reachable) with 100 000 stored OKMs, under autocannon from this process.
  *
  *   npm run bench:poll -- [--sqlite] [--postgres] [--okms 100000] [--duration 10]
- *                         [--connections 100] [--workers 1,2] [--cpu-prof DIR]
+ *                         [--connections 100] [--workers 1,2] [--order fleet|random] [--cpu-prof DIR]
  *
  * With neither --sqlite nor --postgres both run. Besides the polls it records what the fleet's
  * size costs: seeding time, database size, the server's start (spawn to /readyz 200) and RSS,
  * and the latency of the admin OKM list and fleet summary. `--workers` lists the process
- * counts to poll with (`serve --workers N`), PostgreSQL only above 1. Everything listens on 127.0.0.1 only, and
+ * counts to poll with (`serve --workers N`), PostgreSQL only above 1. `--order` (bench/fleet.ts
+ * PollOrder): the OKMs poll in their fleet's order, one interval after their last poll (the
+ * default), or each request a random OKM, the worst case for the indexes keyed by time. Everything listens on 127.0.0.1 only, and
  * every server is a child process so that the load generator does not share its event loop.
  */
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { MIX, observedMix, requestPaths, seedFleet } from './fleet.ts';
+import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet } from './fleet.ts';
 import {
   BENCH_OPTIONS,
   WARM_UP_S,
@@ -39,6 +41,7 @@ const { values: options } = parseArgs({
     ...BENCH_OPTIONS,
     okms: { type: 'string', default: '100000' },
     workers: { type: 'string', default: '1' },
+    order: POLL_ORDER_OPTION,
     'cpu-prof': { type: 'string' },
   },
 });
@@ -51,7 +54,8 @@ const ADMIN_REQUESTS = 7;
 const PAGE_SIZE = 100;
 
 const pollLoad = (paths: string[]) => pathsLoad(paths, CONNECTIONS, DURATION_S);
-const configPaths = (configPath: string) => requestPaths(configPath, OKM_COUNT);
+const POLL_ORDER = pollOrderOf(options.order);
+const configPaths = (configPath: string) => requestPaths(configPath, OKM_COUNT, { order: POLL_ORDER });
 
 const MiB = 1024 * 1024;
 
@@ -138,7 +142,7 @@ async function main(): Promise<void> {
     figures.push(...(await benchKeyfleet(database)));
   });
 
-  console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs, ${os.cpus().length} CPUs`);
+  console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs polled in ${POLL_ORDER} order, ${os.cpus().length} CPUs`);
   console.log('mix:', MIX.map((entry) => `${Math.round(entry.share * 100)}% ${entry.name}`).join('; '));
   printFigures(figures, () => figures[0]);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { phaseRankOf, requestPaths, seedFleet, serialOf } from '../../bench/fleet.ts';
+import { withDb, withFreshDatabase } from '../../bench/harness.ts';
+
+const serialsOf = (paths: string[]) => paths.map((requestPath) => new URL(requestPath, 'http://bench').pathname.split('/').pop()!);
+
+test('the phase ranks of a fleet are a permutation of its positions', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 5000 }), (fleetSize) => {
+      const ranks = Array.from({ length: fleetSize }, (_, index) => phaseRankOf(index, fleetSize));
+
+      assert.deepEqual(
+        [...ranks].sort((a, b) => a - b),
+        Array.from({ length: fleetSize }, (_, rank) => rank),
+      );
+    }),
+  );
+});
+
+test('neighbours in serial number order are not neighbours in the poll order', () => {
+  const fleetSize = 100_000;
+
+  const gaps = Array.from({ length: 1000 }, (_, index) => Math.abs(phaseRankOf(index + 1, fleetSize) - phaseRankOf(index, fleetSize)));
+
+  assert.ok(Math.min(...gaps) > 100, `smallest gap ${Math.min(...gaps)}`);
+});
+
+test('in fleet order, the requests poll every OKM once, in the order of their phase ranks', () => {
+  const fleetSize = 500;
+
+  const serials = serialsOf(requestPaths('/api/v1/config', fleetSize));
+
+  const expected = Array.from({ length: fleetSize }, (_, index) => index)
+    .sort((a, b) => phaseRankOf(a, fleetSize) - phaseRankOf(b, fleetSize))
+    .map(serialOf);
+  assert.deepEqual(serials, expected);
+});
+
+test('in fleet order over part of a fleet, the requests stay in that part, ordered by the ranks of the whole fleet', () => {
+  const serials = serialsOf(requestPaths('/api/v1/config', 200, { firstIndex: 200, fleetSize: 400 }));
+
+  const indexes = serials.map((serial) => Number(serial.slice('OKM-'.length)));
+  assert.ok(indexes.every((index) => index >= 200 && index < 400));
+  assert.equal(new Set(indexes).size, 200);
+  const ranks = indexes.map((index) => phaseRankOf(index, 400));
+  assert.deepEqual(ranks, [...ranks].sort((a, b) => a - b));
+});
+
+for (const database of ['sqlite', 'postgres'] as const) {
+  test(`on ${database}, the seeded fleet's last syncs and due times follow the poll order of fleet-order requests`, async () => {
+    const fleetSize = 300;
+
+    const { lastSyncs, polledFirst } = await withFreshDatabase(database, async ({ env }) => {
+      await seedFleet(env, fleetSize);
+      return withDb(env, async (db) => ({
+        lastSyncs: await db.selectFrom('okms').select(['serial_number', 'last_sync_time', 'due_by']).orderBy('last_sync_time').orderBy('serial_number').execute(),
+        polledFirst: serialsOf(requestPaths('/api/v1/config', fleetSize)),
+      }));
+    });
+
+    assert.deepEqual(
+      lastSyncs.map((row) => row.serial_number),
+      polledFirst,
+    );
+    const now = Date.now();
+    for (const row of lastSyncs) {
+      assert.ok(Number(row.last_sync_time) <= now, `${row.serial_number} last synced in the future`);
+      assert.ok(Number(row.due_by) > now, `${row.serial_number} already due`);
+    }
+  });
+}
