@@ -4,7 +4,7 @@
  * throwaway SQLite and PostgreSQL databases, autocannon runs and the table of figures.
  * The fleet that the config-poll benchmarks load is in bench/fleet.ts.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -96,6 +96,13 @@ export interface KeyfleetOptions {
   readyPath?: string;
   /** How long the process may take to answer it; default 30 s. */
   startTimeoutMs?: number;
+  /** Run the compiled server (dist/, as `npm start` does; buildServer() first) rather than the sources through tsx. */
+  built?: boolean;
+}
+
+/** Compiles the server into dist/ (`npm run build`), for the processes started with `built`. */
+export function buildServer(): void {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: REPO_ROOT, stdio: 'inherit' });
 }
 
 /**
@@ -108,7 +115,8 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
   // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.cpuProfileDir)}`] : [];
   const command = options.command?.(port) ?? ['serve'];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/main.ts', ...command], {
+  const entry = options.built ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+  const child = spawn(process.execPath, [...profile, ...entry, ...command], {
     cwd: REPO_ROOT,
     env: {
       ...process.env,

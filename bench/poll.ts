@@ -7,7 +7,8 @@
  *
  * With neither --sqlite nor --postgres both run. Besides the polls it records what the fleet's
  * size costs: seeding time, database size, the server's start (spawn to /readyz 200) and RSS,
- * and the latency of the admin OKM list and fleet summary. `--workers` lists the process
+ * and the latency of the admin OKM list and fleet summary. keyfleet runs compiled, as `npm start`
+ * runs it (the bench builds dist/ first): through tsx, each start took about a second more to load. `--workers` lists the process
  * counts to poll with (`serve --workers N`), PostgreSQL only above 1. `--order` (bench/fleet.ts
  * PollOrder): the OKMs poll in their fleet's order, one interval after their last poll (the
  * default), or each request a random OKM, the worst case for the indexes keyed by time. Everything listens on 127.0.0.1 only, and
@@ -20,6 +21,7 @@ import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFle
 import {
   BENCH_OPTIONS,
   WARM_UP_S,
+  buildServer,
   databaseBytes,
   forEachBenchDatabase,
   keyfleetCli,
@@ -85,7 +87,7 @@ async function adminLatencies(name: string, env: Record<string, string>, port: n
 
 /** Spawn to /readyz 200 of `serve` on the database as it stands. */
 async function startTime(env: Record<string, string>): Promise<number> {
-  const { child, startMs } = await startKeyfleetTimed(env);
+  const { child, startMs } = await startKeyfleetTimed(env, { built: true });
   await stop(child);
   return startMs;
 }
@@ -104,6 +106,7 @@ async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
   for (const count of counts) {
     const label = count === 1 ? `keyfleet ${name}` : `keyfleet ${name}, ${count} workers`;
     const { port, child, startMs } = await startKeyfleetTimed(env, {
+      built: true,
       cpuProfileDir: options['cpu-prof'] && path.join(options['cpu-prof'], `${name}-${count}`),
       command: () => (count === 1 ? ['serve'] : ['serve', '--workers', String(count)]),
     });
@@ -129,6 +132,7 @@ async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
 async function main(): Promise<void> {
   const started = Date.now();
   const figures: Figures[] = [];
+  buildServer();
 
   const bare = await startBare();
   try {
