@@ -47,7 +47,7 @@ function configuredTemplate(index: number): OkmSettings {
 const TEMPLATES: OkmSettings[] = [...Array.from({ length: 7 }, (_, index) => configuredTemplate(index)), UNCONFIGURED_OKM];
 export const serialOf = (index: number) => `OKM-${String(index).padStart(7, '0')}`;
 
-/** Each template's list digests, computed once: a run's 200 000 request paths would otherwise take half a minute to make. */
+/** Each template's list digests, computed once: a run's request paths would otherwise take half a minute to make at 1 M OKMs. */
 const LIST_DIGESTS = new Map(
   TEMPLATES.map((template) => [
     template,
@@ -91,7 +91,9 @@ export const MIX: { share: number; name: string; change: (parameters: Record<str
   { share: 0.02, name: 'polling interval 300 → pollingInterval', change: (p) => (p.pollingInterval = '300') },
 ];
 
-const PATH_COUNT = 200_000;
+/** Paths a run cycles through: in fleet order each OKM's at most once, up to this many; in random order as many as runs before the fleet order took. */
+const FLEET_ORDER_PATHS = 200_000;
+const RANDOM_ORDER_PATHS = 50_000;
 
 /**
  * When each bench OKM polls in its fleet. A real fleet polls in a steady order: each device one
@@ -125,10 +127,10 @@ export function pollOrderOf(option: string): PollOrder {
   return option as PollOrder;
 }
 
-/** The indexes of the OKMs polled by a run's requests, in turn: the first PATH_COUNT of [firstIndex, firstIndex + okmCount). */
+/** The indexes of the OKMs of [firstIndex, firstIndex + okmCount) that a run's requests poll, in turn. */
 function polledIndexes(okmCount: number, firstIndex: number, fleetSize: number, order: PollOrder): number[] {
-  const count = Math.min(PATH_COUNT, order === 'fleet' ? okmCount : PATH_COUNT);
-  if (order === 'random') return Array.from({ length: count }, () => firstIndex + Math.floor(Math.random() * okmCount));
+  if (order === 'random') return Array.from({ length: RANDOM_ORDER_PATHS }, () => firstIndex + Math.floor(Math.random() * okmCount));
+  const count = Math.min(FLEET_ORDER_PATHS, okmCount);
   const indexOfRank = new Int32Array(fleetSize);
   for (let index = 0; index < fleetSize; index++) indexOfRank[phaseRankOf(index, fleetSize)] = index;
   const polled: number[] = [];

@@ -48,6 +48,14 @@ test('in fleet order over part of a fleet, the requests stay in that part, order
   assert.deepEqual(ranks, [...ranks].sort((a, b) => a - b));
 });
 
+test('in random order, the requests poll OKMs of the part asked only, most of them more than once', () => {
+  const serials = serialsOf(requestPaths('/api/v1/config', 100, { firstIndex: 100, fleetSize: 200, order: 'random' }));
+
+  const indexes = serials.map((serial) => Number(serial.slice('OKM-'.length)));
+  assert.ok(indexes.every((index) => index >= 100 && index < 200));
+  assert.ok(indexes.length > new Set(indexes).size);
+});
+
 for (const database of ['sqlite', 'postgres'] as const) {
   test(`on ${database}, the seeded fleet's last syncs and due times follow the poll order of fleet-order requests`, async () => {
     const fleetSize = 300;
