@@ -218,8 +218,8 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     // the benchmarks measure a fleet's steady state, not every OKM's first poll, which clears the
     // enrolment mark (overdue_at 0) and looks for okm.enrolled subscribers. The OKMs last polled
     // in their phase order (phaseRankOf), the first of them longest ago, within the last
-    // LAST_POLLS_SPAN_MS: the order is what a fleet's indexes see; a shorter span than an
-    // interval keeps every OKM's due time as far off as before, so no sweep runs during a bench.
+    // LAST_POLLS_SPAN_MS: the order is what a fleet's indexes see, and a span far shorter than
+    // an interval leaves every OKM due at least 7 minutes after the seeding began.
     const templateRows = TEMPLATES.map((template, index) => ({
       ...(settingsColumns(template) as Insertable<OkmsTable>),
       serial_number: templateSerialOf(index),

@@ -7,12 +7,13 @@
  *
  * With neither --sqlite nor --postgres both run. Besides the polls it records what the fleet's
  * size costs: seeding time, database size, the server's start (spawn to /readyz 200) and RSS,
- * and the latency of the admin OKM list and fleet summary. keyfleet runs compiled, as `npm start`
- * runs it (the bench builds dist/ first): through tsx, each start took about a second more to load. `--workers` lists the process
- * counts to poll with (`serve --workers N`), PostgreSQL only above 1. `--order` (bench/fleet.ts
- * PollOrder): the OKMs poll in their fleet's order, one interval after their last poll (the
- * default), or each request a random OKM, the worst case for the indexes keyed by time. Everything listens on 127.0.0.1 only, and
- * every server is a child process so that the load generator does not share its event loop.
+ * and the latency of the admin OKM list and fleet summary. keyfleet runs compiled, as `npm
+ * start` runs it (the bench builds dist/ first): through tsx, each start took about a second
+ * more to load. `--workers` lists the process counts to poll with (`serve --workers N`),
+ * PostgreSQL only above 1. `--order` (bench/fleet.ts PollOrder): the OKMs poll in their fleet's
+ * order, one interval after their last poll (the default), or each request a random OKM, the
+ * worst case for the indexes keyed by time. Everything listens on 127.0.0.1 only, and every
+ * server is a child process so that the load generator does not share its event loop.
  */
 import os from 'node:os';
 import path from 'node:path';
