@@ -171,8 +171,9 @@ async function main(): Promise<void> {
     const targets: Target[] = [
       // The same rounds on a route that reads nothing: what the host's load adds to any request.
       { list: 'baseline: GET /healthz', url: () => '/healthz', entries: PER_PAGE, token: 'admin' },
-      // A filter that every OKM matches: an offset walk and a count, as every list paged before page_buckets.
-      { list: 'OKMs, firmware_version=2.1.0 (every OKM: offset walk and count, as before)', url: (page) => `/api/v1/okms?firmware_version=2.1.0&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
+      // A version every OKM runs: paged through its own buckets (migration 0021), a customer's and the fleet's.
+      { list: 'OKMs, firmware_version=2.1.0 (every OKM)', url: (page) => `/api/v1/okms?firmware_version=2.1.0&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
+      { list: 'OKMs, admin, firmware_version=2.1.0 (every OKM)', url: (page) => `/api/v1/okms?firmware_version=2.1.0&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'admin' },
       { list: 'OKMs, one customer', url: (page) => `/api/v1/okms?page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'customer' },
       { list: 'OKMs, whole fleet (admin)', url: (page) => `/api/v1/okms?page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'admin' },
       { list: 'OKMs, sort=-last_sync_time', url: (page) => `/api/v1/okms?sort=-last_sync_time&page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'customer' },

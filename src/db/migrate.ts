@@ -20,6 +20,7 @@ import * as fleetSummaryCounts from './migrations/0017_fleet_summary_counts.ts';
 import * as statementPageBuckets from './migrations/0018_statement_page_buckets.ts';
 import * as dropOkmsSummaryIndex from './migrations/0019_drop_okms_summary_index.ts';
 import * as pageBucketDeltas from './migrations/0020_page_bucket_deltas.ts';
+import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0018_statement_page_buckets': statementPageBuckets,
   '0019_drop_okms_summary_index': dropOkmsSummaryIndex,
   '0020_page_bucket_deltas': pageBucketDeltas,
+  '0021_firmware_page_buckets': firmwarePageBuckets,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

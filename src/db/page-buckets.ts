@@ -71,7 +71,7 @@ export async function recountPageBuckets(db: AnyDb, list: BucketedList): Promise
   await sql`DELETE FROM page_buckets WHERE list = ${list.name}`.execute(db);
   for (const scope of list.scopes(list.table)) {
     await sql`INSERT INTO page_buckets (list, scope, lower_key, entries)
-      SELECT ${list.name}, scope, '', count(*) FROM (SELECT ${sql.raw(scope)} AS scope FROM ${sql.table(list.table)}) AS rows GROUP BY scope`.execute(db);
+      SELECT ${list.name}, scope, '', count(*) FROM (SELECT ${sql.raw(scope)} AS scope FROM ${sql.table(list.table)}) AS rows WHERE scope IS NOT NULL GROUP BY scope`.execute(db);
   }
   while ((await cutOversizedBucket(db as Db, [list])) > 0);
 }

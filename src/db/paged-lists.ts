@@ -3,9 +3,10 @@ import type { BucketedList } from './page-buckets.ts';
 
 /**
  * The long lists whose pages are found through page_buckets, and the scopes each is counted
- * in (SQL over a row; the scope values below are what pages name). Migrations create their
- * triggers from these (0014 the first four, 0018 the audit records' and every list's anew); a
- * change here needs a migration of its own.
+ * in (SQL over a row; the scope values below are what pages name; a row whose scope is NULL is
+ * in none of them). Migrations create their triggers from these (0014 the first four, 0018 the
+ * audit records' and every list's anew, 0021 the firmware versions'); a change here needs a
+ * migration of its own.
  */
 export const ALL_SCOPE = 'all';
 export const UNASSIGNED_SCOPE = 'u';
@@ -29,6 +30,33 @@ export const OKM_LIST: BucketedList = {
   scopeColumns: ['customer_id'],
   scopeCondition,
 };
+
+/**
+ * The OKMs that last reported one KAS firmware version (`firmware_version`), the whole fleet's,
+ * one customer's, or those of no customer: scopes `f:<version>`, `f<customer id>:<version>` and
+ * `fu:<version>`. An OKM that never reported one is in none. A poll writes firmware_version only
+ * when the reported version changes (recordReportedVersions), so its triggers do not run on a
+ * settled fleet's polls.
+ */
+export const OKM_FIRMWARE_LIST: BucketedList = {
+  name: 'okm_firmware',
+  table: 'okms',
+  keyColumn: 'serial_number',
+  keyType: 'text',
+  scopes: (row) => [`'f:' || ${row}.firmware_version`, `coalesce('f' || ${row}.customer_id, 'f${UNASSIGNED_SCOPE}') || ':' || ${row}.firmware_version`],
+  scopeColumns: ['customer_id', 'firmware_version'],
+  scopeCondition: (scope) => {
+    const { owner, version } = /^f(?<owner>[^:]*):(?<version>.*)$/.exec(scope)!.groups!;
+    const ofVersion = sql<SqlBool>`firmware_version = ${version}`;
+    if (owner === '') return ofVersion;
+    if (owner === UNASSIGNED_SCOPE) return sql<SqlBool>`customer_id is null and ${ofVersion}`;
+    return sql<SqlBool>`customer_id = ${Number(owner)} and ${ofVersion}`;
+  },
+};
+
+/** The OKM_FIRMWARE_LIST scope of a version: of every OKM (customerId undefined), of one customer's, or of those of none (null). */
+export const firmwareScope = (version: string, customerId: number | null | undefined) =>
+  `f${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${version}`;
 
 export const DLOCK_LIST: BucketedList = {
   name: 'dlocks',
@@ -71,4 +99,4 @@ export const AUDIT_RECORD_LIST: BucketedList = {
   scopeCondition: (serialNumber) => sql<SqlBool>`okm_serial = ${serialNumber}`,
 };
 
-export const PAGED_LISTS = [OKM_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST, AUDIT_RECORD_LIST];
+export const PAGED_LISTS = [OKM_LIST, OKM_FIRMWARE_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST, AUDIT_RECORD_LIST];

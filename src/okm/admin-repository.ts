@@ -1,7 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, scopeTotal } from '../db/page-buckets.ts';
-import { ALL_SCOPE, customerScope, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
+import { pagePosition, scopeTotal, type BucketedList } from '../db/page-buckets.ts';
+import { ALL_SCOPE, customerScope, firmwareScope, OKM_FIRMWARE_LIST, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
 import { countKept, type KeptCountFilter } from './fleet-summary-repository.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
@@ -103,14 +103,16 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
 }
 
 /**
- * The page_buckets scope of a filter that is only a scope (one customer's OKMs, the unassigned
- * ones, the whole fleet); undefined for any other filter.
+ * The page_buckets list and scope of a filter that is only a scope (one customer's OKMs, the
+ * unassigned ones, the whole fleet), or only a scope and a firmware version; undefined for any
+ * other filter.
  */
-function bucketScopeOf(filter: OkmListFilter): string | undefined {
-  const onlyScope = filter.firmwareVersion === undefined && filter.overdue === undefined && filter.state === undefined && filter.serialPrefix === undefined;
-  if (!onlyScope) return undefined;
-  if (filter.unassigned) return filter.customerId === undefined ? UNASSIGNED_SCOPE : undefined;
-  return filter.customerId === undefined ? ALL_SCOPE : customerScope(filter.customerId);
+function bucketScopeOf(filter: OkmListFilter): { list: BucketedList; scope: string } | undefined {
+  if (filter.overdue !== undefined || filter.state !== undefined || filter.serialPrefix !== undefined) return undefined;
+  if (filter.unassigned && filter.customerId !== undefined) return undefined;
+  const customerId = filter.unassigned ? null : filter.customerId;
+  if (filter.firmwareVersion !== undefined) return { list: OKM_FIRMWARE_LIST, scope: firmwareScope(filter.firmwareVersion, customerId) };
+  return { list: OKM_LIST, scope: customerId === undefined ? ALL_SCOPE : customerId === null ? UNASSIGNED_SCOPE : customerScope(customerId) };
 }
 
 const matchingSerials = (db: Db, filter: OkmListFilter) =>
@@ -151,25 +153,25 @@ export const SHORT_WALK = 10_000;
 /**
  * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
  * The page's serial numbers come from an index alone (a deferred join), and only they are read
- * with their customer and ACL. A filter that is only a scope reads its total from its page
- * buckets (page-buckets.ts), and in serial number order starts its walk at the bucket that
- * holds the page. Other filters count their matches, and other orders walk an index: from its
+ * with their customer and ACL. A filter that is only a scope, or a scope and a firmware
+ * version, reads its total from its page buckets (page-buckets.ts), and in serial number order
+ * starts its walk at the bucket that holds the page. Other filters count their matches, and other orders walk an index: from its
  * start to a page in the first half, from its end (the reverse order) to a page in the second,
  * so that no walk passes more than half the matches.
  */
 export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, page: number, perPage: number): Promise<OkmPage> {
   const order = orderOf(sort);
   const offset = (page - 1) * perPage;
-  const scope = bucketScopeOf(filter);
+  const bucketed = bucketScopeOf(filter);
   let pageSerials = matchingSerials(db, filter).orderBy(order).limit(perPage);
   let total: Promise<number>;
-  if (scope !== undefined && sort === 'serial_number') {
-    const position = await pagePosition(db, OKM_LIST, scope, offset);
+  if (bucketed !== undefined && sort === 'serial_number') {
+    const position = await pagePosition(db, bucketed.list, bucketed.scope, offset);
     if (position.from !== null) pageSerials = pageSerials.where('okms.serial_number', '>=', String(position.from));
     pageSerials = pageSerials.offset(position.skip);
     total = Promise.resolve(position.total);
   } else {
-    total = scope === undefined ? countMatching(db, filter) : scopeTotal(db, OKM_LIST, scope);
+    total = bucketed === undefined ? countMatching(db, filter) : scopeTotal(db, bucketed.list, bucketed.scope);
     const matches = offset <= SHORT_WALK ? Infinity : await total;
     if (offset <= matches / 2) pageSerials = pageSerials.offset(offset);
     else {

@@ -422,6 +422,101 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     await assertBucketsExact(customerScope(from.id));
   });
 
+  test('OKMs of one firmware version: after inserts, deletes, version changes and moves between customers, with keeper steps between, every page of the fleet\'s, a customer\'s and the unassigned ones is the offset slice and the total exact', async () => {
+    const [first, second] = [await newCustomer(), await newCustomer()];
+    const owners = [first.id, second.id, null] as const;
+    // Versions no other test stores, so that the fleet-wide scope holds this test's OKMs alone.
+    const versions = [`9.${first.id}.1`, `9.${first.id}.2`, null] as const;
+    const held = new Map<string, { customerId: number | null; version: string | null }>();
+    const serialOf = (at: number) => `FW${first.id}-${String(at).padStart(5, '0')}`;
+    const initial = Array.from({ length: 6 * BUCKET_ENTRIES }, (_, index) => ({ serial: serialOf(index * 3), customerId: owners[index % 3]!, version: versions[index % 2]! }));
+    for (let start = 0; start < initial.length; start += 500) {
+      const rows = initial.slice(start, start + 500);
+      await t.db
+        .insertInto('okms')
+        .values(rows.map((row) => ({ serial_number: row.serial, customer_id: row.customerId, firmware_version: row.version, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 })))
+        .execute();
+      for (const row of rows) held.set(row.serial, { customerId: row.customerId, version: row.version });
+    }
+    await keepUntilCut(t.db, t.dialect);
+    const fleetBuckets = await t.db.selectFrom('page_buckets').select('lower_key').where('list', '=', 'okm_firmware').where('scope', '=', `f:${versions[0]}`).execute();
+    assert.ok(fleetBuckets.length >= 3, `${fleetBuckets.length} buckets of the fleet's OKMs of one version`);
+
+    const firmwarePage = async (version: string, owner: number | null | undefined, number: number, perPage: number) => {
+      const scope = owner === undefined ? '' : owner === null ? '&unassigned=true' : `&customer=${owner === first.id ? first.name : second.name}`;
+      const response = await t.app.inject({ method: 'GET', url: `${OKMS}?firmware_version=${version}${scope}&page=${number}&results_per_page=${perPage}`, headers: { authorization: `Bearer ${admin}` } });
+      assert.equal(response.statusCode, 200, response.body);
+      const body = response.json() as { pagination: { total_results: string }; data: { serial_number: string }[] };
+      return { serials: body.data.map((okm) => okm.serial_number), total: Number(body.pagination.total_results) };
+    };
+    const ofFirstVersion = initial.filter((okm) => okm.version === versions[0]).map((okm) => okm.serial).sort();
+    for (const number of [1, 10, 11, 20, 21, 30]) {
+      assert.deepEqual((await firmwarePage(versions[0], undefined, number, 100)).serials, ofFirstVersion.slice((number - 1) * 100, number * 100), `page ${number}`);
+    }
+
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            kind: fc.constantFrom('insert', 'delete', 'report', 'move', 'keep'),
+            at: fc.nat(18 * BUCKET_ENTRIES),
+            version: fc.constantFrom(...versions),
+            owner: fc.constantFrom(...owners),
+          }),
+          { minLength: 1, maxLength: 40 },
+        ),
+        fc.constantFrom(...versions.filter((version) => version !== null)),
+        fc.constantFrom(undefined, ...owners),
+        fc.integer({ min: 1, max: 100 }),
+        fc.nat(),
+        async (changes, version, owner, perPage, pick) => {
+          for (const change of changes) {
+            const serial = serialOf(change.at);
+            const okm = held.get(serial);
+            if (change.kind === 'insert' && okm === undefined) {
+              await t.db
+                .insertInto('okms')
+                .values({ serial_number: serial, customer_id: change.owner, firmware_version: change.version, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 })
+                .execute();
+              held.set(serial, { customerId: change.owner, version: change.version });
+            } else if (change.kind === 'delete' && okm !== undefined) {
+              await t.db.deleteFrom('okms').where('serial_number', '=', serial).execute();
+              held.delete(serial);
+            } else if (change.kind === 'report' && okm !== undefined) {
+              await t.db.updateTable('okms').set({ firmware_version: change.version }).where('serial_number', '=', serial).execute();
+              okm.version = change.version;
+            } else if (change.kind === 'move' && okm !== undefined) {
+              await t.db.updateTable('okms').set({ customer_id: change.owner }).where('serial_number', '=', serial).execute();
+              okm.customerId = change.owner;
+            } else if (change.kind === 'keep') {
+              await keepPageBuckets(t.db, t.dialect, PAGED_LISTS);
+            }
+          }
+          const ordered = [...held]
+            .filter(([, okm]) => okm.version === version && (owner === undefined || okm.customerId === owner))
+            .map(([serial]) => serial)
+            .sort();
+          const number = 1 + (pick % Math.max(1, Math.ceil(ordered.length / perPage)));
+
+          const found = await firmwarePage(version, owner, number, perPage);
+
+          assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `${version} of ${owner}, page ${number} of ${perPage}`);
+          assert.equal(found.total, ordered.length);
+        },
+      ),
+      { numRuns: 25 },
+    );
+    await keepUntilCut(t.db, t.dialect);
+    assert.deepEqual(await oversizedBuckets(t.db), []);
+    const counted = await t.db.selectFrom('page_buckets').select(['scope', (eb) => eb.fn.sum<number | string>('entries').as('entries')]).where('list', '=', 'okm_firmware').where('scope', 'like', `%:9.${first.id}.%`).groupBy('scope').execute();
+    const expected = new Map<string, number>();
+    for (const okm of held.values()) {
+      if (okm.version === null) continue;
+      for (const scope of [`f:${okm.version}`, `f${okm.customerId ?? 'u'}:${okm.version}`]) expected.set(scope, (expected.get(scope) ?? 0) + 1);
+    }
+    assert.deepEqual(new Map(counted.filter((row) => Number(row.entries) !== 0).map((row) => [row.scope, Number(row.entries)])), expected, 'the buckets count every OKM that reported a version, and none that did not');
+  });
+
   test('creating an OKM takes its serial number off the pending OKMs', async () => {
     await t.db.insertInto('pending_okms').values({ serial_number: 'PEND-TAKEN', first_seen_at: 1, last_seen_at: 1, last_ip: '127.0.0.1', firmware_version: null, call_count: 1 }).execute();
 

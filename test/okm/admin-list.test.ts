@@ -108,6 +108,21 @@ forEachDatabase('OKM admin API list', (kind) => {
     assert.ok(silent);
   });
 
+  test('an OKM that reports a new firmware version moves from the list of its old version to that of the new one', async () => {
+    const { token } = await freshCustomer();
+    const [current, updating] = await createMany(token, 2, uniqueSerial('L'));
+    await devicePoll(t, current!, '?kasFirmware=2.10.0');
+    await devicePoll(t, updating!, '?kasFirmware=2.9.9');
+
+    await devicePoll(t, updating!, '?kasFirmware=2.10.0');
+
+    const [newer, older] = [await list(token, '?firmware_version=2.10.0'), await list(token, '?firmware_version=2.9.9')];
+    assert.deepEqual(serialsOf(newer), [current, updating].sort());
+    assert.equal(newer.json().pagination.total_results, '2');
+    assert.deepEqual(serialsOf(older), []);
+    assert.equal(older.json().pagination.total_results, '0');
+  });
+
   test('overdue=true lists the OKMs that missed three polls; overdue=false the others, including never-polled ones', async () => {
     const { token } = await freshCustomer();
     const [late, punctual, never, lateByFleetDefault] = await createMany(token, 4, uniqueSerial('L'));

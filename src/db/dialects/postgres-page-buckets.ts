@@ -20,12 +20,12 @@ const DROP_IN_PLACE_FUNCTIONS = [
 const keyOf = (list: BucketedList, row: string) =>
   list.keyType === 'integer' ? `lpad(${row}.${list.keyColumn}::text, ${INTEGER_KEY_DIGITS}, '0')` : `${row}.${list.keyColumn}`;
 
-/** The keys of `rows` (a transition table, or NEW or OLD) in each of their scopes, as a query of (scope, key). */
+/** The keys of `rows` (a transition table, or NEW or OLD) in each of their scopes, as a query of (scope, key); none for a NULL scope. */
 const keysOf = (list: BucketedList, rows: string, from: string) =>
-  list
+  `SELECT scope, key FROM (${list
     .scopes(rows)
     .map((scope) => `SELECT ${scope} AS scope, ${keyOf(list, rows)} AS key${from}`)
-    .join(' UNION ALL ');
+    .join(' UNION ALL ')}) AS scoped WHERE scope IS NOT NULL`;
 
 /**
  * Creates the first bucket ('' lower key) of the scopes that have none. The bucket is looked

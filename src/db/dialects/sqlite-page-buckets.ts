@@ -9,7 +9,8 @@ function countRow(list: BucketedList, row: 'NEW' | 'OLD', delta: 1 | -1): string
     .scopes(row)
     .map((scope) => {
       const where = `list = '${list.name}' AND scope = ${scope}`;
-      const create = delta > 0 ? `INSERT OR IGNORE INTO page_buckets (list, scope, lower_key, entries) VALUES ('${list.name}', ${scope}, '', 0);\n` : '';
+      // A NULL scope (a row in none of the list's scopes) creates no bucket, and its UPDATE matches none.
+      const create = delta > 0 ? `INSERT OR IGNORE INTO page_buckets (list, scope, lower_key, entries) SELECT '${list.name}', ${scope}, '', 0 WHERE ${scope} IS NOT NULL;\n` : '';
       return `${create}UPDATE page_buckets SET entries = entries + ${delta} WHERE ${where}
         AND lower_key = (SELECT max(lower_key) FROM page_buckets WHERE ${where} AND lower_key <= ${keyOf(list, row)});`;
     })
