@@ -98,7 +98,7 @@ export async function recountFleetSummary(db: AnyDb): Promise<void> {
  * Deltas one fold step moves at most, in one transaction. On SQLite the step holds the one
  * connection, so every request waits for it: 10 000 a step took about 45 ms (90 ms on a busy
  * host) and, after a bulk load or an enrolment wave, put that on the p99 of every page read
- * between steps (bench/RESULTS.md 2026-11-23, 14:35–16:10). 2 000 keep a step near 10 ms and
+ * between steps (bench/RESULTS.md, 2026-11-23, 14:06–16:26 UTC). 2 000 keep a step near 10 ms and
  * still fold tens of thousands a second, more than enrolment appends.
  */
 export const DELTAS_PER_FOLD = 2_000;
