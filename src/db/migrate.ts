@@ -21,6 +21,7 @@ import * as statementPageBuckets from './migrations/0018_statement_page_buckets.
 import * as dropOkmsSummaryIndex from './migrations/0019_drop_okms_summary_index.ts';
 import * as pageBucketDeltas from './migrations/0020_page_bucket_deltas.ts';
 import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts';
+import * as statePageBuckets from './migrations/0022_state_page_buckets.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0019_drop_okms_summary_index': dropOkmsSummaryIndex,
   '0020_page_bucket_deltas': pageBucketDeltas,
   '0021_firmware_page_buckets': firmwarePageBuckets,
+  '0022_state_page_buckets': statePageBuckets,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -46,6 +46,19 @@ export interface BucketedList {
   scopeCondition: (scope: string) => RawBuilder<SqlBool>;
 }
 
+/**
+ * The condition of a move trigger (`AFTER UPDATE OF` the scope columns): a scope of the row
+ * changed. It compares the scopes rather than the columns, so that a column that only sometimes
+ * changes a scope (last_sync_time, which every poll sets) moves nothing when it does not.
+ */
+export const movedBetweenScopes = (list: BucketedList, distinct: 'IS NOT' | 'IS DISTINCT FROM') => {
+  const after = list.scopes('NEW');
+  return list
+    .scopes('OLD')
+    .map((before, index) => `(${before}) ${distinct} (${after[index]})`)
+    .join(' OR ');
+};
+
 export const INTEGER_KEY_DIGITS = 20;
 
 /** A key as page_buckets stores it (see BucketedList.keyType). */

@@ -1,12 +1,13 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { BucketedList } from './page-buckets.ts';
+import { fleetStateCondition } from '../okm/fleet-states.ts';
 
 /**
  * The long lists whose pages are found through page_buckets, and the scopes each is counted
  * in (SQL over a row; the scope values below are what pages name; a row whose scope is NULL is
  * in none of them). Migrations create their triggers from these (0014 the first four, 0018 the
- * audit records' and every list's anew, 0021 the firmware versions'); a change here needs a
- * migration of its own.
+ * audit records' and every list's anew, 0021 the firmware versions', 0022 the states'); a change
+ * here needs a migration of its own.
  */
 export const ALL_SCOPE = 'all';
 export const UNASSIGNED_SCOPE = 'u';
@@ -58,6 +59,41 @@ export const OKM_FIRMWARE_LIST: BucketedList = {
 export const firmwareScope = (version: string, customerId: number | null | undefined) =>
   `f${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${version}`;
 
+/** The states a page of OKM_STATE_LIST holds: those that follow from columns alone (overdue depends on the time, never polled is rare). */
+export const BUCKETED_STATES = ['in_step', 'drifting'] as const;
+export type BucketedState = (typeof BUCKETED_STATES)[number];
+
+/** An OKM's state as fleetStateCondition has it, in SQL over a row: drifting, in step, or NULL (never polled and answered nothing). */
+const bucketedStateOf = (row: string) =>
+  `(case when ${row}.last_correction is not null then 'drifting' when ${row}.last_sync_time is not null then 'in_step' end)`;
+
+/**
+ * The OKMs in step and those drifting (fleet-states.ts), the whole fleet's, one customer's, or
+ * those of no customer: scopes `s:<state>`, `s<customer id>:<state>` and `su:<state>`. Every poll
+ * sets last_sync_time, so the move trigger's condition is tested on every poll, but it compares
+ * the scopes, not the columns: it fires only when a poll's verdict changes (last_correction,
+ * written only then) or on an OKM's first poll.
+ */
+export const OKM_STATE_LIST: BucketedList = {
+  name: 'okm_state',
+  table: 'okms',
+  keyColumn: 'serial_number',
+  keyType: 'text',
+  scopes: (row) => [`'s:' || ${bucketedStateOf(row)}`, `coalesce('s' || ${row}.customer_id, 's${UNASSIGNED_SCOPE}') || ':' || ${bucketedStateOf(row)}`],
+  scopeColumns: ['customer_id', 'last_correction', 'last_sync_time'],
+  scopeCondition: (scope) => {
+    const { owner, state } = /^s(?<owner>[^:]*):(?<state>.*)$/.exec(scope)!.groups!;
+    const inState = fleetStateCondition(state as BucketedState, { now: 0 });
+    if (owner === '') return inState;
+    if (owner === UNASSIGNED_SCOPE) return sql<SqlBool>`customer_id is null and ${inState}`;
+    return sql<SqlBool>`customer_id = ${Number(owner)} and ${inState}`;
+  },
+};
+
+/** The OKM_STATE_LIST scope of a state: of every OKM (customerId undefined), of one customer's, or of those of none (null). */
+export const stateScope = (state: BucketedState, customerId: number | null | undefined) =>
+  `s${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${state}`;
+
 export const DLOCK_LIST: BucketedList = {
   name: 'dlocks',
   table: 'dlocks',
@@ -99,4 +135,4 @@ export const AUDIT_RECORD_LIST: BucketedList = {
   scopeCondition: (serialNumber) => sql<SqlBool>`okm_serial = ${serialNumber}`,
 };
 
-export const PAGED_LISTS = [OKM_LIST, OKM_FIRMWARE_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST, AUDIT_RECORD_LIST];
+export const PAGED_LISTS = [OKM_LIST, OKM_FIRMWARE_LIST, OKM_STATE_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST, AUDIT_RECORD_LIST];

@@ -1,7 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { pagePosition, scopeTotal, type BucketedList } from '../db/page-buckets.ts';
-import { ALL_SCOPE, customerScope, firmwareScope, OKM_FIRMWARE_LIST, OKM_LIST, UNASSIGNED_SCOPE } from '../db/paged-lists.ts';
+import { ALL_SCOPE, BUCKETED_STATES, customerScope, firmwareScope, OKM_FIRMWARE_LIST, OKM_LIST, OKM_STATE_LIST, stateScope, UNASSIGNED_SCOPE, type BucketedState } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
 import { countKept, type KeptCountFilter } from './fleet-summary-repository.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
@@ -104,16 +104,22 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
 
 /**
  * The page_buckets list and scope of a filter that is only a scope (one customer's OKMs, the
- * unassigned ones, the whole fleet), or only a scope and a firmware version; undefined for any
- * other filter.
+ * unassigned ones, the whole fleet), or only a scope and a firmware version, or a scope and the
+ * state in step or drifting; undefined for any other filter.
  */
 function bucketScopeOf(filter: OkmListFilter): { list: BucketedList; scope: string } | undefined {
-  if (filter.overdue !== undefined || filter.state !== undefined || filter.serialPrefix !== undefined) return undefined;
+  if (filter.overdue !== undefined || filter.serialPrefix !== undefined) return undefined;
   if (filter.unassigned && filter.customerId !== undefined) return undefined;
   const customerId = filter.unassigned ? null : filter.customerId;
+  if (filter.state !== undefined) {
+    if (filter.firmwareVersion !== undefined || !isBucketedState(filter.state)) return undefined;
+    return { list: OKM_STATE_LIST, scope: stateScope(filter.state, customerId) };
+  }
   if (filter.firmwareVersion !== undefined) return { list: OKM_FIRMWARE_LIST, scope: firmwareScope(filter.firmwareVersion, customerId) };
   return { list: OKM_LIST, scope: customerId === undefined ? ALL_SCOPE : customerId === null ? UNASSIGNED_SCOPE : customerScope(customerId) };
 }
+
+const isBucketedState = (state: FleetState): state is BucketedState => (BUCKETED_STATES as readonly string[]).includes(state);
 
 const matchingSerials = (db: Db, filter: OkmListFilter) =>
   db
@@ -154,7 +160,7 @@ export const SHORT_WALK = 10_000;
  * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
  * The page's serial numbers come from an index alone (a deferred join), and only they are read
  * with their customer and ACL. A filter that is only a scope, or a scope and a firmware
- * version, reads its total from its page buckets (page-buckets.ts), and in serial number order
+ * version or a state (in step, drifting), reads its total from its page buckets (page-buckets.ts), and in serial number order
  * starts its walk at the bucket that holds the page. Other filters count their matches, and
  * other orders walk an index: from its start to a page in the first half, from its end (the
  * reverse order) to a page in the second, so that no walk passes more than half the matches.

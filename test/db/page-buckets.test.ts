@@ -8,6 +8,7 @@ import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import { BUCKET_ENTRIES, foldPageBucketDeltas, keepPageBuckets, KEYS_CUT_PER_STEP, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
 import { customerScope, PAGED_LISTS } from '../../src/db/paged-lists.ts';
 import { appendAuditRecords } from '../../src/okm/audit-repository.ts';
+import { fleetStateCondition } from '../../src/okm/fleet-states.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -515,6 +516,117 @@ forEachDatabase('pages found through page_buckets', (kind) => {
       for (const scope of [`f:${okm.version}`, `f${okm.customerId ?? 'u'}:${okm.version}`]) expected.set(scope, (expected.get(scope) ?? 0) + 1);
     }
     assert.deepEqual(new Map(counted.filter((row) => Number(row.entries) !== 0).map((row) => [row.scope, Number(row.entries)])), expected, 'the buckets count every OKM that reported a version, and none that did not');
+  });
+
+  test('OKMs in step and drifting: after inserts, deletes, polls, changes of verdict and moves between customers, with keeper steps between, every page of the fleet\'s, a customer\'s and the unassigned ones is the offset slice and the total exact', async () => {
+    const [first, second] = [await newCustomer(), await newCustomer()];
+    const owners = [first.id, second.id, null] as const;
+    const verdicts = [null, 'kasDateTime', 'pollingInterval'] as const;
+    const serialOf = (at: number) => `ST${first.id}-${String(at).padStart(5, '0')}`;
+    const insert = (rows: { serial: string; customerId: number | null; polled: boolean; verdict: string | null }[]) =>
+      t.db
+        .insertInto('okms')
+        .values(
+          rows.map((row) => ({
+            serial_number: row.serial,
+            customer_id: row.customerId,
+            last_sync_time: row.polled ? 1 : null,
+            last_correction: row.verdict,
+            auditing_enabled: 0,
+            status_urls: '[]',
+            created_at: 0,
+            updated_at: 0,
+          })),
+        )
+        .execute();
+    const initial = Array.from({ length: 12 * BUCKET_ENTRIES }, (_, index) => ({ serial: serialOf(index * 3), customerId: owners[index % 3]!, polled: index % 7 !== 0, verdict: index % 4 === 0 ? verdicts[1] : null }));
+    for (let start = 0; start < initial.length; start += 500) await insert(initial.slice(start, start + 500));
+    await keepUntilCut(t.db, t.dialect);
+    const customerBuckets = await t.db.selectFrom('page_buckets').select('lower_key').where('list', '=', 'okm_state').where('scope', '=', `s${first.id}:in_step`).execute();
+    assert.ok(customerBuckets.length >= 2, `${customerBuckets.length} buckets of one customer's OKMs in step`);
+
+    const statePage = async (state: string, owner: number | null | undefined, number: number, perPage: number) => {
+      const scope = owner === undefined ? '' : owner === null ? '&unassigned=true' : `&customer=${owner === first.id ? first.name : second.name}`;
+      const response = await t.app.inject({ method: 'GET', url: `${OKMS}?state=${state}${scope}&page=${number}&results_per_page=${perPage}`, headers: { authorization: `Bearer ${admin}` } });
+      assert.equal(response.statusCode, 200, response.body);
+      const body = response.json() as { pagination: { total_results: string }; data: { serial_number: string }[] };
+      return { serials: body.data.map((okm) => okm.serial_number), total: Number(body.pagination.total_results) };
+    };
+    /** What the list must hold, read from the table with the state's own condition (the fleet's scope holds other tests' OKMs too). */
+    const expectedSerials = async (state: 'in_step' | 'drifting', owner: number | null | undefined) => {
+      let query = t.db.selectFrom('okms').select('serial_number').where(fleetStateCondition(state, { now: 0 })).orderBy('serial_number');
+      if (owner !== undefined) query = query.where('customer_id', owner === null ? 'is' : '=', owner);
+      return (await query.execute()).map((row) => row.serial_number);
+    };
+
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            kind: fc.constantFrom('insert', 'delete', 'poll', 'verdict', 'forget', 'move', 'keep'),
+            at: fc.nat(36 * BUCKET_ENTRIES),
+            verdict: fc.constantFrom(...verdicts),
+            owner: fc.constantFrom(...owners),
+            polled: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 40 },
+        ),
+        fc.constantFrom('in_step' as const, 'drifting' as const),
+        fc.constantFrom(undefined, ...owners),
+        fc.integer({ min: 1, max: 100 }),
+        fc.nat(),
+        async (changes, state, owner, perPage, pick) => {
+          for (const change of changes) {
+            const serial = serialOf(change.at);
+            const okm = t.db.updateTable('okms').where('serial_number', '=', serial);
+            if (change.kind === 'insert') {
+              await t.db.deleteFrom('okms').where('serial_number', '=', serial).execute();
+              await insert([{ serial, customerId: change.owner, polled: change.polled, verdict: change.verdict }]);
+            } else if (change.kind === 'delete') await t.db.deleteFrom('okms').where('serial_number', '=', serial).execute();
+            else if (change.kind === 'poll') await okm.set({ last_sync_time: change.at }).execute();
+            // As a poll writes them: its time, then its correction only when it differs from the last.
+            else if (change.kind === 'verdict') await okm.set({ last_correction: change.verdict }).execute();
+            else if (change.kind === 'forget') await okm.set({ last_sync_time: null }).execute();
+            else if (change.kind === 'move') await okm.set({ customer_id: change.owner }).execute();
+            else await keepPageBuckets(t.db, t.dialect, PAGED_LISTS);
+          }
+          const ordered = await expectedSerials(state, owner);
+          const number = 1 + (pick % Math.max(1, Math.ceil(ordered.length / perPage)));
+
+          const found = await statePage(state, owner, number, perPage);
+
+          assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `${state} of ${owner}, page ${number} of ${perPage}`);
+          assert.equal(found.total, ordered.length);
+        },
+      ),
+      { numRuns: 25 },
+    );
+    await keepUntilCut(t.db, t.dialect);
+    assert.deepEqual(await oversizedBuckets(t.db), []);
+    for (const scopeOwner of [first.id, second.id]) {
+      for (const state of ['in_step', 'drifting'] as const) {
+        const counted = await t.db.selectFrom('page_buckets').select((eb) => eb.fn.sum<number | string>('entries').as('entries')).where('list', '=', 'okm_state').where('scope', '=', `s${scopeOwner}:${state}`).executeTakeFirstOrThrow();
+        assert.equal(Number(counted.entries ?? 0), (await expectedSerials(state, scopeOwner)).length, `s${scopeOwner}:${state}`);
+      }
+    }
+  });
+
+  test('on PostgreSQL, a poll that leaves an OKM in its state appends no delta of the state list, and one that changes its verdict moves it', { skip: kind !== 'postgres' && 'SQLite updates its buckets in place, with no deltas to see' }, async () => {
+    const customer = await newCustomer();
+    const serial = `STP${customer.id}`;
+    await t.db.insertInto('okms').values({ serial_number: serial, customer_id: customer.id, last_sync_time: 1, auditing_enabled: 0, status_urls: '[]', created_at: 0, updated_at: 0 }).execute();
+    await foldAll(t.db, t.dialect);
+    const stateDeltas = async () =>
+      (await t.db.selectFrom('page_bucket_deltas').select(['scope', 'entries']).where('list', '=', 'okm_state').where('key', '=', serial).orderBy('scope').orderBy('entries').execute()).map(
+        (delta) => `${delta.scope} ${delta.entries}`,
+      );
+
+    await t.db.updateTable('okms').set({ last_sync_time: 2, last_ip: '192.0.2.1' }).where('serial_number', '=', serial).execute();
+    const afterPoll = await stateDeltas();
+    await t.db.updateTable('okms').set({ last_sync_time: 3, last_correction: 'kasDateTime' }).where('serial_number', '=', serial).execute();
+
+    assert.deepEqual(afterPoll, []);
+    assert.deepEqual(await stateDeltas(), [`s${customer.id}:drifting 1`, `s${customer.id}:in_step -1`, 's:drifting 1', 's:in_step -1']);
   });
 
   test('creating an OKM takes its serial number off the pending OKMs', async () => {

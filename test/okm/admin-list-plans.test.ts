@@ -3,6 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { CompiledQuery, Kysely, sql } from 'kysely';
 import { createCustomer } from '../../src/customers/repository.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { keepPageBuckets } from '../../src/db/page-buckets.ts';
+import { PAGED_LISTS } from '../../src/db/paged-lists.ts';
 import { listOkms, type OkmListFilter } from '../../src/okm/admin-repository.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -13,11 +15,12 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
   before(async () => {
     t = await buildTestApp('sqlite', { PAGE_BUCKET_KEEPER_INTERVAL_MS: '0' });
     customerId = (await createCustomer(t.db, 'plans')).id;
-    const okms = Array.from({ length: 3000 }, (_, index) => ({
+    const okms = Array.from({ length: 6000 }, (_, index) => ({
       serial_number: `PL-${String(index).padStart(5, '0')}`,
       customer_id: customerId,
       auditing_enabled: 0,
       status_urls: '[]',
+      last_sync_time: index % 10 === 0 ? null : 1,
       last_correction: index % 4 === 0 ? 'kasDateTime' : null,
       firmware_version: ['2.1.0', '2.2.0', '2.3.0'][index % 3]!,
       created_at: 0,
@@ -25,10 +28,9 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
     }));
     // Most ACLs are linked to no OKM: their okm_serial is NULL.
     const acls = Array.from({ length: 3000 }, (_, index) => ({ id: `plan-acl-${index}`, customer_id: customerId, okm_serial: null, created_at: 0, updated_at: 0 }));
-    for (let start = 0; start < 3000; start += 500) {
-      await t.db.insertInto('okms').values(okms.slice(start, start + 500)).execute();
-      await t.db.insertInto('acls').values(acls.slice(start, start + 500)).execute();
-    }
+    for (let start = 0; start < okms.length; start += 500) await t.db.insertInto('okms').values(okms.slice(start, start + 500)).execute();
+    for (let start = 0; start < acls.length; start += 500) await t.db.insertInto('acls').values(acls.slice(start, start + 500)).execute();
+    while ((await keepPageBuckets(t.db, t.dialect, PAGED_LISTS)) > 0);
     await sql`analyze`.execute(t.db);
   });
   after(() => t.close());
@@ -60,20 +62,24 @@ describe('OKM list pages on SQLite read through indexes once the database is ana
   /** Whether the plan counts from the kept fleet-summary counts (and their pending deltas) rather than from okms. */
   const countsKept = (plan: string[]) => ['fleet_summary_counts', 'fleet_summary_deltas'].every((table) => plan.some((step) => step.includes(table)));
 
-  test('a page of drifting OKMs walks the covering index of the drifting ones, and its total is read from the kept counts', async () => {
+  test('a page of drifting OKMs walks the covering index of the drifting ones from its page bucket, and its total is read from the buckets', async () => {
     const plan = await planOfPage({ state: 'drifting' }, 5);
 
     assert.equal(plan.filter((step) => step.includes('okms_drifting_idx') || step.includes('okms_customer_drifting_idx')).length, 1, plan.join('\n'));
-    assert.ok(countsKept(plan), plan.join('\n'));
+    assert.ok(plan.some((step) => step.includes('SEARCH page_buckets')), plan.join('\n'));
+    assert.ok(!countsKept(plan), plan.join('\n'));
     assert.ok(!plan.some((step) => step.startsWith('SCAN okms USING INDEX')), plan.join('\n'));
   });
 
-  test('the total of in-step OKMs, most of the fleet, is read from the kept counts, not counted over okms', async () => {
-    const fleet = await planOfPage({ state: 'in_step' }, 5);
-    const customer = await planOfPage({ customerId, state: 'in_step' }, 5);
+  test('a deep page of in-step OKMs, most of the fleet, walks from its page bucket, and its total is read from the buckets, not counted over okms', async () => {
+    const fleet = await planOfPage({ state: 'in_step' }, 30);
+    const customer = await planOfPage({ customerId, state: 'in_step' }, 30);
 
+    assert.ok(fleet.includes('SEARCH okms USING INDEX sqlite_autoindex_okms_1 (serial_number>?)'), fleet.join('\n'));
+    assert.ok(customer.includes('SEARCH okms USING INDEX okms_customer_idx (customer_id=? AND serial_number>?)'), customer.join('\n'));
     for (const plan of [fleet, customer]) {
-      assert.ok(countsKept(plan), plan.join('\n'));
+      assert.ok(plan.some((step) => step.includes('SEARCH page_buckets')), plan.join('\n'));
+      assert.ok(!countsKept(plan), plan.join('\n'));
       // One walk of okms for the page's serial numbers, and one read of the page's rows: no third pass to count.
       assert.equal(plan.filter((step) => / okms\b/.test(step)).length, 2, plan.join('\n'));
     }

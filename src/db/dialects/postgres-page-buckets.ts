@@ -1,4 +1,4 @@
-import { INTEGER_KEY_DIGITS, type BucketedList } from '../page-buckets.ts';
+import { INTEGER_KEY_DIGITS, movedBetweenScopes, type BucketedList } from '../page-buckets.ts';
 
 /**
  * The table the triggers append to, created with them (IF NOT EXISTS): migrations 0014 and 0018
@@ -77,7 +77,7 @@ END $$`,
   }
   if (list.scopeColumns.length > 0) {
     const name = `${list.name}_page_buckets_move`;
-    const moved = list.scopeColumns.map((column) => `OLD.${column} IS DISTINCT FROM NEW.${column}`).join(' OR ');
+    const moved = movedBetweenScopes(list, 'IS DISTINCT FROM');
     const newKeys = keysOf(list, 'NEW', '');
     statements.push(
       `CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$

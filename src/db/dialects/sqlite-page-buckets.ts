@@ -1,4 +1,4 @@
-import { INTEGER_KEY_DIGITS, type BucketedList } from '../page-buckets.ts';
+import { INTEGER_KEY_DIGITS, movedBetweenScopes, type BucketedList } from '../page-buckets.ts';
 
 const keyOf = (list: BucketedList, row: string) =>
   list.keyType === 'integer' ? `printf('%0${INTEGER_KEY_DIGITS}d', ${row}.${list.keyColumn})` : `${row}.${list.keyColumn}`;
@@ -27,7 +27,7 @@ export function sqlitePageBucketTriggers(list: BucketedList): string[] {
     `CREATE TRIGGER ${list.name}_page_delete AFTER DELETE ON ${list.table} BEGIN\n${countRow(list, 'OLD', -1)}\nEND`,
   ];
   if (list.scopeColumns.length > 0) {
-    const moved = list.scopeColumns.map((column) => `OLD.${column} IS NOT NEW.${column}`).join(' OR ');
+    const moved = movedBetweenScopes(list, 'IS NOT');
     statements.push(
       `CREATE TRIGGER ${list.name}_page_move AFTER UPDATE OF ${list.scopeColumns.join(', ')} ON ${list.table} WHEN ${moved} BEGIN\n${countRow(list, 'OLD', -1)}\n${countRow(list, 'NEW', 1)}\nEND`,
     );
