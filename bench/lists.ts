@@ -138,7 +138,8 @@ function percentile(values: readonly number[], fraction: number): number {
 
 async function main(): Promise<void> {
   await forEachBenchDatabase(options, async ({ name, env }) => {
-    const settings = loadSettings({ ...process.env, ...env, LOG_LEVEL: 'silent' });
+    // All pages come from two tokens: the rate limit is set too high to trigger, as the other benches set it, so that its cost is measured.
+    const settings = loadSettings({ ...process.env, ...env, LOG_LEVEL: 'silent', RATE_LIMIT_API_PER_MINUTE: '1000000000' });
     const { db, dialect } = openDatabase(dialectFor(settings));
     await migrateToLatest(db, dialect);
     const keyRing = createKeyRing(db, loadMasterKey(settings));
@@ -187,7 +188,7 @@ async function main(): Promise<void> {
       { list: 'OKMs, sort=last_sync_time, whole fleet', url: (page) => `/api/v1/okms?sort=last_sync_time&page=${page}&results_per_page=${PER_PAGE}`, entries: okmEntries, token: 'admin' },
       { list: 'OKMs, state=overdue', url: (page) => `/api/v1/okms?state=overdue&page=${page}&results_per_page=${PER_PAGE}`, entries: overdue, token: 'customer' },
       { list: 'OKMs, admin, state=overdue', url: (page) => `/api/v1/okms?state=overdue&page=${page}&results_per_page=${PER_PAGE}`, entries: overdue, token: 'admin' },
-      { list: 'OKMs, admin, state=drifting (okms_drifting_idx)', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: drifting, token: 'admin' },
+      { list: 'OKMs, admin, state=drifting', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: drifting, token: 'admin' },
       { list: 'OKMs, state=drifting', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: drifting, token: 'customer' },
       { list: 'OKMs, admin, state=in_step', url: (page) => `/api/v1/okms?state=in_step&page=${page}&results_per_page=${PER_PAGE}`, entries: inStep, token: 'admin' },
       { list: 'OKMs, state=in_step', url: (page) => `/api/v1/okms?state=in_step&page=${page}&results_per_page=${PER_PAGE}`, entries: inStep, token: 'customer' },

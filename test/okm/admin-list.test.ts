@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
+import { poll } from './config-helpers.ts';
 import { OKMS, call, createOkm, devicePoll, issueTokens, setLastPoll, uniqueSerial, type Tokens } from './admin-helpers.ts';
 
 let customers = 0;
@@ -121,6 +122,26 @@ forEachDatabase('OKM admin API list', (kind) => {
     assert.equal(newer.json().pagination.total_results, '2');
     assert.deepEqual(serialsOf(older), []);
     assert.equal(older.json().pagination.total_results, '0');
+  });
+
+  test('an OKM is in neither the in-step nor the drifting list before it polls, then in the list of its last answer, and moves when the answer changes', async () => {
+    const { token } = await freshCustomer();
+    const [settled, corrected] = await createMany(token, 2, uniqueSerial('ST'));
+    const inStep = () => ({ kasDateTime: Date.now(), cacheMode: 1, auditUrl: t.settings.auditUrl, pollingInterval: t.settings.fleetPollingInterval });
+    const inState = async (state: string) => {
+      const response = await list(token, `?state=${state}`);
+      return { serials: serialsOf(response), total: Number(response.json().pagination.total_results) };
+    };
+    const before = [await inState('in_step'), await inState('drifting')];
+
+    assert.deepEqual((await poll(t, settled!, inStep())).json(), {});
+    assert.deepEqual((await poll(t, corrected!, { ...inStep(), pollingInterval: 300 })).json(), { pollingInterval: t.settings.fleetPollingInterval });
+    const afterFirstPolls = [await inState('in_step'), await inState('drifting')];
+    assert.deepEqual((await poll(t, corrected!, inStep())).json(), {});
+
+    assert.deepEqual(before, [{ serials: [], total: 0 }, { serials: [], total: 0 }]);
+    assert.deepEqual(afterFirstPolls, [{ serials: [settled], total: 1 }, { serials: [corrected], total: 1 }]);
+    assert.deepEqual([await inState('in_step'), await inState('drifting')], [{ serials: [settled, corrected], total: 2 }, { serials: [], total: 0 }]);
   });
 
   test('overdue=true lists the OKMs that missed three polls; overdue=false the others, including never-polled ones', async () => {
