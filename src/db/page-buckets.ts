@@ -200,21 +200,26 @@ const SERIALIZATION_FAILURE = '40001';
 async function foldDeltas(trx: Db): Promise<number> {
   const oldest = await trx
     .selectFrom((eb) => eb.selectFrom('page_bucket_deltas').select('id').orderBy('id').limit(DELTAS_PER_FOLD).as('oldest'))
-    .select((eb) => [eb.fn.max('id').as('last'), eb.fn.countAll().as('taken')])
+    .select((eb) => [eb.fn.min('id').as('first'), eb.fn.max('id').as('last'), eb.fn.countAll().as('taken')])
     .executeTakeFirstOrThrow();
   const taken = Number(oldest.taken);
   if (taken === 0) return 0;
+  // A range, not only `id <= last`: with no statistics on the table yet (a bulk load or an
+  // enrolment wave appends millions of deltas before autoanalyze runs), PostgreSQL takes an
+  // open inequality to match a third of the table and scans all of it, with JIT, for each step
+  // (0.6-0.8 s a step at 7 M deltas, against ~50 ms with the range; bench/RESULTS.md 2026-11-26).
+  const [first, last] = [Number(oldest.first), Number(oldest.last)];
   await sql`update page_buckets set entries = page_buckets.entries + folded.entries
     from (
       select list, scope, lower_key, sum(entries) as entries from (
         select d.list, d.scope, d.entries,
           (select max(b.lower_key) from page_buckets b where b.list = d.list and b.scope = d.scope and b.lower_key <= d.key) as lower_key
-        from page_bucket_deltas d where d.id <= ${oldest.last}
+        from page_bucket_deltas d where d.id between ${first} and ${last}
       ) as placed
       group by list, scope, lower_key
     ) as folded
     where page_buckets.list = folded.list and page_buckets.scope = folded.scope and page_buckets.lower_key = folded.lower_key`.execute(trx);
-  await trx.deleteFrom('page_bucket_deltas').where('id', '<=', Number(oldest.last)).execute();
+  await trx.deleteFrom('page_bucket_deltas').where('id', '>=', first).where('id', '<=', last).execute();
   return taken;
 }
 

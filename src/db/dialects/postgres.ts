@@ -106,6 +106,12 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
         client.on('error', (error) => {
           for (const listener of connectionLostListeners) listener(error);
         });
+        // keyfleet's statements are short; PostgreSQL compiles one with JIT when its estimated cost
+        // is high, which for them means a misestimate (a table not analyzed yet) or a deep list
+        // page, and the compilation then costs more than the statement (145 of 187 ms of a
+        // page-bucket fold step; docs/decisions.md). Queued before the connection's first query;
+        // a server without the setting keeps its own.
+        client.query('SET jit = off').catch(() => {});
       });
       pool.on('error', () => {
         // Reported by the client's own listener above.
