@@ -62,6 +62,29 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     return { serials: body.data.map((okm) => okm.serial_number), total: Number(body.pagination.total_results) };
   };
 
+  /** The name of the customer of that id among `customers`; null (no customer) and undefined (the fleet) as they are. */
+  const nameAmong = (customers: { id: number; name: string }[], owner: number | null | undefined) =>
+    owner === undefined || owner === null ? owner : customers.find((customer) => customer.id === owner)!.name;
+
+  /** A page of the OKM list with these filters, of one customer's OKMs (by name), of those of none (null), or of the fleet's (undefined). */
+  const filteredPage = async (filters: string, customerName: string | null | undefined, number: number, perPage: number) => {
+    const scope = customerName === undefined ? '' : customerName === null ? '&unassigned=true' : `&customer=${customerName}`;
+    const response = await t.app.inject({ method: 'GET', url: `${OKMS}?${filters}${scope}&page=${number}&results_per_page=${perPage}`, headers: { authorization: `Bearer ${admin}` } });
+    assert.equal(response.statusCode, 200, response.body);
+    const body = response.json() as { pagination: { total_results: string }; data: { serial_number: string }[] };
+    return { serials: body.data.map((okm) => okm.serial_number), total: Number(body.pagination.total_results) };
+  };
+
+  /** The page that `pick` chooses among those of `ordered` is its offset slice, and the total its length. */
+  async function assertPickedPageIsSlice(ordered: string[], pick: number, perPage: number, read: (number: number) => ReturnType<typeof filteredPage>, label: string) {
+    const number = 1 + (pick % Math.max(1, Math.ceil(ordered.length / perPage)));
+
+    const found = await read(number);
+
+    assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `${label}, page ${number} of ${perPage}`);
+    assert.equal(found.total, ordered.length);
+  }
+
   /** Every bucket of the scope counts exactly the keys from its lowest key up to the next bucket's. */
   async function assertBucketsExact(scope: string) {
     await foldAll(t.db, t.dialect);
@@ -443,13 +466,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     const fleetBuckets = await t.db.selectFrom('page_buckets').select('lower_key').where('list', '=', 'okm_firmware').where('scope', '=', `f:${versions[0]}`).execute();
     assert.ok(fleetBuckets.length >= 3, `${fleetBuckets.length} buckets of the fleet's OKMs of one version`);
 
-    const firmwarePage = async (version: string, owner: number | null | undefined, number: number, perPage: number) => {
-      const scope = owner === undefined ? '' : owner === null ? '&unassigned=true' : `&customer=${owner === first.id ? first.name : second.name}`;
-      const response = await t.app.inject({ method: 'GET', url: `${OKMS}?firmware_version=${version}${scope}&page=${number}&results_per_page=${perPage}`, headers: { authorization: `Bearer ${admin}` } });
-      assert.equal(response.statusCode, 200, response.body);
-      const body = response.json() as { pagination: { total_results: string }; data: { serial_number: string }[] };
-      return { serials: body.data.map((okm) => okm.serial_number), total: Number(body.pagination.total_results) };
-    };
+    const firmwarePage = (version: string, owner: number | null | undefined, number: number, perPage: number) => filteredPage(`firmware_version=${version}`, nameAmong([first, second], owner), number, perPage);
     const ofFirstVersion = initial.filter((okm) => okm.version === versions[0]).map((okm) => okm.serial).sort();
     for (const number of [1, 10, 11, 20, 21, 30]) {
       assert.deepEqual((await firmwarePage(versions[0], undefined, number, 100)).serials, ofFirstVersion.slice((number - 1) * 100, number * 100), `page ${number}`);
@@ -497,12 +514,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
             .filter(([, okm]) => okm.version === version && (owner === undefined || okm.customerId === owner))
             .map(([serial]) => serial)
             .sort();
-          const number = 1 + (pick % Math.max(1, Math.ceil(ordered.length / perPage)));
-
-          const found = await firmwarePage(version, owner, number, perPage);
-
-          assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `${version} of ${owner}, page ${number} of ${perPage}`);
-          assert.equal(found.total, ordered.length);
+          await assertPickedPageIsSlice(ordered, pick, perPage, (number) => firmwarePage(version, owner, number, perPage), `${version} of ${owner}`);
         },
       ),
       { numRuns: 25 },
@@ -545,13 +557,6 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     const customerBuckets = await t.db.selectFrom('page_buckets').select('lower_key').where('list', '=', 'okm_state').where('scope', '=', `s${first.id}:in_step`).execute();
     assert.ok(customerBuckets.length >= 2, `${customerBuckets.length} buckets of one customer's OKMs in step`);
 
-    const statePage = async (state: string, owner: number | null | undefined, number: number, perPage: number) => {
-      const scope = owner === undefined ? '' : owner === null ? '&unassigned=true' : `&customer=${owner === first.id ? first.name : second.name}`;
-      const response = await t.app.inject({ method: 'GET', url: `${OKMS}?state=${state}${scope}&page=${number}&results_per_page=${perPage}`, headers: { authorization: `Bearer ${admin}` } });
-      assert.equal(response.statusCode, 200, response.body);
-      const body = response.json() as { pagination: { total_results: string }; data: { serial_number: string }[] };
-      return { serials: body.data.map((okm) => okm.serial_number), total: Number(body.pagination.total_results) };
-    };
     /** What the list must hold, read from the table with the state's own condition (the fleet's scope holds other tests' OKMs too). */
     const expectedSerials = async (state: 'in_step' | 'drifting', owner: number | null | undefined) => {
       let query = t.db.selectFrom('okms').select('serial_number').where(fleetStateCondition(state, { now: 0 })).orderBy('serial_number');
@@ -591,12 +596,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
             else await keepPageBuckets(t.db, t.dialect, PAGED_LISTS);
           }
           const ordered = await expectedSerials(state, owner);
-          const number = 1 + (pick % Math.max(1, Math.ceil(ordered.length / perPage)));
-
-          const found = await statePage(state, owner, number, perPage);
-
-          assert.deepEqual(found.serials, ordered.slice((number - 1) * perPage, number * perPage), `${state} of ${owner}, page ${number} of ${perPage}`);
-          assert.equal(found.total, ordered.length);
+          await assertPickedPageIsSlice(ordered, pick, perPage, (number) => filteredPage(`state=${state}`, nameAmong([first, second], owner), number, perPage), `${state} of ${owner}`);
         },
       ),
       { numRuns: 25 },
