@@ -63,7 +63,12 @@ export const firmwareScope = (version: string, customerId: number | null | undef
 export const BUCKETED_STATES = ['in_step', 'drifting'] as const;
 export type BucketedState = (typeof BUCKETED_STATES)[number];
 
-/** An OKM's state as fleetStateCondition has it, in SQL over a row: drifting, in step, or NULL (never polled and answered nothing). */
+/**
+ * An OKM's state as fleetStateCondition has it, in SQL over a row: drifting, in step, or NULL
+ * (never polled and answered nothing). The triggers use this, the bucket cuts and the pages
+ * fleetStateCondition: a change to either needs the other, and a migration that re-creates
+ * the triggers and recounts the list.
+ */
 const bucketedStateOf = (row: string) =>
   `(case when ${row}.last_correction is not null then 'drifting' when ${row}.last_sync_time is not null then 'in_step' end)`;
 

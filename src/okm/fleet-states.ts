@@ -31,7 +31,11 @@ export function isOverdue(okm: { dueBy: number | null; overdueAt: number | null 
 
 const neverPolled = sql<SqlBool>`okms.last_sync_time is null`;
 
-/** The state as a condition on the okms row; never NULL, so that its negation holds where it does not. */
+/**
+ * The state as a condition on the okms row; never NULL, so that its negation holds where it
+ * does not. The page buckets of the OKMs by state (OKM_STATE_LIST) hold in_step and drifting as
+ * SQL of their own in their triggers: change both together.
+ */
 export function fleetStateCondition(state: FleetState, clock: OverdueClock): RawBuilder<SqlBool> {
   switch (state) {
     case 'never_polled':
