@@ -174,7 +174,8 @@ async function main(): Promise<void> {
     const okmEntries = ROWS + 1;
     const overdue = Math.ceil(ROWS / 97) - Math.ceil(ROWS / (97 * 50));
     const drifting = Math.floor(ROWS / 4);
-    const inStep = ROWS - Math.ceil(ROWS / 50) - drifting;
+    const neverPolled = Math.ceil(ROWS / 50);
+    const inStep = ROWS - neverPolled - drifting;
     const endpoint = await db.selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow();
     const targets: Target[] = [
       // The same rounds on a route that reads nothing: what the host's load adds to any request.
@@ -192,6 +193,7 @@ async function main(): Promise<void> {
       { list: 'OKMs, state=drifting', url: (page) => `/api/v1/okms?state=drifting&page=${page}&results_per_page=${PER_PAGE}`, entries: drifting, token: 'customer' },
       { list: 'OKMs, admin, state=in_step', url: (page) => `/api/v1/okms?state=in_step&page=${page}&results_per_page=${PER_PAGE}`, entries: inStep, token: 'admin' },
       { list: 'OKMs, state=in_step', url: (page) => `/api/v1/okms?state=in_step&page=${page}&results_per_page=${PER_PAGE}`, entries: inStep, token: 'customer' },
+      { list: 'OKMs, admin, state=never_polled', url: (page) => `/api/v1/okms?state=never_polled&page=${page}&results_per_page=${PER_PAGE}`, entries: neverPolled, token: 'admin' },
       { list: 'OKMs, serial_prefix=OKM-10', url: (page) => `/api/v1/okms?serial_prefix=OKM-10&page=${page}&results_per_page=${PER_PAGE}`, entries: Math.min(ROWS, 100_000), token: 'customer' },
       { list: 'ACLs', url: (page) => `/api/v1/acls?customer=${CUSTOMER}&page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },
       { list: 'DLocks', url: (page) => `/api/v1/locks?page=${page}&results_per_page=${PER_PAGE}`, entries: ROWS, token: 'customer' },

@@ -59,32 +59,34 @@ export const OKM_FIRMWARE_LIST: BucketedList = {
 export const firmwareScope = (version: string, customerId: number | null | undefined) =>
   `f${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${version}`;
 
-/** The states a page of OKM_STATE_LIST holds: those that follow from columns alone (overdue depends on the time, never polled is rare). */
-export const BUCKETED_STATES = ['in_step', 'drifting'] as const;
+/** The states a page of OKM_STATE_LIST holds: those that follow from columns alone (overdue depends on the time). */
+export const BUCKETED_STATES = ['in_step', 'drifting', 'never_polled'] as const;
 export type BucketedState = (typeof BUCKETED_STATES)[number];
 
 /**
- * An OKM's state as fleetStateCondition has it, in SQL over a row: drifting, in step, or NULL
- * (never polled and answered nothing). The triggers use this, the bucket cuts and the pages
- * fleetStateCondition: a change to either needs the other, and a migration that re-creates
- * the triggers and recounts the list.
+ * An OKM's states as fleetStateCondition has them, in SQL over a row, each NULL where it does
+ * not hold: its verdict (drifting, else in step once it has polled), and never polled, which an
+ * OKM answered with a correction can be too. The triggers use these, the bucket cuts and the
+ * pages fleetStateCondition: a change to either needs the other, and a migration that
+ * re-creates the triggers and recounts the list.
  */
-const bucketedStateOf = (row: string) =>
-  `(case when ${row}.last_correction is not null then 'drifting' when ${row}.last_sync_time is not null then 'in_step' end)`;
+const verdictOf = (row: string) => `(case when ${row}.last_correction is not null then 'drifting' when ${row}.last_sync_time is not null then 'in_step' end)`;
+const neverPolledOf = (row: string) => `(case when ${row}.last_sync_time is null then 'never_polled' end)`;
 
 /**
- * The OKMs in step and those drifting (fleet-states.ts), the whole fleet's, one customer's, or
- * those of no customer: scopes `s:<state>`, `s<customer id>:<state>` and `su:<state>`. Every poll
- * sets last_sync_time, so the move trigger's condition is tested on every poll, but it compares
- * the scopes, not the columns: it fires only when a poll's verdict changes (last_correction,
- * written only then) or on an OKM's first poll.
+ * The OKMs in step, drifting or never polled (fleet-states.ts), the whole fleet's, one
+ * customer's, or those of no customer: scopes `s:<state>`, `s<customer id>:<state>` and
+ * `su:<state>`. Every poll sets last_sync_time, so the move trigger's condition is tested on
+ * every poll, but it compares the scopes, not the columns: it fires only when a poll's verdict
+ * changes (last_correction, written only then) or on an OKM's first poll.
  */
 export const OKM_STATE_LIST: BucketedList = {
   name: 'okm_state',
   table: 'okms',
   keyColumn: 'serial_number',
   keyType: 'text',
-  scopes: (row) => [`'s:' || ${bucketedStateOf(row)}`, `coalesce('s' || ${row}.customer_id, 's${UNASSIGNED_SCOPE}') || ':' || ${bucketedStateOf(row)}`],
+  scopes: (row) =>
+    [verdictOf(row), neverPolledOf(row)].flatMap((state) => [`'s:' || ${state}`, `coalesce('s' || ${row}.customer_id, 's${UNASSIGNED_SCOPE}') || ':' || ${state}`]),
   scopeColumns: ['customer_id', 'last_correction', 'last_sync_time'],
   scopeCondition: (scope) => {
     const { owner, state } = /^s(?<owner>[^:]*):(?<state>.*)$/.exec(scope)!.groups!;

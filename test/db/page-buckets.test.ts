@@ -6,7 +6,7 @@ import { createCustomer } from '../../src/customers/repository.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import { BUCKET_ENTRIES, foldPageBucketDeltas, keepPageBuckets, KEYS_CUT_PER_STEP, MAX_BUCKET_ENTRIES } from '../../src/db/page-buckets.ts';
-import { customerScope, PAGED_LISTS, stateScope } from '../../src/db/paged-lists.ts';
+import { BUCKETED_STATES, customerScope, PAGED_LISTS, stateScope, type BucketedState } from '../../src/db/paged-lists.ts';
 import { appendAuditRecords } from '../../src/okm/audit-repository.ts';
 import { fleetStateCondition } from '../../src/okm/fleet-states.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -535,7 +535,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     assert.deepEqual(new Map(counted.filter((row) => Number(row.entries) !== 0).map((row) => [row.scope, Number(row.entries)])), expected, 'the buckets count every OKM that reported a version, and none that did not');
   });
 
-  test('OKMs in step and drifting: after inserts, deletes, polls, changes of verdict and moves between customers, with keeper steps between, every page of the fleet\'s, a customer\'s and the unassigned ones is the offset slice and the total exact', async () => {
+  test('OKMs in step, drifting and never polled: after inserts, deletes, polls, changes of verdict and moves between customers, with keeper steps between, every page of the fleet\'s, a customer\'s and the unassigned ones is the offset slice and the total exact', async () => {
     const [first, second] = [await newCustomer(), await newCustomer()];
     const owners = [first.id, second.id, null] as const;
     const verdicts = [null, 'kasDateTime', 'pollingInterval'] as const;
@@ -563,7 +563,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     assert.ok(customerBuckets.length >= 2, `${customerBuckets.length} buckets of one customer's OKMs in step`);
 
     /** What the list must hold, read from the table with the state's own condition (the fleet's scope holds other tests' OKMs too). */
-    const expectedSerials = async (state: 'in_step' | 'drifting', owner: number | null | undefined) => {
+    const expectedSerials = async (state: BucketedState, owner: number | null | undefined) => {
       let query = t.db.selectFrom('okms').select('serial_number').where(fleetStateCondition(state, { now: 0 })).orderBy('serial_number');
       if (owner !== undefined) query = query.where('customer_id', owner === null ? 'is' : '=', owner);
       return (await query.execute()).map((row) => row.serial_number);
@@ -581,7 +581,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
           }),
           { minLength: 1, maxLength: 40 },
         ),
-        fc.constantFrom('in_step' as const, 'drifting' as const),
+        fc.constantFrom(...BUCKETED_STATES),
         fc.constantFrom(undefined, ...owners),
         fc.integer({ min: 1, max: 100 }),
         fc.nat(),
@@ -609,7 +609,7 @@ forEachDatabase('pages found through page_buckets', (kind) => {
     await keepUntilCut(t.db, t.dialect);
     assert.deepEqual(await oversizedBuckets(t.db), []);
     for (const owner of [undefined, ...owners]) {
-      for (const state of ['in_step', 'drifting'] as const) await assertListBucketsExact('okm_state', stateScope(state, owner), await expectedSerials(state, owner));
+      for (const state of BUCKETED_STATES) await assertListBucketsExact('okm_state', stateScope(state, owner), await expectedSerials(state, owner));
     }
   });
 

@@ -65,6 +65,7 @@ forEachDatabase('migration 0022_state_page_buckets', (kind) => {
     const inStep = okms.filter((row) => row.serial_number === 'MIG-00003' || (row.last_correction === null && row.last_sync_time !== null)).map((row) => row.serial_number);
     assert.equal(await scopeTotal(store.db, OKM_STATE_LIST, stateScope('in_step', undefined)), inStep.length);
     assert.equal(await scopeTotal(store.db, OKM_STATE_LIST, stateScope('drifting', null)), drifting.length);
+    assert.equal(await scopeTotal(store.db, OKM_STATE_LIST, stateScope('never_polled', undefined)), okms.filter((row) => row.last_sync_time === null).length);
     const oversized = await store.db.selectFrom('page_buckets').select('scope').where('list', '=', OKM_STATE_LIST.name).where('entries', '>', MAX_BUCKET_ENTRIES).execute();
     assert.deepEqual(oversized, []);
     const deepest = await listOkms(store.db, { now: 2, state: 'in_step' }, 'serial_number', Math.ceil(inStep.length / 100), 100);

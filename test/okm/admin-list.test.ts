@@ -124,7 +124,7 @@ forEachDatabase('OKM admin API list', (kind) => {
     assert.equal(older.json().pagination.total_results, '0');
   });
 
-  test('an OKM is in neither the in-step nor the drifting list before it polls, then in the list of its last answer, and moves when the answer changes', async () => {
+  test('an OKM is in the never-polled list until it polls, then in the in-step or the drifting list by its last answer, and moves when the answer changes', async () => {
     const { token } = await freshCustomer();
     const [settled, corrected] = await createMany(token, 2, uniqueSerial('ST'));
     const inStep = () => ({ kasDateTime: Date.now(), cacheMode: 1, auditUrl: t.settings.auditUrl, pollingInterval: t.settings.fleetPollingInterval });
@@ -132,16 +132,18 @@ forEachDatabase('OKM admin API list', (kind) => {
       const response = await list(token, `?state=${state}`);
       return { serials: serialsOf(response), total: Number(response.json().pagination.total_results) };
     };
-    const before = [await inState('in_step'), await inState('drifting')];
+    const states = async () => [await inState('in_step'), await inState('drifting'), await inState('never_polled')];
+    const before = await states();
 
     assert.deepEqual((await poll(t, settled!, inStep())).json(), {});
     assert.deepEqual((await poll(t, corrected!, { ...inStep(), pollingInterval: 300 })).json(), { pollingInterval: t.settings.fleetPollingInterval });
-    const afterFirstPolls = [await inState('in_step'), await inState('drifting')];
+    const afterFirstPolls = await states();
     assert.deepEqual((await poll(t, corrected!, inStep())).json(), {});
 
-    assert.deepEqual(before, [{ serials: [], total: 0 }, { serials: [], total: 0 }]);
-    assert.deepEqual(afterFirstPolls, [{ serials: [settled], total: 1 }, { serials: [corrected], total: 1 }]);
-    assert.deepEqual([await inState('in_step'), await inState('drifting')], [{ serials: [settled, corrected], total: 2 }, { serials: [], total: 0 }]);
+    const none = { serials: [], total: 0 };
+    assert.deepEqual(before, [none, none, { serials: [settled, corrected], total: 2 }]);
+    assert.deepEqual(afterFirstPolls, [{ serials: [settled], total: 1 }, { serials: [corrected], total: 1 }, none]);
+    assert.deepEqual(await states(), [{ serials: [settled, corrected], total: 2 }, none, none]);
   });
 
   test('overdue=true lists the OKMs that missed three polls; overdue=false the others, including never-polled ones', async () => {
