@@ -104,8 +104,8 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
 
 /**
  * The page_buckets list and scope of a filter that is only a scope (one customer's OKMs, the
- * unassigned ones, the whole fleet), or only a scope and a firmware version, or a scope and the
- * state in step or drifting; undefined for any other filter.
+ * unassigned ones, the whole fleet), or only a scope and a firmware version, or a scope and a
+ * state other than overdue; undefined for any other filter.
  */
 function bucketScopeOf(filter: OkmListFilter): { list: BucketedList; scope: string } | undefined {
   if (filter.overdue !== undefined || filter.serialPrefix !== undefined) return undefined;
@@ -160,7 +160,7 @@ export const SHORT_WALK = 10_000;
  * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
  * The page's serial numbers come from an index alone (a deferred join), and only they are read
  * with their customer and ACL. A filter that is only a scope, or a scope and a firmware
- * version or a state (in step, drifting), reads its total from its page buckets (page-buckets.ts), and in serial number order
+ * version or a state other than overdue, reads its total from its page buckets (page-buckets.ts), and in serial number order
  * starts its walk at the bucket that holds the page. Other filters count their matches, and
  * other orders walk an index: from its start to a page in the first half, from its end (the
  * reverse order) to a page in the second, so that no walk passes more than half the matches.
