@@ -59,6 +59,22 @@ function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
   };
 }
 
+/**
+ * keyfleet's statements are short; PostgreSQL compiles one with JIT when its estimated cost is
+ * high, which for them means a misestimate (a table not analyzed yet) or a deep list page, and
+ * the compilation then costs more than the statement (145 of 187 ms of a page-bucket fold step;
+ * docs/decisions.md). Run on each new connection before it is handed out: a connection that
+ * fails here (lost, timed out) is not used; a server that refuses the setting (a
+ * PostgreSQL-compatible one without it) answers with an error of its own and keeps its own JIT.
+ */
+async function withoutJit(client: pg.ClientBase): Promise<void> {
+  try {
+    await client.query('SET jit = off');
+  } catch (error) {
+    if (!(error instanceof pg.DatabaseError)) throw error;
+  }
+}
+
 export function postgresStrategy(options: PostgresOptions): DialectStrategy {
   let pool: pg.Pool | undefined;
   const connectionLostListeners = new Set<(error: Error) => void>();
@@ -92,6 +108,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
         keepAlive: true,
         keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+        onConnect: withoutJit,
         // Epoch-millisecond bigints fit a JS number; pg would return them as strings.
         types: {
           getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -106,12 +123,6 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
         client.on('error', (error) => {
           for (const listener of connectionLostListeners) listener(error);
         });
-        // keyfleet's statements are short; PostgreSQL compiles one with JIT when its estimated cost
-        // is high, which for them means a misestimate (a table not analyzed yet) or a deep list
-        // page, and the compilation then costs more than the statement (145 of 187 ms of a
-        // page-bucket fold step; docs/decisions.md). Queued before the connection's first query;
-        // a server without the setting keeps its own.
-        client.query('SET jit = off').catch(() => {});
       });
       pool.on('error', () => {
         // Reported by the client's own listener above.
