@@ -206,8 +206,8 @@ async function foldDeltas(trx: Db): Promise<number> {
   if (taken === 0) return 0;
   // A range, not only `id <= last`: with no statistics on the table yet (a bulk load or an
   // enrolment wave appends millions of deltas before autoanalyze runs), PostgreSQL takes an
-  // open inequality to match a third of the table and scans all of it, with JIT, for each step
-  // (0.6-0.8 s a step at 7 M deltas, against ~50 ms with the range; bench/RESULTS.md 2026-11-26).
+  // open inequality to match a third of the table and scans all of it for each step (0.6-0.8 s a
+  // step at 7 M deltas; with the range and without JIT, 24 ms; bench/RESULTS.md 2026-11-26).
   const [first, last] = [Number(oldest.first), Number(oldest.last)];
   await sql`update page_buckets set entries = page_buckets.entries + folded.entries
     from (

@@ -33,6 +33,29 @@ export const OKM_LIST: BucketedList = {
 };
 
 /**
+ * Lists of one value of an OKM (a firmware version, a state) count each OKM in two scopes:
+ * `<prefix>:<value>` (the fleet's) and `<prefix><customer id>:<value>` or `<prefix>u:<value>`
+ * (its customer's, or those of none); none where the value (SQL over the row) is NULL.
+ */
+const fleetAndOwnerScopes = (prefix: string, row: string, value: string) => [
+  `'${prefix}:' || ${value}`,
+  `coalesce('${prefix}' || ${row}.customer_id, '${prefix}${UNASSIGNED_SCOPE}') || ':' || ${value}`,
+];
+
+/** The fleetAndOwnerScopes scope of a value: of every OKM (customerId undefined), of one customer's, or of those of none (null). */
+const fleetOrOwnerScope = (prefix: string, value: string, customerId: number | null | undefined) =>
+  `${prefix}${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${value}`;
+
+/** The rows of a fleetAndOwnerScopes scope, given the rows of its value. */
+function fleetOrOwnerCondition(prefix: string, scope: string, ofValue: (value: string) => RawBuilder<SqlBool>): RawBuilder<SqlBool> {
+  const separator = scope.indexOf(':');
+  const [owner, value] = [scope.slice(prefix.length, separator), scope.slice(separator + 1)];
+  if (owner === '') return ofValue(value);
+  if (owner === UNASSIGNED_SCOPE) return sql<SqlBool>`customer_id is null and ${ofValue(value)}`;
+  return sql<SqlBool>`customer_id = ${Number(owner)} and ${ofValue(value)}`;
+}
+
+/**
  * The OKMs that last reported one KAS firmware version (`firmware_version`), the whole fleet's,
  * one customer's, or those of no customer: scopes `f:<version>`, `f<customer id>:<version>` and
  * `fu:<version>`. An OKM that never reported one is in none. A poll writes firmware_version only
@@ -44,20 +67,13 @@ export const OKM_FIRMWARE_LIST: BucketedList = {
   table: 'okms',
   keyColumn: 'serial_number',
   keyType: 'text',
-  scopes: (row) => [`'f:' || ${row}.firmware_version`, `coalesce('f' || ${row}.customer_id, 'f${UNASSIGNED_SCOPE}') || ':' || ${row}.firmware_version`],
+  scopes: (row) => fleetAndOwnerScopes('f', row, `${row}.firmware_version`),
   scopeColumns: ['customer_id', 'firmware_version'],
-  scopeCondition: (scope) => {
-    const { owner, version } = /^f(?<owner>[^:]*):(?<version>.*)$/.exec(scope)!.groups!;
-    const ofVersion = sql<SqlBool>`firmware_version = ${version}`;
-    if (owner === '') return ofVersion;
-    if (owner === UNASSIGNED_SCOPE) return sql<SqlBool>`customer_id is null and ${ofVersion}`;
-    return sql<SqlBool>`customer_id = ${Number(owner)} and ${ofVersion}`;
-  },
+  scopeCondition: (scope) => fleetOrOwnerCondition('f', scope, (version) => sql<SqlBool>`firmware_version = ${version}`),
 };
 
 /** The OKM_FIRMWARE_LIST scope of a version: of every OKM (customerId undefined), of one customer's, or of those of none (null). */
-export const firmwareScope = (version: string, customerId: number | null | undefined) =>
-  `f${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${version}`;
+export const firmwareScope = (version: string, customerId: number | null | undefined) => fleetOrOwnerScope('f', version, customerId);
 
 /** The states a page of OKM_STATE_LIST holds: those that follow from columns alone (overdue depends on the time). */
 export const BUCKETED_STATES = ['in_step', 'drifting', 'never_polled'] as const;
@@ -85,21 +101,13 @@ export const OKM_STATE_LIST: BucketedList = {
   table: 'okms',
   keyColumn: 'serial_number',
   keyType: 'text',
-  scopes: (row) =>
-    [verdictOf(row), neverPolledOf(row)].flatMap((state) => [`'s:' || ${state}`, `coalesce('s' || ${row}.customer_id, 's${UNASSIGNED_SCOPE}') || ':' || ${state}`]),
+  scopes: (row) => [verdictOf(row), neverPolledOf(row)].flatMap((state) => fleetAndOwnerScopes('s', row, state)),
   scopeColumns: ['customer_id', 'last_correction', 'last_sync_time'],
-  scopeCondition: (scope) => {
-    const { owner, state } = /^s(?<owner>[^:]*):(?<state>.*)$/.exec(scope)!.groups!;
-    const inState = fleetStateCondition(state as BucketedState, { now: 0 });
-    if (owner === '') return inState;
-    if (owner === UNASSIGNED_SCOPE) return sql<SqlBool>`customer_id is null and ${inState}`;
-    return sql<SqlBool>`customer_id = ${Number(owner)} and ${inState}`;
-  },
+  scopeCondition: (scope) => fleetOrOwnerCondition('s', scope, (state) => fleetStateCondition(state as BucketedState, { now: 0 })),
 };
 
 /** The OKM_STATE_LIST scope of a state: of every OKM (customerId undefined), of one customer's, or of those of none (null). */
-export const stateScope = (state: BucketedState, customerId: number | null | undefined) =>
-  `s${customerId === undefined ? '' : customerId === null ? UNASSIGNED_SCOPE : customerId}:${state}`;
+export const stateScope = (state: BucketedState, customerId: number | null | undefined) => fleetOrOwnerScope('s', state, customerId);
 
 export const DLOCK_LIST: BucketedList = {
   name: 'dlocks',

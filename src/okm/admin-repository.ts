@@ -160,8 +160,9 @@ export const SHORT_WALK = 10_000;
  * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
  * The page's serial numbers come from an index alone (a deferred join), and only they are read
  * with their customer and ACL. A filter that is only a scope, or a scope and a firmware
- * version or a state other than overdue, reads its total from its page buckets (page-buckets.ts), and in serial number order
- * starts its walk at the bucket that holds the page. Other filters count their matches, and
+ * version or a state other than overdue, reads its total from its page buckets
+ * (page-buckets.ts), and in serial number order starts its walk at the bucket that holds the
+ * page. Other filters count their matches, and
  * other orders walk an index: from its start to a page in the first half, from its end (the
  * reverse order) to a page in the second, so that no walk passes more than half the matches.
  */

@@ -33,8 +33,8 @@ const neverPolled = sql<SqlBool>`okms.last_sync_time is null`;
 
 /**
  * The state as a condition on the okms row; never NULL, so that its negation holds where it
- * does not. The page buckets of the OKMs by state (OKM_STATE_LIST) hold in_step and drifting as
- * SQL of their own in their triggers: change both together.
+ * does not. The page buckets of the OKMs by state (OKM_STATE_LIST) hold in_step, drifting and
+ * never_polled as SQL of their own in their triggers: change both together.
  */
 export function fleetStateCondition(state: FleetState, clock: OverdueClock): RawBuilder<SqlBool> {
   switch (state) {

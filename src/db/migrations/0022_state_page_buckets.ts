@@ -7,10 +7,9 @@ import { OKM_STATE_LIST, PAGED_LISTS } from '../paged-lists.ts';
 /**
  * Page buckets for the OKM list filtered by state, in step, drifting or never polled
  * (OKM_STATE_LIST), so that a page deep in the OKMs in step (most of a fleet) no longer walks
- * half of them. Every list's
- * triggers are created anew, as their move triggers now compare the row's scopes rather than its
- * columns (the same moves for the lists before; for this one, none on a poll that changes no
- * verdict), and the OKMs stored so far are counted.
+ * half of them. Every list's triggers are created anew, as their move triggers now compare the
+ * row's scopes rather than its columns (the same moves for the lists before; for this one, none
+ * on a poll that changes no verdict), and the OKMs stored so far are counted.
  */
 export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   for (const list of PAGED_LISTS) {
