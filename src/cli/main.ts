@@ -1,3 +1,5 @@
+// First: on a Node.js too old for keyfleet this stops with a message before any driver loads.
+import '../config/node-runtime-guard.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { HttpError } from '../http/errors.ts';

@@ -76,7 +76,10 @@ export async function createIntermediateCertificate(
   const keys = await generateP256();
   const serial = newSerial();
   const { notBefore, notAfter } = validity(validityDays);
-  const rootKey = await webcrypto.subtle.importKey('pkcs8', root.privateKey.export({ type: 'pkcs8', format: 'der' }), EC_P256, false, ['sign']);
+  // Node's key usages list more than TypeScript's DOM type knows (encapsulateBits…); the key is the same object.
+  const rootKey = (await webcrypto.subtle.importKey('pkcs8', root.privateKey.export({ type: 'pkcs8', format: 'der' }), EC_P256, false, [
+    'sign',
+  ])) as CryptoKey;
   const certificate = await x509.X509CertificateGenerator.create({
     serialNumber: serial,
     subject: `CN=${subject.name}, O=${subject.customer}`,

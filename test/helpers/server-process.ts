@@ -21,9 +21,12 @@ export interface ServerProcess {
   stop(): Promise<number | string>;
 }
 
-/** `keyfleet serve` as a child process on a free port of 127.0.0.1, with only PATH and `env` in its environment. */
-export function serveProcess(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, [...KEYFLEET, 'serve'], {
+/**
+ * `keyfleet serve` as a child process on a free port of 127.0.0.1, with only PATH and `env` in
+ * its environment; `nodeArguments` go to node before the script (--expose-gc, say).
+ */
+export function serveProcess(env: Record<string, string>, { nodeArguments = [] }: { nodeArguments?: string[] } = {}): ServerProcess {
+  const child = spawn(process.execPath, [...nodeArguments, ...KEYFLEET, 'serve'], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...env, PORT: '0', HOST: '127.0.0.1' },
   });
