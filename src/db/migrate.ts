@@ -22,6 +22,7 @@ import * as dropOkmsSummaryIndex from './migrations/0019_drop_okms_summary_index
 import * as pageBucketDeltas from './migrations/0020_page_bucket_deltas.ts';
 import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts';
 import * as statePageBuckets from './migrations/0022_state_page_buckets.ts';
+import * as leanPoll from './migrations/0023_lean_poll.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -55,6 +56,7 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0020_page_bucket_deltas': pageBucketDeltas,
   '0021_firmware_page_buckets': firmwarePageBuckets,
   '0022_state_page_buckets': statePageBuckets,
+  '0023_lean_poll': leanPoll,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

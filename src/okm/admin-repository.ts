@@ -3,10 +3,9 @@ import type { Db } from '../db/database.ts';
 import { pagePosition, scopeTotal, type BucketedList } from '../db/page-buckets.ts';
 import { ALL_SCOPE, BUCKETED_STATES, customerScope, firmwareScope, OKM_FIRMWARE_LIST, OKM_LIST, OKM_STATE_LIST, stateScope, UNASSIGNED_SCOPE, type BucketedState } from '../db/paged-lists.ts';
 import type { Database, OkmsTable } from '../db/schema.ts';
-import { countKept, type KeptCountFilter } from './fleet-summary-repository.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
-import { toOkm } from './repository.ts';
+import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
 
 /** An OKM with the name of the customer it belongs to and the ACL linked to it. */
 export interface OwnedOkm {
@@ -77,20 +76,18 @@ function orderOf(sort: OkmSort, reversed = false): RawBuilder<unknown> {
 }
 
 const selectOwnedOkms = (db: Db) =>
-  db
-    .selectFrom('okms')
+  selectOkmRows(db)
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
     .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-    .selectAll('okms')
     .select(['customers.name as customer_name', 'acls.id as acl_id', 'acl_contents.locks as acl_locks', 'acl_contents.users as acl_users']);
 
-interface OwnedOkmRow extends Selectable<OkmsTable> {
+type OwnedOkmRow = OkmRow & {
   customer_name: string | null;
   acl_id: string | null;
   acl_locks: string | null;
   acl_users: string | null;
-}
+};
 
 /** A linked OKM's lists are its ACL's locks and users. */
 function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: OwnedOkmRow): OwnedOkm {
@@ -127,24 +124,7 @@ const matchingSerials = (db: Db, filter: OkmListFilter) =>
     .select('okms.serial_number')
     .where((eb) => listConditions(eb, filter));
 
-/**
- * The filter as one the kept counts answer (countKept), or undefined: they hold the customer,
- * the last correction, whether it never polled and the firmware versions, not the time
- * (overdue) nor the serial number.
- */
-function keptCountFilterOf(filter: OkmListFilter): KeptCountFilter | undefined {
-  if (filter.overdue !== undefined || filter.serialPrefix !== undefined || filter.state === 'overdue') return undefined;
-  if (filter.unassigned && filter.customerId !== undefined) return undefined;
-  const kept: KeptCountFilter = { customerId: filter.unassigned ? null : filter.customerId, firmwareVersion: filter.firmwareVersion };
-  if (filter.state === 'in_step') Object.assign(kept, { corrected: false, neverPolled: false });
-  if (filter.state === 'drifting') kept.corrected = true;
-  if (filter.state === 'never_polled') kept.neverPolled = true;
-  return kept;
-}
-
 const countMatching = async (db: Db, filter: OkmListFilter) => {
-  const kept = keptCountFilterOf(filter);
-  if (kept !== undefined) return countKept(db, kept);
   const count = await db
     .selectFrom('okms')
     .select((eb) => eb.fn.countAll<number | string>().as('total'))

@@ -68,7 +68,7 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
     firmware_version: okm.firmwareVersion,
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
-    overdue: isOverdue(okm, now),
+    overdue: isOverdue(okm),
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),
   };

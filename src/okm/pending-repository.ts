@@ -92,7 +92,11 @@ export async function listPendingOkms(db: Db, page: number, perPage: number): Pr
 }
 
 /** How many serial numbers are pending, from their bucket counts (no walk over them). */
-export const countPendingOkms = (db: Db) => scopeTotal(db, PENDING_OKM_LIST, ALL_SCOPE);
+/** How many serial numbers wait for an operator: a count of the pending table, which holds only those (an OKM created takes its serial number off it). */
+export async function countPendingOkms(db: Db): Promise<number> {
+  const row = await db.selectFrom('pending_okms').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  return Number(row.count);
+}
 
 /** Removes a pending OKM and returns it; undefined when there is none of that serial number. */
 export async function takePendingOkm(db: Db, serialNumber: string): Promise<PendingOkm | undefined> {
