@@ -1,8 +1,8 @@
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { pagePosition, scopeTotal, type BucketedList } from '../db/page-buckets.ts';
 import { ALL_SCOPE, BUCKETED_STATES, customerScope, firmwareScope, OKM_FIRMWARE_LIST, OKM_LIST, OKM_STATE_LIST, stateScope, UNASSIGNED_SCOPE, type BucketedState } from '../db/paged-lists.ts';
-import type { Database, OkmsTable } from '../db/schema.ts';
+import type { Database } from '../db/schema.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
 import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';

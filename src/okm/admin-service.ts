@@ -46,7 +46,7 @@ const OKM_NOT_FOUND = 'OKM not found';
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
-export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
+export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number): OkmRecord {
   const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
   return {
     serial_number: okm.serialNumber,
@@ -167,7 +167,7 @@ async function lockedVisibleOkm(trx: Db, acting: Customer | null, serialNumber: 
 async function currentRecord(request: OkmRequest, db: Db, serialNumber: string): Promise<OkmRecord> {
   const owned = await findOwnedOkm(db, serialNumber);
   if (!owned) throw notFound(OKM_NOT_FOUND);
-  return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);
+  return toOkmRecord(owned, request.settings.fleetPollingInterval);
 }
 
 const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.principal, request.customerName);
@@ -192,7 +192,7 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
     perPageOf(query),
   );
   return {
-    items: result.okms.map((owned) => toOkmRecord(owned, request.settings.fleetPollingInterval, request.now)),
+    items: result.okms.map((owned) => toOkmRecord(owned, request.settings.fleetPollingInterval)),
     total: result.total,
   };
 }
@@ -204,7 +204,7 @@ export async function checkOkmVisible(request: OkmRequest, serialNumber: string)
 
 export async function getOkmRecord(request: OkmRequest, serialNumber: string): Promise<OkmRecord> {
   const owned = await visibleOkm(request.db, await actingFor(request), serialNumber);
-  return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);
+  return toOkmRecord(owned, request.settings.fleetPollingInterval);
 }
 
 /**

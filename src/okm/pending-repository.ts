@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { pagePosition, scopeTotal } from '../db/page-buckets.ts';
+import { pagePosition } from '../db/page-buckets.ts';
 import { ALL_SCOPE, PENDING_OKM_LIST } from '../db/paged-lists.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';

@@ -12,9 +12,7 @@ import {
   emitEnrolled,
   enrolledOkmRow,
   enrolOkm,
-  forgetPendingOkms,
   NO_STATUS_URLS,
-  okmPollRow,
   okmPollUpsert,
   polledColumns,
   recordCorrection,
@@ -173,63 +171,51 @@ function setBased(rowSet: RowSet): PollStatements {
       .selectAll('known'),
   );
 
-  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, [string[], number[], (string | null)[], (string | null)[], (string | null)[]]>(
-    5,
-    (db, [serials, nows, kas, batchKey, wirelessKey]) => {
-      const template = enrolledOkmRow('', { now: 0, ip: '', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '', installCode: null });
-      const fixed = Object.entries(template).filter(([column]) => !['serial_number', 'created_at', 'updated_at', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version'].includes(column));
-      const enrolled = rowSet<{ serial: string; now: number; kas_reported: string | null; batch_key_reported: string | null; wireless_key_reported: string | null }, 'enrolled'>(
-        'enrolled',
-        [
-          { name: 'serial', type: 'text', values: serials },
-          { name: 'now', type: 'bigint', values: nows },
-          { name: 'kas_reported', type: 'text', values: kas },
-          { name: 'batch_key_reported', type: 'text', values: batchKey },
-          { name: 'wireless_key_reported', type: 'text', values: wirelessKey },
-        ],
-      );
-      return db
-        .insertInto('okms')
-        .columns([
-          ...(fixed.map(([column]) => column) as 'customer_id'[]),
-          'serial_number',
-          'created_at',
-          'updated_at',
-          'firmware_version',
-          'batch_key_firmware_version',
-          'wireless_key_firmware_version',
-        ])
-        .expression((eb) =>
-          eb
-            .selectFrom(enrolled)
-            .select([
-              ...fixed.map(([column, value]) => eb.val(value).as(column)),
-              'enrolled.serial',
-              'enrolled.now as created_at',
-              'enrolled.now as updated_at',
-              'enrolled.kas_reported',
-              'enrolled.batch_key_reported',
-              'enrolled.wireless_key_reported',
-            ])
-            // Unique-index entries taken in serial order too: two batches enrolling the same OKMs wait, not deadlock.
-            .orderBy('enrolled.serial'),
-        )
-        .onConflict((oc) => oc.column('serial_number').doNothing())
-        .returning('serial_number');
-    },
-  );
-
-  const insertPollsQuery = precompiledQuery<never, PollColumns>(8, (db, placeholders) =>
-    db
-      .insertInto('okm_polls')
-      .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at'])
-      .expression((eb) =>
-        eb
-          .selectFrom(pollRowSet(rowSet, placeholders))
-          .select(['poll.serial', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code', sql<number | null>`null`.as('status_queued_at')])
-          .orderBy('poll.serial'),
-      ),
-  );
+  // One statement enrols the batch's unknown OKMs: their okms rows (unique-index entries taken
+  // in serial order, so two batches enrolling the same OKMs wait rather than deadlock), their
+  // poll rows, and their serial numbers taken off the pending list. It returns those inserted.
+  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(8, (db, placeholders) => {
+    const template = enrolledOkmRow('', { now: 0, ip: '', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '', installCode: null });
+    const fromPoll = ['serial_number', 'created_at', 'updated_at', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version'];
+    const fixed = Object.entries(template).filter(([column]) => !fromPoll.includes(column));
+    return db
+      .with('poll', (db) => db.selectFrom(pollRowSet(rowSet, placeholders)).selectAll())
+      .with('inserted', (db) =>
+        db
+          .insertInto('okms')
+          .columns([...(fixed.map(([column]) => column) as 'customer_id'[]), ...(fromPoll as 'serial_number'[])])
+          .expression((eb) =>
+            eb
+              .selectFrom('poll')
+              .select([
+                ...fixed.map(([column, value]) => eb.val(value).as(column)),
+                'poll.serial',
+                'poll.now as created_at',
+                'poll.now as updated_at',
+                'poll.kas_reported',
+                'poll.batch_key_reported',
+                'poll.wireless_key_reported',
+              ])
+              .orderBy('poll.serial'),
+          )
+          .onConflict((oc) => oc.column('serial_number').doNothing())
+          .returning('serial_number'),
+      )
+      .with('polled', (db) =>
+        db
+          .insertInto('okm_polls')
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at'])
+          .expression((eb) =>
+            eb
+              .selectFrom('poll')
+              .innerJoin('inserted', 'inserted.serial_number', 'poll.serial')
+              .select(['poll.serial', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code', sql<number | null>`null`.as('status_queued_at')]),
+          ),
+      )
+      .with('unpended', (db) => db.deleteFrom('pending_okms').where('serial_number', 'in', (eb) => eb.selectFrom('inserted').select('inserted.serial_number')))
+      .selectFrom('inserted')
+      .select('inserted.serial_number');
+  });
 
   const recordPendingCallsQuery = precompiledQuery<{ serial_number: string; call_count: number }, PollColumns>(8, (db, placeholders) =>
     db
@@ -336,15 +322,9 @@ function setBased(rowSet: RowSet): PollStatements {
     },
     async enrolOkms(db, polls) {
       if (polls.length === 0) return [];
-      const [serials, nows, , kas, batchKey, wirelessKey] = pollColumns(polls);
-      const { rows } = await enrolOkmsQuery(db, serials, nows, kas, batchKey, wirelessKey);
+      const { rows } = await enrolOkmsQuery(db, ...pollColumns(polls));
       const inserted = new Set(rows.map((row) => row.serial_number));
-      const enrolled = polls.filter(({ serialNumber }) => inserted.has(serialNumber));
-      if (enrolled.length > 0) {
-        await insertPollsQuery(db, ...pollColumns(enrolled));
-        await forgetPendingOkms(db, [...inserted]);
-        for (const { serialNumber, observation } of enrolled) await emitEnrolled(db, serialNumber, observation);
-      }
+      for (const { serialNumber, observation } of polls) if (inserted.has(serialNumber)) await emitEnrolled(db, serialNumber, observation);
       return polls.map(({ serialNumber }) => inserted.has(serialNumber));
     },
     async recordPendingCalls(db, polls) {
