@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import type { DialectStrategy } from './dialects/strategy.ts';
+import type { MigrationContext, MigrationModule } from './migrations/migration-context.ts';
 import * as initial from './migrations/0001_initial.ts';
 import * as pki from './migrations/0002_pki.ts';
 import * as apiKeys from './migrations/0003_api_keys.ts';
@@ -28,12 +29,8 @@ import * as leanPoll from './migrations/0023_lean_poll.ts';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyDb = Kysely<any>;
 
-interface DialectAwareMigration {
-  up(db: AnyDb, dialect: DialectStrategy): Promise<void>;
-}
-
 /** Every migration, in order; the name is what the database records as applied. */
-const MIGRATIONS: Record<string, DialectAwareMigration> = {
+const MIGRATIONS: Record<string, MigrationModule> = {
   '0001_initial': initial,
   '0002_pki': pki,
   '0003_api_keys': apiKeys,
@@ -60,8 +57,11 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {
+  // Migrations are told which database they run on, not given the live strategy, whose
+  // behaviour may change after they have run (src/db/migrations/migration-context.ts).
+  const context: MigrationContext = { kind: dialect.name };
   const migrations: Record<string, Migration> = Object.fromEntries(
-    Object.entries(MIGRATIONS).map(([name, migration]) => [name, { up: (trx: AnyDb) => migration.up(trx, dialect) }]),
+    Object.entries(MIGRATIONS).map(([name, migration]) => [name, { up: (trx: AnyDb) => migration.up(trx, context) }]),
   );
   const migrationTableSchema = await dialect.migrationTableSchema(db);
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
