@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
 
 /**
  * What a poll writes moves to a narrow table of its own, and the machinery that kept derived
@@ -18,9 +19,8 @@ import { sql, type Kysely } from 'kysely';
  * Self-contained: it names every table, index and column itself, and reads the catalog for
  * the triggers and functions earlier migrations generated.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function up(db: Kysely<any>, dialect: { readonly name: 'sqlite' | 'postgres' }): Promise<void> {
-  await dropEveryTrigger(db, dialect.name);
+export async function up(db: AnyDb, { kind }: MigrationContext): Promise<void> {
+  await dropEveryTrigger(db, kind);
   for (const table of ['page_bucket_deltas', 'page_bucket_folder', 'page_buckets', 'fleet_summary_deltas', 'fleet_summary_folder', 'fleet_summary_counts']) {
     await db.schema.dropTable(table).ifExists().execute();
   }
@@ -86,9 +86,8 @@ export async function up(db: Kysely<any>, dialect: { readonly name: 'sqlite' | '
 }
 
 /** Every trigger of the database (page buckets, fleet summary counts, pending OKMs), and on PostgreSQL their PL/pgSQL functions. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function dropEveryTrigger(db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Promise<void> {
-  if (dialect === 'sqlite') {
+async function dropEveryTrigger(db: AnyDb, kind: MigrationContext['kind']): Promise<void> {
+  if (kind === 'sqlite') {
     const { rows } = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'trigger'`.execute(db);
     for (const { name } of rows) await sql`DROP TRIGGER IF EXISTS ${sql.id(name)}`.execute(db);
     return;
