@@ -1,8 +1,8 @@
 import type { Insertable, Selectable } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { pagePosition } from '../db/page-buckets.ts';
-import { ACL_LIST, customerScope } from '../db/paged-lists.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import type { StoredAcl } from './model.ts';
 
 type AclRow = Selectable<AclsTable> & Pick<Selectable<AclContentsTable>, 'users' | 'locks' | 'user_data'> & { customer_name: string };
@@ -48,23 +48,32 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
   return row && toStoredAcl(row);
 }
 
-/**
- * The ids of one page (from 1) of the customer's ACLs ordered by id, as a subquery, and how many
- * it has in all. The ids come from the (customer_id, id) index alone, from the bucket that holds
- * the page on (page-buckets.ts), so that neither the rows nor the index entries before it are walked.
- */
-async function pageOfAclIds(db: Db, customerId: number, page: number, perPage: number) {
-  const idsOfCustomer = (trx: Db) => trx.selectFrom('acls').select('id as key').where('customer_id', '=', customerId);
-  const position = await pagePosition(db, ACL_LIST, customerScope(customerId), (page - 1) * perPage);
-  let ids = idsOfCustomer(db).orderBy('id').limit(perPage).offset(position.skip);
-  if (position.from !== null) ids = ids.where('id', '>=', String(position.from));
-  return { ids, total: position.total };
+/** How many ACLs the customer has: a count of its entries of acls_customer_idx (customer_id, id), no row read. */
+async function countAcls(db: Db, customerId: number): Promise<number> {
+  const row = await db
+    .selectFrom('acls')
+    .select((eb) => eb.fn.countAll<number | string>().as('total'))
+    .where('customer_id', '=', customerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
 }
 
-/** One page (from 1) of the customer's ACLs ordered by id, and how many it has in all. */
+/**
+ * One page (from 1) of the customer's ACLs ordered by id (the seed's list: `page` and
+ * `results_per_page`), and how many it has in all. A deferred join: the page's ids are picked
+ * from acls_customer_idx (customer_id, id) alone, walking the entries before the page there
+ * without reading their rows (ACL contents reach megabytes), and only the page's rows are then
+ * read; the total counts the same index range.
+ */
 export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
-  const { ids, total } = await pageOfAclIds(db, customerId, page, perPage);
-  const rows = await selectAcls(db).where('acls.id', 'in', ids).orderBy('acls.id').execute();
+  const pageIds = db
+    .selectFrom('acls')
+    .select('id')
+    .where('customer_id', '=', customerId)
+    .orderBy('id')
+    .limit(perPage)
+    .offset((page - 1) * perPage);
+  const [rows, total] = await Promise.all([selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute(), countAcls(db, customerId)]);
   return { acls: rows.map(toStoredAcl), total };
 }
 
@@ -79,15 +88,23 @@ export interface AclSummary {
   userDataJson: string | null;
 }
 
-/** One page (from 1) of the customer's ACLs ordered by id, as summaries, and how many it has in all. */
-export async function listAclSummaries(db: Db, customerId: number, page: number, perPage: number): Promise<{ summaries: AclSummary[]; total: number }> {
-  const { ids, total } = await pageOfAclIds(db, customerId, page, perPage);
+/** ACL summaries page by id, as the seed's list orders the ACLs. */
+export const ACL_SUMMARY_PAGES = cursorList<[id: string]>('acl-summaries', ['string']);
+
+/**
+ * One page of the customer's ACLs ordered by id, as summaries, after the cursor's id: the
+ * page's ids are a range of acls_customer_idx (customer_id, id) entered at the cursor, and
+ * only their rows are read.
+ */
+export async function listAclSummaries(db: Db, customerId: number, page: CursorPageRequest<[string]>): Promise<CursorPage<AclSummary>> {
+  let pageIds = db.selectFrom('acls').select('id').where('customer_id', '=', customerId).orderBy('id').limit(page.limit + 1);
+  if (page.after !== undefined) pageIds = pageIds.where(afterKey(['id'], page.after));
   const rows = await db
     .selectFrom('acls')
     .innerJoin('customers', 'customers.id', 'acls.customer_id')
     .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
     .select(['acls.id', 'customers.name as customer_name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data', 'acl_contents.user_count', 'acl_contents.lock_count'])
-    .where('acls.id', 'in', ids)
+    .where('acls.id', 'in', pageIds)
     .orderBy('acls.id')
     .execute();
   const summaries = rows.map((row) => ({
@@ -99,7 +116,7 @@ export async function listAclSummaries(db: Db, customerId: number, page: number,
     updatedAt: Number(row.updated_at),
     userDataJson: row.user_data,
   }));
-  return { summaries, total };
+  return ACL_SUMMARY_PAGES.page(summaries, page.limit, (summary) => [summary.id]);
 }
 
 /** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */

@@ -4,10 +4,11 @@ import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { methodNotAllowedRoute } from '../http/openapi.ts';
+import { cursorPageResponse, linkNextPage, NO_TOTAL } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
 import { aclJson, aclSummaryJson, type StoredAcl } from './model.ts';
 import { createAcl, getAcl, getAclOkm, listCustomerAclSummaries, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
-import { AclCustomerQuery, AclListQuery, AclOkmView, AclParams, AclSummaryView, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
+import { AclCustomerQuery, AclListQuery, AclOkmView, AclParams, AclSummaryListQuery, AclSummaryView, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -145,13 +146,15 @@ export const aclSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'listAclSummaries',
         summary: 'List a customer\'s ACLs without their lists: user and lock counts, linked OKM, last change',
-        querystring: AclListQuery,
-        response: { 200: pageResponse(AclSummaryView), ...errorResponses },
+        querystring: AclSummaryListQuery,
+        response: { 200: cursorPageResponse(AclSummaryView, `The customer's ACLs by id, as GET /api/v1/acls orders them. ${NO_TOTAL} GET /api/v1/acls has the seed's total_results.`), ...errorResponses },
       },
     },
     async (request, reply) => {
-      const { summaries, total } = await listCustomerAclSummaries({ db: app.db, principal: principalOf(request), now: Date.now() }, request.query);
-      return sendJson(reply, 200, pageJson(request.query, summaries.map(aclSummaryJson), total));
+      const page = await listCustomerAclSummaries({ db: app.db, principal: principalOf(request), now: Date.now() }, request.query);
+      linkNextPage(request, reply, page.nextCursor);
+      const body = `{"message":${JSON.stringify(MESSAGES.fetched)},"data":[${page.items.map(aclSummaryJson).join(',')}],"next_cursor":${JSON.stringify(page.nextCursor)}}`;
+      return sendJson(reply, 200, body);
     },
   );
 };

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
+import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
 import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
 
@@ -106,3 +107,10 @@ export const AclListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type AclListQuery = Static<typeof AclListQuery>;
+
+/** The summaries are not the seed's list: they page by cursor, as every list but the seed's ACL list does. */
+export const AclSummaryListQuery = Type.Object(
+  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...cursorPageQueryProperties },
+  { additionalProperties: false },
+);
+export type AclSummaryListQuery = Static<typeof AclSummaryListQuery>;

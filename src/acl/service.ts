@@ -3,12 +3,13 @@ import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Customer } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { cursorPageRequest, type CursorPage } from '../http/cursor-paging.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
-import { deleteAcl, findAcl, findAclLink, insertAcl, listAclSummaries, listAcls, lockAcl, updateAclContent, type AclContent, type AclSummary } from './repository.ts';
-import type { AclBody, AclListQuery } from './schemas.ts';
+import { ACL_SUMMARY_PAGES, deleteAcl, findAcl, findAclLink, insertAcl, listAclSummaries, listAcls, lockAcl, updateAclContent, type AclContent, type AclSummary } from './repository.ts';
+import type { AclBody, AclListQuery, AclSummaryListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
 export interface AclRequest {
@@ -107,9 +108,10 @@ export async function listCustomerAcls(request: AclRequest, query: AclListQuery)
 }
 
 /** GET /api/v1/acl-summaries: a page of the customer's ACLs without their lists. */
-export async function listCustomerAclSummaries(request: AclRequest, query: AclListQuery): Promise<{ summaries: AclSummary[]; total: number }> {
+export async function listCustomerAclSummaries(request: AclRequest, query: AclSummaryListQuery): Promise<CursorPage<AclSummary>> {
+  const page = cursorPageRequest(ACL_SUMMARY_PAGES, query);
   const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
-  return listAclSummaries(request.db, customer.id, pageOf(query), perPageOf(query));
+  return listAclSummaries(request.db, customer.id, page);
 }
 
 /** DELETE: the ACL goes; the OKM it was linked to gets a delete-assets message. */

@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { actingCustomer, principalOf, requireScopes } from '../auth/guard.ts';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
-import { ErrorResponse, IsoTime, pageOf, pageResponse, paginated, paginationQueryProperties, perPageOf } from '../http/schemas.ts';
-import { listLocks } from './locks-list.ts';
+import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { ErrorResponse, IsoTime, MESSAGES } from '../http/schemas.ts';
+import { listLocks, LOCK_PAGES } from './locks-list.ts';
 
 const LockListQuery = Type.Object(
   {
     customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose DLocks to list; an admin token without it lists every customer\'s' })),
-    ...paginationQueryProperties,
+    ...cursorPageQueryProperties,
   },
   { additionalProperties: false },
 );
@@ -31,20 +32,21 @@ const locksListRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listLocks',
         summary: "List a customer's enrolled DLocks (no key material)",
         querystring: LockListQuery,
-        response: { 200: pageResponse(LockView), '4xx': ErrorResponse },
+        response: { 200: cursorPageResponse(LockView, `The DLocks, by serial number. ${NO_TOTAL}`), '4xx': ErrorResponse },
       },
     },
-    async (request) => {
+    async (request, reply) => {
+      const page = cursorPageRequest(LOCK_PAGES, request.query);
       const acting = await actingCustomer(app.db, principalOf(request), request.query.customer);
-      const { locks, total } = await listLocks(app.db, acting?.id, pageOf(request.query), perPageOf(request.query));
-      const items = locks.map((lock) => ({
+      const locks = await listLocks(app.db, acting?.id, page);
+      const views = mapCursorPage(locks, (lock) => ({
         serial_no: lock.serialNo,
         type: lock.lockType,
         certificate: lock.certificateName,
         customer: lock.customerName,
         enrolled_at: new Date(lock.enrolledAt).toISOString(),
       }));
-      return paginated(request.query, items, total);
+      return sendCursorPage(request, reply, MESSAGES.fetched, views);
     },
   );
 };

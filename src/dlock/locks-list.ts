@@ -1,6 +1,6 @@
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { pagePosition } from '../db/page-buckets.ts';
-import { ALL_SCOPE, customerScope, DLOCK_LIST } from '../db/paged-lists.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import type { KeyCertificate } from './key-certificate.ts';
 
 /** An enrolled DLock as the locks list shows it: never its key. */
@@ -12,19 +12,19 @@ export interface LockSummary {
   enrolledAt: number;
 }
 
+/** The locks list pages by serial number, the primary key, which dlocks_customer_idx ends with. */
+export const LOCK_PAGES = cursorList<[serialNo: string]>('locks', ['string']);
+
 /**
- * One page (from 1) of the enrolled DLocks, by serial number, and how many there are in all;
- * customerId undefined: every customer's. The page's serial numbers come from an index alone,
- * from the bucket that holds the page on (page-buckets.ts).
+ * One page of the enrolled DLocks, by serial number, after the cursor's; customerId
+ * undefined: every customer's. The page's serial numbers are a range of an index entered at
+ * the cursor (dlocks_customer_idx (customer_id, serial_no) for a customer, the primary key for
+ * every customer), and only their rows are read.
  */
-export async function listLocks(db: Db, customerId: number | undefined, page: number, perPage: number): Promise<{ locks: LockSummary[]; total: number }> {
-  const serialsOfScope = (trx: Db) => {
-    const serials = trx.selectFrom('dlocks').select('serial_no as key');
-    return customerId === undefined ? serials : serials.where('customer_id', '=', customerId);
-  };
-  const position = await pagePosition(db, DLOCK_LIST, customerId === undefined ? ALL_SCOPE : customerScope(customerId), (page - 1) * perPage);
-  let pageSerials = serialsOfScope(db).orderBy('serial_no').limit(perPage).offset(position.skip);
-  if (position.from !== null) pageSerials = pageSerials.where('serial_no', '>=', String(position.from));
+export async function listLocks(db: Db, customerId: number | undefined, page: CursorPageRequest<[string]>): Promise<CursorPage<LockSummary>> {
+  let pageSerials = db.selectFrom('dlocks').select('serial_no').orderBy('serial_no').limit(page.limit + 1);
+  if (customerId !== undefined) pageSerials = pageSerials.where('customer_id', '=', customerId);
+  if (page.after !== undefined) pageSerials = pageSerials.where(afterKey(['serial_no'], page.after));
   const found = await db
     .selectFrom('dlocks')
     .innerJoin('customers', 'customers.id', 'dlocks.customer_id')
@@ -32,15 +32,13 @@ export async function listLocks(db: Db, customerId: number | undefined, page: nu
     .where('dlocks.serial_no', 'in', pageSerials)
     .orderBy('dlocks.serial_no')
     .execute();
-  return {
-    locks: found.map((row) => ({
-      serialNo: row.serial_no,
-      // The stored certificate has no key member; only its lock type is read from it.
-      lockType: (JSON.parse(row.certificate_json) as Omit<KeyCertificate, 'key'>).data.lock_type,
-      certificateName: row.certificate_name,
-      customerName: row.customer_name,
-      enrolledAt: row.created_at,
-    })),
-    total: position.total,
-  };
+  const locks = found.map((row) => ({
+    serialNo: row.serial_no,
+    // The stored certificate has no key member; only its lock type is read from it.
+    lockType: (JSON.parse(row.certificate_json) as Omit<KeyCertificate, 'key'>).data.lock_type,
+    certificateName: row.certificate_name,
+    customerName: row.customer_name,
+    enrolledAt: row.created_at,
+  }));
+  return LOCK_PAGES.page(locks, page.limit, (lock) => [lock.serialNo]);
 }

@@ -35,27 +35,38 @@ export type CursorKind = 'string' | 'integer';
 const fits = (value: unknown, kind: CursorKind): value is CursorValue =>
   kind === 'string' ? typeof value === 'string' && value.length <= MAX_CURSOR_LENGTH : Number.isSafeInteger(value);
 
-export function encodeCursor(key: readonly CursorValue[]): string {
-  return Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
+/**
+ * `list` names the list the cursor belongs to: it travels in the cursor, so that a cursor of
+ * one list handed to another whose key has the same shape (a serial number of the OKM list
+ * given to the pending OKMs, an id of an oldest-first list given to a newest-first one) is
+ * refused rather than read as a position it never was.
+ */
+export function encodeCursor(key: readonly CursorValue[], list?: string): string {
+  return Buffer.from(JSON.stringify(list === undefined ? key : { list, key }), 'utf8').toString('base64url');
 }
 
 /**
- * The sort key a cursor holds, checked against the list's key shape; undefined without a
- * cursor (the first page). A cursor of another list, or one altered by hand, is a 400.
+ * The sort key a cursor holds, checked against the list's key shape (and its name, when the
+ * cursor was made with one); undefined without a cursor (the first page). A cursor of
+ * another list, or one altered by hand, is a 400.
  */
-export function decodeCursor<Key extends readonly CursorValue[]>(cursor: string | undefined, shape: readonly CursorKind[]): Key | undefined {
+export function decodeCursor<Key extends readonly CursorValue[]>(cursor: string | undefined, shape: readonly CursorKind[], list?: string): Key | undefined {
   if (cursor === undefined) return undefined;
-  let key: unknown;
+  let payload: unknown;
   try {
-    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    payload = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    key = undefined;
+    payload = undefined;
   }
+  const key = list === undefined ? payload : ofList(payload, list);
   if (!Array.isArray(key) || key.length !== shape.length || !key.every((value, index) => fits(value, shape[index]!))) {
     throw badRequest('cursor: not a cursor of this list; pass the next_cursor of its previous page unchanged');
   }
   return key as unknown as Key;
 }
+
+const ofList = (payload: unknown, list: string): unknown =>
+  typeof payload === 'object' && payload !== null && !Array.isArray(payload) && (payload as { list?: unknown }).list === list ? (payload as { key?: unknown }).key : undefined;
 
 export const limitOf = (query: CursorPageQuery) => query.limit ?? DEFAULT_PAGE_LIMIT;
 
@@ -68,19 +79,60 @@ export interface CursorPage<T> {
  * A page from the rows a repository read with `limit + 1`: the extra row, if any, says that
  * another page follows, whose cursor is the key of this page's last row.
  */
-export function cursorPageOf<T>(rows: readonly T[], limit: number, keyOf: (row: T) => readonly CursorValue[]): CursorPage<T> {
+export function cursorPageOf<T>(rows: readonly T[], limit: number, keyOf: (row: T) => readonly CursorValue[], list?: string): CursorPage<T> {
   const items = rows.slice(0, limit);
   const last = items.at(-1);
-  return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(keyOf(last)) : null };
+  return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(keyOf(last), list) : null };
 }
 
-/** The response schema of a cursor-paged list. */
-export const cursorPageResponse = <T extends TSchema>(item: T) =>
-  Type.Object({
-    message: Type.String(),
-    data: Type.Array(item),
-    next_cursor: Nullable(Type.String({ description: 'pass as ?cursor= for the next page; null on the last page' })),
-  });
+/**
+ * One cursor-paged list: its name, carried in its cursors, and the shape of its sort key. A
+ * repository decodes the request's cursor with it and builds the page with it.
+ */
+export interface CursorList<Key extends readonly CursorValue[]> {
+  readonly name: string;
+  decode(cursor: string | undefined): Key | undefined;
+  /** The page from the rows read with `limit + 1`. */
+  page<T>(rows: readonly T[], limit: number, keyOf: (row: T) => Key): CursorPage<T>;
+}
+
+export function cursorList<Key extends readonly CursorValue[]>(name: string, shape: readonly CursorKind[]): CursorList<Key> {
+  return {
+    name,
+    decode: (cursor) => decodeCursor<Key>(cursor, shape, name),
+    page: (rows, limit, keyOf) => cursorPageOf(rows, limit, keyOf, name),
+  };
+}
+
+/** Items a page's cursor was read after, for a repository: the key to start after (none: the first page) and the page size. */
+export interface CursorPageRequest<Key extends readonly CursorValue[]> {
+  after: Key | undefined;
+  limit: number;
+}
+
+export const cursorPageRequest = <Key extends readonly CursorValue[]>(list: CursorList<Key>, query: CursorPageQuery): CursorPageRequest<Key> => ({
+  after: list.decode(query.cursor),
+  limit: limitOf(query),
+});
+
+export const mapCursorPage = <T, U>(page: CursorPage<T>, map: (item: T) => U): CursorPage<U> => ({ items: page.items.map(map), nextCursor: page.nextCursor });
+
+/** Why a list has no total, for its description, unless it says otherwise. */
+export const NO_TOTAL = 'No total: counting would read every matching entry on each page.';
+
+/**
+ * The response schema of a cursor-paged list; `description` says what the list holds, in
+ * which order, and why it has no total (NO_TOTAL).
+ */
+export const cursorPageResponse = <T extends TSchema>(item: T, description?: string) =>
+  Type.Object(
+    {
+      message: Type.String(),
+      data: Type.Array(item),
+      next_cursor: Nullable(Type.String({ description: 'pass as ?cursor= for the next page; null on the last page' })),
+    },
+    description === undefined ? {} : { description },
+  );
 
 /** The request's own URL (path and query, as received) with `cursor` set to the next page's. */
 function nextPageUrl(request: FastifyRequest, nextCursor: string): string {
@@ -89,11 +141,13 @@ function nextPageUrl(request: FastifyRequest, nextCursor: string): string {
   return `${url.pathname}${url.search}`;
 }
 
-/**
- * Sends a page: `{message, data, next_cursor}` and, when another page follows, the `Link`
- * header (RFC 8288) of the next page, relative to the request.
- */
+/** The `Link` header (RFC 8288) of the next page, relative to the request, when another page follows. */
+export function linkNextPage(request: FastifyRequest, reply: FastifyReply, nextCursor: string | null): void {
+  if (nextCursor !== null) void reply.header('link', `<${nextPageUrl(request, nextCursor)}>; rel="next"`);
+}
+
+/** Sends a page: `{message, data, next_cursor}` and, when another page follows, the `Link` header of the next page. */
 export function sendCursorPage<T>(request: FastifyRequest, reply: FastifyReply, message: string, page: CursorPage<T>) {
-  if (page.nextCursor !== null) void reply.header('link', `<${nextPageUrl(request, page.nextCursor)}>; rel="next"`);
+  linkNextPage(request, reply, page.nextCursor);
   return { message, data: page.items, next_cursor: page.nextCursor };
 }

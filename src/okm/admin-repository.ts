@@ -1,8 +1,8 @@
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely';
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { pagePosition, scopeTotal, type BucketedList } from '../db/page-buckets.ts';
-import { ALL_SCOPE, BUCKETED_STATES, customerScope, firmwareScope, OKM_FIRMWARE_LIST, OKM_LIST, OKM_STATE_LIST, stateScope, UNASSIGNED_SCOPE, type BucketedState } from '../db/paged-lists.ts';
 import type { Database } from '../db/schema.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
 import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
@@ -14,10 +14,6 @@ export interface OwnedOkm {
   /** The ACL whose locks and users are this OKM's asset lists, if one is linked. */
   aclId: string | null;
 }
-
-/** The orders of the OKM list: by serial number, or by last sync time (never polled first) with `-` for the reverse. */
-export const OKM_SORTS = ['serial_number', 'last_sync_time', '-last_sync_time'] as const;
-export type OkmSort = (typeof OKM_SORTS)[number];
 
 export interface OkmListFilter extends OverdueClock {
   /** Only this customer's OKMs; undefined: every customer's. */
@@ -31,10 +27,8 @@ export interface OkmListFilter extends OverdueClock {
   serialPrefix?: string;
 }
 
-export interface OkmPage {
-  okms: OwnedOkm[];
-  total: number;
-}
+/** The OKM list pages by serial number, the primary key, which every OKM index ends with. */
+export const OKM_PAGES = cursorList<[serialNumber: string]>('okms', ['string']);
 
 type OkmsExpressionBuilder = ExpressionBuilder<Database, 'okms'>;
 
@@ -57,22 +51,6 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
     conditions.push(eb('okms.serial_number', '<', filter.serialPrefix + AFTER_EVERY_SERIAL_CHARACTER));
   }
   return eb.and(conditions);
-}
-
-/**
- * The order of a sort, with the serial number breaking ties; written out in full (NULLS FIRST
- * or LAST) so that both databases agree, and in the order of okms_(customer_)last_sync_idx.
- * `reversed`: the same order backwards (the same index, walked from its other end).
- */
-function orderOf(sort: OkmSort, reversed = false): RawBuilder<unknown> {
-  switch (sort) {
-    case 'serial_number':
-      return reversed ? sql`okms.serial_number desc` : sql`okms.serial_number`;
-    case 'last_sync_time':
-      return reversed ? orderOf('-last_sync_time') : sql`okms.last_sync_time asc nulls first, okms.serial_number asc`;
-    case '-last_sync_time':
-      return reversed ? orderOf('last_sync_time') : sql`okms.last_sync_time desc nulls last, okms.serial_number desc`;
-  }
 }
 
 const selectOwnedOkms = (db: Db) =>
@@ -100,77 +78,23 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
 }
 
 /**
- * The page_buckets list and scope of a filter that is only a scope (one customer's OKMs, the
- * unassigned ones, the whole fleet), or only a scope and a firmware version, or a scope and a
- * state other than overdue; undefined for any other filter.
+ * One page of the OKMs that match, by serial number, after the cursor's serial number. The
+ * page's serial numbers are a range of the index that starts with the filter's equality
+ * columns and ends with the serial number (okms_customer_idx, okms_firmware_idx,
+ * okms_customer_firmware_idx, okms_drifting_idx, the primary key…), entered at the cursor, so
+ * a page deep in the list costs what the first does; only they are then read with their
+ * customer and ACL (a deferred join). No total: the fleet summary counts the states.
  */
-function bucketScopeOf(filter: OkmListFilter): { list: BucketedList; scope: string } | undefined {
-  if (filter.overdue !== undefined || filter.serialPrefix !== undefined) return undefined;
-  if (filter.unassigned && filter.customerId !== undefined) return undefined;
-  const customerId = filter.unassigned ? null : filter.customerId;
-  if (filter.state !== undefined) {
-    if (filter.firmwareVersion !== undefined || !isBucketedState(filter.state)) return undefined;
-    return { list: OKM_STATE_LIST, scope: stateScope(filter.state, customerId) };
-  }
-  if (filter.firmwareVersion !== undefined) return { list: OKM_FIRMWARE_LIST, scope: firmwareScope(filter.firmwareVersion, customerId) };
-  return { list: OKM_LIST, scope: customerId === undefined ? ALL_SCOPE : customerId === null ? UNASSIGNED_SCOPE : customerScope(customerId) };
-}
-
-const isBucketedState = (state: FleetState): state is BucketedState => (BUCKETED_STATES as readonly string[]).includes(state);
-
-const matchingSerials = (db: Db, filter: OkmListFilter) =>
-  db
+export async function listOkms(db: Db, filter: OkmListFilter, page: CursorPageRequest<[string]>): Promise<CursorPage<OwnedOkm>> {
+  let pageSerials = db
     .selectFrom('okms')
     .select('okms.serial_number')
-    .where((eb) => listConditions(eb, filter));
-
-const countMatching = async (db: Db, filter: OkmListFilter) => {
-  const count = await db
-    .selectFrom('okms')
-    .select((eb) => eb.fn.countAll<number | string>().as('total'))
     .where((eb) => listConditions(eb, filter))
-    .executeTakeFirstOrThrow();
-  return Number(count.total);
-};
-
-/** Index entries a walk passes in about a millisecond: a page this near the start is walked to from there, without waiting for the total. */
-export const SHORT_WALK = 10_000;
-
-/**
- * One page (from 1) of the OKMs that match, in the sort's order, and how many match in all.
- * The page's serial numbers come from an index alone (a deferred join), and only they are read
- * with their customer and ACL. A filter that is only a scope, or a scope and a firmware
- * version or a state other than overdue, reads its total from its page buckets
- * (page-buckets.ts), and in serial number order starts its walk at the bucket that holds the
- * page. Other filters count their matches, and
- * other orders walk an index: from its start to a page in the first half, from its end (the
- * reverse order) to a page in the second, so that no walk passes more than half the matches.
- */
-export async function listOkms(db: Db, filter: OkmListFilter, sort: OkmSort, page: number, perPage: number): Promise<OkmPage> {
-  const order = orderOf(sort);
-  const offset = (page - 1) * perPage;
-  const bucketed = bucketScopeOf(filter);
-  let pageSerials = matchingSerials(db, filter).orderBy(order).limit(perPage);
-  let total: Promise<number>;
-  if (bucketed !== undefined && sort === 'serial_number') {
-    const position = await pagePosition(db, bucketed.list, bucketed.scope, offset);
-    if (position.from !== null) pageSerials = pageSerials.where('okms.serial_number', '>=', String(position.from));
-    pageSerials = pageSerials.offset(position.skip);
-    total = Promise.resolve(position.total);
-  } else {
-    total = bucketed === undefined ? countMatching(db, filter) : scopeTotal(db, bucketed.list, bucketed.scope);
-    const matches = offset <= SHORT_WALK ? Infinity : await total;
-    if (offset <= matches / 2) pageSerials = pageSerials.offset(offset);
-    else {
-      const onPage = Math.max(0, Math.min(perPage, matches - offset));
-      pageSerials = matchingSerials(db, filter)
-        .orderBy(orderOf(sort, true))
-        .limit(onPage)
-        .offset(Math.max(0, matches - offset - onPage));
-    }
-  }
-  const [rows, count] = await Promise.all([selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy(order).execute(), total]);
-  return { okms: rows.map(toOwnedOkm), total: count };
+    .orderBy('okms.serial_number')
+    .limit(page.limit + 1);
+  if (page.after !== undefined) pageSerials = pageSerials.where(afterKey(['okms.serial_number'], page.after));
+  const rows = await selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy('okms.serial_number').execute();
+  return OKM_PAGES.page(rows.map(toOwnedOkm), page.limit, (owned) => [owned.okm.serialNumber]);
 }
 
 export async function findOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm | undefined> {

@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
-import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
+import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import {
   assignOkm,
   auditRecords,
@@ -63,12 +64,15 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       onRequest: canRead,
-      schema: { operationId: 'listOkms', summary: 'List OKMs', querystring: OkmListQuery, response: { 200: pageResponse(OkmRecord), ...errorResponses } },
+      schema: {
+        operationId: 'listOkms',
+        summary: 'List OKMs',
+        description: 'By serial number, a page at a time: pass each page\'s next_cursor as ?cursor= for the next. The filters combine.',
+        querystring: OkmListQuery,
+        response: { 200: cursorPageResponse(OkmRecord, `The OKMs that match, by serial number. ${NO_TOTAL} The fleet summary (GET /api/v1/fleet/summary) counts the OKMs of each state.`), ...errorResponses },
+      },
     },
-    async (request) => {
-      const { items, total } = await listOkmRecords(okmRequest(request, request.query.customer), request.query);
-      return paginated(request.query, items, total);
-    },
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await listOkmRecords(okmRequest(request, request.query.customer), request.query)),
   );
 
   app.get(
@@ -199,14 +203,11 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listOkmMessages',
         summary: 'List an OKM\'s messages',
         params: SerialParams,
-        querystring: CustomerQuery,
-        response: { 200: resourceResponse(Type.Array(MessageRecord)), ...errorResponses },
+        querystring: PageQuery,
+        response: { 200: cursorPageResponse(MessageRecord, `The OKM's buffered messages, pending and delivered, oldest first (the order its polls receive them in). ${NO_TOTAL}`), ...errorResponses },
       },
     },
-    async (request) => ({
-      message: MESSAGES.fetched,
-      data: await messageHistory(okmRequest(request, request.query.customer), request.params.serial),
-    }),
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await messageHistory(okmRequest(request, request.query.customer), request.params.serial, request.query)),
   );
 
   app.post(
@@ -225,12 +226,15 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:serial/audit',
     {
       onRequest: canRead,
-      schema: { operationId: 'listOkmAuditRecords', summary: 'List an OKM\'s audit records', params: SerialParams, querystring: PageQuery, response: { 200: pageResponse(AuditRecordView), ...errorResponses } },
+      schema: {
+        operationId: 'listOkmAuditRecords',
+        summary: 'List an OKM\'s audit records',
+        params: SerialParams,
+        querystring: PageQuery,
+        response: { 200: cursorPageResponse(AuditRecordView, `The audit records the OKM posted, in the order they arrived. ${NO_TOTAL}`), ...errorResponses },
+      },
     },
-    async (request) => {
-      const { items, total } = await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query);
-      return paginated(request.query, items, total);
-    },
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query)),
   );
 };
 

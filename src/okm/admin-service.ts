@@ -6,15 +6,15 @@ import type { Db } from '../db/database.ts';
 import { lockRelease } from '../firmware/catalog-repository.ts';
 import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
-import { pageOf, perPageOf } from '../http/schemas.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
 import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
-import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
+import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
 import { isOverdue } from './fleet-states.ts';
-import { listAuditRecords } from './audit-repository.ts';
-import { listMessages, queueMessage, type OkmMessage } from './messages-repository.ts';
+import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
+import { listMessages, MESSAGE_PAGES, queueMessage, type OkmMessage } from './messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
 import { deleteOkm, insertOkm, updateOkmSettings } from './repository.ts';
 import {
@@ -35,11 +35,6 @@ export interface OkmRequest {
   principal: Principal;
   customerName: string | undefined;
   now: number;
-}
-
-export interface Page<T> {
-  items: T[];
-  total: number;
 }
 
 const OKM_NOT_FOUND = 'OKM not found';
@@ -172,11 +167,12 @@ async function currentRecord(request: OkmRequest, db: Db, serialNumber: string):
 
 const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.principal, request.customerName);
 
-export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): Promise<Page<OkmRecord>> {
+export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): Promise<CursorPage<OkmRecord>> {
+  const page = cursorPageRequest(OKM_PAGES, query);
   if (query.unassigned && !request.principal.isAdmin) throw forbidden('unassigned: only an admin token may list unassigned OKMs');
   const acting = await actingFor(request);
   if (query.unassigned && acting !== null) throw badRequest('unassigned: cannot be combined with customer');
-  const result = await listOkms(
+  const okms = await listOkms(
     request.db,
     {
       ...(acting === null ? {} : { customerId: acting.id }),
@@ -187,14 +183,9 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
       ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
       now: request.now,
     },
-    query.sort ?? 'serial_number',
-    pageOf(query),
-    perPageOf(query),
+    page,
   );
-  return {
-    items: result.okms.map((owned) => toOkmRecord(owned, request.settings.fleetPollingInterval)),
-    total: result.total,
-  };
+  return mapCursorPage(okms, (owned) => toOkmRecord(owned, request.settings.fleetPollingInterval));
 }
 
 /** Throws the 404 of an OKM that does not exist or that the acting customer may not see. */
@@ -338,17 +329,16 @@ export async function postMessage(request: OkmRequest, serialNumber: string, typ
   });
 }
 
-export async function messageHistory(request: OkmRequest, serialNumber: string): Promise<MessageRecord[]> {
+/** A page of the OKM's messages, pending and delivered, oldest first. */
+export async function messageHistory(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<CursorPage<MessageRecord>> {
+  const page = cursorPageRequest(MESSAGE_PAGES, query);
   await visibleOkm(request.db, await actingFor(request), serialNumber);
-  return (await listMessages(request.db, serialNumber)).map(toMessageRecord);
+  return mapCursorPage(await listMessages(request.db, serialNumber, page), toMessageRecord);
 }
 
-export async function auditRecords(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<Page<AuditRecordView>> {
+/** A page of the OKM's audit records, in the order they arrived. */
+export async function auditRecords(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<CursorPage<AuditRecordView>> {
+  const page = cursorPageRequest(AUDIT_RECORD_PAGES, query);
   await visibleOkm(request.db, await actingFor(request), serialNumber);
-  const { records, total } = await listAuditRecords(request.db, serialNumber, pageOf(query), perPageOf(query));
-  return {
-    items: records.map((record) => ({ id: record.id, received_at: iso(record.receivedAt), record: record.record })),
-    total,
-  };
+  return mapCursorPage(await listAuditRecords(request.db, serialNumber, page), (record) => ({ id: record.id, received_at: iso(record.receivedAt), record: record.record }));
 }
-

@@ -1,6 +1,6 @@
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { pagePosition } from '../db/page-buckets.ts';
-import { AUDIT_RECORD_LIST } from '../db/paged-lists.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 
 /** One audit record as the OKM sent it (any JSON value), with the time keyfleet received it. */
 export interface AuditRecord {
@@ -10,10 +10,8 @@ export interface AuditRecord {
   record: unknown;
 }
 
-export interface AuditRecordPage {
-  records: AuditRecord[];
-  total: number;
-}
+/** An OKM's audit records page by id, the order they arrived in. */
+export const AUDIT_RECORD_PAGES = cursorList<[id: number]>('okm-audit-records', ['integer']);
 
 // Three parameters a row: well under SQLite's 32 766 and PostgreSQL's 65 535 bound parameters.
 const ROWS_PER_INSERT = 1000;
@@ -37,23 +35,19 @@ export async function appendAuditRecords(db: Db, serialNumber: string, records: 
 }
 
 /**
- * One page (from 1) of the OKM's audit records in the order they arrived, so that a page
- * keeps its content while new records are appended. The page's ids come from the
- * (okm_serial, id) index, walked from the bucket that holds the page (page-buckets.ts), and
- * only their rows are read; the total is the sum of the OKM's bucket counts.
+ * One page of the OKM's audit records in the order they arrived, after the cursor's id: a
+ * range of the (okm_serial, id) index entered at the cursor, so that a page keeps its content
+ * while new records are appended and a deep page costs what the first does; only the page's
+ * rows are read.
  */
-export async function listAuditRecords(db: Db, serialNumber: string, page: number, perPage: number): Promise<AuditRecordPage> {
-  const position = await pagePosition(db, AUDIT_RECORD_LIST, serialNumber, (page - 1) * perPage);
-  let pageIds = db.selectFrom('okm_audit_records').select('id').where('okm_serial', '=', serialNumber).orderBy('id').limit(perPage).offset(position.skip);
-  if (position.from !== null) pageIds = pageIds.where('id', '>=', Number(position.from));
-  const rows = await db.selectFrom('okm_audit_records').selectAll().where('id', 'in', pageIds).orderBy('id').execute();
-  return {
-    records: rows.map((row) => ({
-      id: row.id,
-      serialNumber: row.okm_serial,
-      receivedAt: row.received_at,
-      record: JSON.parse(row.record) as unknown,
-    })),
-    total: position.total,
-  };
+export async function listAuditRecords(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<AuditRecord>> {
+  let rows = db.selectFrom('okm_audit_records').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after));
+  const records = (await rows.execute()).map((row) => ({
+    id: row.id,
+    serialNumber: row.okm_serial,
+    receivedAt: row.received_at,
+    record: JSON.parse(row.record) as unknown,
+  }));
+  return AUDIT_RECORD_PAGES.page(records, page.limit, (record) => [record.id]);
 }

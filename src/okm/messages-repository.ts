@@ -1,6 +1,8 @@
 import type { Selectable } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { OkmMessagesTable } from '../db/schema.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 
 /** A buffered message for one OKM; delivered ones stay as history (deliveredAt set). */
 export interface OkmMessage {
@@ -23,10 +25,14 @@ function toMessage(row: Selectable<OkmMessagesTable>): OkmMessage {
   };
 }
 
-/** Every message of the OKM, pending and delivered, oldest first. */
-export async function listMessages(db: Db, serialNumber: string): Promise<OkmMessage[]> {
-  const rows = await db.selectFrom('okm_messages').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').execute();
-  return rows.map(toMessage);
+/** An OKM's messages page by id: oldest first, the order its polls receive them in. */
+export const MESSAGE_PAGES = cursorList<[id: number]>('okm-messages', ['integer']);
+
+/** One page of the OKM's messages, pending and delivered, oldest first: a range of okm_messages_okm_idx (okm_serial, id) from the cursor on. */
+export async function listMessages(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<OkmMessage>> {
+  let rows = db.selectFrom('okm_messages').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after));
+  return MESSAGE_PAGES.page((await rows.execute()).map(toMessage), page.limit, (message) => [message.id]);
 }
 
 /**

@@ -1,9 +1,9 @@
 import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { pagePosition } from '../db/page-buckets.ts';
-import { ALL_SCOPE, PENDING_OKM_LIST } from '../db/paged-lists.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { emitFleetEvent } from '../webhooks/fleet-events.ts';
 
 /** An unknown serial number that called while auto-enrol is off: what an operator needs to decide on it. */
@@ -77,25 +77,32 @@ export async function emitPending(db: Db, serialNumber: string, call: PendingCal
 const isStillUnknown = (eb: ExpressionBuilder<Database, 'pending_okms'>) =>
   eb.not(eb.exists(eb.selectFrom('okms').select('okms.serial_number').whereRef('okms.serial_number', '=', 'pending_okms.serial_number')));
 
+/** The pending OKMs page by serial number, their primary key. */
+export const PENDING_OKM_PAGES = cursorList<[serialNumber: string]>('pending-okms', ['string']);
+
 /**
- * One page (from 1) of the pending OKMs, by serial number, and how many there are, from the
- * bucket that holds the page on (page-buckets.ts). Creating an OKM deletes its pending entry
- * (a trigger, migration 0014), so the list need not look for stale ones; only a poll that
- * raced an accept could leave one, which takePendingOkm then refuses.
+ * One page of the pending OKMs, by serial number, after the cursor's: a range of the primary
+ * key entered at the cursor. Creating an OKM deletes its pending entry (insertOkm, the poll's
+ * enrolment), so the list need not look for stale ones; only a poll that raced an accept could
+ * leave one, which takePendingOkm then refuses.
  */
-export async function listPendingOkms(db: Db, page: number, perPage: number): Promise<{ items: PendingOkm[]; total: number }> {
-  const position = await pagePosition(db, PENDING_OKM_LIST, ALL_SCOPE, (page - 1) * perPage);
-  let pageSerials = db.selectFrom('pending_okms').select('serial_number').orderBy('serial_number').limit(perPage).offset(position.skip);
-  if (position.from !== null) pageSerials = pageSerials.where('serial_number', '>=', String(position.from));
-  const rows = await db.selectFrom('pending_okms').selectAll().where('serial_number', 'in', pageSerials).orderBy('serial_number').execute();
-  return { items: rows.map(toPendingOkm), total: position.total };
+export async function listPendingOkms(db: Db, page: CursorPageRequest<[string]>): Promise<CursorPage<PendingOkm>> {
+  let rows = db.selectFrom('pending_okms').selectAll().orderBy('serial_number').limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['serial_number'], page.after));
+  return PENDING_OKM_PAGES.page((await rows.execute()).map(toPendingOkm), page.limit, (pending) => [pending.serialNumber]);
 }
 
-/** How many serial numbers are pending, from their bucket counts (no walk over them). */
-/** How many serial numbers wait for an operator: a count of the pending table, which holds only those (an OKM created takes its serial number off it). */
+/**
+ * How many serial numbers are pending: a count of the primary key's entries. Pending OKMs are
+ * the unknown serial numbers that called while auto-enrol is off, waiting for an operator,
+ * so the walk is short unless operators leave thousands unanswered.
+ */
 export async function countPendingOkms(db: Db): Promise<number> {
-  const row = await db.selectFrom('pending_okms').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
-  return Number(row.count);
+  const row = await db
+    .selectFrom('pending_okms')
+    .select((eb) => eb.fn.countAll<number | string>().as('total'))
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
 }
 
 /** Removes a pending OKM and returns it; undefined when there is none of that serial number. */

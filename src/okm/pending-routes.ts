@@ -1,13 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
-import { ErrorResponse, MESSAGES, pageOf, pageResponse, paginated, paginationQueryProperties, perPageOf, resourceResponse } from '../http/schemas.ts';
+import { cursorPageQueryProperties, cursorPageResponse, sendCursorPage } from '../http/cursor-paging.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { getOkmRecord } from './admin-service.ts';
 import { acceptPendingOkm, pendingOkmRecords } from './pending-service.ts';
 import { AcceptBody, OkmRecord, PendingOkmRecord, SerialParams } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
-const PendingListQuery = Type.Object(paginationQueryProperties, { additionalProperties: false });
+const PendingListQuery = Type.Object(cursorPageQueryProperties, { additionalProperties: false });
 
 /**
  * OKMs waiting for an operator (OKM_AUTO_ENROL=false), mounted at /api/v1/pending-okms: an
@@ -19,11 +20,16 @@ const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/',
-    { onRequest: canAdminister, schema: { operationId: 'listPendingOkms', summary: 'List OKMs waiting for an operator (auto-enrol off)', querystring: PendingListQuery, response: { 200: pageResponse(PendingOkmRecord), ...errorResponses } } },
-    async (request) => {
-      const { items, total } = await pendingOkmRecords(app.db, pageOf(request.query), perPageOf(request.query));
-      return paginated(request.query, items, total);
+    {
+      onRequest: canAdminister,
+      schema: {
+        operationId: 'listPendingOkms',
+        summary: 'List OKMs waiting for an operator (auto-enrol off)',
+        querystring: PendingListQuery,
+        response: { 200: cursorPageResponse(PendingOkmRecord, 'The OKMs waiting, by serial number. No total here; the fleet summary (GET /api/v1/fleet/summary, admin) has `pending`.'), ...errorResponses },
+      },
     },
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await pendingOkmRecords(app.db, request.query)),
   );
 
   app.post(

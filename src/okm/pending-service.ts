@@ -2,7 +2,8 @@ import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
-import { listPendingOkms, takePendingOkm, type PendingOkm } from './pending-repository.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
+import { listPendingOkms, PENDING_OKM_PAGES, takePendingOkm, type PendingOkm } from './pending-repository.ts';
 import { checkSerialNumber, type PendingOkmRecord } from './schemas.ts';
 import { insertOkm, setLastCall } from './repository.ts';
 
@@ -15,10 +16,9 @@ const toPendingOkmRecord = (pending: PendingOkm): PendingOkmRecord => ({
   calls: pending.calls,
 });
 
-/** One page (from 1) of the OKMs waiting to be accepted, by serial number, and how many wait in all. */
-export async function pendingOkmRecords(db: Db, page: number, perPage: number): Promise<{ items: PendingOkmRecord[]; total: number }> {
-  const { items, total } = await listPendingOkms(db, page, perPage);
-  return { items: items.map(toPendingOkmRecord), total };
+/** One page of the OKMs waiting to be accepted, by serial number. */
+export async function pendingOkmRecords(db: Db, query: CursorPageQuery): Promise<CursorPage<PendingOkmRecord>> {
+  return mapCursorPage(await listPendingOkms(db, cursorPageRequest(PENDING_OKM_PAGES, query)), toPendingOkmRecord);
 }
 
 export interface AcceptedOkm {

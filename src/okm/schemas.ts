@@ -2,9 +2,9 @@ import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
-import { OKM_SORTS } from './admin-repository.ts';
 import { FLEET_STATES } from './fleet-states.ts';
-import { FreeText, IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
+import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
+import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
 
 /** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
 export const SERIAL_NUMBER_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
@@ -63,8 +63,9 @@ export const CustomerQuery = Type.Object(
 );
 export type CustomerQuery = Static<typeof CustomerQuery>;
 
-const customerPageQueryProperties = { customer: CustomerQuery.properties.customer, ...paginationQueryProperties };
+const customerPageQueryProperties = { customer: CustomerQuery.properties.customer, ...cursorPageQueryProperties };
 
+/** The query of a cursor-paged list of one OKM's (audit records, messages, failed deliveries). */
 export const PageQuery = Type.Object(customerPageQueryProperties, { additionalProperties: false });
 export type PageQuery = Static<typeof PageQuery>;
 
@@ -81,12 +82,6 @@ export const OkmListQuery = Type.Object(
       }),
     ),
     serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
-    sort: Type.Optional(
-      Type.Enum([...OKM_SORTS], {
-        default: 'serial_number',
-        description: 'serial_number (default); last_sync_time: oldest poll first, never polled before all; -last_sync_time: newest poll first, never polled after all; ties by serial number',
-      }),
-    ),
   },
   { additionalProperties: false },
 );

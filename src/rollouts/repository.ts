@@ -1,7 +1,9 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { emptyCounts, type GroupCounts, type MemberStatus, type RolloutState } from './model.ts';
 
 export type RolloutRow = Selectable<RolloutsTable> & { customer_name: string | null; time_zone: string | null };
@@ -88,26 +90,23 @@ export interface RolloutListFilter {
   /** undefined: every rollout (admin); null: the deployment-wide ones; else one customer's. */
   customerId?: number | null;
   state?: RolloutState;
-  offset: number;
-  limit: number;
 }
 
-export async function listRollouts(db: Db, filter: RolloutListFilter): Promise<{ rows: RolloutRow[]; total: number }> {
-  let rows = rolloutWithCustomer(db);
-  let count = db.selectFrom('rollouts').select((eb) => eb.fn.countAll<number | string>().as('total'));
-  if (filter.customerId !== undefined) {
-    rows = filter.customerId === null ? rows.where('rollouts.customer_id', 'is', null) : rows.where('rollouts.customer_id', '=', filter.customerId);
-    count = filter.customerId === null ? count.where('customer_id', 'is', null) : count.where('customer_id', '=', filter.customerId);
-  }
-  if (filter.state !== undefined) {
-    rows = rows.where('rollouts.state', '=', filter.state);
-    count = count.where('state', '=', filter.state);
-  }
-  const [page, { total }] = await Promise.all([
-    rows.orderBy('rollouts.id', 'desc').limit(filter.limit).offset(filter.offset).execute(),
-    count.executeTakeFirstOrThrow(),
-  ]);
-  return { rows: page, total: Number(total) };
+/** Rollouts page by id, newest first. */
+export const ROLLOUT_PAGES = cursorList<[id: number]>('rollouts', ['integer']);
+
+/**
+ * One page of the rollouts, newest first, before the cursor's id: a range of
+ * rollouts_customer_idx (customer_id, id) for one customer's (or the deployment-wide ones),
+ * of the primary key for every rollout, walked backwards from the cursor. A state filter is a
+ * test of each rollout on the way: a customer has few rollouts.
+ */
+export async function listRollouts(db: Db, filter: RolloutListFilter, page: CursorPageRequest<[number]>): Promise<CursorPage<RolloutRow>> {
+  let rows = rolloutWithCustomer(db).orderBy('rollouts.id', 'desc').limit(page.limit + 1);
+  if (filter.customerId !== undefined) rows = filter.customerId === null ? rows.where('rollouts.customer_id', 'is', null) : rows.where('rollouts.customer_id', '=', filter.customerId);
+  if (filter.state !== undefined) rows = rows.where('rollouts.state', '=', filter.state);
+  if (page.after !== undefined) rows = rows.where(afterKey(['rollouts.id'], page.after, 'desc'));
+  return ROLLOUT_PAGES.page(await rows.execute(), page.limit, (row) => [row.id]);
 }
 
 /** Per-group member counts of each rollout: rollout id → group index → counts. */

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { principalOf, requireScopes } from '../auth/guard.ts';
-import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
+import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import type { EmitFleetEvent } from './events.ts';
 import {
   abortRollout,
@@ -60,12 +61,14 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     '/',
     {
       onRequest: canRead,
-      schema: { operationId: 'listRollouts', summary: 'List rollouts, newest first, with per-group counts', querystring: RolloutListQuery, response: { 200: pageResponse(RolloutView), ...errorResponses } },
+      schema: {
+        operationId: 'listRollouts',
+        summary: 'List rollouts, newest first, with per-group counts',
+        querystring: RolloutListQuery,
+        response: { 200: cursorPageResponse(RolloutView, `The rollouts, newest first. ${NO_TOTAL}`), ...errorResponses },
+      },
     },
-    async (request) => {
-      const { items, total } = await listRolloutViews(rolloutRequest(request), request.query);
-      return paginated(request.query, items, total);
-    },
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await listRolloutViews(rolloutRequest(request), request.query)),
   );
 
   app.get(

@@ -1,7 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_KINDS, FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
-import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
+import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
+import { IsoTime, Nullable } from '../http/schemas.ts';
 import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
 import { MEMBER_STATUSES, ROLLOUT_STATES } from './model.ts';
 
@@ -62,7 +63,7 @@ export const RolloutListQuery = Type.Object(
   {
     customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer to act for' })),
     state: Type.Optional(Type.Enum([...ROLLOUT_STATES])),
-    ...paginationQueryProperties,
+    ...cursorPageQueryProperties,
   },
   { additionalProperties: false },
 );

@@ -2,6 +2,7 @@ import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Db } from '../db/database.ts';
 import { findRelease } from '../firmware/repository.ts';
 import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { formatDuration, parseDuration } from '../shared/duration.ts';
 import type { EmitFleetEvent, RolloutEventType } from './events.ts';
@@ -13,6 +14,7 @@ import {
   insertMembers,
   insertRollout,
   listRollouts,
+  ROLLOUT_PAGES,
   assignGroup,
   updateRolloutIf,
   withdrawOffers,
@@ -173,20 +175,16 @@ export async function createRollout(request: RolloutRequest, body: CreateRollout
   });
 }
 
-export async function listRolloutViews(request: RolloutRequest, query: RolloutListQuery): Promise<{ items: RolloutView[]; total: number }> {
+/** One page of the rollouts the request may see, newest first, with their per-group counts. */
+export async function listRolloutViews(request: RolloutRequest, query: RolloutListQuery): Promise<CursorPage<RolloutView>> {
+  const page = cursorPageRequest(ROLLOUT_PAGES, query);
   const customer = await actingCustomer(request.db, request.principal, query.customer);
-  const perPage = query.results_per_page ?? 30;
-  const { rows, total } = await listRollouts(request.db, {
-    customerId: customer === null ? undefined : customer.id,
-    state: query.state,
-    offset: ((query.page ?? 1) - 1) * perPage,
-    limit: perPage,
-  });
+  const rows = await listRollouts(request.db, { customerId: customer === null ? undefined : customer.id, state: query.state }, page);
   const counts = await groupCounts(
     request.db,
-    rows.map((row) => row.id),
+    rows.items.map((row) => row.id),
   );
-  return { items: rows.map((row) => toView(row, counts.get(row.id))), total };
+  return mapCursorPage(rows, (row) => toView(row, counts.get(row.id)));
 }
 
 export async function getRolloutView(request: RolloutRequest, id: number): Promise<RolloutView> {

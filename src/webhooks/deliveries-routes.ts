@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
+import { cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
 import { checkOkmVisible } from '../okm/admin-service.ts';
-import { CustomerQuery, SerialParams } from '../okm/schemas.ts';
-import { deliveryLog } from './queue-repository.ts';
+import { CustomerQuery, PageQuery, SerialParams } from '../okm/schemas.ts';
+import { DELIVERY_FAILURE_PAGES, deliveryLog, listDeliveryFailures } from './queue-repository.ts';
 
 const NullableTime = Nullable(IsoTime);
 
@@ -36,15 +38,20 @@ const DeliveryLogView = Type.Object({
     ...IsoTime,
     description: 'when a poll queued the newest status that the dispatcher has not yet passed on to the subscriptions (they then become pending); null: none waiting',
   }),
-  subscriptions: Type.Array(Subscription),
-  failures: Type.Array(Failure),
+  subscriptions: Type.Array(Subscription, { description: 'one per subscriber URL (at most 10); the failed attempts are listed at …/deliveries/failures' }),
 });
 type DeliveryLogView = Static<typeof DeliveryLogView>;
 
 const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
 
-/** GET /api/v1/okms/{serial}/deliveries: where each subscriber URL stands, and the newest failed attempts. */
+/**
+ * GET /api/v1/okms/{serial}/deliveries: where each subscriber URL stands; and
+ * GET …/deliveries/failures: the failed attempts, newest first, a page at a time.
+ */
 const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const checkVisible = (request: FastifyRequest, serial: string, customerName: string | undefined) =>
+    checkOkmVisible({ db: app.db, settings: app.settings, principal: principalOf(request), customerName, now: Date.now() }, serial);
+
   app.get(
     '/:serial/deliveries',
     {
@@ -53,10 +60,7 @@ const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const serial = request.params.serial;
-      await checkOkmVisible(
-        { db: app.db, settings: app.settings, principal: principalOf(request), customerName: request.query.customer, now: Date.now() },
-        serial,
-      );
+      await checkVisible(request, serial, request.query.customer);
       const log = await deliveryLog(app.db, serial);
       const data: DeliveryLogView = {
         queued_at: iso(log.queuedAt),
@@ -71,18 +75,39 @@ const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
           last_error: row.last_error,
           delivered_at: iso(row.delivered_at),
         })),
-        failures: log.failures.map((row) => ({
-          url: row.url,
-          event_id: row.event_id,
-          attempt: row.attempt,
-          attempted_at: iso(row.attempted_at)!,
-          status_code: row.status_code,
-          error: row.error,
-          outcome: row.outcome as 'retrying' | 'failed' | 'gone',
-          next_attempt_at: iso(row.next_attempt_at),
-        })),
       };
       return { message: MESSAGES.fetched, data };
+    },
+  );
+
+  app.get(
+    '/:serial/deliveries/failures',
+    {
+      onRequest: requireScopes('okm:read'),
+      schema: {
+        operationId: 'listOkmDeliveryFailures',
+        summary: 'The failed status-event delivery attempts of an OKM, newest first',
+        description: 'Kept WEBHOOK_LOG_RETENTION_DAYS days (7 by default).',
+        params: SerialParams,
+        querystring: PageQuery,
+        response: { 200: cursorPageResponse(Failure, `The OKM's failed delivery attempts, newest first. ${NO_TOTAL}`), '4xx': ErrorResponse },
+      },
+    },
+    async (request, reply) => {
+      const serial = request.params.serial;
+      const page = cursorPageRequest(DELIVERY_FAILURE_PAGES, request.query);
+      await checkVisible(request, serial, request.query.customer);
+      const failures = mapCursorPage(await listDeliveryFailures(app.db, serial, page), (row) => ({
+        url: row.url,
+        event_id: row.event_id,
+        attempt: row.attempt,
+        attempted_at: iso(row.attempted_at)!,
+        status_code: row.status_code,
+        error: row.error,
+        outcome: row.outcome as 'retrying' | 'failed' | 'gone',
+        next_attempt_at: iso(row.next_attempt_at),
+      }));
+      return sendCursorPage(request, reply, MESSAGES.fetched, failures);
     },
   );
 };

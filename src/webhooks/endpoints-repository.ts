@@ -1,4 +1,6 @@
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { endpointsChanged } from './fleet-events.ts';
 
 export interface WebhookEndpoint {
@@ -78,13 +80,18 @@ export async function countEndpoints(db: Db, scope: EndpointScope): Promise<numb
   return Number(row.count);
 }
 
-/** One page (from 1) of the endpoints in scope, oldest first, and how many there are. */
-export async function listEndpoints(db: Db, scope: EndpointScope, page: number, perPage: number): Promise<{ items: WebhookEndpoint[]; total: number }> {
-  const [rows, total] = await Promise.all([
-    scoped(selectEndpoints(db), scope).orderBy('webhook_endpoints.id').limit(perPage).offset((page - 1) * perPage).execute(),
-    countEndpoints(db, scope),
-  ]);
-  return { items: rows.map(toEndpoint), total };
+/** Webhook endpoints page by id, oldest first. */
+export const ENDPOINT_PAGES = cursorList<[id: number]>('webhook-endpoints', ['integer']);
+
+/**
+ * One page of the endpoints in scope, oldest first, after the cursor's id: a range of
+ * webhook_endpoints_customer_idx (customer_id, id) for one owner's, of the primary key for
+ * every endpoint.
+ */
+export async function listEndpoints(db: Db, scope: EndpointScope, page: CursorPageRequest<[number]>): Promise<CursorPage<WebhookEndpoint>> {
+  let rows = scoped(selectEndpoints(db), scope).orderBy('webhook_endpoints.id').limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['webhook_endpoints.id'], page.after));
+  return ENDPOINT_PAGES.page((await rows.execute()).map(toEndpoint), page.limit, (endpoint) => [endpoint.id]);
 }
 
 export async function findEndpoint(db: Db, id: number, scope: EndpointScope): Promise<WebhookEndpoint | undefined> {

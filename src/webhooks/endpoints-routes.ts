@@ -2,8 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
-import { ErrorResponse, MESSAGES, pageResponse, paginated, pageOf, perPageOf, resourceResponse } from '../http/schemas.ts';
-import { CustomerQuery } from '../okm/schemas.ts';
+import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { CustomerQuery, PageQuery } from '../okm/schemas.ts';
 import { EndpointBody, EndpointDeliveryRecord, EndpointListQuery, EndpointParams, EndpointPatchBody, TestEventRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
 import { createEndpoint, deliveryRecords, endpointRecords, getEndpoint, patchEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
 
@@ -46,13 +47,13 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listWebhookEndpoints',
         summary: 'The webhook endpoints of the customer (an admin: every one, unless it names a customer)',
         querystring: EndpointListQuery,
-        response: { 200: pageResponse(WebhookEndpointRecord), ...errorResponses },
+        response: {
+          200: cursorPageResponse(WebhookEndpointRecord, 'The endpoints, oldest first. No total: a customer has at most 20 (every customer\'s, for an admin naming none, can be many more).'),
+          ...errorResponses,
+        },
       },
     },
-    async (request) => {
-      const { items, total } = await endpointRecords(endpointRequest(request, request.query.customer), pageOf(request.query), perPageOf(request.query));
-      return paginated(request.query, items, total);
-    },
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await endpointRecords(endpointRequest(request, request.query.customer), request.query)),
   );
 
   app.get(
@@ -134,16 +135,14 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canWrite,
       schema: {
         operationId: 'getWebhookEndpointDeliveries',
-        summary: 'The delivery log of a webhook endpoint: its newest 100 deliveries, newest first',
+        summary: 'The delivery log of a webhook endpoint, newest first',
+        description: 'Finished deliveries are kept WEBHOOK_LOG_RETENTION_DAYS days (7 by default).',
         params: EndpointParams,
-        querystring: CustomerQuery,
-        response: { 200: resourceResponse(Type.Array(EndpointDeliveryRecord)), ...errorResponses },
+        querystring: PageQuery,
+        response: { 200: cursorPageResponse(EndpointDeliveryRecord, `The endpoint's deliveries, newest first. ${NO_TOTAL}`), ...errorResponses },
       },
     },
-    async (request) => ({
-      message: MESSAGES.fetched,
-      data: await deliveryRecords(endpointRequest(request, request.query.customer), Number(request.params.id)),
-    }),
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await deliveryRecords(endpointRequest(request, request.query.customer), Number(request.params.id), request.query)),
   );
 };
 

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
+import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
+import { IsoTime, Nullable } from '../http/schemas.ts';
 import { CustomerQuery, MAX_STATUS_URL_LENGTH } from '../okm/schemas.ts';
 import { FLEET_EVENT_TYPES } from './fleet-events.ts';
 
@@ -20,7 +21,8 @@ export type EndpointPatchBody = Static<typeof EndpointPatchBody>;
 
 export const EndpointParams = Type.Object({ id: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'endpoint id' }) }, { additionalProperties: false });
 
-export const EndpointListQuery = Type.Object({ customer: CustomerQuery.properties.customer, ...paginationQueryProperties }, { additionalProperties: false });
+export const EndpointListQuery = Type.Object({ customer: CustomerQuery.properties.customer, ...cursorPageQueryProperties }, { additionalProperties: false });
+export type EndpointListQuery = Static<typeof EndpointListQuery>;
 
 export const WebhookEndpointRecord = Type.Object({
   id: Type.Integer(),

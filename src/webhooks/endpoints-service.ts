@@ -2,10 +2,11 @@ import net from 'node:net';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
-import { countEndpoints, deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, updateEndpoint, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
-import { endpointDeliveries } from './fleet-deliveries-repository.ts';
+import { countEndpoints, deleteEndpoint, ENDPOINT_PAGES, findEndpoint, insertEndpoint, listEndpoints, updateEndpoint, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
+import { ENDPOINT_DELIVERY_PAGES, endpointDeliveries } from './fleet-deliveries-repository.ts';
 import { DEPLOYMENT_ONLY_EVENT_TYPES, eventBody, newEventId, queueDeliveries, type FleetEventType } from './fleet-events.ts';
 import { isForbiddenAddress } from './ssrf-guard.ts';
 import type { EndpointBody, EndpointDeliveryRecord, EndpointPatchBody, WebhookEndpointRecord } from './endpoints-schemas.ts';
@@ -75,9 +76,10 @@ export async function createEndpoint(request: EndpointRequest, body: EndpointBod
   return toEndpointRecord((await findEndpoint(request.db, id, {}))!);
 }
 
-export async function endpointRecords(request: EndpointRequest, page: number, perPage: number) {
-  const { items, total } = await listEndpoints(request.db, await scopeOf(request), page, perPage);
-  return { items: items.map(toEndpointRecord), total };
+/** One page of the endpoints the request may see, oldest first. */
+export async function endpointRecords(request: EndpointRequest, query: CursorPageQuery): Promise<CursorPage<WebhookEndpointRecord>> {
+  const page = cursorPageRequest(ENDPOINT_PAGES, query);
+  return mapCursorPage(await listEndpoints(request.db, await scopeOf(request), page), toEndpointRecord);
 }
 
 const endpointNotFound = (id: number) => notFound(`No webhook endpoint ${id}`);
@@ -111,11 +113,11 @@ export async function sendTestEvent(request: EndpointRequest, id: number): Promi
 
 const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
 
-/** The endpoint's newest deliveries (up to 100), newest first. */
-export async function deliveryRecords(request: EndpointRequest, id: number): Promise<EndpointDeliveryRecord[]> {
+/** One page of the endpoint's deliveries, newest first. */
+export async function deliveryRecords(request: EndpointRequest, id: number, query: CursorPageQuery): Promise<CursorPage<EndpointDeliveryRecord>> {
+  const page = cursorPageRequest(ENDPOINT_DELIVERY_PAGES, query);
   const endpoint = await getEndpoint(request, id);
-  const rows = await endpointDeliveries(request.db, endpoint.id);
-  return rows.map((row) => ({
+  return mapCursorPage(await endpointDeliveries(request.db, endpoint.id, page), (row) => ({
     event_id: row.event_id,
     event_type: row.event_type,
     state: row.state,

@@ -1,7 +1,9 @@
 import type { Selectable } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import type { FleetEventDeliveriesTable } from '../db/schema.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import type { WebhookEvent } from './fleet-events.ts';
 import { dueRowIds, PENDING, type AttemptRecord, type ClaimRequest } from './queue-repository.ts';
 
@@ -78,15 +80,15 @@ export async function pruneFleetDeliveries(db: Db, before: number): Promise<void
   await db.deleteFrom('fleet_event_deliveries').where('created_at', '<', before).where('state', '!=', PENDING).execute();
 }
 
-const ENDPOINT_LOG_DELIVERIES = 100;
+/** An endpoint's deliveries page by id, newest first. */
+export const ENDPOINT_DELIVERY_PAGES = cursorList<[id: number]>('webhook-endpoint-deliveries', ['integer']);
 
-/** An endpoint's newest deliveries, newest first. */
-export async function endpointDeliveries(db: Db, endpointId: number): Promise<Selectable<FleetEventDeliveriesTable>[]> {
-  return db
-    .selectFrom('fleet_event_deliveries')
-    .selectAll()
-    .where('endpoint_id', '=', endpointId)
-    .orderBy('id', 'desc')
-    .limit(ENDPOINT_LOG_DELIVERIES)
-    .execute();
+/**
+ * One page of an endpoint's deliveries, newest first, before the cursor's id: a range of
+ * fleet_event_deliveries_endpoint_idx (endpoint_id, id) walked backwards from the cursor.
+ */
+export async function endpointDeliveries(db: Db, endpointId: number, page: CursorPageRequest<[number]>): Promise<CursorPage<Selectable<FleetEventDeliveriesTable>>> {
+  let rows = db.selectFrom('fleet_event_deliveries').selectAll().where('endpoint_id', '=', endpointId).orderBy('id', 'desc').limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after, 'desc'));
+  return ENDPOINT_DELIVERY_PAGES.page(await rows.execute(), page.limit, (row) => [row.id]);
 }

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { sql, type Compilable, type QueryResult, type Selectable } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { StatusDeliveryFailuresTable, StatusEventState, StatusEventsTable } from '../db/schema.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { emitSubscriberFailing } from './subscriber-health.ts';
 
 // Literal, not a parameter, so that SQLite can use the partial index on pending rows.
@@ -462,28 +464,31 @@ export async function pruneDeliveryFailures(db: Db, before: number): Promise<voi
   await db.deleteFrom('status_delivery_failures').where('attempted_at', '<', before).execute();
 }
 
-const DELIVERY_LOG_FAILURES = 100;
-
 export interface DeliveryLog {
   /** When a poll queued the OKM's newest status, while the dispatcher has not fanned it out to the subscriptions. */
   queuedAt: number | null;
   subscriptions: Selectable<StatusEventsTable>[];
-  failures: Selectable<StatusDeliveryFailuresTable>[];
 }
 
-/** An OKM's queue rows (one per URL), its status not fanned out yet, and its newest failed attempts. */
+/** An OKM's queue rows (one per URL: at most MAX_STATUS_URLS) and its status not fanned out yet. */
 export async function deliveryLog(db: Db, serialNumber: string): Promise<DeliveryLog> {
-  const [okm, subscriptions, failures] = await Promise.all([
+  const [okm, subscriptions] = await Promise.all([
     db.selectFrom('okm_polls').select('status_queued_at').where('serial_number', '=', serialNumber).executeTakeFirst(),
     db.selectFrom('status_events').selectAll().where('okm_serial', '=', serialNumber).orderBy('url').execute(),
-    db
-      .selectFrom('status_delivery_failures')
-      .selectAll()
-      .where('okm_serial', '=', serialNumber)
-      .orderBy('id', 'desc')
-      .limit(DELIVERY_LOG_FAILURES)
-      .execute(),
   ]);
   const queuedAt = okm?.status_queued_at ?? null;
-  return { queuedAt: queuedAt === null ? null : Number(queuedAt), subscriptions, failures };
+  return { queuedAt: queuedAt === null ? null : Number(queuedAt), subscriptions };
+}
+
+/** An OKM's failed delivery attempts page by id, newest first. */
+export const DELIVERY_FAILURE_PAGES = cursorList<[id: number]>('okm-delivery-failures', ['integer']);
+
+/**
+ * One page of an OKM's failed delivery attempts, newest first, before the cursor's id: a
+ * range of status_delivery_failures_okm_idx (okm_serial, id) walked backwards from the cursor.
+ */
+export async function listDeliveryFailures(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<Selectable<StatusDeliveryFailuresTable>>> {
+  let rows = db.selectFrom('status_delivery_failures').selectAll().where('okm_serial', '=', serialNumber).orderBy('id', 'desc').limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after, 'desc'));
+  return DELIVERY_FAILURE_PAGES.page(await rows.execute(), page.limit, (row) => [row.id]);
 }

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { listAuditRecords } from '../../src/okm/audit-repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { newSerial } from './config-helpers.ts';
+import { auditRecordCount, auditRecordsOf, newSerial } from './config-helpers.ts';
 
 forEachDatabase('audit intake', (kind) => {
   let t: TestApp;
@@ -35,7 +34,7 @@ forEachDatabase('audit intake', (kind) => {
     assert.equal(response.statusCode, 201);
     assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
     assert.deepEqual(response.json(), { count: 1 });
-    assert.deepEqual((await listAuditRecords(t.db, serial, 1, 10)).records.map((entry) => entry.record), [{ event: 'key-out', user: 7 }]);
+    assert.deepEqual(await auditRecordsOf(t.db, serial), [{ event: 'key-out', user: 7 }]);
   });
 
   test('an array is stored as one record per element, in order', async () => {
@@ -44,7 +43,7 @@ forEachDatabase('audit intake', (kind) => {
     const response = await post(serial, [{ n: 1 }, { n: 2 }, 'free text']);
 
     assert.deepEqual(response.json(), { count: 3 });
-    assert.deepEqual((await listAuditRecords(t.db, serial, 1, 10)).records.map((entry) => entry.record), [{ n: 1 }, { n: 2 }, 'free text']);
+    assert.deepEqual(await auditRecordsOf(t.db, serial), [{ n: 1 }, { n: 2 }, 'free text']);
   });
 
   test('later posts append to the earlier records', async () => {
@@ -53,7 +52,7 @@ forEachDatabase('audit intake', (kind) => {
     await post(serial, { n: 1 });
     await post(serial, [{ n: 2 }]);
 
-    assert.equal((await listAuditRecords(t.db, serial, 1, 10)).total, 2);
+    assert.equal(await auditRecordCount(t.db, serial), 2);
   });
 
   test('an unknown serial number is answered 404 and nothing is stored', async () => {
@@ -73,7 +72,7 @@ forEachDatabase('audit intake', (kind) => {
       assert.equal(response.statusCode, 400, payload);
       assert.equal(response.json().error_code, 'BAD_REQUEST', payload);
     }
-    assert.equal((await listAuditRecords(t.db, serial, 1, 10)).total, 0);
+    assert.equal(await auditRecordCount(t.db, serial), 0);
   });
 
   test('a body over 1 MiB is answered 413 and nothing is stored', async () => {
@@ -82,7 +81,7 @@ forEachDatabase('audit intake', (kind) => {
     const response = await post(serial, [{ filler: 'x'.repeat(1024 * 1024) }]);
 
     assert.equal(response.statusCode, 413);
-    assert.equal((await listAuditRecords(t.db, serial, 1, 10)).total, 0);
+    assert.equal(await auditRecordCount(t.db, serial), 0);
   });
 
   test('a body just under 1 MiB of small records is stored whole', async () => {
@@ -92,7 +91,7 @@ forEachDatabase('audit intake', (kind) => {
     const response = await post(serial, records);
 
     assert.deepEqual(response.json(), { count: 60_000 });
-    assert.equal((await listAuditRecords(t.db, serial, 1, 1)).total, 60_000);
+    assert.equal(await auditRecordCount(t.db, serial), 60_000);
   });
 
   test('a bad serial number is answered 400', async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { listMessages, queueMessage } from '../../src/okm/messages-repository.ts';
+import { queueMessage } from '../../src/okm/messages-repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { findOkm, insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { freezeServerClock, newSerial, poll, SERVER_TIME } from './config-helpers.ts';
+import { allMessages, freezeServerClock, newSerial, poll, SERVER_TIME } from './config-helpers.ts';
 
 // Polls that arrive together are recorded in one transaction where the dialect batches them (SQLite).
 forEachDatabase('config polls arriving together', (kind) => {
@@ -36,6 +36,6 @@ forEachDatabase('config polls arriving together', (kind) => {
       ),
     );
     for (const serial of [unknown, ...known]) assert.equal((await findOkm(t.db, serial))?.lastSyncTime, SERVER_TIME);
-    assert.equal((await listMessages(t.db, withMessage))[0]?.deliveredAt, SERVER_TIME);
+    assert.equal((await allMessages(t.db, withMessage))[0]?.deliveredAt, SERVER_TIME);
   });
 });

@@ -1,6 +1,9 @@
 import { after, before, mock } from 'node:test';
 import type { Db } from '../../src/db/database.ts';
 import type { FirmwareKind } from '../../src/firmware/version.ts';
+import { MAX_PAGE_LIMIT } from '../../src/http/cursor-paging.ts';
+import { listAuditRecords } from '../../src/okm/audit-repository.ts';
+import { listMessages } from '../../src/okm/messages-repository.ts';
 import { SERVER_TIME } from './resolvers/fixtures.ts';
 import type { TestApp } from '../helpers/app.ts';
 
@@ -15,6 +18,18 @@ export function freezeServerClock(): void {
 let serials = 0;
 /** A serial number no other test of the run uses. */
 export const newSerial = (prefix = 'OKM') => `${prefix}-${process.pid}-${++serials}`;
+
+/** The OKM's messages, oldest first: the first page at the largest page size, which every test's few messages fit in. */
+export const allMessages = async (db: Db, serial: string) => (await listMessages(db, serial, { after: undefined, limit: MAX_PAGE_LIMIT })).items;
+
+/** The OKM's audit records as they arrived: the first page at the largest page size. */
+export const auditRecordsOf = async (db: Db, serial: string) => (await listAuditRecords(db, serial, { after: undefined, limit: MAX_PAGE_LIMIT })).items.map((entry) => entry.record);
+
+/** How many audit records the OKM has. */
+export async function auditRecordCount(db: Db, serial: string): Promise<number> {
+  const row = await db.selectFrom('okm_audit_records').select((eb) => eb.fn.countAll<number | string>().as('n')).where('okm_serial', '=', serial).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
 
 export type DeviceParameters = Record<string, string | number | undefined>;
 

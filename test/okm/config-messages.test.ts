@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { listMessages, queueMessage } from '../../src/okm/messages-repository.ts';
+import { queueMessage } from '../../src/okm/messages-repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { allMessages } from './config-helpers.ts';
 
 forEachDatabase('buffered message repository', (kind) => {
   let t: TestApp;
@@ -17,7 +18,7 @@ forEachDatabase('buffered message repository', (kind) => {
     const first = await queueMessage(t.db, 'OKM-1', 'delete-assets', null, 2000);
     const second = await queueMessage(t.db, 'OKM-1', 'note', { text: 'hi' }, 3000);
 
-    const messages = await listMessages(t.db, 'OKM-1');
+    const messages = await allMessages(t.db, 'OKM-1');
 
     assert.deepEqual(messages, [
       { id: first.id, serialNumber: 'OKM-1', type: 'delete-assets', payload: null, createdAt: 2000, deliveredAt: null },

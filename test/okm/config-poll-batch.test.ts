@@ -4,7 +4,7 @@ import { CompiledQuery, Kysely, sql } from 'kysely';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { listMessages, queueMessage } from '../../src/okm/messages-repository.ts';
+import { queueMessage } from '../../src/okm/messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../../src/okm/model.ts';
 import { pollStatementsFor, type ObservedPoll } from '../../src/okm/poll-batch-repository.ts';
 import { createPollHandler, type PollReply, type PollRequest } from '../../src/okm/poll-service.ts';
@@ -12,7 +12,7 @@ import { findOkm, insertOkm } from '../../src/okm/repository.ts';
 import { insertMembers, insertRollout } from '../../src/rollouts/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { unavailableReason, type DatabaseKind } from '../helpers/databases.ts';
-import { addRelease, freezeServerClock, newSerial, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
+import { addRelease, allMessages, freezeServerClock, newSerial, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
 
 const IN_STEP: DeviceParameters = { kasDateTime: SERVER_TIME, kasFirmware: '1.0.0', cacheMode: 1, pollingInterval: 60, auditUrl: '/api/v1/audit' };
 const CONFIGURED: OkmSettings = { ...UNCONFIGURED_OKM, cacheMode: 1, pollingInterval: 60 };
@@ -74,7 +74,7 @@ async function outcome(t: TestApp, serials: Record<string, string>, replies: Pol
   for (const [role, serial] of Object.entries(serials)) {
     const okm = await findOkm(t.db, serial);
     const row = await t.db.selectFrom('okms').leftJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number').select(['okm_polls.status_queued_at', 'okms.last_correction']).where('okms.serial_number', '=', serial).executeTakeFirst();
-    const messages = (await listMessages(t.db, serial)).map(({ type, deliveredAt }) => ({ type, deliveredAt }));
+    const messages = (await allMessages(t.db, serial)).map(({ type, deliveredAt }) => ({ type, deliveredAt }));
     const pending = await t.db.selectFrom('pending_okms').select(['call_count', 'last_seen_at']).where('serial_number', '=', serial).executeTakeFirst();
     okms[role] = { okm: okm && { ...okm, serialNumber: role, createdAt: 0, updatedAt: 0 }, row, messages, pending: pending && { ...pending, call_count: Number(pending.call_count) } };
   }

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { listMessages, queueMessage } from '../../src/okm/messages-repository.ts';
+import { queueMessage } from '../../src/okm/messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../../src/okm/model.ts';
 import { insertOkm, updateOkmSettings } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { addRelease, freezeServerClock, newSerial, poll, SERVER_TIME, SHA256, type DeviceParameters } from './config-helpers.ts';
+import { addRelease, allMessages, freezeServerClock, newSerial, poll, SERVER_TIME, SHA256, type DeviceParameters } from './config-helpers.ts';
 
 const ASSETS = ['L-001', 'L-002'];
 const USERS = [{ user_id: 7, pin_hash: 'abc123', permissions: [1, 17] }];
@@ -104,7 +104,7 @@ forEachDatabase('config resolvers', (kind) => {
         {},
       ]);
       assert.deepEqual(
-        (await listMessages(t.db, serial)).map((message) => message.deliveredAt),
+        (await allMessages(t.db, serial)).map((message) => message.deliveredAt),
         [SERVER_TIME, SERVER_TIME],
       );
     });
@@ -117,7 +117,7 @@ forEachDatabase('config resolvers', (kind) => {
 
       assert.equal(answers.filter((body) => 'message' in body).length, 1);
       assert.deepEqual(answers.filter((body) => !('message' in body)), Array.from({ length: 5 }, () => ({})));
-      assert.ok((await listMessages(t.db, serial)).every((stored) => stored.id !== message.id || stored.deliveredAt !== null));
+      assert.ok((await allMessages(t.db, serial)).every((stored) => stored.id !== message.id || stored.deliveredAt !== null));
     });
 
     test('when a message is queued and other values differ too, the message comes first', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
-import { claimDueEvents, countPendingEvents, deliveryLog, fanOutQueuedStatuses, recordAttempts, type ClaimedEvent } from '../../src/webhooks/queue-repository.ts';
+import { claimDueEvents, countPendingEvents, deliveryLog, fanOutQueuedStatuses, listDeliveryFailures, recordAttempts, type ClaimedEvent } from '../../src/webhooks/queue-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { newSerial, poll } from '../okm/config-helpers.ts';
 import { subscribe } from './helpers.ts';
@@ -199,7 +199,7 @@ forEachDatabase('status event queue', (kind) => {
     assert.deepEqual({ ...(await summary(lapsed)), next_attempt_at: undefined }, { state: 'pending', attempts: 0, claim_token: 'batch-token', last_status_code: null, last_event_id: null, delivered_at: null, next_attempt_at: undefined });
     assert.deepEqual(await summary(retrying), { state: 'pending', attempts: 1, claim_token: null, last_status_code: 500, last_event_id: retrying.eventId, delivered_at: null, next_attempt_at: attemptedAt + 5_000 });
     assert.deepEqual(
-      (await deliveryLog(subject.db, retrying.okmSerial)).failures.map((failure) => [failure.attempt, failure.status_code, failure.outcome]),
+      (await listDeliveryFailures(subject.db, retrying.okmSerial, { after: undefined, limit: 10 })).items.map((failure) => [failure.attempt, failure.status_code, failure.outcome]),
       [[1, 500, 'retrying']],
     );
   });
