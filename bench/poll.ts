@@ -20,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeCursor } from '../src/http/cursor-paging.ts';
+import { OKM_PAGES } from '../src/okm/admin-repository.ts';
 import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {
   BENCH_OPTIONS,
@@ -70,7 +71,7 @@ async function adminLatencies(name: string, env: Record<string, string>, port: n
   const { token } = (await keyfleetCli(env, 'token', 'issue', '--scope', 'admin')) as { token: string };
   const targets: [string, () => string][] = [
     ['OKM list, first page', () => `/api/v1/okms?limit=${PAGE_SIZE}`],
-    ['OKM list, page at a random cursor', () => `/api/v1/okms?limit=${PAGE_SIZE}&cursor=${encodeCursor([serialOf(Math.floor(Math.random() * OKM_COUNT))])}`],
+    ['OKM list, page at a random cursor', () => `/api/v1/okms?limit=${PAGE_SIZE}&cursor=${encodeCursor([serialOf(Math.floor(Math.random() * OKM_COUNT))], OKM_PAGES.name)}`],
     ['fleet summary', () => '/api/v1/fleet/summary'],
   ];
   const rows: Record<string, string | number>[] = [];
