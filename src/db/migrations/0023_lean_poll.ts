@@ -34,12 +34,12 @@ export async function up(db: AnyDb, { kind }: MigrationContext): Promise<void> {
     .addColumn('install_code', 'text')
     .addColumn('status_queued_at', 'bigint')
     .execute();
-  await sql`INSERT INTO okm_polls (serial_number, last_sync_time, last_ip, reported, install_code, status_queued_at)
-    SELECT serial_number, last_sync_time, coalesce(last_ip, ''), coalesce(reported, '{}'), install_code, status_queued_at
-    FROM okms WHERE last_sync_time IS NOT NULL`.execute(db);
   // PostgreSQL: room on each page for the next version of its rows, so that a poll's update
   // stays on the page (a HOT update, which writes no index entry) rather than moving the row.
   if (kind === 'postgres') await sql`ALTER TABLE okm_polls SET (fillfactor = 60)`.execute(db);
+  await sql`INSERT INTO okm_polls (serial_number, last_sync_time, last_ip, reported, install_code, status_queued_at)
+    SELECT serial_number, last_sync_time, coalesce(last_ip, ''), coalesce(reported, '{}'), install_code, status_queued_at
+    FROM okms WHERE last_sync_time IS NOT NULL`.execute(db);
   await db.schema.createIndex('okm_polls_status_queued_idx').on('okm_polls').column('status_queued_at').where(sql.ref('status_queued_at'), 'is not', null).execute();
   await sql`UPDATE okms SET overdue_at = 0 WHERE last_sync_time IS NULL`.execute(db);
 
