@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { repeatStep } from '../db/repeating-step.ts';
 import { createFleetPass, releaseLease, type FleetPassRunner } from './fleet-pass.ts';
+import { lastFleetPassAt } from './fleet-summary-repository.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,9 +15,9 @@ declare module 'fastify' {
 const PAUSE_BETWEEN_STEPS_MS = 5;
 
 /**
- * Runs the fleet pass in this server process: at once when it is ready, then every
- * fleetPassIntervalMs after the previous pass ended; a process whose lease another holds
- * skips its turn. On close it gives the lease up.
+ * Runs the fleet pass in this server process: when it is ready, unless a pass completed less
+ * than fleetPassIntervalMs ago, then every fleetPassIntervalMs after the last pass ended; a
+ * process whose lease another holds skips its turn. On close it gives the lease up.
  */
 async function fleetPassPlugin(app: FastifyInstance): Promise<void> {
   const fleetPass = createFleetPass(app.db, app.settings);
@@ -24,6 +25,10 @@ async function fleetPassPlugin(app: FastifyInstance): Promise<void> {
   const intervalMs = app.settings.fleetPassIntervalMs;
   if (intervalMs === 0) return;
   repeatStep(app, 'fleet pass', intervalMs, async () => {
+    // A pass that any process completed less than an interval ago is not due yet (a restart, another process's turn).
+    const completedAt = await lastFleetPassAt(app.db);
+    const dueIn = completedAt === null ? 0 : completedAt + intervalMs - Date.now();
+    if (dueIn > 0) return dueIn;
     await fleetPass.runPass({ pauseMs: PAUSE_BETWEEN_STEPS_MS });
     return intervalMs;
   });
