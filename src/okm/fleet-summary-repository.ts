@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
+import { FLEET_PASS } from './fleet-pass.ts';
 
 /** The OKMs of one customer (or of all) that share a last correction, a state and the three reported firmware versions. */
 export interface SummaryGroup {
@@ -40,6 +41,6 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
 
 /** When the fleet pass last completed (the summary's age); null: never yet. */
 export async function lastFleetPassAt(db: Db): Promise<number | null> {
-  const row = await db.selectFrom('background_passes').select('completed_at').where('name', '=', 'fleet').executeTakeFirst();
+  const row = await db.selectFrom('background_passes').select('completed_at').where('name', '=', FLEET_PASS).executeTakeFirst();
   return row?.completed_at === null || row?.completed_at === undefined ? null : Number(row.completed_at);
 }
