@@ -83,8 +83,7 @@ forEachDatabase('rate limits', (kind) => {
   test('API calls are limited per token, not per IP', async () => {
     const first = await issueTestToken(subject, { customer: 'acme', scopes: ['okm:read'] });
     const second = await issueTestToken(subject, { customer: 'acme', scopes: ['okm:read'], ttlSeconds: 1800 });
-    // Any okm:read route will do: the fleet summary reads one small table.
-    const list = (token: string) => subject.app.inject({ method: 'GET', url: '/api/v1/fleet/summary', headers: { authorization: `Bearer ${token}` } });
+    const list = (token: string) => subject.app.inject({ method: 'GET', url: '/api/v1/okms', headers: { authorization: `Bearer ${token}` } });
 
     const statuses = [(await list(first)).statusCode, (await list(first)).statusCode, (await list(first)).statusCode];
     const otherToken = await list(second);
