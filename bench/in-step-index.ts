@@ -1,7 +1,8 @@
 /**
  * Whether partial indexes of the in-step OKMs pay for themselves (issue 14): 1 M OKMs of 20
- * customers, the OKM list's `state=in_step` pages (whole fleet and one customer; first, middle,
- * last and random pages, through listOkms, in process) and a poll-like UPDATE of random OKMs
+ * customers, the OKM list's `state=in_step` cursor pages (whole fleet and one customer; the
+ * first, and those after a cursor in the middle, near the end and at random places, through
+ * listOkms, in process) and a poll-like UPDATE of random OKMs
  * (the columns every poll sets, in transactions of 64 as poll batches are), without and with
  * `okms_in_step_idx` / `okms_customer_in_step_idx`, alternated.
  *
@@ -9,13 +10,11 @@
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { sql } from 'kysely';
+import { sql, type SqlBool } from 'kysely';
 import { loadSettings } from '../src/config/settings.ts';
 import { createCustomer } from '../src/customers/repository.ts';
 import { dialectFor, openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { keepPageBuckets } from '../src/db/page-buckets.ts';
-import { PAGED_LISTS } from '../src/db/paged-lists.ts';
 import { listOkms } from '../src/okm/admin-repository.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median } from './harness.ts';
 
@@ -36,7 +35,7 @@ const UPDATES = 20_000;
 const UPDATES_PER_TRANSACTION = 64;
 const ROWS_PER_STATEMENT = 50_000;
 
-const IN_STEP = sql`last_correction is null and last_sync_time is not null`;
+const IN_STEP = sql<SqlBool>`last_correction is null and last_sync_time is not null`;
 
 function percentile(values: readonly number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -59,15 +58,25 @@ async function seed(db: Db, customerIds: number[], now: number): Promise<void> {
   }
 }
 
+/** The serial number at a place of the in-step OKMs in serial number order: the cursor of the page after it. */
+async function inStepSerialAt(db: Db, customerId: number | undefined, offset: number): Promise<string> {
+  let query = db.selectFrom('okms').select('serial_number').where(IN_STEP).orderBy('serial_number').limit(1).offset(offset);
+  if (customerId !== undefined) query = query.where('customer_id', '=', customerId);
+  return (await query.executeTakeFirstOrThrow()).serial_number;
+}
+
 async function timePages(db: Db, customerId: number | undefined, now: number): Promise<number[]> {
-  const filter = { state: 'in_step' as const, now, fleetPollingInterval: 150, ...(customerId === undefined ? {} : { customerId }) };
-  const first = await listOkms(db, filter, 'serial_number', 1, PER_PAGE);
-  const lastPage = Math.max(1, Math.ceil(first.total / PER_PAGE));
-  const pages = [1, Math.ceil(lastPage / 2), lastPage, ...Array.from({ length: PAGES }, () => 1 + Math.floor(Math.random() * lastPage))];
+  const filter = { state: 'in_step' as const, now, ...(customerId === undefined ? {} : { customerId }) };
+  let count = db.selectFrom('okms').select((eb) => eb.fn.countAll<number | string>().as('n')).where(IN_STEP);
+  if (customerId !== undefined) count = count.where('customer_id', '=', customerId);
+  const matches = Number((await count.executeTakeFirstOrThrow()).n);
+  const offsets = [Math.floor(matches / 2), matches - PER_PAGE, ...Array.from({ length: PAGES }, () => Math.floor(Math.random() * matches))];
+  const cursors: (string | undefined)[] = [undefined];
+  for (const offset of offsets) cursors.push(await inStepSerialAt(db, customerId, offset));
   const times: number[] = [];
-  for (const page of pages) {
+  for (const after of cursors) {
     const started = process.hrtime.bigint();
-    await listOkms(db, filter, 'serial_number', page, PER_PAGE);
+    await listOkms(db, filter, { after: after === undefined ? undefined : [after], limit: PER_PAGE });
     times.push(Number(process.hrtime.bigint() - started) / 1e6);
   }
   return times;
@@ -103,10 +112,9 @@ async function main(): Promise<void> {
       const seeding = Date.now();
       await seed(db, customerIds, now);
       if (name === 'sqlite') await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db);
-      while ((await keepPageBuckets(db, dialect, PAGED_LISTS)) > 0);
       await sql`vacuum`.execute(db);
       await sql`analyze`.execute(db);
-      console.log(`${name}: ${OKM_COUNT} OKMs stored and cut in ${((Date.now() - seeding) / 1000).toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(2)})`);
+      console.log(`${name}: ${OKM_COUNT} OKMs stored in ${((Date.now() - seeding) / 1000).toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(2)})`);
       for (let round = 0; round < ROUNDS; round++) {
         for (const indexed of [false, true]) {
           if (indexed) {

@@ -32,7 +32,7 @@ async function knownOkm(t: TestApp): Promise<string> {
 }
 
 async function pendingEntry(t: TestApp, serial: string) {
-  return (await listPendingOkms(t.db, 1, 100)).items.find((pending) => pending.serialNumber === serial);
+  return (await listPendingOkms(t.db, { after: undefined, limit: 500 })).items.find((pending) => pending.serialNumber === serial);
 }
 
 forEachDatabase('device hardening off (the defaults)', (kind) => {
