@@ -45,27 +45,33 @@ forEachDatabase("an OKM's audit records and messages, paged by cursor", (kind) =
     });
   });
 
-  describe('messages', () => {
-    cursorListContract('GET /api/v1/okms/{serial}/messages', async (): Promise<CursorListFixture> => {
-      const { serial, base } = await freshOkm();
-      return {
-        t,
-        url: `${OKMS}/${serial}/messages`,
-        token,
-        keyOf: (message) => message.id as number,
-        keyAt: idKeyAt(base, 'asc'),
-        add: async (ids) => {
-          if (ids.length > 0) {
-            await t.db
-              .insertInto('okm_messages')
-              .values(ids.map((id) => ({ id: Number(id), okm_serial: serial, type: 'delete-assets', payload: 'null', created_at: 1, delivered_at: null })))
-              .execute();
-          }
-        },
-        remove: async (id) => {
-          await t.db.deleteFrom('okm_messages').where('id', '=', Number(id)).execute();
-        },
-      };
+  for (const [name, query, pending] of [
+    ['messages', '', undefined],
+    ['messages not delivered yet', '?pending=true', true],
+    ['messages delivered', '?pending=false', false],
+  ] as const) {
+    describe(name, () => {
+      cursorListContract(`GET /api/v1/okms/{serial}/messages${query}`, async (): Promise<CursorListFixture> => {
+        const { serial, base } = await freshOkm();
+        const message = (id: number, delivered: boolean) => ({ id, okm_serial: serial, type: 'delete-assets', payload: 'null', created_at: 1, delivered_at: delivered ? 2 : null });
+        return {
+          t,
+          url: `${OKMS}/${serial}/messages${query}`,
+          token,
+          keyOf: (listed) => listed.id as number,
+          // Room after each listed message for one the filter leaves out.
+          keyAt: (position) => idKeyAt(base, 'asc')(2 * position),
+          add: async (ids) => {
+            if (ids.length === 0) return;
+            const listed = ids.map((id) => message(Number(id), pending === false));
+            const others = pending === undefined ? [] : ids.map((id) => message(Number(id) + 1, pending));
+            await t.db.insertInto('okm_messages').values([...listed, ...others]).execute();
+          },
+          remove: async (id) => {
+            await t.db.deleteFrom('okm_messages').where('id', '=', Number(id)).execute();
+          },
+        };
+      });
     });
-  });
+  }
 });
