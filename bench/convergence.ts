@@ -72,7 +72,7 @@ interface Result {
 
 const count = async (db: Db, where: (query: ReturnType<typeof okms>) => ReturnType<typeof okms>) =>
   Number((await where(okms(db)).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-const okms = (db: Db) => db.selectFrom('okms');
+const okms = (db: Db) => db.selectFrom('okms').innerJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number');
 
 /** Waits until `inStep` counts the whole fleet; the real seconds since `since`. */
 async function converged(name: string, simulator: ChildProcess, since: number, inStep: () => Promise<number>): Promise<Phase> {
@@ -96,7 +96,7 @@ async function converged(name: string, simulator: ChildProcess, since: number, i
 }
 
 /** Every OKM polled since `since` and was answered {}. */
-const inStepSince = (db: Db, since: number) => () => count(db, (query) => query.where('last_sync_time', '>', since).where('last_correction', 'is', null));
+const inStepSince = (db: Db, since: number) => () => count(db, (query) => query.where('okm_polls.last_sync_time', '>', since).where('okms.last_correction', 'is', null));
 
 /** An operator's API calls, as `Authorization: Bearer` an admin token. */
 function operatorApi(port: number, token: string) {
@@ -152,7 +152,7 @@ async function benchDatabase({ name, env }: BenchDatabase): Promise<Result> {
       const phases: Phase[] = [];
       const started = Date.now();
       console.log(`${name}: ${OKM_COUNT} virtual OKMs at speed ${SPEED.toFixed(2)} (load ${load()})`);
-      phases.push(await converged('enrolled and in step', simulator.child, started, () => count(db, (query) => query.where('last_correction', 'is', null).whereRef('last_sync_time', '>', 'created_at'))));
+      phases.push(await converged('enrolled and in step', simulator.child, started, () => count(db, (query) => query.where('okms.last_correction', 'is', null).whereRef('okm_polls.last_sync_time', '>', 'okms.created_at'))));
 
       const { token } = (await keyfleetCli(env, 'token', 'issue', '--scope', 'admin', '--ttl', '2h')) as { token: string };
       const api = operatorApi(server.port, token);

@@ -126,10 +126,8 @@ async function deliveryRate({ name: kind, env }: BenchDatabase): Promise<Deliver
       // As EVENT_COUNT polls of OKMs subscribed to the receiver would leave them: marked, for the dispatcher to fan out and deliver.
       const started = await withDb(env, async (db) => {
         const now = Date.now();
-        await db
-          .updateTable('okms')
-          .set({ status_urls: JSON.stringify([receivers.url]), last_sync_time: now, last_ip: '192.0.2.1', firmware_version: '2.10.0', status_queued_at: now })
-          .execute();
+        await db.updateTable('okms').set({ status_urls: JSON.stringify([receivers.url]), firmware_version: '2.10.0' }).execute();
+        await db.updateTable('okm_polls').set({ last_sync_time: now, last_ip: '192.0.2.1', status_queued_at: now }).execute();
         return Date.now();
       });
       let received = 0;
@@ -160,9 +158,10 @@ async function subscribeFleet(db: Db, receivers: Receivers): Promise<void> {
   const now = Date.now();
   await db
     .updateTable('okms')
-    .set({ status_urls: JSON.stringify([receivers.url, receivers.hangingUrl]), last_sync_time: now, last_ip: '192.0.2.1' })
+    .set({ status_urls: JSON.stringify([receivers.url, receivers.hangingUrl]) })
     .where('serial_number', '<', serialOf(OKM_COUNT))
     .execute();
+  await db.updateTable('okm_polls').set({ last_sync_time: now, last_ip: '192.0.2.1' }).where('serial_number', '<', serialOf(OKM_COUNT)).execute();
   await db.transaction().execute(async (tx) => {
     for (let start = 0; start < OKM_COUNT; start += ROWS_PER_INSERT) {
       const serials = Array.from({ length: Math.min(ROWS_PER_INSERT, OKM_COUNT - start) }, (_, offset) => serialOf(start + offset));
@@ -190,7 +189,7 @@ async function resetQueue(db: Db, receivers: Receivers): Promise<void> {
       await db.transaction().execute(async (tx) => {
         const now = Date.now();
         const unclaimed = { claim_token: null, claimed_until: null };
-        await tx.updateTable('okms').set({ status_queued_at: null }).where('status_queued_at', 'is not', null).execute();
+        await tx.updateTable('okm_polls').set({ status_queued_at: null }).where('status_queued_at', 'is not', null).execute();
         await tx.updateTable('status_events').set({ ...unclaimed, state: 'delivered', attempts: 0, next_attempt_at: now, delivered_at: now }).where('url', '=', receivers.url).execute();
         await tx.updateTable('status_events').set({ ...unclaimed, state: 'pending', attempts: 2, next_attempt_at: now + 300_000 }).where('url', '=', receivers.hangingUrl).execute();
       });

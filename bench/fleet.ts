@@ -5,15 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
-import { keepPageBuckets } from '../src/db/page-buckets.ts';
-import { PAGED_LISTS } from '../src/db/paged-lists.ts';
-import { recountFleetSummary } from '../src/okm/fleet-summary-counts.ts';
+import { createFleetPass } from '../src/okm/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../src/okm/fleet-states.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
-import { dialectFor, type Db } from '../src/db/database.ts';
+import type { Db } from '../src/db/database.ts';
 import { withDb } from './harness.ts';
 
 /** FLEET_POLLING_INTERVAL as the benchmarks' servers run (the default). */
@@ -206,7 +203,7 @@ export const UNCONFIGURED_COLUMNS = settingsColumns(UNCONFIGURED_OKM) as Inserta
  * lists.
  */
 export async function seedFleet(env: Record<string, string>, okmCount: number): Promise<void> {
-  await withDb(env, async (typedDb, settings) => {
+  await withDb(env, async (typedDb) => {
     // The scratch table is not in the schema's types.
     const db = typedDb as unknown as Kysely<Record<string, Record<string, unknown>>>;
     const now = Date.now();
@@ -214,11 +211,10 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       await db.insertInto('firmware_releases').values({ kind, version, url: `https://firmware.example/${kind}/${version}.bin`, sha256: 'ab'.repeat(32), size: null, created_at: now }).execute();
       await db.insertInto('fleet_firmware').values({ kind, version }).execute();
     }
-    // Each OKM as its last poll left it (in step, due again in three intervals, not overdue):
-    // the benchmarks measure a fleet's steady state, not every OKM's first poll, which clears the
-    // enrolment mark (overdue_at 0) and looks for okm.enrolled subscribers. The OKMs last polled
-    // in their phase order (phaseRankOf), the first of them longest ago, within the last
-    // LAST_POLLS_SPAN_MS: the order is what a fleet's indexes see, and a span far shorter than
+    // Each OKM as its last poll left it (in step, not overdue): the benchmarks measure a fleet's
+    // steady state, not every OKM's first poll, which clears the enrolment mark (overdue_at 0) and
+    // looks for okm.enrolled subscribers. The OKMs last polled in their phase order (phaseRankOf),
+    // the first of them longest ago, within the last LAST_POLLS_SPAN_MS: a span far shorter than
     // an interval leaves every OKM due at least 7 minutes after the seeding began.
     const templateRows = TEMPLATES.map((template, index) => ({
       ...(settingsColumns(template) as Insertable<OkmsTable>),
@@ -226,13 +222,9 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       customer_id: null,
       created_at: now,
       updated_at: now,
-      last_sync_time: now,
-      last_ip: '127.0.0.1',
       firmware_version: FIRMWARE.kas,
       batch_key_firmware_version: FIRMWARE.batch_key,
       wireless_key_firmware_version: FIRMWARE.wireless_key,
-      install_code: '12345678',
-      due_by: now + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * (template.pollingInterval ?? SERVER_DEFAULT_POLLING_INTERVAL_S),
       overdue_at: null,
     }));
     await db.insertInto('okms').values(templateRows).execute();
@@ -242,39 +234,47 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       .addColumn('serial_number', 'text')
       .addColumn('template', 'text')
       .addColumn('last_sync_time', 'bigint')
-      .addColumn('due_by', 'bigint')
       .execute();
     for (let start = 0; start < okmCount; start += SERIALS_PER_INSERT) {
       const rows = Array.from({ length: Math.min(SERIALS_PER_INSERT, okmCount - start) }, (_, offset) => {
         const index = start + offset;
-        const template = index % TEMPLATES.length;
         const lastSync = now - LAST_POLLS_SPAN_MS + Math.floor((phaseRankOf(index, okmCount) * LAST_POLLS_SPAN_MS) / okmCount);
-        return { position: index, serial_number: serialOf(index), template: templateSerialOf(template), last_sync_time: lastSync, due_by: lastSync + (templateRows[template]!.due_by as number) - now };
+        return { position: index, serial_number: serialOf(index), template: templateSerialOf(index % TEMPLATES.length), last_sync_time: lastSync };
       });
       await db.insertInto('bench_serials').values(rows).execute();
     }
-    const perOkm = ['serial_number', 'last_sync_time', 'due_by'];
-    const copied = Object.keys(templateRows[0]!).filter((column) => !perOkm.includes(column));
+    const copied = Object.keys(templateRows[0]!).filter((column) => column !== 'serial_number');
     for (let start = 0; start < okmCount; start += OKMS_PER_TRANSACTION) {
-      await db
-        .insertInto('okms')
-        .columns([...perOkm, ...copied])
-        .expression(
-          db
-            .selectFrom('bench_serials as s')
-            .innerJoin('okms as t', 't.serial_number', 's.template')
-            .select([...perOkm.map((column) => `s.${column}`), ...copied.map((column) => sql.ref(`t.${column}`).as(column))])
-            .where('s.position', '>=', start)
-            .where('s.position', '<', start + OKMS_PER_TRANSACTION),
-        )
-        .execute();
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('okms')
+          .columns(['serial_number', ...copied])
+          .expression(
+            trx
+              .selectFrom('bench_serials as s')
+              .innerJoin('okms as t', 't.serial_number', 's.template')
+              .select(['s.serial_number', ...copied.map((column) => sql.ref(`t.${column}`).as(column))])
+              .where('s.position', '>=', start)
+              .where('s.position', '<', start + OKMS_PER_TRANSACTION),
+          )
+          .execute();
+        await trx
+          .insertInto('okm_polls')
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code'])
+          .expression(
+            trx
+              .selectFrom('bench_serials as s')
+              .select(['s.serial_number', 's.last_sync_time', sql.lit('127.0.0.1').as('last_ip'), sql.lit('{}').as('reported'), sql.lit('12345678').as('install_code')])
+              .where('s.position', '>=', start)
+              .where('s.position', '<', start + OKMS_PER_TRANSACTION),
+          )
+          .execute();
+      });
     }
     await db.schema.dropTable('bench_serials').execute();
     await db.deleteFrom('okms').where('serial_number', 'in', templateRows.map((row) => row.serial_number)).execute();
-    // As the server's bucket keeper would in its first seconds: otherwise its steps would run during the measurement.
-    while ((await keepPageBuckets(typedDb, dialectFor(settings), PAGED_LISTS)) > 0);
-    // Nor should the summary's folder fold a delta per copied OKM then: counted afresh, as migration 0017 does.
-    await recountFleetSummary(typedDb);
+    // The summary as the server's first fleet pass would count it, so that no pass runs during the measurement's first seconds.
+    await createFleetPass(typedDb, { fleetPollingInterval: SERVER_DEFAULT_POLLING_INTERVAL_S }).runPass();
   });
 }
 

@@ -126,9 +126,9 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
       ...env,
       PORT: String(port),
       HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
     },
-    stdio: 'inherit',
+    // The default log level, as `npm start` runs: its lines are written (to /dev/null), not silenced.
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
     await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, options.startTimeoutMs ?? 120_000);
@@ -304,6 +304,8 @@ export interface Figures {
 export interface Load {
   connections: number;
   seconds: number;
+  /** Send this many requests in all rather than for `seconds` (each path once, say). */
+  amount?: number;
   /** The next request to send: called once per request. */
   next: () => { method?: 'GET' | 'POST' | 'DELETE'; path: string; headers?: Record<string, string>; body?: string };
 }
@@ -318,7 +320,7 @@ function run(port: number, load: Load, seconds: number) {
   return autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: load.connections,
-    duration: seconds,
+    ...(load.amount === undefined ? { duration: seconds } : { amount: load.amount }),
     requests: [{ setupRequest: (request) => ({ ...request, method: 'GET', ...load.next() }) }],
   });
 }

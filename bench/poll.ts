@@ -15,10 +15,13 @@
  * worst case for the indexes keyed by time. Everything listens on 127.0.0.1 only, and every
  * server is a child process so that the load generator does not share its event loop.
  */
+import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet } from './fleet.ts';
+import { encodeCursor } from '../src/http/cursor-paging.ts';
+import { OKM_PAGES } from '../src/okm/admin-repository.ts';
+import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {
   BENCH_OPTIONS,
   WARM_UP_S,
@@ -46,6 +49,7 @@ const { values: options } = parseArgs({
     workers: { type: 'string', default: '1' },
     order: POLL_ORDER_OPTION,
     'cpu-prof': { type: 'string' },
+    'enrolment-wave': { type: 'boolean', default: true },
   },
 });
 const OKM_COUNT = Number(options.okms);
@@ -62,13 +66,12 @@ const configPaths = (configPath: string) => requestPaths(configPath, OKM_COUNT, 
 
 const MiB = 1024 * 1024;
 
-/** Median and slowest of ADMIN_REQUESTS admin OKM list pages (the first, random ones) and fleet summaries, one at a time after one unmeasured request. */
+/** Median and slowest of ADMIN_REQUESTS admin OKM list pages (the first, one at a random cursor) and fleet summaries, one at a time after one unmeasured request. */
 async function adminLatencies(name: string, env: Record<string, string>, port: number): Promise<void> {
   const { token } = (await keyfleetCli(env, 'token', 'issue', '--scope', 'admin')) as { token: string };
-  const pages = Math.max(1, Math.floor(OKM_COUNT / PAGE_SIZE));
   const targets: [string, () => string][] = [
-    ['OKM list, first page', () => `/api/v1/okms?results_per_page=${PAGE_SIZE}`],
-    ['OKM list, random page', () => `/api/v1/okms?page=${1 + Math.floor(Math.random() * pages)}&results_per_page=${PAGE_SIZE}`],
+    ['OKM list, first page', () => `/api/v1/okms?limit=${PAGE_SIZE}`],
+    ['OKM list, page at a random cursor', () => `/api/v1/okms?limit=${PAGE_SIZE}&cursor=${encodeCursor([serialOf(Math.floor(Math.random() * OKM_COUNT))], OKM_PAGES.name)}`],
     ['fleet summary', () => '/api/v1/fleet/summary'],
   ];
   const rows: Record<string, string | number>[] = [];
@@ -91,6 +94,23 @@ async function startTime(env: Record<string, string>): Promise<number> {
   const { child, startMs } = await startKeyfleetTimed(env, { built: true });
   await stop(child);
   return startMs;
+}
+
+/** The window measured right after an enrolment wave: the issue's "first 8 seconds". */
+const AFTER_WAVE_S = 8;
+
+/**
+ * A new site comes online: OKM_COUNT serial numbers never seen poll once each (each first poll
+ * enrols its OKM), as fast as 100 connections send them; then, at once and with no warm-up,
+ * AFTER_WAVE_S of the steady fleet's polls, whose CPU per poll is compared with the steady
+ * figure measured before (the database has just taken OKM_COUNT new rows and no analysis).
+ */
+async function afterEnrolmentWave(name: string, port: number, server: ChildProcess): Promise<Figures[]> {
+  const firstPolls = requestPaths('/api/v1/config', OKM_COUNT, { firstIndex: OKM_COUNT, fleetSize: 2 * OKM_COUNT }).slice(0, OKM_COUNT);
+  const newSerials = Array.from({ length: OKM_COUNT }, (_, index) => firstPolls[index % firstPolls.length]!.replace(/OKM-\d{7}/, serialOf(OKM_COUNT + index)));
+  const wave = await measure(`keyfleet ${name}: enrolment wave of ${OKM_COUNT} first polls`, port, { ...pollLoad(newSerials), amount: OKM_COUNT }, { warmUpSeconds: 0, server, postgres: name === 'postgres' });
+  const after = await measure(`keyfleet ${name}: first ${AFTER_WAVE_S} s after the wave`, port, { ...pollLoad(configPaths('/api/v1/config')), seconds: AFTER_WAVE_S }, { warmUpSeconds: 0, server, postgres: name === 'postgres' });
+  return [wave, after];
 }
 
 async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
@@ -122,6 +142,7 @@ async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
         // The bootstrap route does no database work: the framework's share of the cost.
         figures.push(await measure(`keyfleet ${name} bootstrap (no database)`, port, pollLoad(configPaths('/embeddedv1/kas/config'))));
         await adminLatencies(name, env, port);
+        if (options['enrolment-wave']) figures.push(...(await afterEnrolmentWave(name, port, child)));
       }
     } finally {
       await stop(child);

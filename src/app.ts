@@ -26,8 +26,7 @@ import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './webhooks/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
 import rolloutsPlugin from './rollouts/plugin.ts';
-import pageBucketKeeperPlugin from './db/page-bucket-keeper.ts';
-import fleetSummaryFolderPlugin from './okm/fleet-summary-folder.ts';
+import fleetPassPlugin from './okm/fleet-pass-plugin.ts';
 import failingSubscribersRoutes from './webhooks/failing-subscribers-routes.ts';
 import consolePlugin from './console/plugin.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
@@ -80,8 +79,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(aclSummaryRoutes, { prefix: '/api/v1/acl-summaries' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
   await app.register(rolloutsPlugin);
-  await app.register(pageBucketKeeperPlugin);
-  await app.register(fleetSummaryFolderPlugin);
+  await app.register(fleetPassPlugin);
   await app.register(consolePlugin);
 }
 

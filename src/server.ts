@@ -5,7 +5,7 @@ import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
 import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { sendError } from './http/error-handler.ts';
-import { RequestLogController, requestIdOf } from './http/request-log.ts';
+import { registerDeviceCallSummary, RequestLogController, requestIdOf } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
@@ -20,13 +20,14 @@ const REDACTED_PATHS = ['req.headers.authorization', 'req.headers["x-api-key"]',
 
 export async function buildServer(dependencies: ServerDependencies): Promise<FastifyInstance> {
   const { settings } = dependencies;
+  const logController = new RequestLogController();
   const server = Fastify({
     logger: { level: settings.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     // proxy-addr takes a hop count too; Fastify's types only list the other forms.
     trustProxy: settings.trustProxy as boolean | string,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     genReqId: requestIdOf,
-    logController: new RequestLogController(),
+    logController,
     bodyLimit: 1024 * 1024,
     requestTimeout: settings.requestTimeoutSeconds * 1000,
     http: {
@@ -38,6 +39,7 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     frameworkErrors: sendError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   server.setValidatorCompiler(validatorCompiler);
+  registerDeviceCallSummary(server, logController);
   await server.register(app, dependencies);
   return server;
 }

@@ -33,10 +33,11 @@ export interface Settings {
   webhookLogRetentionDays: number;
   /** How often a server process sweeps the rollouts (timeouts, thresholds, scheduled starts), in ms; 0: never (another process does). */
   rolloutSweepIntervalMs: number;
-  /** How often a server process folds the page buckets' deltas and looks for oversized buckets to cut (src/db/page-bucket-keeper.ts), in ms; 0: never (another process does). */
-  pageBucketKeeperIntervalMs: number;
-  /** How often a server process folds the fleet summary's deltas into its counts (src/okm/fleet-summary-folder.ts), in ms; 0: never (another process does). */
-  fleetSummaryFoldIntervalMs: number;
+  /**
+   * The pause between two fleet passes (overdue marks, the fleet summary: src/okm/fleet-pass.ts),
+   * in ms; 0: this process runs none (another does). One process at a time runs the pass.
+   */
+  fleetPassIntervalMs: number;
   jwtIssuer: string;
   jwtAudience: string;
   jwtClockToleranceSeconds: number;
@@ -244,8 +245,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookDispatchInServer: boolean(env, 'WEBHOOK_DISPATCH_IN_SERVER', true),
     webhookLogRetentionDays: integer(env, 'WEBHOOK_LOG_RETENTION_DAYS', 7, 1, 3650),
     rolloutSweepIntervalMs: integer(env, 'ROLLOUT_SWEEP_INTERVAL_MS', 10_000, 0, 3_600_000),
-    pageBucketKeeperIntervalMs: integer(env, 'PAGE_BUCKET_KEEPER_INTERVAL_MS', 5_000, 0, 3_600_000),
-    fleetSummaryFoldIntervalMs: integer(env, 'FLEET_SUMMARY_FOLD_INTERVAL_MS', 1_000, 0, 3_600_000),
+    fleetPassIntervalMs: integer(env, 'FLEET_PASS_INTERVAL_MS', 30_000, 0, 3_600_000),
     jwtIssuer: text(env, 'JWT_ISSUER', 'keyfleet'),
     jwtAudience: text(env, 'JWT_AUDIENCE', 'keyfleet'),
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),

@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import type { DialectStrategy } from './dialects/strategy.ts';
+import type { MigrationContext, MigrationModule } from './migrations/migration-context.ts';
 import * as initial from './migrations/0001_initial.ts';
 import * as pki from './migrations/0002_pki.ts';
 import * as apiKeys from './migrations/0003_api_keys.ts';
@@ -22,17 +23,14 @@ import * as dropOkmsSummaryIndex from './migrations/0019_drop_okms_summary_index
 import * as pageBucketDeltas from './migrations/0020_page_bucket_deltas.ts';
 import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts';
 import * as statePageBuckets from './migrations/0022_state_page_buckets.ts';
+import * as leanPoll from './migrations/0023_lean_poll.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyDb = Kysely<any>;
 
-interface DialectAwareMigration {
-  up(db: AnyDb, dialect: DialectStrategy): Promise<void>;
-}
-
 /** Every migration, in order; the name is what the database records as applied. */
-const MIGRATIONS: Record<string, DialectAwareMigration> = {
+const MIGRATIONS: Record<string, MigrationModule> = {
   '0001_initial': initial,
   '0002_pki': pki,
   '0003_api_keys': apiKeys,
@@ -55,11 +53,15 @@ const MIGRATIONS: Record<string, DialectAwareMigration> = {
   '0020_page_bucket_deltas': pageBucketDeltas,
   '0021_firmware_page_buckets': firmwarePageBuckets,
   '0022_state_page_buckets': statePageBuckets,
+  '0023_lean_poll': leanPoll,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {
+  // Migrations are told which database they run on, not given the live strategy, whose
+  // behaviour may change after they have run (src/db/migrations/migration-context.ts).
+  const context: MigrationContext = { kind: dialect.name };
   const migrations: Record<string, Migration> = Object.fromEntries(
-    Object.entries(MIGRATIONS).map(([name, migration]) => [name, { up: (trx: AnyDb) => migration.up(trx, dialect) }]),
+    Object.entries(MIGRATIONS).map(([name, migration]) => [name, { up: (trx: AnyDb) => migration.up(trx, context) }]),
   );
   const migrationTableSchema = await dialect.migrationTableSchema(db);
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, ...(migrationTableSchema ? { migrationTableSchema } : {}) });

@@ -34,9 +34,9 @@ export interface Database {
   page_buckets: PageBucketsTable;
   page_bucket_deltas: PageBucketDeltasTable;
   page_bucket_folder: PageBucketFolderTable;
-  fleet_summary_counts: FleetSummaryCountsTable;
-  fleet_summary_deltas: FleetSummaryDeltasTable;
-  fleet_summary_folder: FleetSummaryFolderTable;
+  okm_polls: OkmPollsTable;
+  fleet_summary_snapshot: FleetSummarySnapshotTable;
+  background_passes: BackgroundPassesTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -74,10 +74,6 @@ export interface OkmsTable {
   batch_key_firmware: string | null;
   wireless_key_firmware: string | null;
   status_urls: string;
-  reported: string | null;
-  install_code: string | null;
-  last_sync_time: number | null;
-  last_ip: string | null;
   firmware_version: string | null;
   /** batchKeyFirmware and wirelessKeyFirmware of the last poll (kasFirmware is firmware_version). */
   batch_key_firmware_version: string | null;
@@ -87,16 +83,29 @@ export interface OkmsTable {
   /** Lowercase hex SHA-256 of the OKM's device token; null: none issued. */
   device_token_hash: string | null;
   device_token_issued_at: number | null;
-  /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
-  status_queued_at: number | null;
-  /** last_sync_time + 3 × the effective polling interval, set by each poll: past it the OKM is overdue. */
-  due_by: number | null;
-  /** When the overdue sweep found the OKM silent (cleared by its next poll); 0: never polled as an OKM (its next poll enrols it). */
+  /** When the fleet pass found the OKM silent (cleared by its next poll); 0: never polled (its first poll clears it). */
   overdue_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** The rollout whose offer applies to this OKM: set when its group starts, cleared once it has updated or the rollout is aborted. */
   rollout_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
+}
+
+/**
+ * What each poll writes, one narrow row per OKM that has polled (none: never polled), apart
+ * from the wide okms row that a steady poll only reads. No index but the key, and the status
+ * mark's, which holds only OKMs whose status waits for its fan-out.
+ */
+export interface OkmPollsTable {
+  serial_number: string;
+  last_sync_time: number;
+  last_ip: string;
+  /** JSON object of the values the device reported. */
+  reported: string;
+  /** The installer code last reported in a valid form; a poll without one keeps it. */
+  install_code: string | null;
+  /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
+  status_queued_at: number | null;
 }
 
 export interface OkmMessagesTable {
@@ -410,31 +419,24 @@ export interface PageBucketFolderTable {
   id: number;
 }
 
-/** A group of OKMs that the fleet summary counts (src/okm/fleet-summary-counts.ts): okms columns, and two flags as 0 or 1. */
-export interface FleetSummaryGroupColumns {
+/** A group of OKMs alike, as the last complete fleet pass counted them (src/okm/fleet-pass.ts). */
+export interface FleetSummarySnapshotTable {
   customer_id: number | null;
   last_correction: string | null;
   firmware_version: string | null;
   batch_key_firmware_version: string | null;
   wireless_key_firmware_version: string | null;
-  /** 1: last_sync_time is null. */
+  /** 1: the OKMs never polled (overdue_at 0). */
   never_polled: number;
-  /** 1: the overdue sweep has marked the OKMs (overdue_at > 0). */
-  marked_overdue: number;
-}
-
-/** How many OKMs each group has, as of the last fold of the deltas. */
-export interface FleetSummaryCountsTable extends FleetSummaryGroupColumns {
+  /** 1: the OKMs the pass found overdue (overdue_at > 0). */
+  overdue: number;
   okms: number;
 }
 
-/** +1 or -1 to a group, appended by the triggers on okms for each row that enters or leaves it. */
-export interface FleetSummaryDeltasTable extends FleetSummaryGroupColumns {
-  id: Generated<number> & Id;
-  okms: number;
-}
-
-/** One row, locked by the fold that is running. */
-export interface FleetSummaryFolderTable {
-  id: number;
+/** A background pass that one process at a time runs (a lease), and when it last completed. */
+export interface BackgroundPassesTable {
+  name: string;
+  holder: string | null;
+  lease_expires_at: number;
+  completed_at: number | null;
 }

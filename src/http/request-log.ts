@@ -22,6 +22,10 @@ export function requestIdOf(request: IncomingMessage): string {
 }
 
 const LEVELS_THAT_LOG_INFO = new Set(['info', 'debug', 'trace']);
+const LEVELS_THAT_LOG_DEBUG = new Set(['debug', 'trace']);
+
+/** How often the device calls of the interval are summed up in one info line. */
+export const DEVICE_CALL_SUMMARY_MS = 60_000;
 
 /** The URL with the value of every secret query parameter replaced, whatever percent-encoding its name uses. */
 export function redactUrl(url: string): string {
@@ -41,20 +45,63 @@ export function redactUrl(url: string): string {
 /**
  * One log line per request, when the response is done, with the URL's secrets redacted
  * (Fastify's default writes two lines and logs the raw URL). Headers and bodies are never logged.
+ *
+ * Device calls (routes of rateLimitGroup 'device': polls, bootstrap, audit posts) are the
+ * fleet's heartbeat, thousands a second: each is logged at debug, and an info line sums them
+ * up every DEVICE_CALL_SUMMARY_MS (calls by status, slowest), so that a fleet's log at the
+ * default level stays readable and costs next to nothing. Errors are always logged.
  */
 export class RequestLogController extends LogController {
+  #deviceCalls = 0;
+  #deviceStatuses: Record<string, number> = {};
+  #slowestDeviceCallMs = 0;
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (!error && !LEVELS_THAT_LOG_INFO.has(reply.log.level)) return;
+    const deviceCall = request.routeOptions?.config?.rateLimitGroup === 'device';
+    if (deviceCall) this.#countDeviceCall(reply);
+    if (!error && !(deviceCall ? LEVELS_THAT_LOG_DEBUG : LEVELS_THAT_LOG_INFO).has(reply.log.level)) return;
     const line = {
       req: { method: request.method, url: redactUrl(request.url), route: request.routeOptions?.url, remoteAddress: request.ip },
       res: { statusCode: reply.statusCode },
       responseTime: Math.round(reply.elapsedTime * 10) / 10,
     };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else if (deviceCall) reply.log.debug(line, 'request completed');
     else reply.log.info(line, 'request completed');
   }
+
+  #countDeviceCall(reply: FastifyReply): void {
+    this.#deviceCalls += 1;
+    const status = String(reply.statusCode);
+    this.#deviceStatuses[status] = (this.#deviceStatuses[status] ?? 0) + 1;
+    this.#slowestDeviceCallMs = Math.max(this.#slowestDeviceCallMs, reply.elapsedTime);
+  }
+
+  /** Logs the device calls since the last summary in one info line (none if there were none), and starts counting afresh. */
+  summarizeDeviceCalls(log: FastifyInstance['log'], intervalMs: number): void {
+    if (this.#deviceCalls === 0) return;
+    log.info(
+      { deviceCalls: this.#deviceCalls, statuses: this.#deviceStatuses, slowestMs: Math.round(this.#slowestDeviceCallMs * 10) / 10, intervalS: intervalMs / 1000 },
+      'device calls',
+    );
+    this.#deviceCalls = 0;
+    this.#deviceStatuses = {};
+    this.#slowestDeviceCallMs = 0;
+  }
+}
+
+/** Logs the device call summary of `controller` every DEVICE_CALL_SUMMARY_MS while the server runs, and once more when it closes. */
+export function registerDeviceCallSummary(app: FastifyInstance, controller: RequestLogController, intervalMs = DEVICE_CALL_SUMMARY_MS): void {
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    timer = setInterval(() => controller.summarizeDeviceCalls(app.log, intervalMs), intervalMs).unref();
+  });
+  app.addHook('onClose', async () => {
+    clearInterval(timer);
+    controller.summarizeDeviceCalls(app.log, intervalMs);
+  });
 }
 
 /** The request id on every response, so that a caller can quote it. */

@@ -1,11 +1,11 @@
-import type { Expression, ExpressionBuilder, Selectable, SqlBool } from 'kysely';
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import type { Database, OkmsTable } from '../db/schema.ts';
+import type { Database } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
 import type { Okm } from './model.ts';
-import { toOkm } from './repository.ts';
+import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
 
 /** An OKM with the name of the customer it belongs to and the ACL linked to it. */
 export interface OwnedOkm {
@@ -54,20 +54,18 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
 }
 
 const selectOwnedOkms = (db: Db) =>
-  db
-    .selectFrom('okms')
+  selectOkmRows(db)
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
     .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-    .selectAll('okms')
     .select(['customers.name as customer_name', 'acls.id as acl_id', 'acl_contents.locks as acl_locks', 'acl_contents.users as acl_users']);
 
-interface OwnedOkmRow extends Selectable<OkmsTable> {
+type OwnedOkmRow = OkmRow & {
   customer_name: string | null;
   acl_id: string | null;
   acl_locks: string | null;
   acl_users: string | null;
-}
+};
 
 /** A linked OKM's lists are its ACL's locks and users. */
 function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: OwnedOkmRow): OwnedOkm {

@@ -42,7 +42,7 @@ const OKM_NOT_FOUND = 'OKM not found';
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
-export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number, now: number): OkmRecord {
+export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number): OkmRecord {
   const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
   return {
     serial_number: okm.serialNumber,
@@ -64,7 +64,7 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
     firmware_version: okm.firmwareVersion,
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
-    overdue: isOverdue(okm, now),
+    overdue: isOverdue(okm),
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),
   };
@@ -163,7 +163,7 @@ async function lockedVisibleOkm(trx: Db, acting: Customer | null, serialNumber: 
 async function currentRecord(request: OkmRequest, db: Db, serialNumber: string): Promise<OkmRecord> {
   const owned = await findOwnedOkm(db, serialNumber);
   if (!owned) throw notFound(OKM_NOT_FOUND);
-  return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);
+  return toOkmRecord(owned, request.settings.fleetPollingInterval);
 }
 
 const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.principal, request.customerName);
@@ -186,7 +186,7 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
     },
     page,
   );
-  return mapCursorPage(okms, (owned) => toOkmRecord(owned, request.settings.fleetPollingInterval, request.now));
+  return mapCursorPage(okms, (owned) => toOkmRecord(owned, request.settings.fleetPollingInterval));
 }
 
 /** Throws the 404 of an OKM that does not exist or that the acting customer may not see. */
@@ -196,7 +196,7 @@ export async function checkOkmVisible(request: OkmRequest, serialNumber: string)
 
 export async function getOkmRecord(request: OkmRequest, serialNumber: string): Promise<OkmRecord> {
   const owned = await visibleOkm(request.db, await actingFor(request), serialNumber);
-  return toOkmRecord(owned, request.settings.fleetPollingInterval, request.now);
+  return toOkmRecord(owned, request.settings.fleetPollingInterval);
 }
 
 /**

@@ -41,7 +41,7 @@ export async function claimOkm(request: OkmRequest, serialNumber: string, instal
     await setOkmCustomer(trx, serialNumber, acting.id, now);
     await forgetClaimFailures(trx, serialNumber);
     const claimed = await findOwnedOkm(trx, serialNumber);
-    return { kind: 'claimed', record: toOkmRecord(claimed!, request.settings.fleetPollingInterval, now) };
+    return { kind: 'claimed', record: toOkmRecord(claimed!, request.settings.fleetPollingInterval) };
   });
   if (outcome.kind === 'claimed') return outcome.record;
   if (outcome.kind === 'blocked') {

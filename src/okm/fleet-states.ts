@@ -6,12 +6,11 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
  * polled (neither), and overdue (polled before but not for MISSED_INTERVALS_UNTIL_OVERDUE
  * effective polling intervals), which counts across in step and drifting.
  *
- * Overdue is read from due_by, which each poll sets to its time plus that many of the
- * effective polling intervals in effect then, as the overdue sweep does (okm.overdue): an OKM
- * is overdue once the sweep has marked it (overdue_at set, until its next poll), or when its
- * due_by has passed and the sweep has not got to it yet. So a change of the fleet polling
- * interval, or of the OKM's own, moves when an OKM becomes overdue from its next poll on, as
- * it does for the device, which learns the new interval from that poll (docs/decisions.md).
+ * Every state is a column of the okms row that changes only when the state does, never on a
+ * steady poll: last_correction (written when the verdict changes) and overdue_at (0 until the
+ * first poll; set by the fleet pass when it finds the OKM silent, cleared by its next poll).
+ * Overdue is therefore as fresh as the fleet pass (src/okm/fleet-pass.ts): an OKM is marked
+ * within one pass of passing its due time (docs/okm-admin-api.md says how long that is).
  */
 export const FLEET_STATES = ['in_step', 'drifting', 'overdue', 'never_polled'] as const;
 export type FleetState = (typeof FLEET_STATES)[number];
@@ -19,37 +18,33 @@ export type FleetState = (typeof FLEET_STATES)[number];
 /** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
 export const MISSED_INTERVALS_UNTIL_OVERDUE = 3;
 
-/** What overdue is measured against. */
+/** What overdue was once measured against; the states no longer depend on the time of the read. */
 export interface OverdueClock {
   now: number;
 }
 
-/** See above; overdueAt 0 marks an OKM that never polled as one (it has no due_by yet). */
-export function isOverdue(okm: { dueBy: number | null; overdueAt: number | null }, now: number): boolean {
-  return okm.overdueAt === null ? okm.dueBy !== null && okm.dueBy < now : okm.overdueAt > 0;
-}
+/** overdue_at of an OKM that has never polled. */
+export const NEVER_POLLED = 0;
 
-const neverPolled = sql<SqlBool>`okms.last_sync_time is null`;
+/** See above: the fleet pass has found the OKM silent, and it has not polled since. */
+export function isOverdue(okm: { overdueAt: number | null }): boolean {
+  return okm.overdueAt !== null && okm.overdueAt > NEVER_POLLED;
+}
 
 /**
  * The state as a condition on the okms row; never NULL, so that its negation holds where it
- * does not. The page buckets of the OKMs by state (OKM_STATE_LIST) hold in_step, drifting and
- * never_polled as SQL of their own in their triggers: change both together.
+ * does not. Each is read through an index of its own where the state is rare (never polled,
+ * drifting, overdue: partial indexes), or walks the serial number order where it is common.
  */
-export function fleetStateCondition(state: FleetState, clock: OverdueClock): RawBuilder<SqlBool> {
+export function fleetStateCondition(state: FleetState, _clock?: OverdueClock): RawBuilder<SqlBool> {
   switch (state) {
     case 'never_polled':
-      return neverPolled;
+      return sql<SqlBool>`okms.overdue_at = ${sql.lit(NEVER_POLLED)}`;
     case 'in_step':
-      return sql<SqlBool>`(okms.last_correction is null and okms.last_sync_time is not null)`;
+      return sql<SqlBool>`(okms.last_correction is null and coalesce(okms.overdue_at, -1) <> ${sql.lit(NEVER_POLLED)})`;
     case 'drifting':
       return sql<SqlBool>`okms.last_correction is not null`;
     case 'overdue':
-      // Two index ranges of the overdue OKMs alone (okms_marked_overdue_idx, okms_due_by_idx),
-      // rather than a test of every row: the cost follows the OKMs overdue, not the fleet.
-      return sql<SqlBool>`okms.serial_number in (
-        select marked.serial_number from okms as marked where marked.overdue_at > 0
-        union all
-        select past_due.serial_number from okms as past_due where past_due.overdue_at is null and past_due.due_by < ${clock.now})`;
+      return sql<SqlBool>`okms.overdue_at > ${sql.lit(NEVER_POLLED)}`;
   }
 }

@@ -1,7 +1,7 @@
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Db } from '../db/database.ts';
 import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import { countOverdueNotMarked, summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
+import { summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
 import { countPendingOkms } from './pending-repository.ts';
 import type { FleetSummary } from './schemas.ts';
 
@@ -28,26 +28,19 @@ function newestFirst(a: VersionCount, b: VersionCount): number {
 /**
  * SPEC section 11. An OKM is in step when its last poll was answered {} (last_correction
  * null), drifting when a resolver corrected it (last_correction set), and never polled apart
- * from both; overdue counts across them (fleet-states.ts): those the overdue sweep has marked,
- * counted on write, and those past due that it has not marked yet.
+ * from both; overdue counts across them (fleet-states.ts). The counts are those of the last
+ * complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
  */
 export async function fleetSummary(request: SummaryRequest): Promise<FleetSummary> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
-  const scope: SummaryScope = {
-    ...(acting === null ? {} : { customerId: acting.id }),
-    now: request.now,
-  };
-  const [groups, overdueNotMarked, pending] = await Promise.all([
-    summaryGroups(request.db, scope),
-    countOverdueNotMarked(request.db, scope),
-    request.principal.isAdmin ? countPendingOkms(request.db) : undefined,
-  ]);
-  const okms = { total: 0, in_step: 0, drifting: 0, overdue: overdueNotMarked, never_polled: 0 };
+  const scope: SummaryScope = acting === null ? {} : { customerId: acting.id };
+  const [groups, pending] = await Promise.all([summaryGroups(request.db, scope), request.principal.isAdmin ? countPendingOkms(request.db) : undefined]);
+  const okms = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0 };
   const corrections: Record<string, number> = {};
   const versionCounts = Object.fromEntries(FIRMWARE_KINDS.map((kind) => [kind, new Map<string, number>()])) as Record<FirmwareKind, Map<string, number>>;
   for (const group of groups) {
     okms.total += group.okms;
-    okms.overdue += group.markedOverdue;
+    okms.overdue += group.overdue;
     okms.never_polled += group.neverPolled;
     if (group.lastCorrection === null) okms.in_step += group.okms - group.neverPolled;
     else {

@@ -37,9 +37,7 @@ export interface Okm extends OkmSettings {
   /** Reply key of the resolver that answered the last poll; null: in step, or never polled. */
   lastCorrection: string | null;
   deviceTokenIssuedAt: number | null;
-  /** Past it the OKM is overdue (fleet-states.ts); null: never polled as an OKM. */
-  dueBy: number | null;
-  /** When the overdue sweep marked it silent; null: not marked; 0: never polled as an OKM. */
+  /** When the fleet pass found it silent; null: not marked; 0: never polled as an OKM (fleet-states.ts). */
   overdueAt: number | null;
   createdAt: number;
   updatedAt: number;

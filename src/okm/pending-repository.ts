@@ -82,8 +82,8 @@ export const PENDING_OKM_PAGES = cursorList<[serialNumber: string]>('pending-okm
 
 /**
  * One page of the pending OKMs, by serial number, after the cursor's: a range of the primary
- * key entered at the cursor. Creating an OKM deletes its pending entry (a trigger, migration
- * 0014), so the list need not look for stale ones; only a poll that raced an accept could
+ * key entered at the cursor. Creating an OKM deletes its pending entry (insertOkm, the poll's
+ * enrolment), so the list need not look for stale ones; only a poll that raced an accept could
  * leave one, which takePendingOkm then refuses.
  */
 export async function listPendingOkms(db: Db, page: CursorPageRequest<[string]>): Promise<CursorPage<PendingOkm>> {

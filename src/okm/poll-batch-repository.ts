@@ -1,20 +1,20 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
+import type { FirmwareReleasesTable } from '../db/schema.ts';
 import { findRelease, toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from './messages-repository.ts';
-import { UNCONFIGURED_OKM } from './model.ts';
 import { countAnotherCall, emitPending, recordPendingCall } from './pending-repository.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from './fleet-states.ts';
 import {
   emitEndOfSilence,
   emitEnrolled,
+  enrolledOkmRow,
   enrolOkm,
-  pollReturning,
-  pollSets,
+  NO_STATUS_URLS,
+  okmPollUpsert,
+  polledColumns,
   recordCorrection,
   recordEndOfSilence,
   recordPoll,
@@ -24,7 +24,6 @@ import {
   type PollObservation,
   type SilencedOkm,
 } from './poll-repository.ts';
-import { settingsColumns } from './repository.ts';
 import type { PendingMessage } from './resolvers/types.ts';
 
 /** One poll of a batch; no two polls given to one call have the same serial number. */
@@ -102,10 +101,9 @@ interface PollRowSet {
   wireless_key_reported: string | null;
   reported_values: string;
   new_install_code: string | null;
-  fleet_polling_interval: number;
 }
 
-type PollColumns = [string[], number[], string[], (string | null)[], (string | null)[], (string | null)[], string[], (string | null)[], number[]];
+type PollColumns = [string[], number[], string[], (string | null)[], (string | null)[], (string | null)[], string[], (string | null)[]];
 
 function pollColumns(polls: readonly ObservedPoll[]): PollColumns {
   const column = <T>(value: (poll: ObservedPoll) => T) => polls.map(value);
@@ -118,12 +116,11 @@ function pollColumns(polls: readonly ObservedPoll[]): PollColumns {
     column((poll) => poll.observation.wirelessKeyFirmwareVersion),
     column((poll) => poll.observation.reported),
     column((poll) => poll.observation.installCode),
-    column((poll) => poll.observation.fleetPollingInterval),
   ];
 }
 
 function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
-  const [serial, now, ip, kas, batchKey, wirelessKey, reported, installCode, fleetPollingInterval] = placeholders;
+  const [serial, now, ip, kas, batchKey, wirelessKey, reported, installCode] = placeholders;
   return rowSet<PollRowSet, 'poll'>('poll', [
     { name: 'serial', type: 'text', values: serial },
     { name: 'now', type: 'bigint', values: now },
@@ -133,89 +130,94 @@ function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
     { name: 'wireless_key_reported', type: 'text', values: wirelessKey },
     { name: 'reported_values', type: 'text', values: reported },
     { name: 'new_install_code', type: 'text', values: installCode },
-    { name: 'fleet_polling_interval', type: 'integer', values: fleetPollingInterval },
   ]);
 }
 
-function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOrder']): PollStatements {
-  // An UPDATE … FROM locks its rows in the join's order, which nothing fixes; two batches
-  // over the same OKMs could then lock them in opposite orders and deadlock. The CTE locks
-  // them first, by serial number, as the per-row path does.
-  const recordPollsQuery = precompiledQuery<PolledOkmRow & { serial_number: string }, PollColumns>(9, (db, placeholders) =>
+function setBased(rowSet: RowSet): PollStatements {
+  // One statement for the batch: read each known OKM's desired state, and write its poll on
+  // its okm_polls row (the wide okms row is only read). The upsert takes its row locks in
+  // serial number order, so two batches over the same OKMs wait for each other rather than
+  // deadlock; an OKM's concurrent polls are serialized there.
+  const recordPollsQuery = precompiledQuery<PolledOkmRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
     db
       .with(
-        (cte) => cte('locked').materialized(),
+        (cte) => cte('known').materialized(),
         (db) =>
-          lockRowsInOrder(
-            db
-              .selectFrom('okms')
-              .innerJoin(pollRowSet(rowSet, placeholders), 'poll.serial', 'okms.serial_number')
-              .selectAll('poll')
-              .orderBy('okms.serial_number'),
+          db
+            .selectFrom('okms')
+            .innerJoin(pollRowSet(rowSet, placeholders), 'poll.serial', 'okms.serial_number')
+            .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code']),
+      )
+      .with('written', (db) =>
+        db
+          .insertInto('okm_polls')
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at'])
+          .expression((eb) =>
+            eb
+              .selectFrom('known')
+              .select((eb) => [
+                'known.serial_number',
+                'known.now',
+                'known.ip',
+                'known.reported_values',
+                'known.new_install_code',
+                eb.case().when('known.status_urls', '=', NO_STATUS_URLS).then(sql<number | null>`null`).else(eb.ref('known.now')).end().as('status_queued_at'),
+              ])
+              .orderBy('known.serial_number'),
+          )
+          .onConflict(okmPollUpsert),
+      )
+      .selectFrom('known')
+      .selectAll('known'),
+  );
+
+  // One statement enrols the batch's unknown OKMs: their okms rows (unique-index entries taken
+  // in serial order, so two batches enrolling the same OKMs wait rather than deadlock), their
+  // poll rows, and their serial numbers taken off the pending list. It returns those inserted.
+  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(8, (db, placeholders) => {
+    const template = enrolledOkmRow('', { now: 0, ip: '', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '', installCode: null });
+    const fromPoll = ['serial_number', 'created_at', 'updated_at', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version'];
+    const fixed = Object.entries(template).filter(([column]) => !fromPoll.includes(column));
+    return db
+      .with('poll', (db) => db.selectFrom(pollRowSet(rowSet, placeholders)).selectAll())
+      .with('inserted', (db) =>
+        db
+          .insertInto('okms')
+          .columns([...(fixed.map(([column]) => column) as 'customer_id'[]), ...(fromPoll as 'serial_number'[])])
+          .expression((eb) =>
+            eb
+              .selectFrom('poll')
+              .select([
+                ...fixed.map(([column, value]) => eb.val(value).as(column)),
+                'poll.serial',
+                'poll.now as created_at',
+                'poll.now as updated_at',
+                'poll.kas_reported',
+                'poll.batch_key_reported',
+                'poll.wireless_key_reported',
+              ])
+              .orderBy('poll.serial'),
+          )
+          .onConflict((oc) => oc.column('serial_number').doNothing())
+          .returning('serial_number'),
+      )
+      .with('polled', (db) =>
+        db
+          .insertInto('okm_polls')
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at'])
+          .expression((eb) =>
+            eb
+              .selectFrom('poll')
+              .innerJoin('inserted', 'inserted.serial_number', 'poll.serial')
+              .select(['poll.serial', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code', sql<number | null>`null`.as('status_queued_at')]),
           ),
       )
-      .updateTable('okms')
-      .from('locked')
-      .set((eb) =>
-        pollSets(eb, {
-          now: eb.ref('locked.now'),
-          ip: eb.ref('locked.ip'),
-          reported: eb.ref('locked.reported_values'),
-          installCode: eb.ref('locked.new_install_code'),
-          fleetPollingInterval: eb.ref('locked.fleet_polling_interval'),
-        }),
-      )
-      .whereRef('okms.serial_number', '=', 'locked.serial')
-      .returning((eb) => [...pollReturning(eb), 'okms.serial_number']),
-  );
+      .with('unpended', (db) => db.deleteFrom('pending_okms').where('serial_number', 'in', (eb) => eb.selectFrom('inserted').select('inserted.serial_number')))
+      .selectFrom('inserted')
+      .select('inserted.serial_number');
+  });
 
-  const unconfigured = settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>;
-  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(9, (db, placeholders) =>
-    db
-      .insertInto('okms')
-      .columns([
-        ...(Object.keys(unconfigured) as (keyof OkmsTable)[]),
-        'serial_number',
-        'customer_id',
-        'created_at',
-        'updated_at',
-        'last_sync_time',
-        'last_ip',
-        'firmware_version',
-        'batch_key_firmware_version',
-        'wireless_key_firmware_version',
-        'reported',
-        'install_code',
-        'due_by',
-        'overdue_at',
-      ])
-      .expression((eb) =>
-        eb
-          .selectFrom(pollRowSet(rowSet, placeholders))
-          .select([
-            ...Object.entries(unconfigured).map(([column, value]) => eb.val(value).as(column)),
-            'poll.serial',
-            eb.val(null).as('customer_id'),
-            'poll.now as created_at',
-            'poll.now as updated_at',
-            'poll.now as last_sync_time',
-            'poll.ip',
-            'poll.kas_reported',
-            'poll.batch_key_reported',
-            'poll.wireless_key_reported',
-            'poll.reported_values',
-            'poll.new_install_code',
-            sql<number>`poll.now + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * poll.fleet_polling_interval`.as('due_by'),
-            eb.val(null).as('overdue_at'),
-          ])
-          // Unique-index entries taken in serial order too: two batches enrolling the same OKMs wait, not deadlock.
-          .orderBy('poll.serial'),
-      )
-      .onConflict((oc) => oc.column('serial_number').doNothing())
-      .returning('serial_number'),
-  );
-
-  const recordPendingCallsQuery = precompiledQuery<{ serial_number: string; call_count: number }, PollColumns>(9, (db, placeholders) =>
+  const recordPendingCallsQuery = precompiledQuery<{ serial_number: string; call_count: number }, PollColumns>(8, (db, placeholders) =>
     db
       .insertInto('pending_okms')
       .columns(['serial_number', 'first_seen_at', 'last_seen_at', 'last_ip', 'firmware_version', 'call_count'])
@@ -271,11 +273,11 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
       .set({ overdue_at: null })
       .whereRef('okms.serial_number', '=', 'ended.serial')
       .where('okms.overdue_at', 'is not', null)
-      .returning(['okms.serial_number', 'okms.customer_id', 'okms.last_ip', 'okms.firmware_version']),
+      .returning(['okms.serial_number', 'okms.customer_id', 'okms.firmware_version']),
   );
 
   // The OKMs' rows are locked already, by the batch's recordPolls.
-  const recordReportedVersionsQuery = precompiledQuery<never, PollColumns>(9, (db, placeholders) =>
+  const recordReportedVersionsQuery = precompiledQuery<never, PollColumns>(8, (db, placeholders) =>
     db
       .updateTable('okms')
       .from(pollRowSet(rowSet, placeholders))
@@ -384,6 +386,6 @@ function setBased(rowSet: RowSet, lockRowsInOrder: DialectStrategy['lockRowsInOr
 }
 
 /** The dialect's poll statements: set-based where it has row sets, else per row. */
-export function pollStatementsFor(dialect: Pick<DialectStrategy, 'rowSet' | 'lockRowsInOrder'>): PollStatements {
-  return dialect.rowSet ? setBased(dialect.rowSet, dialect.lockRowsInOrder) : PER_ROW_POLL_STATEMENTS;
+export function pollStatementsFor(dialect: Pick<DialectStrategy, 'rowSet'>): PollStatements {
+  return dialect.rowSet ? setBased(dialect.rowSet) : PER_ROW_POLL_STATEMENTS;
 }

@@ -1,13 +1,12 @@
-import { sql, type Expression, type ExpressionBuilder, type Insertable, type Selectable } from 'kysely';
+import { type ExpressionBuilder, type Insertable, type OnConflictBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { Database, FirmwareReleasesTable, OkmsTable } from '../db/schema.ts';
+import type { Database, FirmwareReleasesTable, OkmPollsTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from './fleet-states.ts';
 import { emitFleetEvent } from '../webhooks/fleet-events.ts';
 
 /** okms.status_urls of an OKM without subscribers. */
@@ -25,8 +24,6 @@ export interface PollObservation {
   reported: string;
   /** Only a valid install code is written; null leaves the stored one. */
   installCode: string | null;
-  /** The fleet default polling interval, for the due-by time of an OKM without its own. */
-  fleetPollingInterval: number;
 }
 
 /** The desired-state columns a poll needs (list digests, not the lists) and the oldest undelivered message. */
@@ -46,7 +43,7 @@ export interface PolledOkmRow {
   status_urls: string;
   /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
   last_correction: string | null;
-  /** Not written by the poll, so as it was: non-null when the poll ends a silence or is the OKM's first (0). */
+  /** Non-null when the poll ends a silence the fleet pass recorded, or is the OKM's first (0). */
   overdue_at: number | null;
   /** The rollout whose offer applies to this OKM; null (most OKMs): none, and nothing more to read. */
   rollout_id: number | null;
@@ -76,13 +73,6 @@ const POLLED_COLUMNS = [
   'wireless_key_firmware_version',
 ] as const;
 
-/** When an OKM polling now with this interval (seconds) becomes overdue: after MISSED_INTERVALS_UNTIL_OVERDUE intervals. */
-const dueBy = (now: Expression<number>, intervalSeconds: Expression<number>) =>
-  sql<number>`cast(${now} as bigint) + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * ${intervalSeconds}`;
-
-/** The due-by time of an OKM inserted by its first poll, which has no interval of its own yet. */
-export const firstDueBy = ({ now, fleetPollingInterval }: PollObservation) => now + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * fleetPollingInterval;
-
 const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
   eb
     .selectFrom('okm_messages')
@@ -93,60 +83,77 @@ const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
     .limit(1)
     .as('pending_message_id');
 
-/** A poll's observed values as SQL expressions: parameters in the per-row statement, a row set's columns in the set-based one. */
-export type ObservedValues = { [K in keyof PollObservation]: Expression<PollObservation[K]> };
+/** What a poll RETURNs from its OKM's row (the PolledOkmRow): the one definition for both statement forms. */
+export const polledColumns = (eb: ExpressionBuilder<Database, 'okms'>) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)] as const;
 
 /**
- * What a poll SETs on its OKM's row: the one definition for the per-row and the set-based
- * statement. The reported firmware versions are not among them: SQLite rewrites the entries of
- * every index holding a column the SET names, changed or not, and three indexes hold the
- * versions; recordReportedVersions writes them when they differ, which is rare.
+ * The status mark a poll writes (SPEC §6): its time when the OKM has subscribers, so that the
+ * dispatcher fans its status out; none otherwise. A mark already there stays (see okmPollUpsert).
  */
-export const pollSets = (eb: ExpressionBuilder<Database, 'okms'>, observed: Omit<ObservedValues, 'firmwareVersion' | 'batchKeyFirmwareVersion' | 'wirelessKeyFirmwareVersion'>) => ({
-  last_sync_time: observed.now,
-  last_ip: observed.ip,
-  reported: observed.reported,
-  install_code: eb.fn.coalesce(observed.installCode, eb.ref('install_code')),
-  // Queues the status for the OKM's subscribers (SPEC §6) in the poll's own row; the
-  // dispatcher fans it out. A mark already there stays: its fan-out reads the newest status.
-  status_queued_at: eb
-    .case()
-    .when('status_urls', '=', NO_STATUS_URLS)
-    .then(null)
-    .else(eb.fn.coalesce(eb.ref('status_queued_at'), observed.now))
-    .end(),
-  due_by: dueBy(observed.now, eb.fn.coalesce('polling_interval', observed.fleetPollingInterval)),
+export const statusMarkOf = (row: Pick<PolledOkmRow, 'status_urls'>, now: number) => (row.status_urls === NO_STATUS_URLS ? null : now);
+
+/** The okm_polls row of one poll. */
+export const okmPollRow = (serialNumber: string, observation: PollObservation, statusMark: number | null): Insertable<OkmPollsTable> => ({
+  serial_number: serialNumber,
+  last_sync_time: observation.now,
+  last_ip: observation.ip,
+  reported: observation.reported,
+  install_code: observation.installCode,
+  status_queued_at: statusMark,
 });
 
-/** What a poll RETURNs from its OKM's row (the PolledOkmRow): the one definition for both statements. */
-export const pollReturning = (eb: ExpressionBuilder<Database, 'okms'>) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)] as const;
+/**
+ * What a poll writes on its OKM's okm_polls row, inserted by its first poll: the one
+ * definition for the per-row and the set-based statement. An installer code not reported in a
+ * valid form leaves the stored one; a status mark already there stays, since its fan-out
+ * reads the newest status; an OKM without subscribers has none.
+ */
+export const okmPollUpsert = (oc: OnConflictBuilder<Database, 'okm_polls'>) =>
+  oc.column('serial_number').doUpdateSet((eb) => ({
+    last_sync_time: eb.ref('excluded.last_sync_time'),
+    last_ip: eb.ref('excluded.last_ip'),
+    reported: eb.ref('excluded.reported'),
+    install_code: eb.fn.coalesce('excluded.install_code', 'okm_polls.install_code'),
+    status_queued_at: eb
+      .case()
+      .when('excluded.status_queued_at', 'is', null)
+      .then(null)
+      .else(eb.fn.coalesce('okm_polls.status_queued_at', 'excluded.status_queued_at'))
+      .end(),
+  }));
 
-const recordPollQuery = precompiledQuery<PolledOkmRow, [string, number, string, string, string | null, number]>(
-  6,
-  (db, [serialNumber, now, ip, reported, installCode, fleetPollingInterval]) =>
-    db
-      .updateTable('okms')
-      .set((eb) =>
-        pollSets(eb, {
-          now: eb.val(now as number),
-          ip: eb.val(ip as string),
-          reported: eb.val(reported as string),
-          installCode: eb.val(installCode as string | null),
-          fleetPollingInterval: eb.val(fleetPollingInterval as number),
-        }),
-      )
-      .where('serial_number', '=', serialNumber as string)
-      .returning(pollReturning),
+const readPolledOkmQuery = precompiledQuery<PolledOkmRow, [string]>(1, (db, [serialNumber]) =>
+  db
+    .selectFrom('okms')
+    .select(polledColumns)
+    .where('okms.serial_number', '=', serialNumber as string),
+);
+
+const upsertOkmPollQuery = precompiledQuery<never, [string, number, string, string, string | null, number | null]>(6, (db, [serialNumber, now, ip, reported, installCode, statusMark]) =>
+  db
+    .insertInto('okm_polls')
+    .values({
+      serial_number: serialNumber as string,
+      last_sync_time: now as number,
+      last_ip: ip as string,
+      reported: reported as string,
+      install_code: installCode as string | null,
+      status_queued_at: statusMark as number | null,
+    })
+    .onConflict(okmPollUpsert),
 );
 
 /**
- * Records the poll on a known OKM and returns its desired state in the same statement;
- * undefined when unknown. The reported versions are written apart (recordReportedVersions).
+ * Records the poll of a known OKM and returns its desired state; undefined when unknown. The
+ * OKM's wide row is only read; the poll writes its narrow okm_polls row, which has no index
+ * but its key. The reported versions are written apart, only when they differ (recordReportedVersions).
  */
 export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | undefined> {
-  const { now, ip, reported, installCode, fleetPollingInterval } = observation;
-  const result = await recordPollQuery(db, serialNumber, now, ip, reported, installCode, fleetPollingInterval);
-  return result.rows[0];
+  const [row] = (await readPolledOkmQuery(db, serialNumber)).rows;
+  if (!row) return undefined;
+  const { now, ip, reported, installCode } = observation;
+  await upsertOkmPollQuery(db, serialNumber, now, ip, reported, installCode, statusMarkOf(row, now));
+  return row;
 }
 
 /** Whether the versions a poll reported differ from those stored on its OKM before it. */
@@ -179,10 +186,9 @@ const okmEventData = (serialNumber: string, now: number, lastIp: string | null, 
   firmware_version: firmwareVersion,
 });
 
-/** What the end of a silence reports: the OKM's owner and what its poll just recorded. */
+/** What the end of a silence reports besides its poll: the OKM's owner and firmware version. */
 export interface SilencedOkm {
   customer_id: number | null;
-  last_ip: string | null;
   firmware_version: string | null;
 }
 
@@ -192,20 +198,21 @@ const endSilenceQuery = precompiledQuery<SilencedOkm, [string]>(1, (db, [serialN
     .set({ overdue_at: null })
     .where('serial_number', '=', serialNumber as string)
     .where('overdue_at', 'is not', null)
-    .returning(['customer_id', 'last_ip', 'firmware_version']),
+    .returning(['customer_id', 'firmware_version']),
 );
 
-/** A poll whose row had overdue_at set: the previous value, and when it polled. */
+/** A poll whose row had overdue_at set: the previous value, and when and from where it polled. */
 export interface EndOfSilence {
   serialNumber: string;
   previousOverdueAt: number;
   now: number;
+  ip: string;
 }
 
 /**
  * The follow-up of a poll whose row had overdue_at set, rare like recordCorrection: clears it
- * and emits okm.back_online (the sweep had found the OKM silent) or, for 0, okm.enrolled (its
- * first poll as an OKM, created by the admin API or accepted from pending). Only one of
+ * and emits okm.back_online (the fleet pass had found the OKM silent) or, for 0, okm.enrolled
+ * (its first poll as an OKM, created by the admin API or accepted from pending). Only one of
  * concurrent polls clears it, so the event is emitted once.
  */
 export async function recordEndOfSilence(db: Db, end: EndOfSilence): Promise<void> {
@@ -214,8 +221,8 @@ export async function recordEndOfSilence(db: Db, end: EndOfSilence): Promise<voi
 }
 
 /** okm.enrolled or okm.back_online for an OKM whose overdue_at its poll has just cleared. */
-export async function emitEndOfSilence(db: Db, { serialNumber, previousOverdueAt, now }: EndOfSilence, okm: SilencedOkm): Promise<void> {
-  const data = okmEventData(serialNumber, now, okm.last_ip, okm.firmware_version);
+export async function emitEndOfSilence(db: Db, { serialNumber, previousOverdueAt, now, ip }: EndOfSilence, okm: SilencedOkm): Promise<void> {
+  const data = okmEventData(serialNumber, now, ip, okm.firmware_version);
   await emitFleetEvent(
     db,
     previousOverdueAt === 0
@@ -242,31 +249,41 @@ export async function recordCorrection(db: Db, serialNumber: string, correction:
   await recordCorrectionQuery(db, serialNumber, correction);
 }
 
-/** Inserts an unknown OKM (no customer, nothing configured) with this poll recorded; false when it already exists. */
+/** The okms row of an OKM its first poll enrols: no customer, nothing configured, the versions it reported. */
+export const enrolledOkmRow = (serialNumber: string, observation: PollObservation): Insertable<OkmsTable> => ({
+  ...(settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>),
+  serial_number: serialNumber,
+  customer_id: null,
+  created_at: observation.now,
+  updated_at: observation.now,
+  firmware_version: observation.firmwareVersion,
+  batch_key_firmware_version: observation.batchKeyFirmwareVersion,
+  wireless_key_firmware_version: observation.wirelessKeyFirmwareVersion,
+  overdue_at: null,
+});
+
+/**
+ * Inserts an unknown OKM with this poll recorded (its okms row, its okm_polls row; a serial
+ * number that waited as pending while auto-enrol was off is taken off that list) and emits
+ * okm.enrolled; false when it already exists (a concurrent first poll).
+ */
 export async function enrolOkm(db: Db, serialNumber: string, observation: PollObservation): Promise<boolean> {
   const result = await db
     .insertInto('okms')
-    .values({
-      ...(settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>),
-      serial_number: serialNumber,
-      customer_id: null,
-      created_at: observation.now,
-      updated_at: observation.now,
-      last_sync_time: observation.now,
-      last_ip: observation.ip,
-      firmware_version: observation.firmwareVersion,
-      batch_key_firmware_version: observation.batchKeyFirmwareVersion,
-      wireless_key_firmware_version: observation.wirelessKeyFirmwareVersion,
-      reported: observation.reported,
-      install_code: observation.installCode,
-      due_by: firstDueBy(observation),
-      overdue_at: null,
-    })
+    .values(enrolledOkmRow(serialNumber, observation))
     .onConflict((oc) => oc.column('serial_number').doNothing())
     .executeTakeFirst();
   const enrolled = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
-  if (enrolled) await emitEnrolled(db, serialNumber, observation);
-  return enrolled;
+  if (!enrolled) return false;
+  await db.insertInto('okm_polls').values(okmPollRow(serialNumber, observation, null)).execute();
+  await forgetPendingOkms(db, [serialNumber]);
+  await emitEnrolled(db, serialNumber, observation);
+  return true;
+}
+
+/** Takes OKMs just created off the pending list: a serial number is pending or an OKM, never both. */
+export async function forgetPendingOkms(db: Db, serialNumbers: readonly string[]): Promise<void> {
+  if (serialNumbers.length > 0) await db.deleteFrom('pending_okms').where('serial_number', 'in', serialNumbers).execute();
 }
 
 /** okm.enrolled for an OKM its first poll has just inserted. */
@@ -315,7 +332,8 @@ export interface PolledOkmSnapshot extends PolledOkmRow {
 export async function findPolledOkm(db: Db, serialNumber: string): Promise<PolledOkmSnapshot | undefined> {
   return db
     .selectFrom('okms')
-    .select((eb) => [...POLLED_COLUMNS, 'reported', 'last_sync_time', oldestPendingMessageId(eb)])
-    .where('serial_number', '=', serialNumber)
+    .leftJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number')
+    .select((eb) => [...POLLED_COLUMNS.map((column) => `okms.${column}` as const), 'okm_polls.reported', 'okm_polls.last_sync_time', oldestPendingMessageId(eb)])
+    .where('okms.serial_number', '=', serialNumber)
     .executeTakeFirst();
 }

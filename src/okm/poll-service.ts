@@ -36,7 +36,7 @@ export type PollReply = { kind: 'enrolled' } | { kind: 'pending' } | { kind: 'an
 const storableVersion = (version: string | undefined) =>
   version !== undefined && STORABLE_TEXT.test(version) ? version.slice(0, FIRMWARE_VERSION_MAX_LENGTH) : null;
 
-function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState, settings: PollSettings): PollObservation {
+function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wirelessKeyFirmware, installCode }: ReportedState): PollObservation {
   return {
     now: request.now,
     ip: request.ip,
@@ -45,7 +45,6 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
     wirelessKeyFirmwareVersion: storableVersion(wirelessKeyFirmware),
     reported: JSON.stringify(reportedValues(request.query)),
     installCode: installCode ?? null,
-    fleetPollingInterval: settings.fleetPollingInterval,
   };
 }
 
@@ -194,7 +193,7 @@ type Decision =
   | { kind: 'pending' }
   | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction; statusEventsQueued: number };
 
-/** How many subscribers the poll's status was queued for: recordPoll marked the OKM (SPEC §6). */
+/** How many subscribers the poll's status was queued for: recordPoll marked the OKM's poll row (SPEC §6). */
 function statusEventsQueuedBy(row: PolledOkmRow): number {
   return row.status_urls === NO_STATUS_URLS ? 0 : (JSON.parse(row.status_urls) as string[]).length;
 }
@@ -225,7 +224,7 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
     const polls = round.map((index) => {
       const request = requests[index]!;
       const reported = parseReported(request.query);
-      return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported, settings) };
+      return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported) };
     });
     const rows = await recordCalls(db, statements, polls, settings.okmAutoEnrol);
     const known = polls.flatMap((poll, position) => {
@@ -236,10 +235,10 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
       }
       return [{ ...poll, row }];
     });
-    // Rare, like a changed correction: the poll ends a silence the overdue sweep recorded, or is an OKM's first.
+    // Rare, like a changed correction: the poll ends a silence the fleet pass recorded, or is an OKM's first.
     await statements.recordEndsOfSilence(
       db,
-      known.flatMap(({ serialNumber, row, request }) => (row.overdue_at === null ? [] : [{ serialNumber, previousOverdueAt: row.overdue_at, now: request.now }])),
+      known.flatMap(({ serialNumber, row, request }) => (row.overdue_at === null ? [] : [{ serialNumber, previousOverdueAt: row.overdue_at, now: request.now, ip: request.ip }])),
     );
 
     const withMessage = known.filter(({ row }) => row.pending_message_id !== null);

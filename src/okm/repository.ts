@@ -5,7 +5,24 @@ import { canonicalDigest } from '../shared/canonical-json.ts';
 import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
 import { forgetRemovedStatusUrls } from '../webhooks/queue-repository.ts';
 
-type OkmRow = Selectable<OkmsTable>;
+/** What a poll last recorded of an OKM (okm_polls), each null while it has never polled. */
+export interface LastPollColumns {
+  last_sync_time: number | null;
+  last_ip: string | null;
+  reported: string | null;
+  install_code: string | null;
+}
+
+/** An OKM as stored: its okms row and its last poll. */
+export type OkmRow = Selectable<OkmsTable> & LastPollColumns;
+
+/** The OKMs with their last poll: okms and, where it has polled, its okm_polls row. Name columns as `okms.…`. */
+export const selectOkmRows = (db: Db) =>
+  db
+    .selectFrom('okms')
+    .leftJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number')
+    .selectAll('okms')
+    .select(['okm_polls.last_sync_time', 'okm_polls.last_ip', 'okm_polls.reported', 'okm_polls.install_code']);
 
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
@@ -36,7 +53,6 @@ export function toOkm(row: OkmRow): Okm {
     firmwareVersion: row.firmware_version,
     lastCorrection: row.last_correction,
     deviceTokenIssuedAt: row.device_token_issued_at,
-    dueBy: row.due_by,
     overdueAt: row.overdue_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -92,7 +108,7 @@ export async function findOkmCustomerId(db: Db, serialNumber: string): Promise<n
 }
 
 export async function findOkm(db: Db, serialNumber: string): Promise<Okm | undefined> {
-  const row = await db.selectFrom('okms').selectAll().where('serial_number', '=', serialNumber).executeTakeFirst();
+  const row = await selectOkmRows(db).where('okms.serial_number', '=', serialNumber).executeTakeFirst();
   return row && toOkm(row);
 }
 
@@ -112,7 +128,10 @@ export async function insertOkm(
     updated_at: now,
   };
   const result = await db.insertInto('okms').values(row).onConflict((oc) => oc.column('serial_number').doNothing()).executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  const inserted = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  // A serial number is pending or an OKM, never both.
+  if (inserted) await db.deleteFrom('pending_okms').where('serial_number', '=', serialNumber).execute();
+  return inserted;
 }
 
 /** Writes the settings; with keepLists (an ACL sets them) the asset lists and their digests stay as they are. */
@@ -127,15 +146,25 @@ export async function updateOkmSettings(db: Db, serialNumber: string, settings: 
   await forgetRemovedStatusUrls(db, serialNumber, settings.statusUrls);
 }
 
+/**
+ * Deletes the OKM. Its poll row goes first, explicitly rather than by the cascade: a batch of
+ * polls locks an OKM's poll row before its okms row, and so does this, so the two never
+ * wait on each other in opposite orders.
+ */
 export async function deleteOkm(db: Db, serialNumber: string): Promise<void> {
+  await db.deleteFrom('okm_polls').where('serial_number', '=', serialNumber).execute();
   await db.deleteFrom('okms').where('serial_number', '=', serialNumber).execute();
 }
 
-/** Sets the OKM's last call (time, IP, firmware version), as a poll records it. */
+/**
+ * Records the last call of an OKM accepted from pending (time, IP, firmware version). It stays
+ * "never polled" (overdue_at 0) until its first poll as an OKM, which emits okm.enrolled.
+ */
 export async function setLastCall(db: Db, serialNumber: string, call: { at: number; ip: string; firmwareVersion: string | null }): Promise<void> {
+  await db.updateTable('okms').set({ firmware_version: call.firmwareVersion }).where('serial_number', '=', serialNumber).execute();
   await db
-    .updateTable('okms')
-    .set({ last_sync_time: call.at, last_ip: call.ip, firmware_version: call.firmwareVersion })
-    .where('serial_number', '=', serialNumber)
+    .insertInto('okm_polls')
+    .values({ serial_number: serialNumber, last_sync_time: call.at, last_ip: call.ip, reported: '{}', install_code: null, status_queued_at: null })
+    .onConflict((oc) => oc.column('serial_number').doUpdateSet({ last_sync_time: call.at, last_ip: call.ip }))
     .execute();
 }

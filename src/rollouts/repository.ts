@@ -230,12 +230,12 @@ export async function failTimedOutOffers(db: Db, rollout: Pick<RolloutRow, 'id' 
     .where('serial_number', 'in', (eb) =>
       eb
         .selectFrom('rollout_members as m')
-        .innerJoin('okms', 'okms.serial_number', 'm.serial_number')
+        .innerJoin('okm_polls', 'okm_polls.serial_number', 'm.serial_number')
         .select('m.serial_number')
         .where('m.rollout_id', '=', rollout.id)
         .where('m.status', '=', 'offered')
         .where('m.offered_at', '<=', cutoff)
-        .where((inner) => inner('okms.last_sync_time', '>=', inner(inner.ref('m.offered_at'), '+', rollout.update_timeout_ms)))
+        .where((inner) => inner('okm_polls.last_sync_time', '>=', inner(inner.ref('m.offered_at'), '+', rollout.update_timeout_ms)))
         .limit(limit),
     )
     .executeTakeFirst();

@@ -7,7 +7,6 @@ import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
-import { sweepOverdueOkms } from '../okm/overdue-repository.ts';
 import {
   claimDueFleetDeliveries,
   pruneFleetDeliveries,
@@ -104,8 +103,6 @@ const OUTCOME_WAIT_MS = 10;
 /** Secrets are re-read this often, so a rotation by the CLI reaches running processes. */
 const SECRET_CACHE_MS = 30_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
-/** How often the OKMs past their due-by time are marked overdue (okm.overdue is that late at most). */
-const OVERDUE_SWEEP_EVERY_MS = 5_000;
 const DAY_MS = 86_400_000;
 
 /** A claimed row of either queue: a status event or a fleet-event delivery. */
@@ -164,7 +161,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let idleTimer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
-  let sweepTimer: NodeJS.Timeout | undefined;
   const lanes = new Map<string, HostLane>();
   /** Deliveries started and not finished (sent and outcome written). */
   const unfinished = new Set<Promise<void>>();
@@ -483,15 +479,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   }
 
-  async function sweepOverdue(): Promise<void> {
-    try {
-      await sweepOverdueOkms(db, dialect);
-    } catch (error) {
-      // The OKMs stay past due and unmarked: the next sweep takes them.
-      logFailure('warn', error, 'could not sweep overdue OKMs');
-    }
-  }
-
   return {
     start() {
       stopping = false;
@@ -499,8 +486,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       void prune();
       pruneTimer = setInterval(() => void prune(), PRUNE_EVERY_MS);
       pruneTimer.unref();
-      sweepTimer = setInterval(() => void sweepOverdue(), OVERDUE_SWEEP_EVERY_MS);
-      sweepTimer.unref();
     },
     wake() {
       if (stopping || wakeTimer || serverBusy()) return;
@@ -515,7 +500,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       clearTimeout(idleTimer);
       clearTimeout(wakeTimer);
       clearInterval(pruneTimer);
-      clearInterval(sweepTimer);
       while (pumping) await new Promise((resolve) => setImmediate(resolve));
       // Rows not started yet go back to the queue for the next dispatcher. Without a database
       // their claims lapse instead: trying each row would hold the shutdown a timeout per row.

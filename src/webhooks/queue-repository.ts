@@ -113,7 +113,7 @@ export interface FanOut {
 }
 
 /**
- * Fans out the statuses that polls queued on their OKMs' rows (okms.status_queued_at): one
+ * Fans out the statuses that polls queued on their OKMs' poll rows (okm_polls.status_queued_at): one
  * queue row per subscriber URL, the rows of many OKMs in one statement, the marks cleared in
  * the same transaction, oldest mark first, up to `limit` OKMs. A crash before the commit
  * leaves the marks. On PostgreSQL, OKMs another transaction holds (a batch of polls, another
@@ -125,13 +125,30 @@ export async function fanOutQueuedStatuses(db: Db, dialect: DialectStrategy, lim
   return db.transaction().execute(async (tx) => {
     // Losing this commit in a crash loses the cleared marks and the rows together: consistent.
     await dialect.relaxCommitDurability(tx);
-    const marked = tx.selectFrom('okms').select('serial_number').where('status_queued_at', 'is not', null).orderBy('status_queued_at').limit(limit);
-    const taken = await tx
-      .updateTable('okms')
+    const marked = tx.selectFrom('okm_polls').select('serial_number').where('status_queued_at', 'is not', null).orderBy('status_queued_at').limit(limit);
+    const polls = await tx
+      .updateTable('okm_polls')
       .set({ status_queued_at: null })
       .where('serial_number', 'in', dialect.skipRowsClaimedByOthers(marked))
-      .returning(['serial_number', 'status_urls', 'customer_id', 'last_sync_time', 'last_ip', 'firmware_version'])
+      .returning(['serial_number', 'last_sync_time', 'last_ip'])
       .execute();
+    const owners =
+      polls.length === 0
+        ? []
+        : await tx
+            .selectFrom('okms')
+            .select(['serial_number', 'status_urls', 'customer_id', 'firmware_version'])
+            .where(
+              'serial_number',
+              'in',
+              polls.map((poll) => poll.serial_number),
+            )
+            .execute();
+    const ownerOf = new Map(owners.map((okm) => [okm.serial_number, okm]));
+    const taken = polls.flatMap((poll) => {
+      const okm = ownerOf.get(poll.serial_number);
+      return okm ? [{ ...okm, last_sync_time: poll.last_sync_time as number | null, last_ip: poll.last_ip as string | null }] : [];
+    });
     // An OKM and URL listed twice is queued once (a statement may not upsert one row twice).
     const unique = new Map<string, StatusToQueue>();
     for (const okm of taken) {
@@ -242,6 +259,7 @@ export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: Cl
     .where('id', 'in', dueRowIds(db, dialect, 'status_events', claim))
     .returning((eb) => {
       const okm = eb.selectFrom('okms').whereRef('okms.serial_number', '=', 'status_events.okm_serial');
+      const poll = eb.selectFrom('okm_polls').whereRef('okm_polls.serial_number', '=', 'status_events.okm_serial');
       return [
         'id',
         'okm_serial',
@@ -249,8 +267,8 @@ export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: Cl
         'host',
         'attempts',
         okm.select('okms.customer_id').as('customer_id'),
-        okm.select('okms.last_sync_time').as('last_sync_time'),
-        okm.select('okms.last_ip').as('last_ip'),
+        poll.select('okm_polls.last_sync_time').as('last_sync_time'),
+        poll.select('okm_polls.last_ip').as('last_ip'),
         okm.select('okms.firmware_version').as('firmware_version'),
       ];
     })
@@ -328,7 +346,7 @@ const recordDelivered = multiRowStatement<DeliveredRecord>(6, (db, rows) => {
     .set((eb) => ({
       state: eb
         .case()
-        .when(eb.selectFrom('okms').select('okms.last_sync_time').whereRef('okms.serial_number', '=', 'status_events.okm_serial'), '=', eb.ref('sent.column6'))
+        .when(eb.selectFrom('okm_polls').select('okm_polls.last_sync_time').whereRef('okm_polls.serial_number', '=', 'status_events.okm_serial'), '=', eb.ref('sent.column6'))
         .then(sql.lit<StatusEventState>('delivered'))
         .else(PENDING)
         .end(),
@@ -435,7 +453,7 @@ export async function countPendingEvents(db: Db): Promise<number> {
   const row = await db
     .selectNoFrom((eb) => [
       eb.selectFrom('status_events').select((count) => count.fn.countAll<number>().as('count')).where('state', '=', PENDING).as('rows'),
-      eb.selectFrom('okms').select((count) => count.fn.countAll<number>().as('count')).where('status_queued_at', 'is not', null).as('marks'),
+      eb.selectFrom('okm_polls').select((count) => count.fn.countAll<number>().as('count')).where('status_queued_at', 'is not', null).as('marks'),
     ])
     .executeTakeFirstOrThrow();
   return Number(row.rows) + Number(row.marks);
@@ -455,7 +473,7 @@ export interface DeliveryLog {
 /** An OKM's queue rows (one per URL: at most MAX_STATUS_URLS) and its status not fanned out yet. */
 export async function deliveryLog(db: Db, serialNumber: string): Promise<DeliveryLog> {
   const [okm, subscriptions] = await Promise.all([
-    db.selectFrom('okms').select('status_queued_at').where('serial_number', '=', serialNumber).executeTakeFirst(),
+    db.selectFrom('okm_polls').select('status_queued_at').where('serial_number', '=', serialNumber).executeTakeFirst(),
     db.selectFrom('status_events').selectAll().where('okm_serial', '=', serialNumber).orderBy('url').execute(),
   ]);
   const queuedAt = okm?.status_queued_at ?? null;

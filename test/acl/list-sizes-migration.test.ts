@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { canonicalUsersJson } from '../../src/acl/model.ts';
-import { dialectFor } from '../../src/db/database.ts';
 import * as initial from '../../src/db/migrations/0001_initial.ts';
 import * as pki from '../../src/db/migrations/0002_pki.ts';
 import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
@@ -18,6 +17,7 @@ import * as fleetEvents from '../../src/db/migrations/0012_fleet_events.ts';
 import * as rollouts from '../../src/db/migrations/0013_rollouts.ts';
 import * as listPaging from '../../src/db/migrations/0014_list_paging.ts';
 import * as aclListSizes from '../../src/db/migrations/0015_acl_list_sizes.ts';
+import type { MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 
 const BEFORE_0015 = [initial, pki, apiKeys, dlock, acl, statusEvents, okmHardening, statusFanOut, dataKeys, okmClaims, okmLastCorrection, fleetEvents, rollouts, listPaging];
@@ -39,8 +39,8 @@ forEachDatabase('migration 0015_acl_list_sizes', (kind) => {
   after(() => store.close());
 
   test('the ACLs stored before it get the sizes of their users and locks lists', async () => {
-    const dialect = dialectFor(store.settings);
-    for (const migration of BEFORE_0015) await migration.up(store.db, dialect);
+    const context: MigrationContext = { kind };
+    for (const migration of BEFORE_0015) await migration.up(store.db, context);
     const { id: customerId } = await store.db.insertInto('customers').values({ name: 'acme', created_at: 1 }).returning('id').executeTakeFirstOrThrow();
     await store.db
       .insertInto('acls')
@@ -53,7 +53,7 @@ forEachDatabase('migration 0015_acl_list_sizes', (kind) => {
       ('acl-three', ${canonicalUsersJson([user(1), user(22), user(333)])}, '["LOCK-A","LOCK-B"]', NULL),
       ('acl-empty', '[]', '[]', NULL)`.execute(store.db);
 
-    await aclListSizes.up(store.db, dialect);
+    await aclListSizes.up(store.db, context);
 
     const rows = await store.db.selectFrom('acl_contents').select(['acl_id', 'user_count', 'lock_count']).orderBy('acl_id').execute();
     assert.deepEqual(

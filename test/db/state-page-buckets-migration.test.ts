@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { dialectFor } from '../../src/db/database.ts';
 import * as initial from '../../src/db/migrations/0001_initial.ts';
 import * as pki from '../../src/db/migrations/0002_pki.ts';
 import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
@@ -23,6 +22,7 @@ import * as dropOkmsSummaryIndex from '../../src/db/migrations/0019_drop_okms_su
 import * as pageBucketDeltas from '../../src/db/migrations/0020_page_bucket_deltas.ts';
 import * as firmwarePageBuckets from '../../src/db/migrations/0021_firmware_page_buckets.ts';
 import * as statePageBuckets from '../../src/db/migrations/0022_state_page_buckets.ts';
+import type { MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { MAX_BUCKET_ENTRIES, scopeTotal } from '../../src/db/page-buckets.ts';
 import { OKM_STATE_LIST, stateScope } from '../../src/db/paged-lists.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
@@ -49,15 +49,15 @@ forEachDatabase('migration 0022_state_page_buckets', (kind) => {
   after(() => store.close());
 
   test('the OKMs stored before it are counted once in their state and cut, whatever the triggers of the migrations before it appended, and later changes of verdict move them', async () => {
-    const dialect = dialectFor(store.settings);
-    for (const migration of BEFORE_0022) await migration.up(store.db, dialect);
+    const context: MigrationContext = { kind };
+    for (const migration of BEFORE_0022) await migration.up(store.db, context);
     // Every third drifting, every tenth never polled; stored after 0018 created this code's triggers of every list, this one's too.
     const okms = Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 345 }, (_, n) =>
       okm(`MIG-${String(n).padStart(5, '0')}`, n % 10 === 0 ? null : 1, n % 3 === 0 ? 'kasDateTime' : null),
     );
     for (let start = 0; start < okms.length; start += 500) await store.db.insertInto('okms').values(okms.slice(start, start + 500)).execute();
 
-    await statePageBuckets.up(store.db, dialect);
+    await statePageBuckets.up(store.db, context);
     await store.db.updateTable('okms').set({ last_correction: null }).where('serial_number', '=', 'MIG-00003').execute();
 
     const drifting = okms.filter((row) => row.serial_number !== 'MIG-00003' && row.last_correction !== null).map((row) => row.serial_number);

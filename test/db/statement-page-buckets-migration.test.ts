@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { dialectFor } from '../../src/db/database.ts';
 import * as initial from '../../src/db/migrations/0001_initial.ts';
 import * as pki from '../../src/db/migrations/0002_pki.ts';
 import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
@@ -21,6 +20,7 @@ import * as fleetSummaryCounts from '../../src/db/migrations/0017_fleet_summary_
 import * as statementPageBuckets from '../../src/db/migrations/0018_statement_page_buckets.ts';
 import * as dropOkmsSummaryIndex from '../../src/db/migrations/0019_drop_okms_summary_index.ts';
 import * as pageBucketDeltas from '../../src/db/migrations/0020_page_bucket_deltas.ts';
+import type { MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { MAX_BUCKET_ENTRIES, scopeTotal } from '../../src/db/page-buckets.ts';
 import { ALL_SCOPE, AUDIT_RECORD_LIST, OKM_LIST } from '../../src/db/paged-lists.ts';
 import { appendAuditRecords } from '../../src/okm/audit-repository.ts';
@@ -36,18 +36,18 @@ forEachDatabase('migration 0018_statement_page_buckets', (kind) => {
   after(() => store.close());
 
   test('the audit records stored before it are counted and cut, later ones counted as they come, and every list is counted once per row', async () => {
-    const dialect = dialectFor(store.settings);
-    for (const migration of BEFORE_0018) await migration.up(store.db, dialect);
+    const context: MigrationContext = { kind };
+    for (const migration of BEFORE_0018) await migration.up(store.db, context);
     await store.db.insertInto('okms').values([okm('MIG-A'), okm('MIG-B')]).execute();
     await appendAuditRecords(store.db, 'MIG-A', Array.from({ length: 2 * MAX_BUCKET_ENTRIES + 345 }, (_, n) => ({ n })), 1);
 
-    await statementPageBuckets.up(store.db, dialect);
+    await statementPageBuckets.up(store.db, context);
     await appendAuditRecords(store.db, 'MIG-A', [{ n: 'after' }], 2);
     await appendAuditRecords(store.db, 'MIG-B', [{ n: 1 }, { n: 2 }], 2);
     await store.db.insertInto('okms').values([okm('MIG-C'), okm('MIG-D')]).execute();
     await store.db.deleteFrom('okms').where('serial_number', '=', 'MIG-D').execute();
     // The readers of this code read what the later migrations add (0020: the deltas PostgreSQL's triggers append).
-    for (const migration of [dropOkmsSummaryIndex, pageBucketDeltas]) await migration.up(store.db, dialect);
+    for (const migration of [dropOkmsSummaryIndex, pageBucketDeltas]) await migration.up(store.db, context);
 
     const ids = (await store.db.selectFrom('okm_audit_records').select('id').where('okm_serial', '=', 'MIG-A').orderBy('id').execute()).map((row) => row.id);
     assert.equal(await scopeTotal(store.db, AUDIT_RECORD_LIST, 'MIG-A'), ids.length);

@@ -21,12 +21,12 @@ forEachDatabase('request log', (kind) => {
   });
   after(() => store.close());
 
-  test('each request is one JSON line with its request id, and no token, key, PIN hash or install code is in the log', async () => {
+  test('at debug, each request is one JSON line with its request id, and no token, key, PIN hash or install code is in the log', async () => {
     const keyfleet = async (...args: string[]) => JSON.parse((await runKeyfleet(store.database.env, ...args, '--json')).stdout);
     await keyfleet('customer', 'create', 'acme');
     const { token } = await keyfleet('token', 'issue', '--customer', 'acme', '--scope', 'okm:read okm:write');
     const { key: apiKey } = await keyfleet('apikey', 'create', '--customer', 'acme');
-    const server = serveProcess(store.database.env);
+    const server = serveProcess({ ...store.database.env, LOG_LEVEL: 'debug' });
     const base = await server.listening;
     const jwt = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     let poll: Response;
@@ -59,6 +59,28 @@ forEachDatabase('request log', (kind) => {
     for (const secret of [INSTALL_CODE, PIN_HASH, token, token.split('.')[2]!, apiKey, apiKey.slice(-43), 'PRIVATE KEY', 'not-a-jwt']) {
       assert.equal(log.includes(secret), false, `found ${secret.slice(0, 12)}… in the log`);
     }
+  });
+
+  test('at the default level, device calls are summed up in one line (on close, and every minute), while API requests get a line each', async () => {
+    const server = serveProcess({ ...store.database.env, LOG_LEVEL: 'info' });
+    const base = await server.listening;
+    try {
+      assert.equal((await fetch(`${base}/api/v1/config/LOG-OKM-2?installCode=${INSTALL_CODE}`)).status, 204);
+      assert.equal((await fetch(`${base}/api/v1/config/LOG-OKM-2?installCode=${INSTALL_CODE}`)).status, 200);
+      assert.equal((await fetch(`${base}/api/v1/config/bad%20serial`)).status, 400);
+      assert.equal((await fetch(`${base}/api/v1/okms`, { headers: { authorization: 'Bearer not-a-jwt' } })).status, 401);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+
+    const lines = server.output().trim().split('\n').map((line) => JSON.parse(line) as LogLine & { deviceCalls?: number; statuses?: Record<string, number> });
+    const requestLines = lines.filter((line) => line.msg === 'request completed');
+    assert.deepEqual(requestLines.map((line) => line.req?.url), ['/api/v1/okms']);
+    const summaries = lines.filter((line) => line.msg === 'device calls');
+    assert.equal(summaries.length, 1);
+    assert.equal(summaries[0]!.deviceCalls, 3);
+    assert.deepEqual(summaries[0]!.statuses, { '204': 1, '200': 1, '400': 1 });
+    assert.equal(server.output().includes(INSTALL_CODE), false);
   });
 
   test('a request without a usable X-Request-Id gets a generated one, returned in the header', async () => {

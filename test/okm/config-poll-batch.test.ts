@@ -73,7 +73,7 @@ async function outcome(t: TestApp, serials: Record<string, string>, replies: Pol
   const okms: Record<string, unknown> = {};
   for (const [role, serial] of Object.entries(serials)) {
     const okm = await findOkm(t.db, serial);
-    const row = await t.db.selectFrom('okms').select(['status_queued_at', 'last_correction']).where('serial_number', '=', serial).executeTakeFirst();
+    const row = await t.db.selectFrom('okms').leftJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number').select(['okm_polls.status_queued_at', 'okms.last_correction']).where('okms.serial_number', '=', serial).executeTakeFirst();
     const messages = (await allMessages(t.db, serial)).map(({ type, deliveredAt }) => ({ type, deliveredAt }));
     const pending = await t.db.selectFrom('pending_okms').select(['call_count', 'last_seen_at']).where('serial_number', '=', serial).executeTakeFirst();
     okms[role] = { okm: okm && { ...okm, serialNumber: role, createdAt: 0, updatedAt: 0 }, row, messages, pending: pending && { ...pending, call_count: Number(pending.call_count) } };

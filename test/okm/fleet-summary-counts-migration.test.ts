@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { dialectFor } from '../../src/db/database.ts';
 import * as initial from '../../src/db/migrations/0001_initial.ts';
 import * as pki from '../../src/db/migrations/0002_pki.ts';
 import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
@@ -18,6 +17,7 @@ import * as listPaging from '../../src/db/migrations/0014_list_paging.ts';
 import * as aclListSizes from '../../src/db/migrations/0015_acl_list_sizes.ts';
 import * as listFilters from '../../src/db/migrations/0016_list_filters.ts';
 import * as fleetSummaryCounts from '../../src/db/migrations/0017_fleet_summary_counts.ts';
+import type { MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { freshGroups, keptGroups } from './fleet-summary-helpers.ts';
 
@@ -29,8 +29,8 @@ forEachDatabase('migration 0017_fleet_summary_counts', (kind) => {
   after(() => store.close());
 
   test('the OKMs stored before it are counted in their groups, and writes after it are kept', async () => {
-    const dialect = dialectFor(store.settings);
-    for (const migration of BEFORE_0017) await migration.up(store.db, dialect);
+    const context: MigrationContext = { kind };
+    for (const migration of BEFORE_0017) await migration.up(store.db, context);
     const { id: customerId } = await store.db.insertInto('customers').values({ name: 'acme', created_at: 1 }).returning('id').executeTakeFirstOrThrow();
     const okm = (serial: string, columns: Record<string, unknown>) => ({ serial_number: serial, auditing_enabled: 0, status_urls: '[]', created_at: 1, updated_at: 1, ...columns });
     await store.db
@@ -43,7 +43,7 @@ forEachDatabase('migration 0017_fleet_summary_counts', (kind) => {
       ])
       .execute();
 
-    await fleetSummaryCounts.up(store.db, dialect);
+    await fleetSummaryCounts.up(store.db, context);
 
     const counted = await keptGroups(store.db);
     assert.deepEqual(counted, await freshGroups(store.db));

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Insertable } from 'kysely';
-import { dialectFor } from '../../src/db/database.ts';
 import * as initial from '../../src/db/migrations/0001_initial.ts';
 import * as pki from '../../src/db/migrations/0002_pki.ts';
 import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
@@ -13,6 +12,7 @@ import * as statusFanOut from '../../src/db/migrations/0008_status_fan_out.ts';
 import * as dataKeys from '../../src/db/migrations/0009_data_keys.ts';
 import * as okmClaims from '../../src/db/migrations/0010_okm_claims.ts';
 import * as okmLastCorrection from '../../src/db/migrations/0011_okm_last_correction.ts';
+import type { MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import type { OkmsTable } from '../../src/db/schema.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { settingsColumns } from '../../src/okm/repository.ts';
@@ -26,8 +26,8 @@ forEachDatabase('migration 0011_okm_last_correction', (kind) => {
   after(() => store.close());
 
   test('OKMs stored before it keep their rows, get no last correction, and their reported batch key and wireless key versions', async () => {
-    const dialect = dialectFor(store.settings);
-    for (const migration of BEFORE_0011) await migration.up(store.db, dialect);
+    const context: MigrationContext = { kind };
+    for (const migration of BEFORE_0011) await migration.up(store.db, context);
     const row = (serial: string, reported: Record<string, string> | null) =>
       ({
         ...settingsColumns(UNCONFIGURED_OKM),
@@ -42,7 +42,7 @@ forEachDatabase('migration 0011_okm_last_correction', (kind) => {
       .values([row('OKM-POLLED', { kasFirmware: '2.0.0', batchKeyFirmware: '1.2', wirelessKeyFirmware: '3.0' }), row('OKM-NEW', null)])
       .execute();
 
-    await okmLastCorrection.up(store.db, dialect);
+    await okmLastCorrection.up(store.db, context);
 
     const rows = await store.db
       .selectFrom('okms')

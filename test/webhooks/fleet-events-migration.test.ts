@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { dialectFor } from '../../src/db/database.ts';
 import * as initial from '../../src/db/migrations/0001_initial.ts';
 import * as pki from '../../src/db/migrations/0002_pki.ts';
 import * as apiKeys from '../../src/db/migrations/0003_api_keys.ts';
@@ -14,6 +13,7 @@ import * as dataKeys from '../../src/db/migrations/0009_data_keys.ts';
 import * as okmClaims from '../../src/db/migrations/0010_okm_claims.ts';
 import * as okmLastCorrection from '../../src/db/migrations/0011_okm_last_correction.ts';
 import * as fleetEvents from '../../src/db/migrations/0012_fleet_events.ts';
+import type { MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 
 const BEFORE_0012 = [initial, pki, apiKeys, dlock, acl, statusEvents, okmHardening, statusFanOut, dataKeys, okmClaims, okmLastCorrection];
@@ -24,12 +24,12 @@ forEachDatabase('migration 0012_fleet_events', (kind) => {
   after(() => store.close());
 
   test('an OKM that polled before it is due 3 intervals after its last poll and not marked; one that never polled waits for its enrolment', async () => {
-    const dialect = dialectFor(store.settings);
-    for (const migration of BEFORE_0012) await migration.up(store.db, dialect);
+    const context: MigrationContext = { kind };
+    for (const migration of BEFORE_0012) await migration.up(store.db, context);
     await sql`INSERT INTO okms (serial_number, auditing_enabled, status_urls, polling_interval, last_sync_time, created_at, updated_at)
       VALUES ('OKM-OWN', 0, '[]', 60, 1000000, 1, 1), ('OKM-FLEET', 0, '[]', NULL, 2000000, 1, 1), ('OKM-NEVER', 0, '[]', NULL, NULL, 1, 1)`.execute(store.db);
 
-    await fleetEvents.up(store.db, dialect);
+    await fleetEvents.up(store.db, context);
 
     const rows = await store.db.selectFrom('okms').select(['serial_number', 'due_by', 'overdue_at']).orderBy('serial_number').execute();
     assert.deepEqual(rows, [

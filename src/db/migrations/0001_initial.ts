@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { autoIncrementPrimaryKey, binaryType, idType } from './frozen/dialect.ts';
 
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('customers')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('name', 'text', (c) => c.notNull().unique())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
@@ -44,7 +44,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('version', 'text', (c) => c.notNull())
     .addColumn('seq', 'integer', (c) => c.notNull())
-    .addColumn('data', dialect.binaryType, (c) => c.notNull())
+    .addColumn('data', binaryType(context), (c) => c.notNull())
     .addPrimaryKeyConstraint('firmware_chunks_pk', ['kind', 'version', 'seq'])
     .addForeignKeyConstraint('firmware_chunks_release_fk', ['kind', 'version'], 'firmware_releases', ['kind', 'version'], (fk) =>
       fk.onDelete('cascade'),
@@ -61,7 +61,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   await db.schema
     .createTable('okms')
     .addColumn('serial_number', 'text', (c) => c.primaryKey())
-    .addColumn('customer_id', dialect.idType, (c) => c.references('customers.id'))
+    .addColumn('customer_id', idType(context), (c) => c.references('customers.id'))
     .addColumn('cache_mode', 'integer')
     .addColumn('key_checkout_window_time', 'integer')
     .addColumn('key_checkout_window_contact', 'text')
@@ -87,7 +87,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
 
   await db.schema
     .createTable('okm_messages')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('okm_serial', 'text', (c) => c.notNull().references('okms.serial_number').onDelete('cascade'))
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('payload', 'text', (c) => c.notNull())
@@ -100,7 +100,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
 
   await db.schema
     .createTable('okm_audit_records')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('okm_serial', 'text', (c) => c.notNull().references('okms.serial_number').onDelete('cascade'))
     .addColumn('received_at', 'bigint', (c) => c.notNull())
     .addColumn('record', 'text', (c) => c.notNull())

@@ -1,8 +1,8 @@
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /** The deployment root CA and the customers' intermediate certificates. */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   // One row per deployment: the primary key on a constant slot admits a single root, so
   // processes starting together insert-if-absent and all read back the winner.
   await db.schema
@@ -18,9 +18,9 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   // Certificate names are unique across the deployment (POST /v1/dlock names one).
   await db.schema
     .createTable('intermediate_certificates')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('name', 'text', (c) => c.notNull().unique())
-    .addColumn('customer_id', dialect.idType, (c) => c.notNull().references('customers.id'))
+    .addColumn('customer_id', idType(context), (c) => c.notNull().references('customers.id'))
     .addColumn('serial', 'text', (c) => c.notNull())
     .addColumn('certificate_pem', 'text', (c) => c.notNull())
     .addColumn('private_key_sealed', 'text', (c) => c.notNull())

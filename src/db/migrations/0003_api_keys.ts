@@ -1,12 +1,12 @@
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { idType } from './frozen/dialect.ts';
 
 /** DLock API keys: only a SHA-256 of each key is stored, found by the key's public id. */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('api_keys')
     .addColumn('id', 'text', (c) => c.primaryKey())
-    .addColumn('customer_id', dialect.idType, (c) => c.notNull().references('customers.id'))
+    .addColumn('customer_id', idType(context), (c) => c.notNull().references('customers.id'))
     .addColumn('label', 'text')
     .addColumn('secret_hash', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())

@@ -1,5 +1,5 @@
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { idType } from './frozen/dialect.ts';
 
 /**
  * Access control lists. `acls` is small (owner, link, times) so that locking it is cheap;
@@ -7,11 +7,11 @@ import type { AnyDb } from '../migrate.ts';
  * asset lists from there (its own row keeps only their digests), so polls never rewrite them.
  * `acl_counts` keeps each customer's number of ACLs, so that a list page need not count them.
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('acls')
     .addColumn('id', 'text', (c) => c.primaryKey())
-    .addColumn('customer_id', dialect.idType, (c) => c.notNull().references('customers.id'))
+    .addColumn('customer_id', idType(context), (c) => c.notNull().references('customers.id'))
     .addColumn('okm_serial', 'text', (c) => c.references('okms.serial_number').onDelete('set null'))
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
@@ -30,7 +30,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
 
   await db.schema
     .createTable('acl_counts')
-    .addColumn('customer_id', dialect.idType, (c) => c.primaryKey().references('customers.id'))
+    .addColumn('customer_id', idType(context), (c) => c.primaryKey().references('customers.id'))
     .addColumn('total', 'bigint', (c) => c.notNull())
     .execute();
 }

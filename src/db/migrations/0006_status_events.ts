@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /**
  * Status events (SPEC §6): one queue row per OKM and subscriber URL saying whether the OKM's
@@ -8,10 +8,10 @@ import type { AnyDb } from '../migrate.ts';
  * the failed attempts log; and the whsec_ signing secrets (per customer, and one for OKMs
  * with no customer).
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('status_events')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('okm_serial', 'text', (c) => c.notNull().references('okms.serial_number').onDelete('cascade'))
     .addColumn('url', 'text', (c) => c.notNull())
     .addColumn('host', 'text', (c) => c.notNull())
@@ -38,7 +38,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
 
   await db.schema
     .createTable('status_delivery_failures')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('okm_serial', 'text', (c) => c.notNull().references('okms.serial_number').onDelete('cascade'))
     .addColumn('url', 'text', (c) => c.notNull())
     .addColumn('event_id', 'text', (c) => c.notNull())

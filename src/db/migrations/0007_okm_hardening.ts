@@ -1,4 +1,4 @@
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb } from './migration-context.ts';
 
 /**
  * Device hardening (both off by default): OKMs waiting for an operator to accept them, when

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb } from './migration-context.ts';
 
 /**
  * Status events are queued by the poll as a mark on the OKM's own row (a page the poll writes

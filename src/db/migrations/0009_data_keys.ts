@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb } from './migration-context.ts';
 
 /**
  * Envelope encryption: values are sealed under data keys, each stored here wrapped (encrypted)

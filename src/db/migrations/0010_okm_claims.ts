@@ -1,4 +1,4 @@
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb } from './migration-context.ts';
 
 /**
  * Failed claims of an OKM (SPEC section 10), one row per serial number, shared by every

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
 
 /**
  * Drift and fleet summary (SPEC section 11): the reply key of the resolver that answered each
@@ -8,12 +7,12 @@ import type { AnyDb } from '../migrate.ts';
  * last reported (kasFirmware is firmware_version), and the index the fleet summary counts and
  * groups on, so that it reads an index, not the table.
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema.alterTable('okms').addColumn('last_correction', 'text').execute();
   await db.schema.alterTable('okms').addColumn('batch_key_firmware_version', 'text').execute();
   await db.schema.alterTable('okms').addColumn('wireless_key_firmware_version', 'text').execute();
   const reportedValue = (name: string) =>
-    dialect.name === 'postgres' ? sql`(reported::json ->> ${sql.lit(name)})` : sql`json_extract(reported, ${sql.lit(`$.${name}`)})`;
+    context.kind === 'postgres' ? sql`(reported::json ->> ${sql.lit(name)})` : sql`json_extract(reported, ${sql.lit(`$.${name}`)})`;
   await sql`UPDATE okms SET batch_key_firmware_version = ${reportedValue('batchKeyFirmware')},
     wireless_key_firmware_version = ${reportedValue('wirelessKeyFirmware')} WHERE reported IS NOT NULL`.execute(db);
   // The fleet summary reads only this index, in one walk: grouped by its leading columns (in

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /** The fleet default polling interval (SPEC §4) assumed for OKMs that polled before this migration. */
 const DEFAULT_POLLING_INTERVAL_S = 150;
@@ -11,10 +11,10 @@ const DEFAULT_POLLING_INTERVAL_S = 150;
  * on each OKM the time it becomes overdue (due_by, set by each poll) and when the overdue sweep
  * marked it (overdue_at; 0: never polled as an OKM, so its next poll is its enrolment).
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('webhook_endpoints')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('customer_id', 'integer', (c) => c.references('customers.id').onDelete('cascade'))
     .addColumn('url', 'text', (c) => c.notNull())
     .addColumn('host', 'text', (c) => c.notNull())
@@ -25,7 +25,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
 
   await db.schema
     .createTable('fleet_event_deliveries')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('endpoint_id', 'bigint', (c) => c.notNull().references('webhook_endpoints.id').onDelete('cascade'))
     .addColumn('customer_id', 'integer')
     .addColumn('url', 'text', (c) => c.notNull())

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /**
  * Firmware rollouts (SPEC section 13): the rollouts, their members (chosen once, with the
@@ -8,10 +8,10 @@ import type { AnyDb } from '../migrate.ts';
  * so that a poll of an OKM in no rollout reads nothing more), and the customer's time zone
  * for maintenance windows.
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('rollouts')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .addColumn('customer_id', 'integer', (c) => c.references('customers.id'))
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('version', 'text', (c) => c.notNull())

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
-import { recountPageBuckets } from '../page-buckets.ts';
-import { ACL_LIST, DLOCK_LIST, OKM_LIST, PENDING_OKM_LIST } from '../paged-lists.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { nullsFirstIndexColumn, rowTrigger } from './frozen/dialect.ts';
+import { pageBucketTriggers, recountPageBuckets } from './frozen/page-buckets.ts';
+import { ACL_LIST, DLOCK_LIST, OKM_LIST, PENDING_OKM_LIST } from './frozen/paged-lists.ts';
 
 /**
  * Pages of long lists without walking the entries before them (src/db/page-buckets.ts):
@@ -16,7 +16,7 @@ import { ACL_LIST, DLOCK_LIST, OKM_LIST, PENDING_OKM_LIST } from '../paged-lists
  * reverse), one customer's or the whole fleet's, read in index order: one index each, so that
  * a page is a walk of an index, not a sort of the fleet.
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('page_buckets')
     .addColumn('list', 'text', (c) => c.notNull())
@@ -28,12 +28,12 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   // The lists paged when this migration was written; 0018 added the audit records.
   for (const list of [OKM_LIST, DLOCK_LIST, ACL_LIST, PENDING_OKM_LIST]) {
     await recountPageBuckets(db, list);
-    for (const statement of dialect.pageBucketTriggers(list)) await sql.raw(statement).execute(db);
+    for (const statement of pageBucketTriggers(context, list)) await sql.raw(statement).execute(db);
   }
   // page_buckets counts each customer's ACLs now.
   await db.schema.dropTable('acl_counts').execute();
   await sql`DELETE FROM pending_okms WHERE serial_number IN (SELECT serial_number FROM okms)`.execute(db);
-  for (const statement of dialect.rowTrigger({
+  for (const statement of rowTrigger(context, {
     name: 'okms_not_pending',
     table: 'okms',
     event: 'INSERT',
@@ -47,7 +47,7 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
     await db.schema.createIndex(`okms_${column}_pin_idx`).on('okms').column(column).where(sql.ref(column), 'is not', null).execute();
   }
 
-  const lastSync = dialect.nullsFirstIndexColumn('last_sync_time');
+  const lastSync = nullsFirstIndexColumn(context, 'last_sync_time');
   await sql`CREATE INDEX okms_customer_last_sync_idx ON okms (customer_id, ${lastSync}, serial_number)`.execute(db);
   await sql`CREATE INDEX okms_last_sync_idx ON okms (${lastSync}, serial_number)`.execute(db);
 }

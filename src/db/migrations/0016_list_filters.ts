@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { AnyDb } from '../migrate.ts';
-import { MAX_BUCKET_ENTRIES } from '../page-buckets.ts';
+import type { AnyDb } from './migration-context.ts';
+import { MAX_BUCKET_ENTRIES } from './frozen/page-buckets.ts';
 
 /**
  * Filtered pages of the OKM list from indexes alone (issue 14). A page of `state=drifting` or

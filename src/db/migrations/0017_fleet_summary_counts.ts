@@ -1,7 +1,7 @@
 import { sql, type CreateTableBuilder } from 'kysely';
-import { fleetSummaryTriggers, GROUP_COLUMNS, recountFleetSummary } from '../../okm/fleet-summary-counts.ts';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
+import { fleetSummaryTriggers, GROUP_COLUMNS, recountFleetSummary } from './frozen/fleet-summary.ts';
 
 const withGroupColumns = (table: CreateTableBuilder<string, string>) =>
   table
@@ -20,13 +20,13 @@ const withGroupColumns = (table: CreateTableBuilder<string, string>) =>
  * overdue filters (src/okm/fleet-states.ts): few, and a poll touches the index only when it
  * ends a silence.
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema.createTable('fleet_summary_counts').$call(withGroupColumns).addColumn('okms', 'bigint', (c) => c.notNull()).execute();
   // The fold finds a group's row by all its columns; a customer's summary reads its rows.
   await db.schema.createIndex('fleet_summary_counts_group_idx').on('fleet_summary_counts').columns([...GROUP_COLUMNS]).execute();
   await db.schema
     .createTable('fleet_summary_deltas')
-    .addColumn('id', dialect.idType, (c) => dialect.autoIncrementPrimaryKey(c))
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
     .$call(withGroupColumns)
     .addColumn('okms', 'integer', (c) => c.notNull())
     .execute();
@@ -36,5 +36,5 @@ export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
   await db.schema.createIndex('okms_marked_overdue_idx').on('okms').column('serial_number').where(sql.ref('overdue_at'), '>', sql.lit(0)).execute();
 
   await recountFleetSummary(db);
-  for (const statement of fleetSummaryTriggers(dialect)) await sql.raw(statement).execute(db);
+  for (const statement of fleetSummaryTriggers(context)) await sql.raw(statement).execute(db);
 }

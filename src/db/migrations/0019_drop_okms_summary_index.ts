@@ -1,4 +1,4 @@
-import type { AnyDb } from '../migrate.ts';
+import type { AnyDb } from './migration-context.ts';
 
 /**
  * okms_summary_idx (migration 0011) served the fleet summary, then only the OKM list's counts

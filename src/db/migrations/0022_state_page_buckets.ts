@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
-import type { DialectStrategy } from '../dialects/strategy.ts';
-import type { AnyDb } from '../migrate.ts';
-import { recountPageBuckets } from '../page-buckets.ts';
-import { OKM_STATE_LIST, PAGED_LISTS } from '../paged-lists.ts';
+import type { AnyDb, MigrationContext } from './migration-context.ts';
+import { pageBucketTriggers, recountPageBuckets } from './frozen/page-buckets.ts';
+import { OKM_STATE_LIST, PAGED_LISTS } from './frozen/paged-lists.ts';
 
 /**
  * Page buckets for the OKM list filtered by state, in step, drifting or never polled
@@ -11,11 +10,11 @@ import { OKM_STATE_LIST, PAGED_LISTS } from '../paged-lists.ts';
  * row's scopes rather than its columns (the same moves for the lists before; for this one, none
  * on a poll that changes no verdict), and the OKMs stored so far are counted.
  */
-export async function up(db: AnyDb, dialect: DialectStrategy): Promise<void> {
+export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   for (const list of PAGED_LISTS) {
-    for (const statement of dialect.pageBucketTriggers(list)) await sql.raw(statement).execute(db);
+    for (const statement of pageBucketTriggers(context, list)) await sql.raw(statement).execute(db);
   }
-  // Migrations 0018 to 0021 create the triggers of every list of the current code, this one's
+  // Migrations 0018 to 0021 create the triggers of every list of frozen/paged-lists.ts, this one's
   // too: deltas they appended (none, unless a migration between wrote OKMs) would count twice.
   await sql`DELETE FROM page_bucket_deltas WHERE list = ${OKM_STATE_LIST.name}`.execute(db);
   await recountPageBuckets(db, OKM_STATE_LIST);
