@@ -1,9 +1,10 @@
 /**
  * List pages at depth (issue 14, SPEC §5): the OKM list pages by cursor, so a page deep in it
  * should cost what the first one does. ROWS OKMs (1 M by default; three in four of the
- * customer `lists`, the rest of another, one in 50 never polled, one in 97 overdue, a quarter
- * of those polled drifting) and ROWS ACLs of `lists` are stored fast (INSERT … SELECT over a
- * counter), then pages are read through app.inject (the route and its queries, in process):
+ * customer `lists`, the rest of another, one in 50 never polled, one in 97 marked overdue as
+ * the fleet pass marks them, a quarter of those polled drifting; each polled one with its poll
+ * row) and ROWS ACLs of `lists` are stored fast (INSERT … SELECT over a counter), then pages
+ * are read through app.inject (the route and its queries, in process):
  *
  * - the OKM list, of the whole fleet (admin) and of the customer, unfiltered and for each
  *   `state`: its first page, a page in the middle and the last page, each reached by a cursor
@@ -29,8 +30,7 @@ import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { encodeCursor } from '../src/http/cursor-paging.ts';
 import { OKM_PAGES } from '../src/okm/admin-repository.ts';
-import { FLEET_STATES, fleetStateCondition, MISSED_INTERVALS_UNTIL_OVERDUE, type FleetState } from '../src/okm/fleet-states.ts';
-import { foldFleetSummaryDeltas } from '../src/okm/fleet-summary-counts.ts';
+import { FLEET_STATES, fleetStateCondition, NEVER_POLLED, type FleetState } from '../src/okm/fleet-states.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { createKeyRing } from '../src/secrets/reseal.ts';
 import { buildServer } from '../src/server.ts';
@@ -54,7 +54,6 @@ const LIMIT = 50;
 const ACLS_PER_PAGE = 30;
 const ROWS_PER_STATEMENT = 50_000;
 const CUSTOMER = 'lists';
-const FLEET_POLLING_INTERVAL_S = 150;
 
 /**
  * Stores `count` rows into `table` with INSERT … SELECT over a counter (a recursive CTE, on
@@ -80,22 +79,28 @@ const numbered = (prefix: string) => `'${prefix}' || (1000000 + i)`;
 
 async function seed(db: Db, customerId: number, otherId: number, now: number): Promise<Record<string, number>> {
   const seconds: Record<string, number> = {};
-  const dueIn = MISSED_INTERVALS_UNTIL_OVERDUE * FLEET_POLLING_INTERVAL_S * 1000;
-  // Never polled: no poll time, no due-by, overdue_at 0 (as a new OKM). Overdue: polled an hour
-  // ago, due since, not swept yet. The rest polled within the last second or so.
-  const polledAt = `case when i % 50 = 0 then null when i % 97 = 0 then ${now - 3_600_000} - i % 1000 else ${now - 1_000} - i % 1000 end`;
+  const neverPolled = 'i % 50 = 0';
+  // Never polled: overdue_at 0 (as a new OKM), no poll row. Overdue: polled an hour ago and
+  // marked by the fleet pass since. The rest polled within the last second or so.
   seconds.okms = await store(
     db,
     'okms',
-    ['serial_number', 'customer_id', 'auditing_enabled', 'status_urls', 'last_sync_time', 'due_by', 'overdue_at', 'last_correction', 'firmware_version', 'created_at', 'updated_at'],
+    ['serial_number', 'customer_id', 'auditing_enabled', 'status_urls', 'overdue_at', 'last_correction', 'firmware_version', 'created_at', 'updated_at'],
     ROWS,
     `${numbered('OKM-')}, case when i % 4 = 3 then ${otherId} else ${customerId} end, 0, '[]',
-      ${polledAt},
-      case when i % 50 = 0 then null else (${polledAt}) + ${dueIn} end,
-      case when i % 50 = 0 then 0 else null end,
-      case when i % 50 = 0 then null when i % 4 = 1 then 'kasDateTime' end,
-      case when i % 50 = 0 then null else '2.1.0' end, ${now}, ${now}`,
+      case when ${neverPolled} then ${NEVER_POLLED} when i % 97 = 0 then ${now - 60_000} else null end,
+      case when ${neverPolled} then null when i % 4 = 1 then 'kasDateTime' end,
+      case when ${neverPolled} then null else '2.1.0' end, ${now}, ${now}`,
   );
+  seconds.polls = await store(
+    db,
+    'okm_polls',
+    ['serial_number', 'last_sync_time', 'last_ip', 'reported'],
+    ROWS,
+    // The never polled get a row too, deleted below: the counter has no WHERE of its own.
+    `${numbered('OKM-')}, case when i % 97 = 0 then ${now - 3_600_000} - i % 1000 else ${now - 1_000} - i % 1000 end, '10.0.0.1', '{}'`,
+  );
+  await sql`delete from okm_polls where serial_number in (select serial_number from okms where overdue_at = ${NEVER_POLLED})`.execute(db);
   seconds.acls = await store(db, 'acls', ['id', 'customer_id', 'okm_serial', 'created_at', 'updated_at'], ROWS, `${numbered('acl-')}, ${customerId}, null, ${now}, ${now}`);
   await store(db, 'acl_contents', ['acl_id', 'users', 'locks', 'user_data', 'user_count', 'lock_count'], ROWS, `${numbered('acl-')}, '[]', '[]', null, 0, 0`);
   return seconds;
@@ -141,8 +146,8 @@ async function cursorsOf(db: Db, target: OkmTarget, now: number): Promise<{ matc
 async function main(): Promise<void> {
   await forEachBenchDatabase(options, async ({ name, env }) => {
     // All pages come from two tokens: the rate limit is set too high to trigger, as the other
-    // benches set it, so that its cost is measured. No page-bucket keeper: no list reads them.
-    const settings = loadSettings({ ...process.env, ...env, LOG_LEVEL: 'silent', RATE_LIMIT_API_PER_MINUTE: '1000000000', PAGE_BUCKET_KEEPER_INTERVAL_MS: '0' });
+    // benches set it, so that its cost is measured. No fleet pass: its steps would run between the timed pages.
+    const settings = loadSettings({ ...process.env, ...env, LOG_LEVEL: 'silent', RATE_LIMIT_API_PER_MINUTE: '1000000000', FLEET_PASS_INTERVAL_MS: '0' });
     const { db, dialect } = openDatabase(dialectFor(settings));
     await migrateToLatest(db, dialect);
     const keyRing = createKeyRing(db, loadMasterKey(settings));
@@ -154,8 +159,6 @@ async function main(): Promise<void> {
     console.log(`${name}: stored ${ROWS} OKMs and ${ROWS} ACLs in ${Object.entries(seconds).map(([list, s]) => `${list} ${s.toFixed(1)} s`).join(', ')} (load ${os.loadavg()[0]!.toFixed(2)})`);
     // A serving database's WAL is kept short by its checkpointer; a bulk load leaves gigabytes in it, which every read would walk.
     if (name === 'sqlite') await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db);
-    // As the server's fleet summary folder does: the load appended a delta per OKM, whose fold steps would otherwise run between the timed pages.
-    while ((await foldFleetSummaryDeltas(db, dialect)) > 0);
     // As autovacuum and autoanalyze would have by the time a list is this long: statistics,
     // and on PostgreSQL a visibility map, so that index-only scans skip the table.
     await sql`vacuum`.execute(db);

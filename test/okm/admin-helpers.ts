@@ -1,7 +1,5 @@
 import type { InjectOptions } from 'fastify';
 import { decodeJwt } from 'jose';
-import { sql } from 'kysely';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../../src/okm/fleet-states.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 
@@ -49,20 +47,18 @@ export function call(t: TestApp, method: InjectOptions['method'], url: string, o
 }
 
 /**
- * Leaves the OKM's row as a poll `ageMs` ago would have: its last sync time, due in three of
- * its effective polling intervals from then, watched by the overdue sweep (not marked yet).
+ * Leaves the OKM as a poll `ageMs` ago would have: its poll row with that last sync time, and
+ * not marked overdue (a poll clears the mark); the fleet pass marks it once it is due
+ * (`t.app.fleetPass.runPass()`).
  */
 export async function setLastPoll(t: TestApp, serial: string, ageMs: number) {
   const polledAt = Date.now() - ageMs;
   await t.db
-    .updateTable('okms')
-    .set({
-      last_sync_time: polledAt,
-      due_by: sql<number>`cast(${polledAt} as bigint) + ${MISSED_INTERVALS_UNTIL_OVERDUE * 1000} * coalesce(polling_interval, ${t.settings.fleetPollingInterval})`,
-      overdue_at: null,
-    })
-    .where('serial_number', '=', serial)
+    .insertInto('okm_polls')
+    .values({ serial_number: serial, last_sync_time: polledAt, last_ip: '203.0.113.5', reported: '{}' })
+    .onConflict((oc) => oc.column('serial_number').doUpdateSet({ last_sync_time: polledAt }))
     .execute();
+  await t.db.updateTable('okms').set({ overdue_at: null }).where('serial_number', '=', serial).execute();
 }
 
 const operatorTokens = new WeakMap<TestApp, Promise<string>>();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { findCustomerByName } from '../../src/customers/repository.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE } from '../../src/okm/fleet-states.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from '../../src/okm/fleet-states.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { walkKeys } from '../helpers/cursor-lists.ts';
@@ -19,7 +19,10 @@ interface PolledState {
 
 type State = 'in_step' | 'drifting' | 'overdue' | 'never_polled';
 
-/** The definitions of docs/okm-admin-api.md, written independently of the SQL that applies them. */
+/**
+ * The definitions of docs/okm-admin-api.md, written independently of the SQL that applies them.
+ * Overdue: past 3 fleet polling intervals since the last poll, as the fleet pass marks it.
+ */
 function isIn(state: State, okm: PolledState, fleetPollingInterval: number, now: number): boolean {
   switch (state) {
     case 'never_polled':
@@ -46,24 +49,28 @@ forEachDatabase('OKM list filters', (kind) => {
   });
   after(() => t.close());
 
-  /** A customer of its own holding exactly these OKMs, and its read token. */
-  async function customerWith(okms: PolledState[]) {
+  /**
+   * A customer of its own holding exactly these OKMs, and its read token: each OKM's row and,
+   * once it has polled, its poll row; overdue marked as the fleet pass marks it at `markedAt`
+   * (undefined: not marked, for a pass the test runs).
+   */
+  async function customerWith(okms: PolledState[], markedAt: number | undefined = Date.now()) {
     const name = `filters-${++customers}`;
     const token = await issueTestToken(t, { customer: name, scopes: ['okm:read'] });
     const customer = (await findCustomerByName(t.db, name))!;
+    const overdueAt = (okm: PolledState) =>
+      okm.lastSyncTime === null ? NEVER_POLLED : markedAt !== undefined && isIn('overdue', okm, t.settings.fleetPollingInterval, markedAt) ? markedAt : null;
     // In statements of 1 000: under both databases' limits of bound parameters.
     for (let start = 0; start < okms.length; start += 1000) {
+      const slice = okms.slice(start, start + 1000);
       await t.db
         .insertInto('okms')
         .values(
-          okms.slice(start, start + 1000).map((okm) => ({
+          slice.map((okm) => ({
             serial_number: okm.serial,
             customer_id: customer.id,
-            last_sync_time: okm.lastSyncTime,
             last_correction: okm.lastCorrection,
-            // As a poll leaves them: due in 3 fleet polling intervals, watched by the overdue sweep.
-            due_by: okm.lastSyncTime === null ? null : okm.lastSyncTime + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * t.settings.fleetPollingInterval,
-            overdue_at: okm.lastSyncTime === null ? 0 : null,
+            overdue_at: overdueAt(okm),
             auditing_enabled: 0,
             status_urls: '[]',
             created_at: 0,
@@ -71,6 +78,8 @@ forEachDatabase('OKM list filters', (kind) => {
           })),
         )
         .execute();
+      const polls = slice.flatMap((okm) => (okm.lastSyncTime === null ? [] : [{ serial_number: okm.serial, last_sync_time: okm.lastSyncTime, last_ip: '203.0.113.5', reported: '{}' }]));
+      if (polls.length > 0) await t.db.insertInto('okm_polls').values(polls).execute();
     }
     return { name, token };
   }
@@ -91,7 +100,9 @@ forEachDatabase('OKM list filters', (kind) => {
 
   test('state picks the OKMs that the fleet summary counts in that state', async () => {
     const prefix = `ST${customers}`;
-    const { name, token } = await customerWith(oneOfEach(prefix, Date.now()));
+    const { name, token } = await customerWith(oneOfEach(prefix, Date.now()), undefined);
+    // The fleet pass marks the overdue OKMs and counts the summary.
+    assert.ok(await t.app.fleetPass.runPass());
 
     const summary = (await call(t, 'GET', `/api/v1/fleet/summary?customer=${name}`, { token: admin })).json().data.okms;
     const inState = async (state: string) => serialsOf(await list(token, `state=${state}`));
@@ -149,7 +160,11 @@ forEachDatabase('OKM list filters', (kind) => {
   const polledState = (now: number) =>
     fc.record({
       serial: fc.stringMatching(/^[A-Ca-c0-9._-]{1,6}$/),
-      lastSyncTime: fc.option(fc.integer({ min: now - 3 * DAY, max: now }), { nil: null }),
+      // Not within a minute of becoming overdue, which a fleet pass running meanwhile could mark.
+      lastSyncTime: fc.option(
+        fc.integer({ min: now - 3 * DAY, max: now }).filter((time) => Math.abs(time + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * t.settings.fleetPollingInterval - now) > 60_000),
+        { nil: null },
+      ),
       lastCorrection: fc.option(fc.constant('kasDateTime'), { nil: null }),
     });
 
@@ -167,7 +182,7 @@ forEachDatabase('OKM list filters', (kind) => {
           const tag = `R${customers}.`;
           const okms = generated.map((okm) => ({ ...okm, serial: tag + okm.serial }));
           const prefix = generatedPrefix === undefined ? undefined : tag + generatedPrefix;
-          const { token } = await customerWith(okms);
+          const { token } = await customerWith(okms, now);
           const expected = okms
             .filter(
               (okm) =>
@@ -197,7 +212,7 @@ forEachDatabase('OKM list filters', (kind) => {
       lastSyncTime: index % 13 === 0 ? null : index % 7 === 0 ? now - DAY : now - ((index * 31) % 100) * 1000,
       lastCorrection: index % 3 === 0 ? 'kasDateTime' : null,
     }));
-    const { token } = await customerWith(okms);
+    const { token } = await customerWith(okms, now);
 
     for (const state of [undefined, 'in_step', 'drifting', 'never_polled', 'overdue'] as const) {
       const expected = okms

@@ -155,6 +155,8 @@ forEachDatabase('OKM admin API list', (kind) => {
     await setLastPoll(t, late!, 31_000);
     await setLastPoll(t, punctual!, 20_000);
     await setLastPoll(t, lateByFleetDefault!, 3 * t.settings.fleetPollingInterval * 1000 + 5_000);
+    // The fleet pass marks the OKMs that stopped polling.
+    assert.ok(await t.app.fleetPass.runPass());
 
     const overdue = await list(token, '?overdue=true');
     const notOverdue = await list(token, '?overdue=false');
@@ -170,6 +172,7 @@ forEachDatabase('OKM admin API list', (kind) => {
     await devicePoll(t, a!, '?kasFirmware=4.0');
     await devicePoll(t, b!, '?kasFirmware=4.0');
     await setLastPoll(t, b!, 3_600_000);
+    assert.ok(await t.app.fleetPass.runPass());
 
     const response = await list(token, '?firmware_version=4.0&overdue=true');
 
