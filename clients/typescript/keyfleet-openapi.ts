@@ -204,7 +204,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List OKMs */
+        /**
+         * List OKMs
+         * @description By serial number, a page at a time: pass each page's next_cursor as ?cursor= for the next. The filters combine.
+         */
         get: operations["listOkms"];
         put?: never;
         post?: never;
@@ -425,6 +428,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/okms/{serial}/deliveries/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The failed status-event delivery attempts of an OKM, newest first
+         * @description Kept WEBHOOK_LOG_RETENTION_DAYS days (7 by default).
+         */
+        get: operations["listOkmDeliveryFailures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints": {
         parameters: {
             query?: never;
@@ -486,7 +509,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The delivery log of a webhook endpoint: its newest 100 deliveries, newest first */
+        /**
+         * The delivery log of a webhook endpoint, newest first
+         * @description Finished deliveries are kept WEBHOOK_LOG_RETENTION_DAYS days (7 by default).
+         */
         get: operations["getWebhookEndpointDeliveries"];
         put?: never;
         post?: never;
@@ -1952,8 +1978,10 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
                 /** @description only OKMs that are (true) or are not (false) overdue */
                 overdue?: boolean;
                 /** @description only OKMs that last reported this version */
@@ -1964,8 +1992,6 @@ export interface operations {
                 state?: "in_step" | "drifting" | "overdue" | "never_polled";
                 /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
                 serial_prefix?: string;
-                /** @description serial_number (default); last_sync_time: oldest poll first, never polled before all; -last_sync_time: newest poll first, never polled after all; ties by serial number */
-                sort?: "serial_number" | "last_sync_time" | "-last_sync_time";
             };
             header?: never;
             path?: never;
@@ -1976,13 +2002,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: components["schemas"]["OkmRecord"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -2756,6 +2784,12 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
+                /** @description only the messages not delivered yet (true), or only those delivered (false) */
+                pending?: boolean;
             };
             header?: never;
             path: {
@@ -2768,12 +2802,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         data: components["schemas"]["OkmMessage"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -3067,8 +3104,10 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -3081,13 +3120,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: components["schemas"]["OkmAuditRecord"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -3462,8 +3503,10 @@ export interface operations {
     listPendingOkms: {
         parameters: {
             query?: {
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3474,13 +3517,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: components["schemas"]["PendingOkmRecord"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -3682,6 +3727,7 @@ export interface operations {
                         message: string;
                         data: {
                             queued_at: string | null;
+                            /** @description one per subscriber URL (at most 10); the failed attempts are listed at …/deliveries/failures */
                             subscriptions: {
                                 url: string;
                                 /** @enum {unknown} */
@@ -3695,19 +3741,109 @@ export interface operations {
                                 last_error: string | null;
                                 delivered_at: string | null;
                             }[];
-                            failures: {
-                                url: string;
-                                event_id: string;
-                                attempt: number;
-                                /** Format: date-time */
-                                attempted_at: string;
-                                status_code: number | null;
-                                error: string;
-                                /** @enum {unknown} */
-                                outcome: "retrying" | "failed" | "gone";
-                                next_attempt_at: string | null;
-                            }[];
                         };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, or the server is shutting down; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOkmDeliveryFailures: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                serial: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            url: string;
+                            event_id: string;
+                            attempt: number;
+                            /** Format: date-time */
+                            attempted_at: string;
+                            status_code: number | null;
+                            error: string;
+                            /** @enum {unknown} */
+                            outcome: "retrying" | "failed" | "gone";
+                            next_attempt_at: string | null;
+                        }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -3774,8 +3910,10 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3786,12 +3924,13 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: {
                             id: number;
                             url: string;
@@ -3800,6 +3939,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                         }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -4437,6 +4577,10 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -4450,6 +4594,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4470,6 +4616,7 @@ export interface operations {
                             last_error: string | null;
                             delivered_at: string | null;
                         }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -5927,8 +6074,10 @@ export interface operations {
             query: {
                 /** @description whose ACLs to list */
                 customer: string;
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -5939,12 +6088,13 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: {
                             id: string;
                             customer: string;
@@ -5963,6 +6113,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -6029,8 +6180,10 @@ export interface operations {
             query?: {
                 /** @description whose DLocks to list; an admin token without it lists every customer's */
                 customer?: string;
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -6041,12 +6194,13 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: {
                             serial_no: string;
                             /** @description the lock type it was enrolled with */
@@ -6057,6 +6211,7 @@ export interface operations {
                             /** Format: date-time */
                             enrolled_at: string;
                         }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -6124,8 +6279,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
                 state?: "ready" | "running" | "paused" | "finished" | "aborted";
-                page?: number;
-                results_per_page?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -6136,12 +6293,13 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
-                        pagination: components["schemas"]["Pagination"];
                         data: {
                             id: number;
                             customer: string | null;
@@ -6201,6 +6359,7 @@ export interface operations {
                             started_at: string | null;
                             finished_at: string | null;
                         }[];
+                        next_cursor: string | null;
                     };
                 };
             };

@@ -41,10 +41,3 @@ export const STATE_LABELS: Record<OkmState | 'overdue', string> = {
   never_polled: 'Never polled',
   overdue: 'Overdue',
 };
-
-/** The page count of a list response (the API sends its counts as strings, as the seed did). */
-export function pageCount(pagination: { results_per_page: string; total_results: string }): number {
-  const perPage = Number(pagination.results_per_page);
-  const total = Number(pagination.total_results);
-  return perPage > 0 ? Math.max(1, Math.ceil(total / perPage)) : 1;
-}

@@ -6,19 +6,18 @@ export interface ListFilters {
   customer?: string;
   overdue?: boolean;
   unassigned?: boolean;
-  sort?: 'serial_number' | 'last_sync_time' | '-last_sync_time';
-  page?: number;
 }
 
 const STATES = ['in_step', 'drifting', 'overdue', 'never_polled'] as const;
-const SORTS = ['serial_number', 'last_sync_time', '-last_sync_time'] as const;
 const oneOf = <T extends string>(values: readonly T[], value: string | undefined): T | undefined => (values as readonly string[]).includes(value ?? '') ? (value as T) : undefined;
 const text = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
 const flag = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : undefined);
 
-/** The filters of a console URL's query; what is not understood is left out, not sent to the API. */
+/**
+ * The filters of a console URL's query; what is not understood is left out, not sent to the
+ * API (a bookmark's `sort` or `page` is dropped, since the list has neither, and its filters kept).
+ */
 export function filtersFromQuery(query: Record<string, string | undefined>): ListFilters {
-  const page = Number(query.page);
   const filters: ListFilters = {
     state: oneOf(STATES, query.state),
     serial_prefix: text(query.serial_prefix),
@@ -26,16 +25,14 @@ export function filtersFromQuery(query: Record<string, string | undefined>): Lis
     customer: text(query.customer),
     overdue: flag(query.overdue),
     unassigned: query.unassigned === 'true' ? true : undefined,
-    sort: oneOf(SORTS, query.sort),
-    page: Number.isInteger(page) && page > 1 ? page : undefined,
   };
   return Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== undefined)) as ListFilters;
 }
 
-/** "?state=drifting&page=2", or "" when no filter is set; in a fixed order, so that equal filters give equal strings. */
+/** "?state=drifting&customer=acme", or "" when no filter is set; in a fixed order, so that equal filters give equal strings. */
 export function queryFromFilters(filters: ListFilters): string {
   const params = new URLSearchParams();
-  for (const key of ['serial_prefix', 'state', 'overdue', 'firmware_version', 'customer', 'unassigned', 'sort', 'page'] as const) {
+  for (const key of ['serial_prefix', 'state', 'overdue', 'firmware_version', 'customer', 'unassigned'] as const) {
     const value = filters[key];
     if (value !== undefined && value !== '') params.set(key, String(value));
   }

@@ -77,6 +77,10 @@ const SUCCESS_DESCRIPTIONS: Record<number, string> = { 200: 'OK', 201: 'Created'
 
 const RETRY_AFTER = { 'retry-after': Type.String({ description: 'seconds to wait' }) };
 
+/** A cursor-paged list's answer (src/http/cursor-paging.ts) carries the next page's Link. */
+const isCursorPage = (response: unknown) => typeof response === 'object' && response !== null && 'next_cursor' in ((response as { properties?: object }).properties ?? {});
+const NEXT_PAGE_LINK = { link: Type.String({ description: '`<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null' }) };
+
 /** The route's onRequest and preHandler hooks: where guards run. */
 function hooksOf(route: RouteOptions): object[] {
   return [route.onRequest, route.preHandler].flatMap((hooks) => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]));
@@ -131,7 +135,10 @@ function documentedSchema(route: RouteOptions, devicePaths: string[], tokenCheck
   // The route's `4xx` entry serializes its errors; the document names each status instead (generators read `4XX` poorly).
   const { '4xx': _wildcard, ...ownResponses } = (schema.response as Record<string, unknown> | undefined) ?? {};
   const responses: Record<string, unknown> = Object.fromEntries(
-    Object.entries(ownResponses).map(([status, response]) => [status, { 'x-response-description': SUCCESS_DESCRIPTIONS[Number(status)] ?? 'Success', ...(response as object) }]),
+    Object.entries(ownResponses).map(([status, response]) => [
+      status,
+      { 'x-response-description': SUCCESS_DESCRIPTIONS[Number(status)] ?? 'Success', ...(isCursorPage(response) ? { headers: NEXT_PAGE_LINK } : {}), ...(response as object) },
+    ]),
   );
   for (const [status, response] of Object.entries(documentation.responses ?? {})) responses[status] ??= responseObject(response);
   for (const status of [...statuses].sort()) {

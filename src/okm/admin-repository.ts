@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
@@ -44,7 +44,8 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
   if (filter.unassigned) conditions.push(eb('okms.customer_id', 'is', null));
   if (filter.firmwareVersion !== undefined) conditions.push(eb('okms.firmware_version', '=', filter.firmwareVersion));
   if (filter.overdue === true) conditions.push(fleetStateCondition('overdue', filter));
-  if (filter.overdue === false) conditions.push(eb.not(fleetStateCondition('overdue', filter)));
+  // NOT of a condition that can be NULL (a comparison with a NULL column) drops those rows too: not overdue is every OKM where overdue is not true.
+  if (filter.overdue === false) conditions.push(sql<SqlBool>`not coalesce(${fleetStateCondition('overdue', filter)}, ${sql.lit(false)})`);
   if (filter.state !== undefined) conditions.push(fleetStateCondition(filter.state, filter));
   if (filter.serialPrefix !== undefined) {
     conditions.push(eb('okms.serial_number', '>=', filter.serialPrefix));

@@ -21,6 +21,7 @@ import {
   MAX_MESSAGE_PAYLOAD_BYTES,
   OkmSettingsBody,
   type AuditRecordView,
+  type MessageListQuery,
   type MessageRecord,
   type OkmListQuery,
   type OkmPatchBody,
@@ -329,11 +330,11 @@ export async function postMessage(request: OkmRequest, serialNumber: string, typ
   });
 }
 
-/** A page of the OKM's messages, pending and delivered, oldest first. */
-export async function messageHistory(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<CursorPage<MessageRecord>> {
+/** A page of the OKM's messages (pending and delivered, or those the query picks), oldest first. */
+export async function messageHistory(request: OkmRequest, serialNumber: string, query: MessageListQuery): Promise<CursorPage<MessageRecord>> {
   const page = cursorPageRequest(MESSAGE_PAGES, query);
   await visibleOkm(request.db, await actingFor(request), serialNumber);
-  return mapCursorPage(await listMessages(request.db, serialNumber, page), toMessageRecord);
+  return mapCursorPage(await listMessages(request.db, serialNumber, page, query.pending), toMessageRecord);
 }
 
 /** A page of the OKM's audit records, in the order they arrived. */

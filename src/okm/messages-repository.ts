@@ -28,9 +28,15 @@ function toMessage(row: Selectable<OkmMessagesTable>): OkmMessage {
 /** An OKM's messages page by id: oldest first, the order its polls receive them in. */
 export const MESSAGE_PAGES = cursorList<[id: number]>('okm-messages', ['integer']);
 
-/** One page of the OKM's messages, pending and delivered, oldest first: a range of okm_messages_okm_idx (okm_serial, id) from the cursor on. */
-export async function listMessages(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<OkmMessage>> {
+/**
+ * One page of the OKM's messages, oldest first, after the cursor's id: a range of
+ * okm_messages_okm_idx (okm_serial, id) entered at the cursor. `pending` true: only those not
+ * delivered yet, a range of okm_messages_pending_idx (okm_serial, delivered_at, id) with
+ * delivered_at NULL; false: only the delivered ones.
+ */
+export async function listMessages(db: Db, serialNumber: string, page: CursorPageRequest<[number]>, pending?: boolean): Promise<CursorPage<OkmMessage>> {
   let rows = db.selectFrom('okm_messages').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').limit(page.limit + 1);
+  if (pending !== undefined) rows = rows.where('delivered_at', pending ? 'is' : 'is not', null);
   if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after));
   return MESSAGE_PAGES.page((await rows.execute()).map(toMessage), page.limit, (message) => [message.id]);
 }

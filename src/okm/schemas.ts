@@ -69,6 +69,15 @@ const customerPageQueryProperties = { customer: CustomerQuery.properties.custome
 export const PageQuery = Type.Object(customerPageQueryProperties, { additionalProperties: false });
 export type PageQuery = Static<typeof PageQuery>;
 
+export const MessageListQuery = Type.Object(
+  {
+    ...customerPageQueryProperties,
+    pending: Type.Optional(Type.Boolean({ description: 'only the messages not delivered yet (true), or only those delivered (false)' })),
+  },
+  { additionalProperties: false },
+);
+export type MessageListQuery = Static<typeof MessageListQuery>;
+
 export const OkmListQuery = Type.Object(
   {
     ...customerPageQueryProperties,

@@ -47,9 +47,8 @@ forEachDatabase('keyfleet okm pending, accept and token', (kind) => {
     const run = await keyfleet('okm', 'pending', '--json');
 
     assert.equal(run.exitCode, 0, run.stderr);
-    const printed = JSON.parse(run.stdout) as { page: number; total: number; pending: Array<Record<string, unknown>> };
-    assert.equal(printed.page, 1);
-    assert.equal(printed.total, printed.pending.length);
+    const printed = JSON.parse(run.stdout) as { next_cursor: string | null; pending: Array<Record<string, unknown>> };
+    assert.equal(printed.next_cursor, null);
     assert.deepEqual(
       printed.pending.find((okm) => okm.serial_number === serial),
       {
@@ -63,14 +62,14 @@ forEachDatabase('keyfleet okm pending, accept and token', (kind) => {
     );
   });
 
-  test('okm pending without --json prints one line per pending OKM and a count', async () => {
+  test('okm pending without --json prints one line per pending OKM and how many are on the page', async () => {
     const serial = await pendingOkm();
 
     const run = await keyfleet('okm', 'pending');
 
     assert.equal(run.exitCode, 0, run.stderr);
     assert.match(run.stdout, new RegExp(`^${serial}  first 2026-11-20T10:00:00.000Z  last 2026-11-20T10:00:00.000Z from 203.0.113.7  firmware 2.1.0  calls 1$`, 'm'));
-    assert.match(run.stdout, /^\d+ of \d+ pending \(page 1\)\n$/m);
+    assert.match(run.stdout, /^\d+ pending on this page\n$/m);
   });
 
   test('okm accept --customer makes the pending OKM an OKM of that customer, no longer pending', async () => {
@@ -155,10 +154,28 @@ forEachDatabase('keyfleet okm pending, accept and token', (kind) => {
     assert.equal(forMalformed.stderr, 'keyfleet: serial number: expected 1–64 characters of A–Z, a–z, 0–9, ".", "_" or "-", got "no spaces allowed"\n');
   });
 
-  test('okm pending --page must be a page number', async () => {
-    const run = await keyfleet('okm', 'pending', '--page', '0');
+  test('okm pending pages by --cursor, 100 a page: each page tells the command for the next, and a cursor of nothing is refused', async () => {
+    const serials = Array.from({ length: 101 }, (_, index) => `CLI-PAGE-${String(index).padStart(3, '0')}`);
+    await store.db
+      .insertInto('pending_okms')
+      .values(serials.map((serial) => ({ serial_number: serial, first_seen_at: 1, last_seen_at: 1, last_ip: '203.0.113.7', firmware_version: null, call_count: 1 })))
+      .execute();
+    const pages: Array<{ next_cursor: string | null; pending: Array<{ serial_number: string }> }> = [];
+    for (let cursor: string | null | undefined; cursor !== null; cursor = pages.at(-1)!.next_cursor) {
+      const run = await keyfleet('okm', 'pending', '--json', ...(cursor === undefined ? [] : ['--cursor', cursor]));
+      assert.equal(run.exitCode, 0, run.stderr);
+      pages.push(JSON.parse(run.stdout));
+    }
+    const text = await keyfleet('okm', 'pending');
+    const refused = await keyfleet('okm', 'pending', '--cursor', 'bm90LWEtY3Vyc29y');
 
-    assert.notEqual(run.exitCode, 0);
-    assert.equal(run.stderr, 'keyfleet: --page: expected a page number from 1, got "0"\n');
+    const listed = pages.flatMap((page) => page.pending.map((okm) => okm.serial_number));
+    assert.ok(pages.length >= 2 && pages[0]!.pending.length === 100);
+    assert.deepEqual(listed.filter((serial) => serial.startsWith('CLI-PAGE-')), serials);
+    assert.equal(new Set(listed).size, listed.length);
+    assert.match(text.stdout, new RegExp(`^100 pending on this page; the next page: keyfleet okm pending --cursor ${pages[0]!.next_cursor}\n$`, 'm'));
+    assert.notEqual(refused.exitCode, 0);
+    assert.equal(refused.stderr, 'keyfleet: --cursor: not a cursor of this list; pass the one a page printed, unchanged\n');
+    await store.db.deleteFrom('pending_okms').where('serial_number', 'like', 'CLI-PAGE-%').execute();
   });
 });

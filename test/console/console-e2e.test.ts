@@ -147,4 +147,55 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     watched.assertNoProblems();
     await watched.close();
   });
+
+  // Last: it adds a customer of 120 OKMs, which the overview's counts above do not expect.
+  test('the OKM list pages with Next and Previous, 50 a page, without page numbers or a total; a new filter starts at the first page', async () => {
+    await seedFleet(server.database, { customers: ['pager'], perCustomer: { okms: 120, drifting: 10, overdue: 5, neverPolled: 5 }, prefix: 'E2E' });
+    const serials = Array.from({ length: 120 }, (_, index) => `E2E-PAGER-${String(index + 1).padStart(5, '0')}`);
+    const { page, assertNoProblems, close } = await watchConsole(browser, server.base);
+    const rows = page.locator('[data-testid="okm-list"] tbody tr');
+    const shownSerials = () => rows.locator('td:first-child').allInnerTexts();
+    /** Waits until the table shows the page that begins with `first`. */
+    const pageStartingAt = async (first: string) => {
+      await page.locator(`[data-testid="okm-list"] tbody tr:first-child a:text-is("${first}")`).waitFor();
+      return shownSerials();
+    };
+    const pager = page.getByRole('navigation', { name: 'OKMs pages' });
+    await page.goto(adminUrl.replace('/console/#', '/console/okms?customer=pager#'));
+
+    const first = await pageStartingAt(serials[0]!);
+    const previousOnFirst = await pager.getByRole('button', { name: '← Previous' }).isDisabled();
+    await pager.getByRole('button', { name: 'Next →' }).click();
+    const second = await pageStartingAt(serials[50]!);
+    await pager.getByRole('button', { name: 'Next →' }).click();
+    const third = await pageStartingAt(serials[100]!);
+    const nextOnLast = await pager.getByRole('button', { name: 'Next →' }).isDisabled();
+    await pager.getByRole('button', { name: '← Previous' }).click();
+    const backToSecond = await pageStartingAt(serials[50]!);
+    await pager.getByRole('button', { name: 'Next →' }).click();
+    await pageStartingAt(serials[100]!);
+    await pager.getByRole('button', { name: 'First page' }).click();
+    const backToFirst = await pageStartingAt(serials[0]!);
+    await pager.getByRole('button', { name: 'Next →' }).click();
+    await pageStartingAt(serials[50]!);
+    await page.getByLabel('State').selectOption('never_polled');
+    await page.waitForURL(/state=never_polled/);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="okm-list"] tbody tr').length === 5);
+    const filteredPager = await pager.count();
+    const pagerText = await page.locator('.pager').allInnerTexts();
+    const sortBy = await page.getByLabel('Sort by').count();
+
+    assert.equal(previousOnFirst, true);
+    assert.deepEqual(first, serials.slice(0, 50));
+    assert.deepEqual(second, serials.slice(50, 100));
+    assert.deepEqual(third, serials.slice(100));
+    assert.equal(nextOnLast, true);
+    assert.deepEqual(backToSecond, second);
+    assert.deepEqual(backToFirst, first);
+    assert.equal(filteredPager, 0, 'five never-polled OKMs fit one page: no pager');
+    assert.deepEqual(pagerText, []);
+    assert.equal(sortBy, 0, 'no Sort by: the list is by serial number');
+    assertNoProblems();
+    await close();
+  });
 });

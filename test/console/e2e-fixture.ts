@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page, Request } from 'playwright-core';
 import { loadSettings } from '../../src/config/settings.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
+import { NEVER_POLLED } from '../../src/okm/fleet-states.ts';
 import { dialectFor, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { parametersAfter } from '../../src/simulator/device.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
@@ -204,17 +205,13 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
       const isDrifting = !isNeverPolled && !isOverdue && rank < neverPolled + overdue + drifting;
       const lastSync = isNeverPolled ? null : isOverdue ? now - (3 * interval + 600 + Math.floor(random() * 86_400)) * 1000 : now - Math.floor(random() * interval * 1000);
       const serial = `${spec.prefix ?? 'OKM'}-${name.toUpperCase()}-${String(index + 1).padStart(5, '0')}`;
-      return {
+      const okm = {
         serial_number: serial,
         customer_id: customer.id,
         auditing_enabled: 1,
         status_urls: '[]',
-        install_code: null,
-        last_sync_time: lastSync,
-        // As the last poll left them: due in 3 polling intervals, watched by the overdue sweep.
-        due_by: lastSync === null ? null : lastSync + 3 * interval * 1000,
-        overdue_at: lastSync === null ? 0 : null,
-        last_ip: isNeverPolled ? null : `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`,
+        // Never polled (0), or marked by the fleet pass once silent for 3 polling intervals.
+        overdue_at: isNeverPolled ? NEVER_POLLED : isOverdue ? lastSync! + 3 * interval * 1000 : null,
         firmware_version: isNeverPolled ? null : pick(KAS_VERSIONS),
         batch_key_firmware_version: isNeverPolled ? null : pick(BATCH_VERSIONS),
         wireless_key_firmware_version: isNeverPolled ? null : pick(WIRELESS_VERSIONS),
@@ -222,8 +219,16 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
         created_at: now - 30 * 86_400_000,
         updated_at: now - 30 * 86_400_000,
       };
+      // What its last poll left, in its poll row.
+      const poll = lastSync === null ? undefined : { serial_number: serial, last_sync_time: lastSync, last_ip: `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`, reported: '{}' };
+      return { okm, poll };
     });
-    for (let start = 0; start < rows.length; start += 500) await db.insertInto('okms').values(rows.slice(start, start + 500)).execute();
+    for (let start = 0; start < rows.length; start += 500) {
+      const slice = rows.slice(start, start + 500);
+      await db.insertInto('okms').values(slice.map((row) => row.okm)).execute();
+      const polls = slice.flatMap((row) => (row.poll === undefined ? [] : [row.poll]));
+      if (polls.length > 0) await db.insertInto('okm_polls').values(polls).execute();
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { okmState, pageCount, relativeTime } from '../../console/src/format.ts';
+import { okmState, relativeTime } from '../../console/src/format.ts';
 import { decodeClaims, tokenFromFragment } from '../../console/src/session-token.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -23,11 +23,6 @@ test('an OKM is never polled, drifting or in step as the fleet summary counts it
   assert.equal(okmState({ last_sync_time: null, last_correction: null }), 'never_polled');
   assert.equal(okmState({ last_sync_time: '2026-11-22T11:00:00Z', last_correction: 'kasFirmware' }), 'drifting');
   assert.equal(okmState({ last_sync_time: '2026-11-22T11:00:00Z', last_correction: null }), 'in_step');
-});
-
-test('the page count of a list rounds up and is at least one', () => {
-  assert.equal(pageCount({ results_per_page: '30', total_results: '0' }), 1);
-  assert.equal(pageCount({ results_per_page: '30', total_results: '61' }), 3);
 });
 
 const jwt = (payload: object) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;

@@ -64,7 +64,7 @@ export function nextLinkOf(link: string): string {
 }
 
 /** Every key of the list, walked by cursor `limit` at a time; `between` runs after each page but the last, with the page's number (from 1). */
-export async function walkKeys(fixture: CursorListFixture, limit: number, between?: (page: number) => Promise<void>): Promise<ListKey[]> {
+export async function walkKeys(fixture: Pick<CursorListFixture, 't' | 'token' | 'url' | 'keyOf'>, limit: number, between?: (page: number) => Promise<void>): Promise<ListKey[]> {
   const keys: ListKey[] = [];
   let cursor: string | null = null;
   for (let page = 1; ; page++) {

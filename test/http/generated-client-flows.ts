@@ -38,8 +38,9 @@ export async function runClientFlows(credentials: Credentials): Promise<string[]
   assert.equal(okm.data?.data.polling_interval, 300);
   const fetched = await operator.GET('/api/v1/okms/{serial}', { params: { path: { serial: serialNumber } } });
   assert.equal(fetched.data?.data.effective_polling_interval, 300);
-  const list = await operator.GET('/api/v1/okms', { params: { query: { results_per_page: 10 } } });
+  const list = await operator.GET('/api/v1/okms', { params: { query: { serial_prefix: serialNumber, limit: 10 } } });
   assert.ok(list.data?.data.some((record) => record.serial_number === serialNumber));
+  assert.equal(list.data?.next_cursor, null);
   done.push('OKM admin');
 
   const enrolment = await dlock.POST('/v1/dlock', {

@@ -234,7 +234,7 @@ forEachDatabase('OKM admin API routes', (kind) => {
     assert.equal(data[1].delivered_at, null);
   });
 
-  test('GET audit lists the records the device sent, paginated', async () => {
+  test('GET audit lists the records the device sent, in the order they arrived, a page at a time', async () => {
     const serial = uniqueSerial();
     await createOkm(t, tokens.acmeWrite, serial);
     const intake = await t.app.inject({
@@ -244,11 +244,13 @@ forEachDatabase('OKM admin API routes', (kind) => {
     });
     assert.ok(intake.statusCode < 300, `audit intake answered ${intake.statusCode} ${intake.body}`);
 
-    const response = await call(t, 'GET', `${OKMS}/${serial}/audit?page=2&results_per_page=2`, { token: tokens.acmeRead });
+    const first = await call(t, 'GET', `${OKMS}/${serial}/audit?limit=2`, { token: tokens.acmeRead });
+    const response = await call(t, 'GET', `${OKMS}/${serial}/audit?limit=2&cursor=${first.json().next_cursor}`, { token: tokens.acmeRead });
 
     assert.equal(response.statusCode, 200);
+    assert.deepEqual(first.json().data.map((entry: { record: unknown }) => entry.record), [{ event: 'a' }, { event: 'b' }]);
     const body = response.json();
-    assert.deepEqual(body.pagination, { page: 2, results_per_page: '2', total_results: '3' });
+    assert.equal(body.next_cursor, null);
     assert.equal(body.data.length, 1);
     assert.deepEqual(body.data[0].record, { event: 'c' });
     assert.match(body.data[0].received_at, ISO_TIME);

@@ -64,7 +64,7 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
     await createOkm(t, tokens.acmeWrite, own);
     await createOkm(t, tokens.betaWrite, others);
 
-    const response = await call(t, 'GET', `${OKMS}?results_per_page=100`, { token: tokens.acmeRead });
+    const response = await call(t, 'GET', `${OKMS}?limit=500`, { token: tokens.acmeRead });
     const listed: { serial_number: string; customer: string }[] = response.json().data;
 
     assert.ok(listed.some((okm) => okm.serial_number === own), 'the list is not empty: it holds the customer\'s own OKM');
@@ -240,7 +240,6 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
     const audit = await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.betaWrite });
     assert.equal(audit.statusCode, 200);
     assert.deepEqual(audit.json().data, []);
-    assert.equal(audit.json().pagination.total_results, '0');
     const poll = await devicePoll(t, serial);
     assert.equal(poll.statusCode, 200);
     assert.equal('message' in poll.json(), false, poll.body);
@@ -266,7 +265,7 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
       messages.map((message: { type: string }) => message.type),
       ['delivered', 'pending'],
     );
-    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.acmeRead })).json().pagination.total_results, '2');
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.acmeRead })).json().data.length, 2);
     assert.equal((await devicePoll(t, serial)).json().message?.type, 'pending');
   });
 
@@ -276,7 +275,7 @@ forEachDatabase('OKM admin API tenancy, scopes and assignment', (kind) => {
     await call(t, 'PUT', `${OKMS}/${serial}/customer`, { token: tokens.admin, payload: { customer: 'acme' } });
 
     assert.equal((await call(t, 'GET', `${OKMS}/${serial}/messages`, { token: tokens.acmeRead })).json().data.length, 2);
-    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.acmeRead })).json().pagination.total_results, '2');
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/audit`, { token: tokens.acmeRead })).json().data.length, 2);
   });
 
   test('assigning null makes the OKM unassigned again', async () => {

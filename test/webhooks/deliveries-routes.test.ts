@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { call, createOkm, devicePoll, issueTokens, OKMS, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
 import { FAST_WEBHOOKS, Receiver } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { cursorListContract, idKeyAt, type CursorListFixture } from '../helpers/cursor-lists.ts';
 
 forEachDatabase('delivery log and status event metrics', (kind) => {
   let subject: TestApp;
@@ -34,7 +35,7 @@ forEachDatabase('delivery log and status event metrics', (kind) => {
     return serial;
   }
 
-  test('GET …/deliveries shows each URL with its last attempt, and the failed attempts with status codes', async () => {
+  test('GET …/deliveries shows each URL with its last attempt, and GET …/deliveries/failures the failed attempts with status codes', async () => {
     const serial = await polledAcmeOkm(['/fails-once', '/ok']);
 
     const response = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: tokens.acmeRead });
@@ -49,9 +50,13 @@ forEachDatabase('delivery log and status event metrics', (kind) => {
         [receiver.url('/ok'), 'delivered', 0, 200, null],
       ],
     );
-    assert.equal(data.failures.length, 1);
+    assert.deepEqual(Object.keys(data).sort(), ['queued_at', 'subscriptions']);
+    const failures = await call(subject, 'GET', `${OKMS}/${serial}/deliveries/failures`, { token: tokens.acmeRead });
+    assert.equal(failures.statusCode, 200);
+    const [failure, ...more] = failures.json().data;
+    assert.deepEqual([more, failures.json().next_cursor], [[], null]);
     assert.deepEqual(
-      { ...data.failures[0], attempted_at: typeof data.failures[0].attempted_at, next_attempt_at: typeof data.failures[0].next_attempt_at },
+      { ...failure, attempted_at: typeof failure.attempted_at, next_attempt_at: typeof failure.next_attempt_at },
       {
         url: receiver.url('/fails-once'),
         event_id: data.subscriptions[0].last_event_id,
@@ -69,16 +74,18 @@ forEachDatabase('delivery log and status event metrics', (kind) => {
     const serial = await polledAcmeOkm(['/ok']);
     const noScope = await issueTestToken(subject, { customer: 'acme', scopes: ['okm:write'] });
 
-    const asBeta = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: tokens.betaWrite });
-    const unscoped = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: noScope });
-    const asAdmin = await call(subject, 'GET', `${OKMS}/${serial}/deliveries`, { token: tokens.admin });
-    const missing = await call(subject, 'GET', `${OKMS}/NO-SUCH-OKM/deliveries`, { token: tokens.admin });
+    for (const path of ['deliveries', 'deliveries/failures']) {
+      const asBeta = await call(subject, 'GET', `${OKMS}/${serial}/${path}`, { token: tokens.betaWrite });
+      const unscoped = await call(subject, 'GET', `${OKMS}/${serial}/${path}`, { token: noScope });
+      const asAdmin = await call(subject, 'GET', `${OKMS}/${serial}/${path}`, { token: tokens.admin });
+      const missing = await call(subject, 'GET', `${OKMS}/NO-SUCH-OKM/${path}`, { token: tokens.admin });
 
-    assert.equal(asBeta.statusCode, 404);
-    assert.deepEqual(asBeta.json(), { error_code: 'NOT_FOUND', error_msg: 'OKM not found' });
-    assert.equal(unscoped.statusCode, 403);
-    assert.equal(asAdmin.statusCode, 200);
-    assert.equal(missing.statusCode, 404);
+      assert.equal(asBeta.statusCode, 404, path);
+      assert.deepEqual(asBeta.json(), { error_code: 'NOT_FOUND', error_msg: 'OKM not found' });
+      assert.equal(unscoped.statusCode, 403, path);
+      assert.equal(asAdmin.statusCode, 200, path);
+      assert.equal(missing.statusCode, 404, path);
+    }
   });
 
   test('removing a URL from subscribe_urls drops its queued event', async () => {
@@ -111,5 +118,32 @@ forEachDatabase('delivery log and status event metrics', (kind) => {
     );
     assert.equal(value(metrics, 'keyfleet_status_events_queue_depth'), 0);
     assert.match(metrics, /^# TYPE keyfleet_status_events_failed_total counter$/m);
+  });
+
+  let okms = 0;
+  describe('failed attempts, paged by cursor', () => {
+    // Ids of their own, far above any the database hands out here: newest (highest) first.
+    cursorListContract('GET /api/v1/okms/{serial}/deliveries/failures', async (): Promise<CursorListFixture> => {
+      const serial = uniqueSerial('FAIL');
+      await createOkm(subject, tokens.acmeWrite, serial);
+      const base = 1_000_000 * ++okms;
+      return {
+        t: subject,
+        url: `${OKMS}/${serial}/deliveries/failures`,
+        token: tokens.acmeRead,
+        keyOf: (failure) => Number(failure.event_id),
+        keyAt: idKeyAt(base, 'desc'),
+        add: async (ids) => {
+          if (ids.length === 0) return;
+          await subject.db
+            .insertInto('status_delivery_failures')
+            .values(ids.map((id) => ({ id: Number(id), okm_serial: serial, url: receiver.url('/down'), event_id: String(id), attempt: 1, attempted_at: 1, status_code: 503, error: 'HTTP 503', outcome: 'retrying', next_attempt_at: 2 })))
+            .execute();
+        },
+        remove: async (id) => {
+          await subject.db.deleteFrom('status_delivery_failures').where('id', '=', Number(id)).execute();
+        },
+      };
+    });
   });
 });

@@ -12,7 +12,6 @@ import { fieldMessage } from './error-message.ts';
 
 export type Schemas = components['schemas'];
 export type OkmRecord = Schemas['OkmRecord'];
-export type Pagination = Schemas['Pagination'];
 
 export class ApiError extends Error {
   constructor(
@@ -67,10 +66,13 @@ async function call<T>(request: Promise<Answer<T>>): Promise<T> {
   throw new ApiError(response.status, body.error_code ?? 'HTTP_ERROR', response.status === 400 ? message : apiMessage, field);
 }
 
-/** A list's `page` and `results_per_page`. */
+/**
+ * Which page of a cursor-paged list: `limit` rows after `cursor` (the next_cursor of the page
+ * before; none: the first page). Every list the console shows pages this way.
+ */
 export interface PageRequest {
-  page?: number;
-  results_per_page?: number;
+  limit?: number;
+  cursor?: string;
 }
 
 // ---- Fleet ----------------------------------------------------------------------------------
@@ -82,7 +84,7 @@ export const listFailingSubscribers = (customer?: string) => call(api.GET('/api/
 
 // ---- OKMs -----------------------------------------------------------------------------------
 
-/** The OKM list's filters, sort and page (GET /api/v1/okms). */
+/** The OKM list's filters and page (GET /api/v1/okms). */
 export type OkmListFilters = NonNullable<paths['/api/v1/okms']['get']['parameters']['query']>;
 
 export const listOkms = (filters: OkmListFilters) => call(api.GET('/api/v1/okms', { params: { query: filters } }));
@@ -98,7 +100,8 @@ export type OkmPatch = NonNullable<paths['/api/v1/okms/{serial}']['patch']['requ
 export const patchOkm = (serial: string, patch: OkmPatch) =>
   call(api.PATCH('/api/v1/okms/{serial}', { params: { path: { serial } }, body: patch, headers: { 'content-type': 'application/merge-patch+json' } }));
 
-export const listOkmMessages = (serial: string) => call(api.GET('/api/v1/okms/{serial}/messages', { params: { path: { serial } } }));
+/** `pending`: only the messages not delivered yet (true) or only the delivered ones (false). */
+export const listOkmMessages = (serial: string, query: PageRequest & { pending?: boolean }) => call(api.GET('/api/v1/okms/{serial}/messages', { params: { path: { serial }, query } }));
 
 export const queueOkmMessage = (serial: string, type: string, payload: unknown = null) =>
   call(api.POST('/api/v1/okms/{serial}/messages', { params: { path: { serial } }, body: { type, payload } }));
@@ -108,6 +111,10 @@ export const listOkmAudit = (serial: string, page: PageRequest) =>
 
 export const getOkmDeliveries = (serial: string) => call(api.GET('/api/v1/okms/{serial}/deliveries', { params: { path: { serial } } }));
 export type DeliveryLog = Awaited<ReturnType<typeof getOkmDeliveries>>['data'];
+
+/** The failed status-event delivery attempts, newest first. */
+export const listOkmDeliveryFailures = (serial: string, page: PageRequest) =>
+  call(api.GET('/api/v1/okms/{serial}/deliveries/failures', { params: { path: { serial }, query: page } }));
 
 /** Admin: a new device token (the old one stops working); shown once. */
 export const issueDeviceToken = (serial: string) => call(api.POST('/api/v1/okms/{serial}/device-token', { params: { path: { serial } } }));
@@ -243,5 +250,7 @@ export const deleteWebhookEndpoint = (id: number) => call(api.DELETE('/api/v1/we
 /** Queues a signed webhook.test event to this endpoint alone. */
 export const sendWebhookTestEvent = (id: number) => call(api.POST('/api/v1/webhook-endpoints/{id}/test', { params: { path: { id: String(id) } } }));
 
-export const getWebhookDeliveries = (id: number) => call(api.GET('/api/v1/webhook-endpoints/{id}/deliveries', { params: { path: { id: String(id) } } }));
+/** The endpoint's deliveries, newest first. */
+export const getWebhookDeliveries = (id: number, page: PageRequest) =>
+  call(api.GET('/api/v1/webhook-endpoints/{id}/deliveries', { params: { path: { id: String(id) }, query: page } }));
 export type WebhookDelivery = Awaited<ReturnType<typeof getWebhookDeliveries>>['data'][number];

@@ -1,20 +1,25 @@
-import { pageCount } from '../format.ts';
-import type { Pagination } from '../api/client.ts';
+import type { CursorPages } from './use-cursor-pages.ts';
 
-/** "Page 3 of 120 (3 571 OKMs)" with previous/next buttons. */
-export function Pager({ pagination, noun, onPage }: { pagination: Pagination; noun: string; onPage: (page: number) => void }) {
-  const pages = pageCount(pagination);
-  const page = pagination.page;
-  const total = Number(pagination.total_results);
+/**
+ * Previous / Next through a cursor-paged list (and back to its first page from deep in it).
+ * No page numbers and no total: the API pages by cursor and counts nothing (the fleet
+ * summary has the counts). Nothing when the list fits one page.
+ */
+export function Pager({ pages, nextCursor, noun }: { pages: CursorPages; nextCursor: string | null; noun: string }) {
+  if (pages.before === 0 && nextCursor === null) return null;
   return (
     <nav class="pager" aria-label={`${noun} pages`}>
-      <button type="button" disabled={page <= 1} onClick={() => onPage(page - 1)}>
+      <button type="button" disabled={pages.before === 0} onClick={pages.previous}>
         ← Previous
       </button>
-      <span>
-        Page {page} of {pages.toLocaleString()} ({total.toLocaleString()} {noun})
-      </span>
-      <button type="button" disabled={page >= pages} onClick={() => onPage(page + 1)}>
+      {pages.before > 1 ? (
+        <button type="button" onClick={pages.first}>
+          First page
+        </button>
+      ) : (
+        <span />
+      )}
+      <button type="button" disabled={nextCursor === null} onClick={() => nextCursor !== null && pages.next(nextCursor)}>
         Next →
       </button>
     </nav>

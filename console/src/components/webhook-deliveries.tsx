@@ -1,6 +1,8 @@
 import { getWebhookDeliveries } from '../api/client.ts';
+import { Pager } from './pager.tsx';
 import { RelativeTime } from './relative-time.tsx';
 import { ResourceView } from './resource-view.tsx';
+import { useCursorPages } from './use-cursor-pages.ts';
 import { useResource } from './use-resource.ts';
 
 /** The deliveries list asks again this often, so that a test event's outcome shows by itself. */
@@ -13,12 +15,19 @@ const OUTCOMES = {
   gone: { label: 'Gone (410)', tone: 'never-polled' },
 } as const;
 
-/** An endpoint's newest deliveries (the API keeps up to 100), newest first. `version` changes make it load again at once. */
+const DELIVERIES_PER_PAGE = 10;
+
+/**
+ * An endpoint's deliveries, newest first, a page at a time. `version` changes (a test event
+ * sent) make it load again at once, from its first page, where the new delivery is.
+ */
 export function WebhookDeliveries({ endpointId, url, version }: { endpointId: number; url: string; version: number }) {
-  const deliveries = useResource(() => getWebhookDeliveries(endpointId), [endpointId, version], DELIVERIES_REFRESH_MS);
+  const pages = useCursorPages(`${endpointId}/${version}`);
+  const deliveries = useResource(() => getWebhookDeliveries(endpointId, { limit: DELIVERIES_PER_PAGE, cursor: pages.cursor }), [endpointId, version, pages.cursor], DELIVERIES_REFRESH_MS);
   return (
-    <ResourceView resource={deliveries} isEmpty={(answer) => answer.data.length === 0} empty="No delivery yet. Send a test event to try the endpoint.">
+    <ResourceView resource={deliveries} isEmpty={(answer) => answer.data.length === 0 && pages.before === 0} empty="No delivery yet. Send a test event to try the endpoint.">
       {(answer) => (
+        <>
         <div class="table-wrap">
           <table class="deliveries">
             <caption class="visually-hidden">Deliveries to {url}</caption>
@@ -61,6 +70,8 @@ export function WebhookDeliveries({ endpointId, url, version }: { endpointId: nu
             </tbody>
           </table>
         </div>
+        <Pager pages={pages} nextCursor={answer.next_cursor} noun={`deliveries to ${url}`} />
+        </>
       )}
     </ResourceView>
   );

@@ -131,7 +131,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const [deleting, setDeleting] = useState(false);
 
   const okms = useResource(
-    () => (mayListOkms && customer !== '' ? listOkms({ customer: claims.isAdmin ? customer : undefined, results_per_page: 100 }) : Promise.resolve(undefined)),
+    () => (mayListOkms && customer !== '' ? listOkms({ customer: claims.isAdmin ? customer : undefined, limit: 100 }) : Promise.resolve(undefined)),
     [customer],
   );
 

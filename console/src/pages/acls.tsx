@@ -5,24 +5,27 @@ import { Pager } from '../components/pager.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer, TenantPicker } from '../components/tenant-picker.tsx';
+import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { aclHref, okmHref } from '../paths.ts';
 import { useSession } from '../session.ts';
 
 const ACLS_PER_PAGE = 20;
 
-/** A customer's ACLs, a page at a time, each with its size, linked OKM and last change (summaries: the lists stay on the server). */
+/**
+ * A customer's ACLs by id, a page at a time (Previous / Next through the summaries' cursors),
+ * each with its size, linked OKM and last change (summaries: the lists stay on the server).
+ */
 export function AclsPage() {
   const session = useSession()!;
-  const { query, path, route } = useLocation();
+  const { query } = useLocation();
   const customer = actingCustomer(session, query);
-  const page = Math.max(1, Number(query.page) || 1);
   const canCreate = session.claims.isAdmin || session.claims.scopes.includes('acl:create');
+  const pages = useCursorPages(customer);
   const acls = useResource(
-    () => (customer === '' ? Promise.resolve(undefined) : listAclSummaries(customer, { page, results_per_page: ACLS_PER_PAGE })),
-    [customer, page],
+    () => (customer === '' ? Promise.resolve(undefined) : listAclSummaries(customer, { limit: ACLS_PER_PAGE, cursor: pages.cursor })),
+    [customer, pages.cursor],
   );
-  const toPage = (next: number) => route(`${path}?${new URLSearchParams({ ...(session.claims.customer ? {} : { customer }), page: String(next) })}`);
 
   return (
     <section>
@@ -41,7 +44,10 @@ export function AclsPage() {
       ) : acls.data === undefined ? (
         <Loading what="Loading ACLs" />
       ) : acls.data.data.length === 0 ? (
-        <Empty>{page > 1 ? 'No ACLs on this page.' : `${customer} has no ACLs yet.`}</Empty>
+        <>
+          <Empty>{pages.before > 0 ? 'No more ACLs.' : `${customer} has no ACLs yet.`}</Empty>
+          <Pager pages={pages} nextCursor={null} noun="ACLs" />
+        </>
       ) : (
         <>
           <div class="table-wrap">
@@ -77,7 +83,7 @@ export function AclsPage() {
               </tbody>
             </table>
           </div>
-          <Pager pagination={acls.data.pagination} noun="ACLs" onPage={toPage} />
+          <Pager pages={pages} nextCursor={acls.data.next_cursor} noun="ACLs" />
         </>
       )}
     </section>

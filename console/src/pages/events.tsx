@@ -6,6 +6,7 @@ import { Pager } from '../components/pager.tsx';
 import { LocalTime } from '../components/relative-time.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer, TenantPicker } from '../components/tenant-picker.tsx';
+import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { WebhookDeleteDialog } from '../components/webhook-delete-dialog.tsx';
 import { WebhookDeliveries } from '../components/webhook-deliveries.tsx';
@@ -17,12 +18,12 @@ const ENDPOINTS_PER_PAGE = 20;
 /** Fleet-event webhook endpoints: what each receives, a test event, and its recent deliveries. */
 export function EventsPage() {
   const session = useSession()!;
-  const { query, path, route } = useLocation();
+  const { query } = useLocation();
   const customer = actingCustomer(session, query);
   const asOperator = session.claims.customer === null;
   const named = asOperator && customer !== '' ? customer : undefined;
-  const page = Math.max(1, Number(query.page) || 1);
-  const endpoints = useResource(() => listWebhookEndpoints({ customer: named, page, results_per_page: ENDPOINTS_PER_PAGE }), [named, page]);
+  const pages = useCursorPages(named ?? '');
+  const endpoints = useResource(() => listWebhookEndpoints({ customer: named, limit: ENDPOINTS_PER_PAGE, cursor: pages.cursor }), [named, pages.cursor]);
   const [deleting, setDeleting] = useState<WebhookEndpoint | null>(null);
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<{ ok: boolean; text: string } | null>(null);
@@ -74,7 +75,10 @@ export function EventsPage() {
           ) : endpoints.data === undefined ? (
             <Loading what="Loading webhook endpoints" />
           ) : endpoints.data.data.length === 0 ? (
-            <Empty>{page > 1 ? 'No endpoints on this page.' : 'No webhook endpoint yet: fleet events go nowhere. Add one with the form.'}</Empty>
+            <>
+              <Empty>{pages.before > 0 ? 'No more endpoints.' : 'No webhook endpoint yet: fleet events go nowhere. Add one with the form.'}</Empty>
+              <Pager pages={pages} nextCursor={null} noun="endpoints" />
+            </>
           ) : (
             <>
               {endpoints.data.data.map((endpoint) => (
@@ -106,9 +110,7 @@ export function EventsPage() {
                   <WebhookDeliveries endpointId={endpoint.id} url={endpoint.url} version={versions[endpoint.id] ?? 0} />
                 </section>
               ))}
-              {Number(endpoints.data.pagination.total_results) > ENDPOINTS_PER_PAGE && (
-                <Pager pagination={endpoints.data.pagination} noun="endpoints" onPage={(next) => route(`${path}?${new URLSearchParams({ ...(named ? { customer: named } : {}), page: String(next) })}`)} />
-              )}
+              <Pager pages={pages} nextCursor={endpoints.data.next_cursor} noun="endpoints" />
             </>
           )}
         </div>

@@ -5,6 +5,7 @@ import { Pager } from '../components/pager.tsx';
 import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer, TenantPicker } from '../components/tenant-picker.tsx';
+import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { useSession } from '../session.ts';
 
@@ -13,16 +14,14 @@ const LOCKS_PER_PAGE = 50;
 /** A customer's enrolled DLocks (every customer's for an operator who names none): no key material, ever. */
 export function LocksPage() {
   const session = useSession()!;
-  const { query, path, route } = useLocation();
+  const { query } = useLocation();
   const customer = actingCustomer(session, query);
-  const page = Math.max(1, Number(query.page) || 1);
   const showCustomer = session.claims.isAdmin && customer === '';
+  const pages = useCursorPages(customer);
   const locks = useResource(
-    () => listLocks({ customer: session.claims.customer === null && customer !== '' ? customer : undefined, page, results_per_page: LOCKS_PER_PAGE }),
-    [customer, page],
+    () => listLocks({ customer: session.claims.customer === null && customer !== '' ? customer : undefined, limit: LOCKS_PER_PAGE, cursor: pages.cursor }),
+    [customer, pages.cursor],
   );
-  const toPage = (next: number) =>
-    route(`${path}?${new URLSearchParams({ ...(session.claims.customer === null && customer !== '' ? { customer } : {}), page: String(next) })}`);
 
   return (
     <section>
@@ -36,7 +35,10 @@ export function LocksPage() {
       ) : locks.data === undefined ? (
         <Loading what="Loading locks" />
       ) : locks.data.data.length === 0 ? (
-        <Empty>{page > 1 ? 'No locks on this page.' : 'No DLock is enrolled yet.'}</Empty>
+        <>
+          <Empty>{pages.before > 0 ? 'No more locks.' : 'No DLock is enrolled yet.'}</Empty>
+          <Pager pages={pages} nextCursor={null} noun="locks" />
+        </>
       ) : (
         <>
           <div class="table-wrap">
@@ -72,7 +74,7 @@ export function LocksPage() {
               </tbody>
             </table>
           </div>
-          <Pager pagination={locks.data.pagination} noun="locks" onPage={toPage} />
+          <Pager pages={pages} nextCursor={locks.data.next_cursor} noun="locks" />
         </>
       )}
     </section>

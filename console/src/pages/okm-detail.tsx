@@ -1,3 +1,4 @@
+import { useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { getOkm, getOkmDrift, listOkmMessages } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
@@ -16,6 +17,7 @@ import { currentSession } from '../session.ts';
 
 /** The record, its drift and its messages are asked again this often, so that a device's poll shows. */
 const DETAIL_REFRESH_MS = 10_000;
+const WAITING_COUNTED = 500;
 
 export function OkmDetailPage() {
   const serial = useRoute().params.serial ?? '';
@@ -23,15 +25,18 @@ export function OkmDetailPage() {
   const canWrite = (claims?.isAdmin || claims?.scopes.includes('okm:write')) ?? false;
   const okm = useResource(() => getOkm(serial), [serial], DETAIL_REFRESH_MS);
   const drift = useResource(() => getOkmDrift(serial), [serial], DETAIL_REFRESH_MS);
-  const messages = useResource(() => listOkmMessages(serial), [serial], DETAIL_REFRESH_MS);
+  // The messages waiting, for the drift table's count: one page of the largest size holds any real backlog.
+  const waiting = useResource(() => listOkmMessages(serial, { pending: true, limit: WAITING_COUNTED }), [serial], DETAIL_REFRESH_MS);
+  const [version, setVersion] = useState(0);
   const refresh = () => {
     okm.reload();
     drift.reload();
-    messages.reload();
+    waiting.reload();
+    setVersion((previous) => previous + 1);
   };
 
   const record = okm.data?.data;
-  const pendingMessages = messages.data?.data.filter((message) => message.delivered_at === null).length ?? 0;
+  const pendingMessages = waiting.data?.data.length ?? 0;
   return (
     <section>
       <p class="breadcrumb">
@@ -105,7 +110,7 @@ export function OkmDetailPage() {
           </div>
 
           {claims?.isAdmin && <AdminPanel okm={record} onChanged={refresh} />}
-          <MessagesPanel serial={serial} messages={messages} canWrite={canWrite} />
+          <MessagesPanel serial={serial} canWrite={canWrite} refreshMs={DETAIL_REFRESH_MS} version={version} onQueued={() => { waiting.reload(); drift.reload(); }} />
           <DeliveriesPanel serial={serial} />
           <AuditPanel serial={serial} />
         </>

@@ -6,14 +6,19 @@ import { Pager } from '../components/pager.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
 import { OkmStateBadge } from '../components/state-badge.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
+import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { filtersFromQuery, queryFromFilters, type ListFilters } from '../okm-filters.ts';
 import { href, okmHref } from '../paths.ts';
 import { currentSession } from '../session.ts';
 
+const OKMS_PER_PAGE = 50;
+
 /**
- * The OKM list, paged by the server. The filters live in the URL's query string, so that a
- * filtered list can be bookmarked, shared and reloaded, and Back undoes a filter.
+ * The OKM list, by serial number, paged by the server's cursors (Previous / Next; no total:
+ * the overview counts the fleet). The filters live in the URL's query string, so that a
+ * filtered list can be bookmarked, shared and reloaded, and Back undoes a filter; a new
+ * filter starts again at the first page.
  */
 export function OkmsPage() {
   const location = useLocation();
@@ -23,9 +28,10 @@ export function OkmsPage() {
   const queryString = queryFromFilters(filters);
   useEffect(() => setDraft(filters), [queryString]);
 
-  const okms = useResource(() => listOkms(filters as OkmListFilters), [queryString]);
+  const pages = useCursorPages(queryString);
+  const okms = useResource(() => listOkms({ ...(filters as OkmListFilters), limit: OKMS_PER_PAGE, cursor: pages.cursor }), [queryString, pages.cursor]);
 
-  const apply = (next: ListFilters) => location.route(href(`/okms${queryFromFilters({ ...next, page: undefined })}`));
+  const apply = (next: ListFilters) => location.route(href(`/okms${queryFromFilters(next)}`));
   const setField = <K extends keyof ListFilters>(key: K, value: ListFilters[K], applyNow = false) => {
     const next = { ...draft, [key]: value };
     setDraft(next);
@@ -83,14 +89,6 @@ export function OkmsPage() {
             </div>
           </>
         )}
-        <div class="field">
-          <label for="filter-sort">Sort by</label>
-          <select id="filter-sort" value={draft.sort ?? ''} onChange={(event) => setField('sort', (event.currentTarget.value || undefined) as ListFilters['sort'], true)}>
-            <option value="">Serial number</option>
-            <option value="-last_sync_time">Last seen, newest first</option>
-            <option value="last_sync_time">Last seen, oldest first</option>
-          </select>
-        </div>
         <button type="submit" class="primary">
           Apply
         </button>
@@ -105,7 +103,10 @@ export function OkmsPage() {
       {okms.data === undefined && okms.error === undefined && <Loading what="Loading OKMs" />}
       {okms.data !== undefined && okms.error === undefined && (
         okms.data.data.length === 0 ? (
-          <Empty>No OKM matches these filters.</Empty>
+          <>
+            <Empty>{pages.before > 0 ? 'No more OKMs match these filters.' : 'No OKM matches these filters.'}</Empty>
+            <Pager pages={pages} nextCursor={null} noun="OKMs" />
+          </>
         ) : (
           <>
             <div class="table-wrap" aria-busy={okms.loading}>
@@ -142,7 +143,7 @@ export function OkmsPage() {
                 </tbody>
               </table>
             </div>
-            <Pager pagination={okms.data.pagination} noun="OKMs" onPage={(page) => location.route(href(`/okms${queryFromFilters({ ...filters, page })}`))} />
+            <Pager pages={pages} nextCursor={okms.data.next_cursor} noun="OKMs" />
           </>
         )
       )}

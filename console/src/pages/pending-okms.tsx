@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks';
-import { useLocation } from 'preact-iso';
 import { acceptPendingOkm, ApiError, listPendingOkms, type PendingOkm } from '../api/client.ts';
 import { errorFor } from '../components/field-error.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
+import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { okmHref } from '../paths.ts';
 
@@ -14,9 +14,8 @@ const REFRESH_MS = 10_000;
 
 /** Operator: OKMs that have called in but are not enrolled (OKM_AUTO_ENROL=false), to accept for a customer. */
 export function PendingOkmsPage() {
-  const { query, path, route } = useLocation();
-  const page = Math.max(1, Number(query.page) || 1);
-  const pending = useResource(() => listPendingOkms({ page, results_per_page: PENDING_PER_PAGE }), [page], REFRESH_MS);
+  const pages = useCursorPages('pending');
+  const pending = useResource(() => listPendingOkms({ limit: PENDING_PER_PAGE, cursor: pages.cursor }), [pages.cursor], REFRESH_MS);
   const [accepted, setAccepted] = useState<{ serial: string; customer: string | null } | null>(null);
 
   return (
@@ -36,7 +35,10 @@ export function PendingOkmsPage() {
       ) : pending.data === undefined ? (
         <Loading what="Loading pending OKMs" />
       ) : pending.data.data.length === 0 ? (
-        <Empty>{page > 1 ? 'No pending OKMs on this page.' : 'No OKM is waiting to be accepted.'}</Empty>
+        <>
+          <Empty>{pages.before > 0 ? 'No more pending OKMs.' : 'No OKM is waiting to be accepted.'}</Empty>
+          <Pager pages={pages} nextCursor={null} noun="pending OKMs" />
+        </>
       ) : (
         <>
           <div class="table-wrap">
@@ -67,7 +69,7 @@ export function PendingOkmsPage() {
               </tbody>
             </table>
           </div>
-          <Pager pagination={pending.data.pagination} noun="pending OKMs" onPage={(next) => route(`${path}?page=${next}`)} />
+          <Pager pages={pages} nextCursor={pending.data.next_cursor} noun="pending OKMs" />
         </>
       )}
     </section>

@@ -8,6 +8,7 @@ import { RolloutProgressBar } from '../components/rollout-progress-bar.tsx';
 import { RolloutStateBadge } from '../components/rollout-state-badge.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer, TenantPicker } from '../components/tenant-picker.tsx';
+import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
 import { rolloutHref } from '../rollout-paths.ts';
@@ -20,16 +21,15 @@ const ROLLOUTS_PER_PAGE = 30;
 /** Firmware rollouts, newest first, with their state and how far each group has come. */
 export function RolloutsPage() {
   const session = useSession()!;
-  const { query, path, route } = useLocation();
+  const { query } = useLocation();
   const customer = actingCustomer(session, query);
-  const page = Math.max(1, Number(query.page) || 1);
   const asOperator = session.claims.customer === null;
+  const pages = useCursorPages(customer);
   const rollouts = useResource(
-    () => listRollouts({ customer: asOperator && customer !== '' ? customer : undefined, page, results_per_page: ROLLOUTS_PER_PAGE }),
-    [customer, page],
+    () => listRollouts({ customer: asOperator && customer !== '' ? customer : undefined, limit: ROLLOUTS_PER_PAGE, cursor: pages.cursor }),
+    [customer, pages.cursor],
     ROLLOUT_REFRESH_MS,
   );
-  const toPage = (next: number) => route(`${path}?${new URLSearchParams({ ...(asOperator && customer !== '' ? { customer } : {}), page: String(next) })}`);
 
   return (
     <section>
@@ -45,7 +45,10 @@ export function RolloutsPage() {
       ) : rollouts.data === undefined ? (
         <Loading what="Loading rollouts" />
       ) : rollouts.data.data.length === 0 ? (
-        <Empty>{page > 1 ? 'No rollouts on this page.' : 'No rollout yet. A new rollout offers a release to a few OKMs first.'}</Empty>
+        <>
+          <Empty>{pages.before > 0 ? 'No more rollouts.' : 'No rollout yet. A new rollout offers a release to a few OKMs first.'}</Empty>
+          <Pager pages={pages} nextCursor={null} noun="rollouts" />
+        </>
       ) : (
         <>
           <div class="table-wrap">
@@ -98,7 +101,7 @@ export function RolloutsPage() {
               </tbody>
             </table>
           </div>
-          <Pager pagination={rollouts.data.pagination} noun="rollouts" onPage={toPage} />
+          <Pager pages={pages} nextCursor={rollouts.data.next_cursor} noun="rollouts" />
         </>
       )}
     </section>

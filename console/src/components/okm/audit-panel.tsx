@@ -1,18 +1,20 @@
-import { useState } from 'preact/hooks';
 import { listOkmAudit } from '../../api/client.ts';
 import { Pager } from '../pager.tsx';
 import { LocalTime } from '../relative-time.tsx';
 import { ResourceView } from '../resource-view.tsx';
+import { useCursorPages } from '../use-cursor-pages.ts';
 import { useResource } from '../use-resource.ts';
 
-/** The audit records the device posted, newest first as the API pages them. */
+const RECORDS_PER_PAGE = 10;
+
+/** The audit records the device posted, in the order they arrived, as the API pages them. */
 export function AuditPanel({ serial }: { serial: string }) {
-  const [page, setPage] = useState(1);
-  const audit = useResource(() => listOkmAudit(serial, { page, results_per_page: 10 }), [serial, page]);
+  const pages = useCursorPages(serial);
+  const audit = useResource(() => listOkmAudit(serial, { limit: RECORDS_PER_PAGE, cursor: pages.cursor }), [serial, pages.cursor]);
   return (
     <div class="card section">
       <h2>Audit records</h2>
-      <ResourceView resource={audit} isEmpty={(page) => page.data.length === 0} empty="The device has posted no audit records.">
+      <ResourceView resource={audit} isEmpty={(page) => page.data.length === 0 && pages.before === 0} empty="The device has posted no audit records.">
         {(page) => (
         <>
           <div class="table-wrap">
@@ -37,7 +39,7 @@ export function AuditPanel({ serial }: { serial: string }) {
               </tbody>
             </table>
           </div>
-          <Pager pagination={page.pagination} noun="records" onPage={setPage} />
+          <Pager pages={pages} nextCursor={page.next_cursor} noun="audit records" />
         </>
         )}
       </ResourceView>

@@ -1,14 +1,20 @@
-import { getOkmDeliveries } from '../../api/client.ts';
+import { getOkmDeliveries, listOkmDeliveryFailures } from '../../api/client.ts';
+import { Pager } from '../pager.tsx';
 import { LocalTime, RelativeTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
 import { ResourceView } from '../resource-view.tsx';
+import { useCursorPages } from '../use-cursor-pages.ts';
 import { useResource } from '../use-resource.ts';
 
 const STATE_BADGES = { delivered: 'in_step', pending: 'never_polled', failed: 'overdue', gone: 'drifting' } as const;
 
-/** Where each subscriber URL stands, and the newest failed attempts with their outcome. */
+const FAILURES_PER_PAGE = 20;
+
+/** Where each subscriber URL stands, and the failed attempts with their outcome, newest first, a page at a time. */
 export function DeliveriesPanel({ serial }: { serial: string }) {
   const deliveries = useResource(() => getOkmDeliveries(serial), [serial]);
+  const pages = useCursorPages(serial);
+  const failures = useResource(() => listOkmDeliveryFailures(serial, { limit: FAILURES_PER_PAGE, cursor: pages.cursor }), [serial, pages.cursor]);
   return (
     <div class="card section">
       <h2>Status-event deliveries</h2>
@@ -52,7 +58,7 @@ export function DeliveriesPanel({ serial }: { serial: string }) {
               </tbody>
             </table>
           </div>
-          {log.failures.length > 0 && (
+          {failures.data !== undefined && (failures.data.data.length > 0 || pages.before > 0) && (
             <>
               <h3 class="spaced">Failed attempts</h3>
               <div class="table-wrap">
@@ -67,7 +73,7 @@ export function DeliveriesPanel({ serial }: { serial: string }) {
                     </tr>
                   </thead>
                   <tbody>
-                    {log.failures.map((failure) => (
+                    {failures.data.data.map((failure) => (
                       <tr key={`${failure.event_id}-${failure.attempt}-${failure.url}`}>
                         <td class="nowrap">
                           <LocalTime value={failure.attempted_at} />
@@ -81,6 +87,7 @@ export function DeliveriesPanel({ serial }: { serial: string }) {
                   </tbody>
                 </table>
               </div>
+              <Pager pages={pages} nextCursor={failures.data.next_cursor} noun="failed attempts" />
             </>
           )}
         </>
