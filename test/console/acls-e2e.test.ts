@@ -57,7 +57,9 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
   let adminToken: string;
 
   before(async () => {
-    [server, browser] = await Promise.all([startConsoleServer(), launchChromium()]);
+    // One after the other: a server that cannot start must not leave a browser running that keeps the file's process alive.
+    server = await startConsoleServer();
+    browser = await launchChromium();
     await server.cli('customer', 'create', 'acme');
     const [adminUrl, acmeUrl] = await Promise.all([server.signInUrl(), server.signInUrl('acme')]);
     adminToken = tokenOf(adminUrl);

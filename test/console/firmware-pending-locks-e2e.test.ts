@@ -16,7 +16,9 @@ describe('console: pending OKMs, firmware and locks pages', { skip: browserTestS
   let apiKey: string;
 
   before(async () => {
-    [server, browser] = await Promise.all([startConsoleServer(), launchChromium()]);
+    // One after the other: a server that cannot start must not leave a browser running that keeps the file's process alive.
+    server = await startConsoleServer();
+    browser = await launchChromium();
     await server.cli('customer', 'create', 'acme');
     await server.cli('cert', 'create', '--customer', 'acme', '--name', 'acme-main');
     [adminUrl, acmeUrl, apiKey] = await Promise.all([

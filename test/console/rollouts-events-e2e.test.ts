@@ -37,7 +37,9 @@ describe('console: rollouts and events pages', { skip: browserTestSkip() }, () =
   let acmeToken: string;
 
   before(async () => {
-    [server, browser] = await Promise.all([startConsoleServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }), launchChromium()]);
+    // One after the other: a server that cannot start must not leave a browser running that keeps the file's process alive.
+    server = await startConsoleServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    browser = await launchChromium();
     await server.cli('customer', 'create', 'acme');
     acmeUrl = await server.signInUrl('acme');
     acmeToken = tokenOf(acmeUrl);
