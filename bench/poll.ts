@@ -4,6 +4,7 @@
  *
  *   npm run bench:poll -- [--sqlite] [--postgres] [--okms 100000] [--duration 10]
  *                         [--connections 100] [--workers 1,2] [--order fleet|random] [--cpu-prof DIR]
+ *                         [--no-enrolment-wave]
  *
  * With neither --sqlite nor --postgres both run. Besides the polls it records what the fleet's
  * size costs: seeding time, database size, the server's start (spawn to /readyz 200) and RSS,
@@ -13,7 +14,10 @@
  * PostgreSQL only above 1. `--order` (bench/fleet.ts PollOrder): the OKMs poll in their fleet's
  * order, one interval after their last poll (the default), or each request a random OKM, the
  * worst case for the indexes keyed by time. Everything listens on 127.0.0.1 only, and every
- * server is a child process so that the load generator does not share its event loop.
+ * server is a child process so that the load generator does not share its event loop. The
+ * server runs as `npm start` does, at the default log level (its output to /dev/null); only the
+ * rate limits are raised. After the steady polls, an enrolment wave (--no-enrolment-wave: none)
+ * enrols as many new OKMs through first polls, and the 8 s right after it are measured.
  */
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
@@ -51,6 +55,7 @@ const { values: options } = parseArgs({
     'cpu-prof': { type: 'string' },
     'enrolment-wave': { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 const OKM_COUNT = Number(options.okms);
 const DURATION_S = Number(options.duration);

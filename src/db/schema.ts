@@ -31,9 +31,6 @@ export interface Database {
   fleet_event_deliveries: FleetEventDeliveriesTable;
   rollouts: RolloutsTable;
   rollout_members: RolloutMembersTable;
-  page_buckets: PageBucketsTable;
-  page_bucket_deltas: PageBucketDeltasTable;
-  page_bucket_folder: PageBucketFolderTable;
   okm_polls: OkmPollsTable;
   fleet_summary_snapshot: FleetSummarySnapshotTable;
   background_passes: BackgroundPassesTable;
@@ -392,31 +389,6 @@ export interface RolloutMembersTable {
   status: string;
   offered_at: number | null;
   status_changed_at: number | null;
-}
-
-/** Counts of consecutive keys of a paged list (src/db/page-buckets.ts), kept by triggers. */
-export interface PageBucketsTable {
-  list: string;
-  /** Whose entries: 'all', 'c<customer id>', 'u' (no customer), an OKM's serial number (src/db/paged-lists.ts). */
-  scope: string;
-  /** The bucket's lowest key ('' for the first); integer keys zero-padded to 20 digits. */
-  lower_key: string;
-  entries: number;
-}
-
-/** +1 or -1 to the bucket of a key, appended by the page-bucket triggers on PostgreSQL; folded into page_buckets by the keeper. */
-export interface PageBucketDeltasTable {
-  id: Generated<number> & Id;
-  list: string;
-  scope: string;
-  /** As page_buckets stores keys: integer keys zero-padded to 20 digits. */
-  key: string;
-  entries: number;
-}
-
-/** One row, locked by the keeper step that is running. */
-export interface PageBucketFolderTable {
-  id: number;
 }
 
 /** A group of OKMs alike, as the last complete fleet pass counted them (src/okm/fleet-pass.ts). */

@@ -197,26 +197,45 @@ export async function completeFleetPass(db: Db, counts: FleetCounts, now: number
 export interface FleetPassRunner {
   /**
    * Runs one whole pass now if this process holds (or can take) the lease: every step, then
-   * the snapshot. Returns false when another process holds the lease. `pauseMs` between
-   * steps leaves the database to the polls.
+   * the snapshot. Returns false when another process holds the lease, or when the runner was
+   * stopped meanwhile (between two steps). `pauseMs` between steps leaves the database to the polls.
    */
   runPass(options?: { pauseMs?: number; now?: () => number }): Promise<boolean>;
+  /** Ends a pass in progress after its current step (the server is closing); later passes do not start. */
+  stop(): void;
   readonly holder: string;
 }
 
+/** A step that read its OKMs before another connection wrote to the SQLite file cannot write; it is run again. */
+const isStaleSqliteSnapshot = (error: unknown) => (error as { code?: string }).code === 'SQLITE_BUSY_SNAPSHOT';
+const STEP_ATTEMPTS = 3;
+
 export function createFleetPass(db: Db, settings: FleetPassSettings): FleetPassRunner {
   const holder = randomUUID();
+  let stopped = false;
+  const step = async (after: string | undefined, counts: FleetCounts, now: number) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fleetPassStep(db, settings, after, counts, now);
+      } catch (error) {
+        if (attempt >= STEP_ATTEMPTS || !isStaleSqliteSnapshot(error)) throw error;
+      }
+    }
+  };
   return {
     holder,
+    stop() {
+      stopped = true;
+    },
     async runPass({ pauseMs = 0, now = Date.now } = {}) {
       const counts = new FleetCounts();
       let after: string | undefined;
       do {
-        if (!(await takeLease(db, holder, now()))) return false;
-        after = await fleetPassStep(db, settings, after, counts, now());
+        if (stopped || !(await takeLease(db, holder, now()))) return false;
+        after = await step(after, counts, now());
         if (after !== undefined && pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       } while (after !== undefined);
-      if (!(await takeLease(db, holder, now()))) return false;
+      if (stopped || !(await takeLease(db, holder, now()))) return false;
       await completeFleetPass(db, counts, now());
       return true;
     },

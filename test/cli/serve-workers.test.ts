@@ -96,7 +96,7 @@ describe('keyfleet serve --workers 2 on PostgreSQL', async () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.deepEqual(receiver.concurrentDuplicates, []);
     assert.equal(receiver.received.length, EVENT_COUNT, 'an event was delivered twice');
-    const queued = await store.db.selectFrom('okms').select('serial_number').where('status_queued_at', 'is not', null).where('serial_number', 'in', serials).execute();
+    const queued = await store.db.selectFrom('okm_polls').select('serial_number').where('status_queued_at', 'is not', null).where('serial_number', 'in', serials).execute();
     assert.deepEqual(queued, []);
   });
 

@@ -18,6 +18,8 @@ forEachDatabase('write batcher', (kind) => {
     t = await buildTestApp(kind);
     other = openDatabase(dialectFor(t.settings)).db;
     for (const serial of serials) await insertOkm(t.db, serial, null, UNCONFIGURED_OKM, 1000);
+    // Each with a poll row, whose last IP the calls below write as a poll would.
+    await t.db.insertInto('okm_polls').values(serials.map((serial) => ({ serial_number: serial, last_sync_time: 1000, last_ip: '', reported: '{}', install_code: null, status_queued_at: null }))).execute();
   });
   after(async () => {
     await other.destroy();
@@ -25,7 +27,7 @@ forEachDatabase('write batcher', (kind) => {
   });
 
   const lastIp = async (db: Db, serial: string) =>
-    (await db.selectFrom('okms').select('last_ip').where('serial_number', '=', serial).executeTakeFirstOrThrow()).last_ip;
+    (await db.selectFrom('okm_polls').select('last_ip').where('serial_number', '=', serial).executeTakeFirstOrThrow()).last_ip;
 
   /** Work for a batch that runs `call` for each of its calls in turn. */
   const eachInTurn =
@@ -38,7 +40,7 @@ forEachDatabase('write batcher', (kind) => {
 
   /** Writes `ip` on the OKM and answers with what the row then holds; fails for ip "bad". */
   const writeIp = (db: Db, { serial, ip }: { serial: string; ip: string }) => async () => {
-    await db.updateTable('okms').set({ last_ip: ip }).where('serial_number', '=', serial).execute();
+    await db.updateTable('okm_polls').set({ last_ip: ip }).where('serial_number', '=', serial).execute();
     if (ip === 'bad') throw new Error('bad input');
     return { serial, ip: await lastIp(db, serial) };
   };
@@ -99,11 +101,11 @@ forEachDatabase('write batcher', (kind) => {
   });
 
   test('a batch that lost a race for locks runs again as a whole, its first run rolled back', async () => {
-    const conflict = Object.assign(new Error('could not obtain lock on row in relation "page_buckets"'), { code: '55P03' });
+    const conflict = Object.assign(new Error('could not obtain lock on row in relation "okm_polls"'), { code: '55P03' });
     let runs = 0;
     const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 64 }, async (db, batch: readonly string[]) => {
       runs++;
-      await db.updateTable('okms').set({ last_ip: `run-${runs}` }).where('serial_number', 'in', batch).execute();
+      await db.updateTable('okm_polls').set({ last_ip: `run-${runs}` }).where('serial_number', 'in', batch).execute();
       if (runs === 1) throw conflict;
       return Promise.all(batch.map((serial) => lastIp(db, serial)));
     });
@@ -153,7 +155,7 @@ forEachDatabase('write batcher', (kind) => {
       { kind: 'batch', maxSize: 64 },
       eachInTurn(async (db, serial: string) => {
         ran.push(serial);
-        await db.updateTable('okms').set({ last_ip: `ip-${serial}` }).where('serial_number', '=', serial).execute();
+        await db.updateTable('okm_polls').set({ last_ip: `ip-${serial}` }).where('serial_number', '=', serial).execute();
         return lastIp(db, serial);
       }),
       (serial) => serial,

@@ -30,8 +30,18 @@ export async function buildTestApp(
   beforeReady?: (app: FastifyInstance) => void | Promise<void>,
 ): Promise<TestApp> {
   const database = await createTestDatabase(kind);
-  // Rate limits are off unless a test sets them: suites poll far faster than any device.
-  const settings = loadSettings({ LOG_LEVEL: 'silent', RATE_LIMIT_DEVICE_PER_MINUTE: '0', RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0', RATE_LIMIT_API_PER_MINUTE: '0', ...database.env, ...env });
+  // Rate limits are off unless a test sets them: suites poll far faster than any device. The
+  // fleet pass does not run by itself: a test that needs the summary or overdue marks runs it
+  // (app.fleetPass.runPass) at the time it chooses, so what it reads does not hang on a timer.
+  const settings = loadSettings({
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+    RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0',
+    RATE_LIMIT_API_PER_MINUTE: '0',
+    FLEET_PASS_INTERVAL_MS: '0',
+    ...database.env,
+    ...env,
+  });
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
   const keyRing = createKeyRing(db, loadMasterKey(settings));

@@ -47,18 +47,22 @@ export function call(t: TestApp, method: InjectOptions['method'], url: string, o
 }
 
 /**
- * Leaves the OKM as a poll `ageMs` ago would have: its poll row with that last sync time, and
- * not marked overdue (a poll clears the mark); the fleet pass marks it once it is due
- * (`t.app.fleetPass.runPass()`).
+ * Leaves the OKM as a poll `ageMs` ago would have: its okm_polls row with that last sync time,
+ * and no overdue mark (a fleet pass marks it once it is silent for three of its intervals).
  */
 export async function setLastPoll(t: TestApp, serial: string, ageMs: number) {
   const polledAt = Date.now() - ageMs;
   await t.db
     .insertInto('okm_polls')
-    .values({ serial_number: serial, last_sync_time: polledAt, last_ip: '203.0.113.5', reported: '{}' })
+    .values({ serial_number: serial, last_sync_time: polledAt, last_ip: '127.0.0.1', reported: '{}', install_code: null, status_queued_at: null })
     .onConflict((oc) => oc.column('serial_number').doUpdateSet({ last_sync_time: polledAt }))
     .execute();
   await t.db.updateTable('okms').set({ overdue_at: null }).where('serial_number', '=', serial).execute();
+}
+
+/** Runs a fleet pass now, as the server's would: it marks the OKMs silent for three of their intervals and counts the summary. */
+export async function runFleetPass(t: TestApp, now = Date.now()) {
+  if (!(await t.app.fleetPass.runPass({ now: () => now }))) throw new Error('the fleet pass is held by another runner');
 }
 
 const operatorTokens = new WeakMap<TestApp, Promise<string>>();

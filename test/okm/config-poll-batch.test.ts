@@ -350,7 +350,7 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     const polls = (order: string[]): ObservedPoll[] =>
       order.map((serialNumber) => ({
         serialNumber,
-        observation: { now: SERVER_TIME, ip: '192.0.2.1', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '{}', installCode: null, fleetPollingInterval: 150 },
+        observation: { now: SERVER_TIME, ip: '192.0.2.1', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '{}', installCode: null },
       }));
     const other: Db = openDatabase(dialectFor(t.settings)).db;
     try {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, mock, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { call, createOkm, uniqueSerial } from './admin-helpers.ts';
+import { call, createOkm, runFleetPass, uniqueSerial } from './admin-helpers.ts';
 import { freezeServerClock, poll, SERVER_TIME } from './config-helpers.ts';
 
 const SUMMARY = '/api/v1/fleet/summary';
@@ -29,13 +29,17 @@ forEachDatabase('fleet summary', (kind) => {
     ...extra,
   });
 
-  /** Four OKMs: never polled, in step (KAS 2.0.0, batch key 1.1), two drifting (kasDateTime, pollingInterval; KAS 2.1.0 and 2.0.0). */
+  /**
+   * Four OKMs: never polled, in step (KAS 2.0.0, batch key 1.1), two drifting (kasDateTime,
+   * pollingInterval; KAS 2.1.0 and 2.0.0); then a fleet pass counts them (the summary is its snapshot).
+   */
   async function seedFleet(token: string) {
     const [neverPolled, inStepOkm, clockOff, intervalOff] = [uniqueSerial(), uniqueSerial(), uniqueSerial(), uniqueSerial()];
     for (const serial of [neverPolled, inStepOkm, clockOff, intervalOff]) await createOkm(t, token, serial);
     await poll(t, inStepOkm, inStep({ kasFirmware: '2.0.0', batchKeyFirmware: '1.1' }));
     await poll(t, clockOff, inStep({ kasFirmware: '2.1.0', kasDateTime: SERVER_TIME - 3_600_000 }));
     await poll(t, intervalOff, inStep({ kasFirmware: '2.0.0', pollingInterval: 999 }));
+    await runFleetPass(t);
   }
 
   test("a customer's summary counts its OKMs by state, its corrections by reply key and its firmware versions, newest first", async () => {
@@ -59,17 +63,18 @@ forEachDatabase('fleet summary', (kind) => {
     });
   });
 
-  test('OKMs that have not polled for 3 intervals are counted overdue, whether in step or drifting', async () => {
+  test('OKMs that have not polled for 3 intervals are counted overdue, whether in step or drifting, once a fleet pass has found them', async () => {
     const acme = await newCustomer();
     await seedFleet(acme.token);
+    const dueAt = SERVER_TIME + 3 * t.settings.fleetPollingInterval * 1000;
 
-    mock.timers.setTime(SERVER_TIME + 3 * t.settings.fleetPollingInterval * 1000 + 1);
-    try {
-      const { okms } = (await summary(acme.token)).json().data;
-      assert.deepEqual(okms, { total: 4, in_step: 1, drifting: 2, overdue: 3, never_polled: 1 });
-    } finally {
-      mock.timers.setTime(SERVER_TIME);
-    }
+    await runFleetPass(t, dueAt);
+    const atDueTime = (await summary(acme.token)).json().data.okms;
+    await runFleetPass(t, dueAt + 1);
+    const pastIt = (await summary(acme.token)).json().data.okms;
+
+    assert.deepEqual(atDueTime, { total: 4, in_step: 1, drifting: 2, overdue: 0, never_polled: 1 });
+    assert.deepEqual(pastIt, { total: 4, in_step: 1, drifting: 2, overdue: 3, never_polled: 1 });
   });
 
   test("another customer sees nothing of it, and may not ask for it by name", async () => {

@@ -197,7 +197,7 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
       const stored = await db.selectFrom('acls').select('id').where('id', 'in', acknowledgedAcls).execute();
       assert.equal(stored.length, acknowledgedAcls.length, 'every acknowledged ACL is stored');
       // A poll's answer comes after its write committed: the stored sync time is at least its start.
-      const okms = await db.selectFrom('okms').select(['serial_number', 'last_sync_time']).where('serial_number', 'in', serials).execute();
+      const okms = await db.selectFrom('okm_polls').select(['serial_number', 'last_sync_time']).where('serial_number', 'in', serials).execute();
       const syncTimes = new Map(okms.map((okm) => [okm.serial_number, Number(okm.last_sync_time)]));
       for (const answer of answers.filter((each) => each.serial && typeof each.status === 'number' && each.status < 300)) {
         assert.ok(syncTimes.get(answer.serial!)! >= answer.startedAt, `the acknowledged poll of ${answer.serial} at ${answer.startedAt} is stored`);

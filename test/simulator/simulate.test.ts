@@ -55,7 +55,12 @@ function options(url: string, prefix: string, overrides: Partial<SimulationOptio
 }
 
 const okmsOf = (t: TestApp, prefix: string) =>
-  t.db.selectFrom('okms').select(['serial_number', 'firmware_version', 'last_correction', 'install_code', 'reported']).where('serial_number', 'like', `${prefix}%`).execute();
+  t.db
+    .selectFrom('okms')
+    .leftJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number')
+    .select(['okms.serial_number', 'okms.firmware_version', 'okms.last_correction', 'okm_polls.install_code', 'okm_polls.reported'])
+    .where('okms.serial_number', 'like', `${prefix}%`)
+    .execute();
 
 forEachDatabase('keyfleet simulate against a real server', (kind) => {
   test('50 virtual OKMs apply every correction, install the latest firmware file and reach in step; auditing devices post records', async () => {

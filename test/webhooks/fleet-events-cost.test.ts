@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { KyselyPlugin } from 'kysely';
+import { TableNode, UpdateQueryNode, type KyselyPlugin } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
-import { markOverdueOkms } from '../../src/okm/overdue-repository.ts';
+import { createFleetPass, releaseLease } from '../../src/okm/fleet-pass.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { insertEndpoint } from '../../src/webhooks/endpoints-repository.ts';
@@ -10,17 +10,31 @@ import { emitFleetEvent, endpointsChanged, type WebhookEvent } from '../../src/w
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
 
-/** The database handle with a counter of the statements it ran (results, since a subquery is transformed as a query of its own). */
-function counted(db: Db): { db: Db; statements: () => number } {
+/**
+ * The database handle with a counter of the statements it ran (results, since a subquery is
+ * transformed as a query of its own), and the tables its UPDATE statements named.
+ */
+function counted(db: Db): { db: Db; statements: () => number; updated: string[] } {
   let statements = 0;
+  const updated: string[] = [];
   const counter: KyselyPlugin = {
-    transformQuery: (args) => args.node,
+    transformQuery: (args) => {
+      if (UpdateQueryNode.is(args.node) && args.node.table && TableNode.is(args.node.table)) updated.push(args.node.table.table.identifier.name);
+      return args.node;
+    },
     transformResult: async (args) => {
       statements++;
       return args.result;
     },
   };
-  return { db: db.withPlugin(counter), statements: () => statements };
+  return { db: db.withPlugin(counter), statements: () => statements, updated };
+}
+
+/** One fleet pass by a runner of its own on the handle given (so that its statements are counted), which gives the lease up after. */
+async function runPass(db: Db, t: TestApp, now = Date.now()): Promise<void> {
+  const runner = createFleetPass(db, t.settings);
+  assert.equal(await runner.runPass({ now: () => now }), true);
+  await releaseLease(t.db, runner.holder);
 }
 
 const overdue = { type: 'okm.overdue', customerId: null, data: { serial_number: 'X' } } as const;
@@ -38,13 +52,19 @@ forEachDatabase('fleet events nobody subscribes to', (kind) => {
     assert.ok(statements() <= 1, `${statements()} statements`);
   });
 
-  test('with no OKM past due, the overdue sweep is one statement that marks nothing', async () => {
-    const { db, statements } = counted(t.db);
+  test('with no OKM past due, a fleet pass marks nothing: it updates no okms row, only its lease', async () => {
+    await insertOkm(t.db, 'COST-PUNCTUAL', null, UNCONFIGURED_OKM, Date.now());
+    await t.db.insertInto('okm_polls').values({ serial_number: 'COST-PUNCTUAL', last_sync_time: Date.now(), last_ip: '192.0.2.1', reported: '{}', install_code: null, status_queued_at: null }).execute();
+    await t.db.updateTable('okms').set({ overdue_at: null }).where('serial_number', '=', 'COST-PUNCTUAL').execute();
+    const { db, updated } = counted(t.db);
 
-    const marked = await markOverdueOkms(db, t.dialect, Date.now());
+    await runPass(db, t);
 
-    assert.equal(marked, 0);
-    assert.equal(statements(), 1);
+    assert.deepEqual(
+      updated.filter((table) => table !== 'background_passes'),
+      [],
+    );
+    assert.equal((await t.db.selectFrom('okms').select('overdue_at').where('serial_number', '=', 'COST-PUNCTUAL').executeTakeFirstOrThrow()).overdue_at, null);
   });
 
   test('an endpoint created in this process is seen by the next event; an event of a type it does not take still costs nothing', async () => {
@@ -62,12 +82,12 @@ forEachDatabase('fleet events nobody subscribes to', (kind) => {
   });
 });
 
-forEachDatabase('the overdue sweep with endpoints subscribed', (kind) => {
+forEachDatabase('the fleet pass with endpoints subscribed', (kind) => {
   let t: TestApp;
   before(async () => (t = await buildTestApp(kind, { WEBHOOK_DISPATCH_IN_SERVER: 'false' })));
   after(() => t.close());
 
-  test('it runs as many statements for 400 overdue OKMs as for 10, and queues each okm.overdue once to each endpoint that takes it: its customer’s and the deployment-wide one, not another customer’s', async () => {
+  test('in one step it runs as many statements for 400 overdue OKMs as for 10, and queues each okm.overdue once to each endpoint that takes it: its customer’s and the deployment-wide one, not another customer’s', async () => {
     const customers = [await createTestCustomer(t, 'acme'), await createTestCustomer(t, 'beta')];
     const endpointOf = new Map<number | null, number>();
     for (const customerId of [customers[0]!.id, customers[1]!.id, null]) {
@@ -82,14 +102,22 @@ forEachDatabase('the overdue sweep with endpoints subscribed', (kind) => {
         await insertOkm(t.db, serial, customerId, UNCONFIGURED_OKM, Date.now());
         serials.set(serial, customerId);
       }
-      await t.db.updateTable('okms').set({ due_by: Date.now() - 1, overdue_at: null }).where('serial_number', 'in', [...serials.keys()]).execute();
+      // Polled 4 hours ago: past 3 of any polling interval.
+      const polledAt = Date.now() - 4 * 3_600_000;
+      await t.db
+        .insertInto('okm_polls')
+        .values([...serials.keys()].map((serial) => ({ serial_number: serial, last_sync_time: polledAt, last_ip: '192.0.2.1', reported: '{}', install_code: null, status_queued_at: null })))
+        .execute();
+      await t.db.updateTable('okms').set({ overdue_at: null }).where('serial_number', 'in', [...serials.keys()]).execute();
       return serials;
     };
+    const marks = async () => Number((await t.db.selectFrom('okms').select((eb) => eb.fn.countAll().as('n')).where('overdue_at', '>', 0).executeTakeFirstOrThrow()).n);
     const sweep = async () => {
       endpointsChanged(t.db);
+      const before = await marks();
       const { db, statements } = counted(t.db);
-      const marked = await markOverdueOkms(db, t.dialect, Date.now());
-      return { marked, statements: statements() };
+      await runPass(db, t);
+      return { marked: (await marks()) - before, statements: statements() };
     };
 
     const few = await silentOkms('FEW', 10);

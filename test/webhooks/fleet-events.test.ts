@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { markOverdueOkms } from '../../src/okm/overdue-repository.ts';
 import { DEPLOYMENT_OWNER, customerOwner } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
+import { OKMS, call, createOkm, issueTokens, runFleetPass, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
 import { poll } from '../okm/config-helpers.ts';
 import { ENDPOINTS, createFleetEndpoint, verifiedFleetEvents, type DeliveryLogEntry, type FleetEventBody } from './fleet-event-helpers.ts';
 import { FAST_WEBHOOKS, Receiver, rebindingResolver } from './helpers.ts';
@@ -31,8 +30,8 @@ forEachDatabase('fleet events', (kind) => {
 
   const acmeOwner = async () => customerOwner((await t.db.selectFrom('customers').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id);
 
-  /** Makes the OKM's silence longer than its due-by time, as if it had stopped polling long ago. */
-  const silence = (serial: string) => t.db.updateTable('okms').set({ due_by: Date.now() - 1 }).where('serial_number', '=', serial).execute();
+  /** Makes the OKMs' silence longer than 3 of any polling interval (3600 s at most), as if they had stopped polling long ago. */
+  const silence = (...serials: string[]) => t.db.updateTable('okm_polls').set({ last_sync_time: Date.now() - 4 * 3_600_000 }).where('serial_number', 'in', serials).execute();
 
   test('an endpoint is created, listed, read and deleted; afterwards it is 404', async () => {
     const created = await call(t, 'POST', ENDPOINTS, { token: tokens.acmeWrite, payload: { url: 'https://hooks.example/fleet', event_types: ['okm.overdue'] } });
@@ -104,7 +103,7 @@ forEachDatabase('fleet events', (kind) => {
     await createOkm(t, tokens.acmeWrite, serial);
     await poll(t, serial);
     await silence(serial);
-    await markOverdueOkms(t.db, t.dialect, Date.now());
+    await runFleetPass(t);
     await poll(t, serial);
     const types = await eventually(async () => {
       const received = await verifiedEvents(moved, await acmeOwner());
@@ -185,19 +184,20 @@ forEachDatabase('fleet events', (kind) => {
     assert.equal(event!.data.firmware_version, '2.0.0');
   });
 
-  test('an OKM silenced is okm.overdue once however often the sweep runs, then its next poll is okm.back_online; both signed with the customer secret', async () => {
+  test('an OKM silenced is okm.overdue once however often the fleet pass runs, then its next poll is okm.back_online; both signed with the customer secret', async () => {
     const subscribed = await endpoint(tokens.acmeWrite, ['okm.overdue', 'okm.back_online']);
     const serial = uniqueSerial('SIL');
     await createOkm(t, tokens.acmeWrite, serial, { polling_interval: 60 });
     await poll(t, serial);
     await silence(serial);
 
-    const firstSweep = await markOverdueOkms(t.db, t.dialect, Date.now());
-    const secondSweep = await markOverdueOkms(t.db, t.dialect, Date.now());
+    await runFleetPass(t);
+    await runFleetPass(t);
     await eventually(() => receiver.eventsAt(subscribed.path).length === 1);
     await poll(t, serial);
+    // Polled just now: 3 × 60 s to go before the next pass would find it silent.
+    await runFleetPass(t);
 
-    assert.ok(firstSweep >= 0 && secondSweep === 0);
     const events = await eventually(async () => {
       const received = await verifiedEvents(subscribed.path, await acmeOwner());
       return received.length === 2 && received;
@@ -209,9 +209,8 @@ forEachDatabase('fleet events', (kind) => {
         ['okm.back_online', serial],
       ],
     );
-    const stored = await t.db.selectFrom('okms').select(['overdue_at', 'due_by']).where('serial_number', '=', serial).executeTakeFirstOrThrow();
+    const stored = await t.db.selectFrom('okms').select('overdue_at').where('serial_number', '=', serial).executeTakeFirstOrThrow();
     assert.equal(stored.overdue_at, null);
-    assert.ok(stored.due_by! > Date.now() + 170_000, 'due by 3 × 60 s after the poll');
     const record = await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeWrite });
     assert.equal(record.json().data.overdue, false);
   });
@@ -224,7 +223,7 @@ forEachDatabase('fleet events', (kind) => {
     await poll(t, serial);
     await silence(serial);
 
-    await markOverdueOkms(t.db, t.dialect, Date.now());
+    await runFleetPass(t);
     await poll(t, serial);
 
     const [event] = await eventually(() => receiver.eventsAt(backOnlineOnly.path).length === 1 && receiver.eventsAt(backOnlineOnly.path));
@@ -389,16 +388,16 @@ forEachDatabase('fleet events', (kind) => {
     assert.deepEqual(delivered.map((event) => [event.type, event.data.url]), [['subscriber.failing', statusUrl], ['subscriber.failing', statusUrl]]);
   });
 
-  test('two sweeps at once mark each overdue OKM once: one okm.overdue per OKM', async () => {
+  test('two passes of one process at once (its own and an operator\'s) mark each overdue OKM once: one okm.overdue per OKM', async () => {
     const subscribed = await endpoint(tokens.admin, ['okm.overdue']);
     const serials = Array.from({ length: 40 }, () => uniqueSerial('RACE'));
     for (const serial of serials) await poll(t, serial);
-    await t.db.updateTable('okms').set({ due_by: Date.now() - 1 }).where('serial_number', 'in', serials).execute();
+    await silence(...serials);
 
     const now = Date.now();
-    const [first, second] = await Promise.all([markOverdueOkms(t.db, t.dialect, now, 10_000), markOverdueOkms(t.db, t.dialect, now, 10_000)]);
+    const passes = await Promise.all([t.app.fleetPass.runPass({ now: () => now }), t.app.fleetPass.runPass({ now: () => now })]);
 
-    assert.ok(first + second >= 0);
+    assert.deepEqual(passes, [true, true]);
     const rows = await t.db
       .selectFrom('fleet_event_deliveries')
       .select('payload')

@@ -84,7 +84,7 @@ export async function subscribe(db: Db, serialNumber: string, urls: string[]): P
 }
 
 /** Settings for tests: deliveries to the local receivers allowed, short timeout and retry schedule. */
-/** Subscribed OKMs (no customer) as their polls leave them: a status event marked queued, for a dispatcher to fan out. */
+/** Subscribed OKMs (no customer) as their polls leave them: a status event marked queued on each poll row, for a dispatcher to fan out. */
 export async function insertOkmsWithQueuedStatus(db: Db, serials: string[], urlOf: (serial: string) => string): Promise<void> {
   const now = Date.now();
   await db
@@ -95,13 +95,15 @@ export async function insertOkmsWithQueuedStatus(db: Db, serials: string[], urlO
         customer_id: null,
         auditing_enabled: 0,
         status_urls: JSON.stringify([urlOf(serial)]),
-        status_queued_at: now,
-        last_sync_time: now,
-        last_ip: '192.0.2.1',
+        overdue_at: null,
         created_at: now,
         updated_at: now,
       })),
     )
+    .execute();
+  await db
+    .insertInto('okm_polls')
+    .values(serials.map((serial) => ({ serial_number: serial, last_sync_time: now, last_ip: '192.0.2.1', reported: '{}', install_code: null, status_queued_at: now })))
     .execute();
 }
 

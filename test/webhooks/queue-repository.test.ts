@@ -19,7 +19,7 @@ forEachDatabase('status event queue', (kind) => {
   after(() => subject.close());
 
   const queuedAt = async (serial: string) =>
-    (await subject.db.selectFrom('okms').select('status_queued_at').where('serial_number', '=', serial).executeTakeFirstOrThrow()).status_queued_at;
+    (await subject.db.selectFrom('okm_polls').select('status_queued_at').where('serial_number', '=', serial).executeTakeFirstOrThrow()).status_queued_at;
   const queueRows = (serial: string) => subject.db.selectFrom('status_events').selectAll().where('okm_serial', '=', serial).orderBy('url').execute();
   /** Fans out every marked OKM. */
   const fanOutAll = async () => {
@@ -105,7 +105,7 @@ forEachDatabase('status event queue', (kind) => {
     await fanOutAll();
     const serials = [await subscribedOkm([URL_A]), await subscribedOkm([URL_A]), await subscribedOkm([URL_A])];
     for (const [index, serial] of serials.entries()) {
-      await subject.db.updateTable('okms').set({ status_queued_at: 1_000 - index }).where('serial_number', '=', serial).execute();
+      await subject.db.updateTable('okm_polls').set({ status_queued_at: 1_000 - index }).where('serial_number', '=', serial).execute();
     }
 
     const { fannedOut: taken } = await fanOutQueuedStatuses(subject.db, subject.dialect, 2);
@@ -143,7 +143,7 @@ forEachDatabase('status event queue', (kind) => {
       claimed.map(({ okmSerial, url, host, attempts, kind }) => ({ okmSerial, url, host, attempts, kind })),
       [{ okmSerial: fresh, url: URL_A, host: 'receiver-a.example', attempts: 0, kind: 'status' }],
     );
-    const okm = await subject.db.selectFrom('okms').select(['last_sync_time', 'last_ip']).where('serial_number', '=', fresh).executeTakeFirstOrThrow();
+    const okm = await subject.db.selectFrom('okm_polls').select(['last_sync_time', 'last_ip']).where('serial_number', '=', fresh).executeTakeFirstOrThrow();
     assert.equal(claimed[0]!.lastSyncTime, Number(okm.last_sync_time));
     assert.equal(claimed[0]!.lastIp, okm.last_ip);
     assert.match(claimed[0]!.eventId, /^msg_[0-9a-f]{32}$/);
@@ -230,10 +230,10 @@ forEachDatabase('status event queue', (kind) => {
   }
 
   if (kind === 'postgres') {
-    test('an OKM held by a fan-out does not hold up recording a failed attempt for it (no deadlock with the outcome writes)', async () => {
+    test('an OKM held by a fan-out (its poll row) does not hold up recording a failed attempt for it (no deadlock with the outcome writes)', async () => {
       const serial = await subscribedOkm([URL_A]);
       const fanOut = await holdInAnotherTransaction((tx) =>
-        subject.dialect.skipRowsClaimedByOthers(tx.selectFrom('okms').select('serial_number').where('serial_number', '=', serial)).execute(),
+        subject.dialect.skipRowsClaimedByOthers(tx.selectFrom('okm_polls').select('serial_number').where('serial_number', '=', serial)).execute(),
       );
       try {
         // The failure row references the OKM: its foreign-key check locks the OKM's key.
@@ -249,11 +249,11 @@ forEachDatabase('status event queue', (kind) => {
       }
     });
 
-    test('a fan-out skips an OKM that another transaction holds, and takes it once it is free', async () => {
+    test('a fan-out skips an OKM whose poll row another transaction holds (a poll), and takes it once it is free', async () => {
       await fanOutAll();
       const serial = await subscribedOkm([URL_A]);
       await poll(subject, serial);
-      const poller = await holdInAnotherTransaction((tx) => tx.updateTable('okms').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute());
+      const poller = await holdInAnotherTransaction((tx) => tx.updateTable('okm_polls').set({ last_ip: '192.0.2.9' }).where('serial_number', '=', serial).execute());
       let skippedWhileHeld: number;
       try {
         skippedWhileHeld = (await fanOutQueuedStatuses(subject.db, subject.dialect, 10)).fannedOut;

@@ -2,8 +2,7 @@ import pg from 'pg';
 import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { precompiledStatementName } from '../precompiled-query.ts';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
-import { postgresPageBucketTriggers } from './postgres-page-buckets.ts';
-import type { DialectStrategy, RowSetColumn, RowTrigger } from './strategy.ts';
+import type { DialectStrategy, RowSetColumn } from './strategy.ts';
 
 const INT8_OID = 20;
 
@@ -136,15 +135,5 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       return result.rows[0]?.schema;
     },
     autoIncrementPrimaryKey: (column) => column.primaryKey().generatedByDefaultAsIdentity(),
-    pageBucketTriggers: postgresPageBucketTriggers,
-    rowTrigger: ({ name, table, event, columns, when, statements }: RowTrigger) => [
-      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-${statements.map((statement) => `${statement};`).join('\n')}
-RETURN NULL;
-END $$`,
-      `CREATE TRIGGER ${name} AFTER ${event}${columns ? ` OF ${columns.join(', ')}` : ''} ON ${table} FOR EACH ROW${when ? ` WHEN (${when})` : ''} EXECUTE FUNCTION ${name}()`,
-    ],
-    nullsFirstIndexColumn: (column) => sql`${sql.ref(column)} NULLS FIRST`,
   };
 }

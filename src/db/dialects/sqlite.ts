@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { SqliteDialect, sql } from 'kysely';
+import { SqliteDialect } from 'kysely';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
-import { sqlitePageBucketTriggers } from './sqlite-page-buckets.ts';
-import type { DialectStrategy, RowTrigger } from './strategy.ts';
+import type { DialectStrategy } from './strategy.ts';
 
 /**
  * How much of the database file reads map instead of copying a page per read() into SQLite's
@@ -45,13 +44,5 @@ export function sqliteStrategy(file: string): DialectStrategy {
     relaxCommitDurability: async () => {},
     migrationTableSchema: async () => undefined,
     autoIncrementPrimaryKey: (column) => column.primaryKey().autoIncrement(),
-    pageBucketTriggers: sqlitePageBucketTriggers,
-    rowTrigger: ({ name, table, event, columns, when, statements }: RowTrigger) => [
-      `CREATE TRIGGER ${name} AFTER ${event}${columns ? ` OF ${columns.join(', ')}` : ''} ON ${table} FOR EACH ROW${when ? ` WHEN ${when}` : ''}
-BEGIN
-${statements.map((statement) => `${statement};`).join('\n')}
-END`,
-    ],
-    nullsFirstIndexColumn: (column) => sql.ref(column),
   };
 }

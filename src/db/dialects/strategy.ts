@@ -1,22 +1,6 @@
-import type { AliasedRawBuilder, ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, RawBuilder, SelectQueryBuilder } from 'kysely';
+import type { AliasedRawBuilder, ColumnDataType, ColumnDefinitionBuilder, Dialect, Kysely, SelectQueryBuilder } from 'kysely';
 import type { Db } from '../database.ts';
-import type { BucketedList } from '../page-buckets.ts';
 import type { WriteGrouping } from '../write-batcher.ts';
-
-/**
- * A trigger run after each row an INSERT, DELETE or UPDATE writes: its statements are SQL
- * over the row (NEW, OLD), the same text on every dialect.
- */
-export interface RowTrigger {
-  name: string;
-  table: string;
-  event: 'INSERT' | 'DELETE' | 'UPDATE';
-  /** UPDATE only: the columns whose SET fires it. */
-  columns?: readonly string[];
-  /** A condition over NEW and OLD: the trigger runs only where it holds, at no more cost than testing it elsewhere. */
-  when?: string;
-  statements: readonly string[];
-}
 
 /** A column of a row set: its name, its SQL type, and its values, one per row (an array, or a placeholder for one). */
 export interface RowSetColumn {
@@ -75,16 +59,6 @@ export interface DialectStrategy {
   readonly idType: ColumnDataType;
   /** Modifies a column into an auto-incrementing integer primary key. */
   autoIncrementPrimaryKey(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
-  /**
-   * An index column whose NULLs come first in ascending order, so that one index serves
-   * `ORDER BY c ASC NULLS FIRST` forwards and `c DESC NULLS LAST` backwards: SQLite's only
-   * order (it refuses the words in an index), PostgreSQL's `NULLS FIRST`.
-   */
-  nullsFirstIndexColumn(column: string): RawBuilder<unknown>;
-  /** The statements that create the triggers keeping a list's page_buckets counts (src/db/page-buckets.ts), replacing any it had. */
-  pageBucketTriggers(list: BucketedList): string[];
-  /** The statements that create the trigger. */
-  rowTrigger(trigger: RowTrigger): string[];
   /**
    * The schema that holds Kysely's migration tables, where the database has schemas. Unless
    * told, Kysely looks for them in every schema, and would take another keyfleet schema's (a
