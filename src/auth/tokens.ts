@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   SignJWT,
   createRemoteJWKSet,
+  customFetch,
   decodeJwt,
   errors,
   jwtVerify,
@@ -17,6 +18,7 @@ import { badRequest, unauthorized } from '../http/errors.ts';
 import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
+import { fetchAtMost } from '../shared/outside-answers.ts';
 
 export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read', 'admin'];
 
@@ -93,7 +95,9 @@ interface TrustedIssuer {
 export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeySet, log: FastifyBaseLogger): TokenVerifier {
   const trustedIssuers = new Map<string, TrustedIssuer>();
   for (const external of settings.jwtExternalIssuers) {
-    trustedIssuers.set(external.issuer, { keys: createRemoteJWKSet(new URL(external.jwksUrl)), audience: external.audience });
+    // A JWKS is a few KiB: at most 64 KiB of the answer is read (SPEC §16), within jose's 5 s timeout.
+    const keys = createRemoteJWKSet(new URL(external.jwksUrl), { [customFetch]: fetchAtMost });
+    trustedIssuers.set(external.issuer, { keys, audience: external.audience });
   }
   trustedIssuers.set(settings.jwtIssuer, { keys: ownKeys.getKey, audience: settings.jwtAudience });
 
