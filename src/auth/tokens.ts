@@ -49,6 +49,10 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (request.customer === undefined && !request.scopes.includes('admin')) {
     throw badRequest('scope: a token for no particular customer must have the admin scope');
   }
+  // The guard lets admin act for every customer, whatever the token's customer claim says.
+  if (request.customer !== undefined && request.scopes.includes('admin')) {
+    throw badRequest('scope: admin is not for a customer token: an admin token acts for every customer; issue it without --customer');
+  }
   if (request.customer !== undefined && !(await findCustomerByName(db, request.customer))) {
     throw badRequest(`customer: unknown customer ${request.customer}`);
   }
@@ -150,12 +154,35 @@ function describeVerificationFailure(error: unknown): string {
   return 'Token issuer keys could not be fetched';
 }
 
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), printable ASCII without space, `"` or `\`. */
+const SCOPE_TOKEN = '[\\x21\\x23-\\x5b\\x5d-\\x7e]+';
+/** scope = scope-token *( SP scope-token ): single spaces between names, none before or after. */
+const SCOPE_LIST = new RegExp(`^${SCOPE_TOKEN}(?: ${SCOPE_TOKEN})*$`);
+const ONE_SCOPE = new RegExp(`^${SCOPE_TOKEN}$`);
+
+const invalidScopeClaim = (claim: string) =>
+  unauthorized(`Token claim ${claim} is invalid: scope names are printable ASCII, separated by single spaces (RFC 6749 §3.3)`);
+
+/**
+ * The token's scopes. A scope list split on anything but single spaces (a tab, a newline, a
+ * no-break space, two spaces) refuses the token: splitting it on any whitespace once read
+ * "okm:read<TAB>admin" as admin, and reading it as one unknown name would hide the mistake.
+ */
 function scopesFrom(payload: JWTPayload): Set<string> {
   const scopes = new Set<string>();
   // `scope` is the OAuth form (space-separated); `scp` is an array at most providers, a string at some.
-  for (const claim of [payload.scope, payload.scp]) {
-    const values = typeof claim === 'string' ? claim.split(/\s+/) : Array.isArray(claim) ? claim : [];
-    for (const value of values) if (typeof value === 'string' && value !== '') scopes.add(value);
+  for (const [name, claim] of [['scope', payload.scope], ['scp', payload.scp]] as const) {
+    if (typeof claim === 'string') {
+      if (claim === '') continue;
+      if (!SCOPE_LIST.test(claim)) throw invalidScopeClaim(name);
+      for (const value of claim.split(' ')) scopes.add(value);
+    } else if (Array.isArray(claim)) {
+      for (const value of claim as unknown[]) {
+        if (typeof value !== 'string') continue;
+        if (!ONE_SCOPE.test(value)) throw invalidScopeClaim(name);
+        scopes.add(value);
+      }
+    }
   }
   return scopes;
 }

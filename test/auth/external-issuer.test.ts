@@ -120,6 +120,18 @@ forEachDatabase('tokens from an external identity provider', (kind) => {
     assert.deepEqual(response.json(), { error_code: 'UNAUTHORIZED', error_msg: 'Token signing key is unknown' });
   });
 
+  test('scopes split on anything but single spaces grant nothing: a tab, a newline, a no-break space or two spaces before admin is 401', async () => {
+    for (const scope of ['acl:read\tadmin', 'acl:read\nadmin', 'acl:read\u00a0admin', 'acl:read  admin']) {
+      for (const claims of [{ scope }, { scp: scope }, { scp: [scope] }]) {
+        const response = await probe(await idp.sign('ES256', claims));
+
+        assert.equal(response.statusCode, 401, `${JSON.stringify(claims)}: ${response.body}`);
+        const claim = 'scope' in claims ? 'scope' : 'scp';
+        assert.equal(response.json().error_msg, `Token claim ${claim} is invalid: scope names are printable ASCII, separated by single spaces (RFC 6749 §3.3)`);
+      }
+    }
+  });
+
   test('a token from a provider whose keys cannot be fetched is refused with 401', async () => {
     const token = await idp.sign('ES256', { iss: UNREACHABLE_ISSUER, customer: 'acme', scope: 'acl:read' });
 
