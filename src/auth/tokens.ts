@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   SignJWT,
   createRemoteJWKSet,
+  customFetch,
   decodeJwt,
   errors,
   jwtVerify,
@@ -17,6 +18,7 @@ import { badRequest, unauthorized } from '../http/errors.ts';
 import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
+import { fetchAtMost } from '../shared/outside-answers.ts';
 
 export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read', 'admin'];
 
@@ -46,6 +48,10 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (request.scopes.length === 0) throw badRequest('scope: at least one scope is required');
   if (request.customer === undefined && !request.scopes.includes('admin')) {
     throw badRequest('scope: a token for no particular customer must have the admin scope');
+  }
+  // The guard lets admin act for every customer, whatever the token's customer claim says.
+  if (request.customer !== undefined && request.scopes.includes('admin')) {
+    throw badRequest('scope: admin is not for a customer token: an admin token acts for every customer; issue it without --customer');
   }
   if (request.customer !== undefined && !(await findCustomerByName(db, request.customer))) {
     throw badRequest(`customer: unknown customer ${request.customer}`);
@@ -93,7 +99,9 @@ interface TrustedIssuer {
 export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeySet, log: FastifyBaseLogger): TokenVerifier {
   const trustedIssuers = new Map<string, TrustedIssuer>();
   for (const external of settings.jwtExternalIssuers) {
-    trustedIssuers.set(external.issuer, { keys: createRemoteJWKSet(new URL(external.jwksUrl)), audience: external.audience });
+    // A JWKS is a few KiB: at most 64 KiB of the answer is read (SPEC §16), within jose's 5 s timeout.
+    const keys = createRemoteJWKSet(new URL(external.jwksUrl), { [customFetch]: fetchAtMost });
+    trustedIssuers.set(external.issuer, { keys, audience: external.audience });
   }
   trustedIssuers.set(settings.jwtIssuer, { keys: ownKeys.getKey, audience: settings.jwtAudience });
 
@@ -146,12 +154,35 @@ function describeVerificationFailure(error: unknown): string {
   return 'Token issuer keys could not be fetched';
 }
 
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), printable ASCII without space, `"` or `\`. */
+const SCOPE_TOKEN = '[\\x21\\x23-\\x5b\\x5d-\\x7e]+';
+/** scope = scope-token *( SP scope-token ): single spaces between names, none before or after. */
+const SCOPE_LIST = new RegExp(`^${SCOPE_TOKEN}(?: ${SCOPE_TOKEN})*$`);
+const ONE_SCOPE = new RegExp(`^${SCOPE_TOKEN}$`);
+
+const invalidScopeClaim = (claim: string) =>
+  unauthorized(`Token claim ${claim} is invalid: scope names are printable ASCII, separated by single spaces (RFC 6749 §3.3)`);
+
+/**
+ * The token's scopes. A scope list split on anything but single spaces (a tab, a newline, a
+ * no-break space, two spaces) refuses the token: splitting it on any whitespace once read
+ * "okm:read<TAB>admin" as admin, and reading it as one unknown name would hide the mistake.
+ */
 function scopesFrom(payload: JWTPayload): Set<string> {
   const scopes = new Set<string>();
   // `scope` is the OAuth form (space-separated); `scp` is an array at most providers, a string at some.
-  for (const claim of [payload.scope, payload.scp]) {
-    const values = typeof claim === 'string' ? claim.split(/\s+/) : Array.isArray(claim) ? claim : [];
-    for (const value of values) if (typeof value === 'string' && value !== '') scopes.add(value);
+  for (const [name, claim] of [['scope', payload.scope], ['scp', payload.scp]] as const) {
+    if (typeof claim === 'string') {
+      if (claim === '') continue;
+      if (!SCOPE_LIST.test(claim)) throw invalidScopeClaim(name);
+      for (const value of claim.split(' ')) scopes.add(value);
+    } else if (Array.isArray(claim)) {
+      for (const value of claim as unknown[]) {
+        if (typeof value !== 'string') continue;
+        if (!ONE_SCOPE.test(value)) throw invalidScopeClaim(name);
+        scopes.add(value);
+      }
+    }
   }
   return scopes;
 }

@@ -28,7 +28,7 @@ export function register(program: Command): void {
   commandGroup(program, 'token', 'issue API tokens')
     .command('issue')
     .description('print a JWT signed with the deployment key')
-    .option('--customer <name>', 'the customer the token acts for; omit for an operator token (needs admin)')
+    .option('--customer <name>', 'the customer the token acts for; omit for an operator token (needs admin, which acts for every customer and so is refused with --customer)')
     .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write lock:read admin')
     .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
     .option('--subject <name>', 'who the token stands for (sub), e.g. the operator: recorded as creator or approver of a rollout')

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, unsupportedMediaType } from './errors.ts';
+import { renderFieldPath } from './validation.ts';
 
 /** Deeper documents are refused: nothing keyfleet stores nests this far, and recursion over them could overflow the stack. */
 export const MAX_JSON_DEPTH = 64;
@@ -22,6 +23,28 @@ export function jsonNestingDepth(text: string): number {
   return deepest;
 }
 
+/**
+ * Where the first number of a parsed JSON value that is not finite is, or undefined when there
+ * is none: JSON.parse reads 1e400 as Infinity (and JSON.stringify writes it back as null),
+ * which no field can keep. Depth is bounded by MAX_JSON_DEPTH before parsing.
+ */
+export function nonFiniteNumberPath(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : path;
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = nonFiniteNumberPath(value[index], [...path, index]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const key in value) {
+    const found = nonFiniteNumberPath((value as Record<string, unknown>)[key], [...path, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON body as text, for routes that must keep part of it exactly as sent. */
@@ -39,7 +62,8 @@ function charsetOf(request: FastifyRequest): string | undefined {
 /**
  * JSON bodies must be UTF-8 (RFC 8259) and uncompressed; anything else is refused with a
  * 4xx that says so, instead of being decoded with replacement characters or read as bytes.
- * Prototype-poisoning keys (`__proto__`, `constructor.prototype`) are refused too.
+ * Prototype-poisoning keys (`__proto__`, `constructor.prototype`) are refused too, and so is a
+ * number too large for a double (SPEC §16: a 400 naming the field, for every route at once).
  */
 export function registerJsonBodies(app: FastifyInstance): void {
   app.addHook('preParsing', async (request) => {
@@ -66,6 +90,11 @@ export function registerJsonBodies(app: FastifyInstance): void {
     const text = body.toString('utf8');
     if (jsonNestingDepth(text) > MAX_JSON_DEPTH) return done(badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels`));
     request.jsonText = text;
-    parseJson(request, text, done);
+    parseJson(request, text, (error, parsed) => {
+      if (error) return done(error);
+      const where = nonFiniteNumberPath(parsed);
+      if (where) return done(badRequest(`${renderFieldPath('body', where)}: a number that cannot be kept exactly (non-finite)`));
+      done(null, parsed);
+    });
   });
 }

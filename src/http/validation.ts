@@ -23,14 +23,18 @@ const textAjv = createAjv(true);
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object);
 
-/** "/users/3/permissions" → "users[3].permissions" */
-function fieldPath(part: string, instancePath: string): string {
-  const segments = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+/** ["users", 3, "permissions"] → "users[3].permissions"; the part ("body", "query"...) when there are none. */
+export function renderFieldPath(part: string, segments: readonly (string | number)[]): string {
   let rendered = part === 'body' ? '' : part;
   for (const segment of segments) {
-    rendered += /^\d+$/.test(segment) ? `[${segment}]` : rendered === '' ? segment : `.${segment}`;
+    rendered += typeof segment === 'number' || /^\d+$/.test(segment) ? `[${segment}]` : rendered === '' ? segment : `.${segment}`;
   }
   return rendered || part;
+}
+
+/** "/users/3/permissions" → "users[3].permissions" */
+function fieldPath(part: string, instancePath: string): string {
+  return renderFieldPath(part, instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
 }
 
 /** One sentence naming the offending field, for the 400 body. */

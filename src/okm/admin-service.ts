@@ -10,6 +10,7 @@ import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/curso
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
 import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
+import { checkDestination } from '../webhooks/ssrf-guard.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
 import { isOverdue } from './fleet-states.ts';
@@ -32,7 +33,7 @@ import {
 /** Who asks, for which customer (the `customer` query value), and when. */
 export interface OkmRequest {
   db: Db;
-  settings: Pick<Settings, 'fleetPollingInterval'>;
+  settings: Pick<Settings, 'fleetPollingInterval' | 'webhookAllowPrivateNetworks'>;
   principal: Principal;
   customerName: string | undefined;
   now: number;
@@ -111,9 +112,17 @@ function parseMergedSettings(merged: unknown): OkmSettings {
   return settingsFromBody(merged as OkmSettingsBody);
 }
 
-function checkStatusUrls(urls: readonly string[]): void {
+/**
+ * Status subscriber URLs are http or https and, unless private networks are allowed, name no
+ * private, loopback or link-local address nor localhost (the rule delivery applies). A URL the
+ * OKM already holds is not checked again, so that one stored before the rule does not block
+ * changes to other fields; delivery still refuses it.
+ */
+function checkStatusUrls(urls: readonly string[], settings: OkmRequest['settings'], kept: readonly string[] = []): void {
   urls.forEach((url, index) => {
-    if (!isHttpUrl(url)) throw badRequest(`subscribe_urls.status[${index}]: must be an http or https URL`);
+    const field = `subscribe_urls.status[${index}]`;
+    if (!isHttpUrl(url)) throw badRequest(`${field}: must be an http or https URL`);
+    if (!kept.includes(url)) checkDestination(field, url, settings.webhookAllowPrivateNetworks);
   });
 }
 
@@ -226,7 +235,7 @@ export async function replaceOkm(
   body: OkmSettingsBody,
 ): Promise<{ record: OkmRecord; created: boolean }> {
   const desired = settingsFromBody(body);
-  checkStatusUrls(desired.statusUrls);
+  checkStatusUrls(desired.statusUrls, request.settings);
   const acting = await actingFor(request);
   const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
@@ -264,7 +273,7 @@ export async function patchOkm(request: OkmRequest, serialNumber: string, patch:
     // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).
     const document = settingsDocument(linked ? { ...current.okm, assetList: null, usersAssets: null } : current.okm);
     const desired = parseMergedSettings(applyMergePatch(document, patch));
-    checkStatusUrls(desired.statusUrls);
+    checkStatusUrls(desired.statusUrls, request.settings, current.okm.statusUrls);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
     await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
     return currentRecord(request, trx, serialNumber);

@@ -1,7 +1,8 @@
 import type { Agent } from 'undici';
-import type { DeadlineQueue } from './deadline-queue.ts';
+import { DeadlineQueue } from './deadline-queue.ts';
 import { parseRetryAfter } from './retry-schedule.ts';
 import { signatureHeader } from './signing.ts';
+import { MAX_ANSWER_BYTES } from '../shared/outside-answers.ts';
 import type { WebhookEvent } from './fleet-events.ts';
 
 /** What a status event says (SPEC §6); `data` is the OKM's status as of the poll that queued it. */
@@ -46,21 +47,54 @@ interface Answer {
 }
 
 /**
- * One POST through the agent, answered once the whole response is read (its body
- * discarded), rejected when the deadline passes first. undici's dispatch with a plain
- * handler: its `request` builds a body stream, an async resource and abort listeners per
- * call, a third of a dispatcher's CPU per event.
+ * How long the body may take once the status line and headers are in, within the attempt's
+ * deadline: a body that trickles holds the connection no longer than this.
+ */
+export const BODY_GRACE_MS = 1_000;
+/** One timer for the body graces of every attempt of the process (see DeadlineQueue). */
+const bodyDeadlines = new DeadlineQueue(BODY_GRACE_MS);
+
+class AnswerDropped extends Error {
+  constructor(why: string) {
+    super(`answer dropped after its headers: ${why}`);
+    this.name = 'AnswerDropped';
+  }
+}
+
+/**
+ * One POST through the agent, answered with its status once the body has ended, or once
+ * MAX_ANSWER_BYTES of it or BODY_GRACE_MS have passed (then the connection is dropped);
+ * rejected when the deadline passes before the headers. The body is never kept. undici's
+ * dispatch with a plain handler: its `request` builds a body stream, an async resource and
+ * abort listeners per call, a third of a dispatcher's CPU per event.
  */
 function post(agent: Agent, url: string, headers: Record<string, string>, body: string, deadlines: DeadlineQueue): Promise<Answer> {
   return new Promise((resolve, reject) => {
     let abortRequest: ((reason: Error) => void) | undefined;
     let expiredWith: Error | undefined;
-    let statusCode = 0;
-    let retryAfter: string | undefined;
+    /** Set with the headers: from then on the status decides, whatever becomes of the body. */
+    let answer: Answer | undefined;
+    let bytesRead = 0;
+    let settled = false;
+    let bodyDeadline: { finish(): void } | undefined;
+    const settle = (error?: Error) => {
+      if (settled) return;
+      settled = true;
+      deadline.finish();
+      bodyDeadline?.finish();
+      if (answer) resolve(answer);
+      else reject(error!);
+    };
+    /** Ends the attempt with the status already in, and closes the connection (undici destroys the socket of an aborted request). */
+    const drop = (why: string) => {
+      settle();
+      abortRequest?.(new AnswerDropped(why));
+    };
     const deadline = deadlines.start((reason) => {
+      if (answer) return drop(reason.message);
       expiredWith = reason;
       abortRequest?.(reason);
-      reject(reason);
+      settle(reason);
     });
     const { origin, path } = targetOf(url);
     agent.dispatch(
@@ -71,18 +105,25 @@ function post(agent: Agent, url: string, headers: Record<string, string>, body: 
           else abortRequest = abort;
         },
         onHeaders(code, rawHeaders) {
-          statusCode = code;
-          if (code < 200 || code >= 300) retryAfter = rawHeader(rawHeaders, 'retry-after');
+          if (code < 200) return true;
+          answer = { statusCode: code, retryAfter: code >= 300 ? rawHeader(rawHeaders, 'retry-after') : undefined };
+          bodyDeadline = bodyDeadlines.start(() => drop(`the body did not end within ${BODY_GRACE_MS} ms`));
           return true;
         },
-        onData: () => true,
+        onData(chunk) {
+          // Nothing of the body is used: a short one is read to its end so that the connection
+          // serves the next attempt; past MAX_ANSWER_BYTES the status decides and it is dropped.
+          bytesRead += chunk.length;
+          if (bytesRead <= MAX_ANSWER_BYTES) return true;
+          drop(`the body is longer than ${MAX_ANSWER_BYTES} bytes`);
+          return false;
+        },
         onComplete() {
-          deadline.finish();
-          resolve({ statusCode, retryAfter });
+          settle();
         },
         onError(error) {
-          deadline.finish();
-          reject(error);
+          // After the headers (the body cut short by either side) the status still decides.
+          settle(error);
         },
       },
     );
@@ -90,8 +131,9 @@ function post(agent: Agent, url: string, headers: Record<string, string>, body: 
 }
 
 /**
- * POSTs one signed event (a status event or a fleet event). Redirects are not followed (a 3xx is a failed attempt), the whole
- * exchange has the deadlines' timeout, and the response body is read and discarded.
+ * POSTs one signed event (a status event or a fleet event). Redirects are not followed (a 3xx
+ * is a failed attempt), the whole exchange has the deadlines' timeout, and the status code
+ * alone decides the outcome: at most MAX_ANSWER_BYTES of the body are read, and discarded.
  */
 export async function postStatusEvent(
   agent: Agent,

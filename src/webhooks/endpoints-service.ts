@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
@@ -8,7 +7,7 @@ import { isHttpUrl } from '../shared/http-url.ts';
 import { countEndpoints, deleteEndpoint, ENDPOINT_PAGES, findEndpoint, insertEndpoint, listEndpoints, updateEndpoint, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
 import { ENDPOINT_DELIVERY_PAGES, endpointDeliveries } from './fleet-deliveries-repository.ts';
 import { DEPLOYMENT_ONLY_EVENT_TYPES, eventBody, newEventId, queueDeliveries, type FleetEventType } from './fleet-events.ts';
-import { isForbiddenAddress } from './ssrf-guard.ts';
+import { checkDestination } from './ssrf-guard.ts';
 import type { EndpointBody, EndpointDeliveryRecord, EndpointPatchBody, WebhookEndpointRecord } from './endpoints-schemas.ts';
 
 /** Endpoints one customer (or the deployment) may have. */
@@ -40,16 +39,13 @@ async function scopeOf(request: EndpointRequest): Promise<EndpointScope> {
 }
 
 /**
- * Refused as a status subscriber URL is (http or https), and, unless private networks are
- * allowed, a literal private, loopback or link-local address (a name is checked at each
- * delivery, on the address connected to).
+ * Refused as a status subscriber URL is: not http or https, or, unless private networks are
+ * allowed, a literal private, loopback or link-local address or a localhost name (another name
+ * is checked at each delivery, on the address connected to).
  */
 function checkEndpointUrl(url: string, settings: EndpointRequest['settings']): void {
   if (!isHttpUrl(url)) throw badRequest('url: must be an http or https URL');
-  const literal = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
-  if (!settings.webhookAllowPrivateNetworks && net.isIP(literal) !== 0 && isForbiddenAddress(literal)) {
-    throw badRequest('url: private, loopback and link-local addresses are refused (WEBHOOK_ALLOW_PRIVATE_NETWORKS is false)');
-  }
+  checkDestination('url', url, settings.webhookAllowPrivateNetworks);
 }
 
 /** A customer's endpoint may not take the event types only deployment-wide endpoints receive. */

@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
+import { badRequest } from '../http/errors.ts';
 
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
@@ -18,6 +19,38 @@ export function isForbiddenAddress(address: string): boolean {
   // ::a.b.c.d (IPv4-compatible, deprecated by RFC 4291) is 'unicast' to ipaddr.js but reaches an IPv4 host on some stacks
   if (parsed.kind() === 'ipv6' && parsed.match(IPV4_COMPATIBLE)) return true;
   return parsed.range() !== 'unicast';
+}
+
+/** What kind of forbidden address it is, in the words of the refusals. */
+function kindOf(address: string): string {
+  const range = ipaddr.process(address).range();
+  if (range === 'loopback') return 'loopback';
+  if (range === 'private' || range === 'uniqueLocal' || range === 'carrierGradeNat') return 'private';
+  if (range === 'linkLocal') return 'link-local';
+  return 'reserved or special-purpose';
+}
+
+/**
+ * Why a URL's host is refused without a DNS look-up, or undefined: a literal address that
+ * isForbiddenAddress refuses, or a localhost name (RFC 6761: it resolves to loopback, and
+ * delivery would refuse the address). Other names are checked at each delivery, on the
+ * address actually connected to.
+ */
+export function refusedHost(hostname: string): string | undefined {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (net.isIP(host) !== 0) return isForbiddenAddress(host) ? `${host} is ${kindOf(host)}` : undefined;
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') ? `${name} is loopback` : undefined;
+}
+
+/**
+ * At write time, the rule delivery applies: unless private networks are allowed, a status
+ * subscriber URL or endpoint URL whose host refusedHost refuses is a 400 naming the field.
+ */
+export function checkDestination(field: string, url: string, allowPrivateNetworks: boolean): void {
+  if (allowPrivateNetworks) return;
+  const refused = refusedHost(new URL(url).hostname);
+  if (refused !== undefined) throw badRequest(`${field}: private, loopback and link-local addresses are refused (WEBHOOK_ALLOW_PRIVATE_NETWORKS is false): ${refused}`);
 }
 
 class ForbiddenDestinationError extends Error {
@@ -57,8 +90,7 @@ export function createDeliveryAgent({ allowPrivateNetworks, connectionsPerHost, 
   return new Agent({
     ...options,
     connect(connectOptions, callback) {
-      const literal = connectOptions.hostname.replace(/^\[(.*)\]$/, '$1');
-      if (net.isIP(literal) && isForbiddenAddress(literal)) return callback(new ForbiddenDestinationError(literal), null);
+      if (refusedHost(connectOptions.hostname) !== undefined) return callback(new ForbiddenDestinationError(connectOptions.hostname.replace(/^\[(.*)\]$/, '$1')), null);
       connectGuarded(connectOptions, (error, socket) => {
         if (error) return callback(error, null);
         const address = socket.remoteAddress;

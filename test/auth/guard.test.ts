@@ -167,6 +167,32 @@ forEachDatabase('requireScopes guard', (kind) => {
     }
   });
 
+  describe('scopes are split on single spaces only (RFC 6749 §3.3): any other whitespace makes the token 401', () => {
+    const invalidClaim = (claim: string) => `Token claim ${claim} is invalid: scope names are printable ASCII, separated by single spaces (RFC 6749 §3.3)`;
+    const odd = ['acl:read\tadmin', 'acl:read\nadmin', 'acl:read\radmin', 'acl:read\u000badmin', 'acl:read\u00a0admin', 'acl:read\u3000admin', 'acl:read  admin', ' admin', 'admin ', 'acl:read\u2028admin'];
+    for (const scope of odd) {
+      test(`${JSON.stringify(scope)} in scope or scp, with a customer or without, is refused`, async () => {
+        const answers: string[] = [];
+        for (const claims of [{ scope }, { scope, customer: 'acme' }, { scp: scope }, { scp: ['acl:read', scope] }]) {
+          const response = await get('/probe/acl', `Bearer ${await signWithDeploymentKey(claims)}`);
+
+          const reason = invalidClaim('scope' in claims ? 'scope' : 'scp');
+          const refused = response.statusCode === 401 && response.headers['www-authenticate'] === INVALID_TOKEN_CHALLENGE && response.json().error_msg === reason;
+          if (!refused) answers.push(`${JSON.stringify(claims)}: ${response.statusCode} ${response.body}`);
+        }
+        assert.deepEqual(answers, []);
+      });
+    }
+
+    test('single spaces separate scopes; an empty scope claim is no scopes', async () => {
+      const spaced = await signWithDeploymentKey({ scope: 'acl:read acl:create', customer: 'acme' });
+      const empty = await signWithDeploymentKey({ scope: '', customer: 'acme' });
+
+      assert.equal((await get('/probe/acl', `Bearer ${spaced}`)).statusCode, 200);
+      assert.deepEqual((await get('/probe/acl', `Bearer ${empty}`)).json(), { error_code: 'UNAUTHORIZED_ACCESS', error_msg: 'Missing required scopes' });
+    });
+  });
+
   test('a token expired by less than the clock tolerance is still accepted', async () => {
     const token = await signWithDeploymentKey({ scope: 'admin' }, nowSeconds() - 5);
 

@@ -105,6 +105,19 @@ forEachDatabase('keyfleet customer create and token issue', (kind) => {
     assert.equal(run.stderr, 'keyfleet: scope: a token for no particular customer must have the admin scope\n');
   });
 
+  test('token issue --customer with the admin scope is a usage error (exit 2): an admin token acts for every customer', async () => {
+    await keyfleet('customer', 'create', 'initech');
+
+    const run = await keyfleet('token', 'issue', '--customer', 'initech', '--scope', 'okm:read admin');
+    const json = await keyfleet('token', 'issue', '--customer', 'initech', '--scope', 'admin', '--json');
+
+    assert.equal(run.exitCode, 2);
+    assert.equal(run.stdout, '');
+    assert.equal(run.stderr, 'keyfleet: scope: admin is not for a customer token: an admin token acts for every customer; issue it without --customer\n');
+    assert.equal(json.exitCode, 2);
+    assert.equal(JSON.parse(json.stderr).error.code, 'usage');
+  });
+
   test('token issue for an unknown customer exits non-zero with one line on stderr', async () => {
     const run = await keyfleet('token', 'issue', '--customer', 'nobody', '--scope', 'acl:read');
 

@@ -3,6 +3,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { renderFieldPath } from '../../src/http/validation.ts';
 import { isPublic, jwtScopesOf, operationName, operationsOf, pathParameters, queryParameters, usesApiKey, type JsonSchema, type Operation } from './openapi-operations.ts';
 import { buildTenantWorld, identifiersOf, sampleBody, type TenantWorld } from './tenants.ts';
 
@@ -37,6 +38,12 @@ const ODD_HEADERS: [string, string][] = [
   ['x-forwarded-for', '999.1.1.1, ::ffff:1.2.3.4, unknown'], ['accept', 'application/xml'], ['accept', '*/*;q=abc'], ['accept-encoding', 'gzip;q=2, br;q=-1'],
   ['content-length', '1'], ['transfer-encoding', 'chunked, gzip'], ['expect', '100-continue'], ['x-request-id', 'x'.repeat(5000)],
 ];
+/**
+ * Numbers as JSON text (JSON.stringify cannot write most of them): beyond a double, negative
+ * zero, integers beyond 2^53 and 2^63, and forms a double keeps but not as written.
+ */
+const NON_FINITE_NUMBERS = ['1e400', '-1e400', '1E+999', `1${'0'.repeat(400)}`];
+const ODD_NUMBERS = ['-0', '-0.0', '123456789012345678901234567890', '9007199254740993', '-9223372036854775809', '18446744073709551616', '1.0', '1e308', '5e-324', '-1.7976931348623157e308'];
 const HUGE_BYTES = 2 * 1024 * 1024 + 1;
 const DEEP_LEVELS = 100_000;
 
@@ -56,6 +63,9 @@ function leavesOf(schema: JsonSchema, path: Path = []): { path: Path; schema: Js
 
 const isStringSchema = (schema: JsonSchema) =>
   schema.type === 'string' || (Array.isArray(schema.type) && schema.type.includes('string')) || (schema.anyOf ?? []).some(isStringSchema);
+
+const isObjectSchema = (schema: JsonSchema): boolean =>
+  schema.type === 'object' || (Array.isArray(schema.type) && schema.type.includes('object')) || schema.type === undefined || (schema.anyOf ?? []).some(isObjectSchema);
 
 /** A copy of `base` with `value` at `path`, creating the objects and arrays on the way. */
 function withValueAt(base: unknown, path: Path, value: unknown): unknown {
@@ -179,6 +189,43 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
 
     assert.deepEqual(serverErrors, []);
     assert.deepEqual(unexplained, []);
+  });
+
+  test('non-finite, huge and negative-zero numbers and duplicate names in every field of every body: no 5xx, every 4xx a JSON message, a non-finite number a 400 naming its field', async () => {
+    const misnamed: string[] = [];
+    /** The body with `numberText` written as is at `path` (or as the whole body). */
+    const withNumberAt = (base: unknown, path: Path, numberText: string) =>
+      path.length === 0 ? numberText : JSON.stringify(withValueAt(base, path, '\u0000number')).replace('"\\u0000number"', numberText);
+    for (const operation of inFuzzOrder()) {
+      const schema = jsonSchemaOf(operation);
+      if (!schema) continue;
+      const base = baseBody(operation);
+      // Beside every field, a member of its own inside each object field: free-form JSON (users_assets, payloads, user_data) has no leaves of its own.
+      const places: Path[] = [[], ...leavesOf(schema).flatMap((leaf) => (isObjectSchema(leaf.schema) ? [leaf.path, [...leaf.path, 'fuzz']] : [leaf.path]))];
+      for (const path of places) {
+        const leaf = { path };
+        const at = leaf.path.join('.') || 'body';
+        for (const text of [...NON_FINITE_NUMBERS, ...ODD_NUMBERS]) {
+          const response = await send(operation, `${at}=${text.slice(0, 30)}`, { payload: withNumberAt(base, leaf.path, text), contentType: 'application/json' });
+          const expected = `${renderFieldPath('body', leaf.path)}: a number that cannot be kept exactly (non-finite)`;
+          if (NON_FINITE_NUMBERS.includes(text) && (response.statusCode !== 400 || !response.body.includes(JSON.stringify(expected)))) {
+            misnamed.push(`${operationName(operation)} ${at}=${text.slice(0, 30)}: ${response.statusCode} ${response.body.slice(0, 160)}`);
+          }
+        }
+      }
+      // Duplicate names: the second of each top-level field with a wrong-typed value, then the other way round.
+      if (base !== null && typeof base === 'object' && !Array.isArray(base)) {
+        const text = JSON.stringify(base).slice(1, -1);
+        for (const name of Object.keys(base)) {
+          await send(operation, `${name} twice, the last odd`, { payload: `{${text},${JSON.stringify(name)}:1e308}`, contentType: 'application/json' });
+          await send(operation, `${name} twice, the first odd`, { payload: `{${JSON.stringify(name)}:-0,${text}}`, contentType: 'application/json' });
+        }
+      }
+    }
+
+    assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
+    assert.deepEqual(misnamed, []);
   });
 
   test('huge and deeply nested bodies, odd content types and odd methods on every route: no 5xx, every 4xx a JSON message', async () => {
