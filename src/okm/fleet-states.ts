@@ -32,9 +32,11 @@ export function isOverdue(okm: { overdueAt: number | null }): boolean {
 }
 
 /**
- * The state as a condition on the okms row; never NULL, so that its negation holds where it
- * does not. Each is read through an index of its own where the state is rare (never polled,
- * drifting, overdue: partial indexes), or walks the serial number order where it is common.
+ * The state as a condition on the okms row. Each is read through an index of its own where the
+ * state is rare (never polled, drifting, overdue: partial indexes), or walks the serial number
+ * order where it is common. `overdue` is written as its partial index's condition so that
+ * SQLite uses that index, and so is NULL where overdue_at is: a negation must coalesce it
+ * (admin-repository.ts does).
  */
 export function fleetStateCondition(state: FleetState, _clock?: OverdueClock): RawBuilder<SqlBool> {
   switch (state) {

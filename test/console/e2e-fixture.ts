@@ -77,6 +77,9 @@ export async function startConsoleServer(settings: Record<string, string> = {}):
     RATE_LIMIT_API_PER_MINUTE: '0',
     RATE_LIMIT_DEVICE_PER_MINUTE: '0',
     RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0',
+    // The pages show the fleet summary, which the fleet pass counts: a pass a second, so that
+    // what a test seeds shows up as an operator would see it, one pass later.
+    FLEET_PASS_INTERVAL_MS: '1000',
     ...settings,
   };
   const server = serveProcess(env);

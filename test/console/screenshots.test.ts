@@ -18,7 +18,7 @@ const IMAGES = path.join(PROJECT_ROOT, 'docs/images');
 const SHOWCASE = 'OKM-ACME-STORE-0412';
 
 test('screenshots of every console page over a realistic fleet', { skip, timeout: 600_000 }, async () => {
-  const server = await startConsoleServer({ OKM_AUTO_ENROL: 'true' });
+  const server = await startConsoleServer({ OKM_AUTO_ENROL: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
   try {
     await shootEverything(server);
   } finally {
