@@ -16,6 +16,7 @@ import { NEVER_POLLED } from '../../src/okm/fleet-states.ts';
 import { dialectFor, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { parametersAfter } from '../../src/simulator/device.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { serveProcess, type ServerProcess } from '../helpers/server-process.ts';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -233,6 +234,22 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
       if (polls.length > 0) await db.insertInto('okm_polls').values(polls).execute();
     }
   }
+  await fleetPassesSince(db, Date.now());
+}
+
+/**
+ * Waits until the server's fleet pass has counted what was stored before `since`: two passes
+ * completed after it (the first may have started before), as an operator would see the
+ * summary a pass later.
+ */
+async function fleetPassesSince(db: DatabaseHandle['db'], since: number): Promise<void> {
+  const completedAt = async () =>
+    Number((await db.selectFrom('background_passes').select('completed_at').where('name', '=', 'fleet').executeTakeFirst())?.completed_at ?? 0);
+  const first = await eventually(async () => {
+    const at = await completedAt();
+    return at > since ? at : false;
+  }, 30_000, 'a fleet pass after the seeding');
+  await eventually(async () => (await completedAt()) > first, 30_000, 'a fleet pass that started after the seeding');
 }
 
 /** An ACL body of `users` × `locks` with a mix of 0, 1 and 17, as a customer's shop would have. */
