@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { FleetSummarySnapshotTable } from '../db/schema.ts';
 import { emitFleetEvents } from '../webhooks/fleet-events.ts';
 import { MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from './fleet-states.ts';
 
@@ -31,17 +32,8 @@ export const FLEET_PASS_LEASE_MS = 60_000;
 /** The effective polling interval, as the poll clamps it (5–3600 s). */
 const effectiveInterval = (own: number | null, fleet: number) => Math.min(3600, Math.max(5, own ?? fleet));
 
-/** A group of OKMs alike, as the fleet summary counts them (fleet_summary_snapshot's columns). */
-export interface SnapshotGroup {
-  customer_id: number | null;
-  last_correction: string | null;
-  firmware_version: string | null;
-  batch_key_firmware_version: string | null;
-  wireless_key_firmware_version: string | null;
-  never_polled: number;
-  overdue: number;
-  okms: number;
-}
+/** A group of OKMs alike, as the fleet summary counts them: a row of fleet_summary_snapshot. */
+export type SnapshotGroup = FleetSummarySnapshotTable;
 
 interface PassedOkm {
   serial_number: string;
