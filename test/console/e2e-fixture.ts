@@ -242,7 +242,7 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
  * completed after it (the first may have started before), as an operator would see the
  * summary a pass later.
  */
-async function fleetPassesSince(db: DatabaseHandle['db'], since: number): Promise<void> {
+export async function fleetPassesSince(db: DatabaseHandle['db'], since: number): Promise<void> {
   const completedAt = async () =>
     Number((await db.selectFrom('background_passes').select('completed_at').where('name', '=', 'fleet').executeTakeFirst())?.completed_at ?? 0);
   const first = await eventually(async () => {

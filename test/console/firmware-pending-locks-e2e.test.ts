@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
-import { device, openConsole, startConsoleServer, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
+import { device, fleetPassesSince, openConsole, startConsoleServer, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
 
 const ENROLMENT_CODE = '00112233445566778899aabbccddeeff';
 const LOCKS = ['CAB-0001', 'CAB-0002', 'PAD-0001'];
@@ -60,6 +60,8 @@ describe('console: pending OKMs, firmware and locks pages', { skip: browserTestS
       await server.api(adminToken, 'PUT', `/api/v1/okms/${serial}?customer=acme`, {}, 201);
       await device(server, serial, version).converge();
     }
+    // The page and the summary show the versions once a fleet pass has counted these polls.
+    await fleetPassesSince(server.database.db, Date.now());
     const consolePage = await openConsole(browser, adminUrl);
     const { page } = consolePage;
     // Slow uploads down, so that the progress is seen between 0 and 100 %.
