@@ -120,10 +120,10 @@ interface OkmTarget {
 }
 
 /** The conditions of the target, as the list applies them (fleetStateCondition is the list's own). */
-function conditionsOf(target: OkmTarget, now: number): Expression<SqlBool>[] {
+function conditionsOf(target: OkmTarget): Expression<SqlBool>[] {
   return [
     ...(target.customerId === undefined ? [] : [sql<SqlBool>`okms.customer_id = ${target.customerId}`]),
-    ...(target.state === undefined ? [] : [fleetStateCondition(target.state, { now })]),
+    ...(target.state === undefined ? [] : [fleetStateCondition(target.state)]),
   ];
 }
 
@@ -132,8 +132,8 @@ function conditionsOf(target: OkmTarget, now: number): Expression<SqlBool>[] {
  * one, that of the row before the last full page, and those of random rows; found by OFFSET in
  * the bench's setup, not timed.
  */
-async function cursorsOf(db: Db, target: OkmTarget, now: number): Promise<{ matches: number; middle: string | undefined; last: string | undefined; random: string[] }> {
-  const where = conditionsOf(target, now);
+async function cursorsOf(db: Db, target: OkmTarget): Promise<{ matches: number; middle: string | undefined; last: string | undefined; random: string[] }> {
+  const where = conditionsOf(target);
   const filtered = () => db.selectFrom('okms').where(({ and }) => and(where));
   const matches = Number((await filtered().select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow()).n);
   const serialAt = async (offset: number) => (await filtered().select('okms.serial_number').orderBy('okms.serial_number').limit(1).offset(offset).executeTakeFirstOrThrow()).serial_number;
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
       report('baseline: GET /healthz', 0, baseline, { any: baseline });
 
       for (const target of targets) {
-        const { matches, middle, last, random } = await cursorsOf(db, target, now);
+        const { matches, middle, last, random } = await cursorsOf(db, target);
         const query = target.state === undefined ? '' : `state=${target.state}&`;
         const url = (cursor: string | undefined) => `/api/v1/okms?${query}limit=${LIMIT}${cursor === undefined ? '' : `&cursor=${cursor}`}`;
         // The cursors are real: the last page is the last (no next_cursor), the middle one is not.

@@ -3,7 +3,7 @@ import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
-import { fleetStateCondition, type FleetState, type OverdueClock } from './fleet-states.ts';
+import { fleetStateCondition, type FleetState } from './fleet-states.ts';
 import type { Okm } from './model.ts';
 import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
 
@@ -15,7 +15,7 @@ export interface OwnedOkm {
   aclId: string | null;
 }
 
-export interface OkmListFilter extends OverdueClock {
+export interface OkmListFilter {
   /** Only this customer's OKMs; undefined: every customer's. */
   customerId?: number;
   /** Only OKMs without a customer. */
@@ -43,10 +43,10 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
   if (filter.customerId !== undefined) conditions.push(eb('okms.customer_id', '=', filter.customerId));
   if (filter.unassigned) conditions.push(eb('okms.customer_id', 'is', null));
   if (filter.firmwareVersion !== undefined) conditions.push(eb('okms.firmware_version', '=', filter.firmwareVersion));
-  if (filter.overdue === true) conditions.push(fleetStateCondition('overdue', filter));
+  if (filter.overdue === true) conditions.push(fleetStateCondition('overdue'));
   // NOT of a condition that can be NULL (a comparison with a NULL column) drops those rows too: not overdue is every OKM where overdue is not true.
-  if (filter.overdue === false) conditions.push(sql<SqlBool>`not coalesce(${fleetStateCondition('overdue', filter)}, ${sql.lit(false)})`);
-  if (filter.state !== undefined) conditions.push(fleetStateCondition(filter.state, filter));
+  if (filter.overdue === false) conditions.push(sql<SqlBool>`not coalesce(${fleetStateCondition('overdue')}, ${sql.lit(false)})`);
+  if (filter.state !== undefined) conditions.push(fleetStateCondition(filter.state));
   if (filter.serialPrefix !== undefined) {
     conditions.push(eb('okms.serial_number', '>=', filter.serialPrefix));
     conditions.push(eb('okms.serial_number', '<', filter.serialPrefix + AFTER_EVERY_SERIAL_CHARACTER));

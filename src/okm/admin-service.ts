@@ -191,7 +191,6 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
       ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
       ...(query.state === undefined ? {} : { state: query.state }),
       ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
-      now: request.now,
     },
     page,
   );

@@ -18,11 +18,6 @@ export type FleetState = (typeof FLEET_STATES)[number];
 /** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
 export const MISSED_INTERVALS_UNTIL_OVERDUE = 3;
 
-/** What overdue was once measured against; the states no longer depend on the time of the read. */
-export interface OverdueClock {
-  now: number;
-}
-
 /** overdue_at of an OKM that has never polled. */
 export const NEVER_POLLED = 0;
 
@@ -38,7 +33,7 @@ export function isOverdue(okm: { overdueAt: number | null }): boolean {
  * SQLite uses that index, and so is NULL where overdue_at is: a negation must coalesce it
  * (admin-repository.ts does).
  */
-export function fleetStateCondition(state: FleetState, _clock?: OverdueClock): RawBuilder<SqlBool> {
+export function fleetStateCondition(state: FleetState): RawBuilder<SqlBool> {
   switch (state) {
     case 'never_polled':
       return sql<SqlBool>`okms.overdue_at = ${sql.lit(NEVER_POLLED)}`;

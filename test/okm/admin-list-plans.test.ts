@@ -46,7 +46,7 @@ describe('OKM list pages on SQLite are index range seeks, at the first, a middle
   async function matches(filter: Filter): Promise<string[]> {
     const serials: string[] = [];
     for (let after: [string] | undefined; ; ) {
-      const page = await listOkms(t.db, { now: Date.now(), ...filter }, { after, limit: 500 });
+      const page = await listOkms(t.db, filter, { after, limit: 500 });
       serials.push(...page.items.map((owned) => owned.okm.serialNumber));
       if (page.nextCursor === null) return serials;
       after = [serials.at(-1)!];
@@ -62,7 +62,7 @@ describe('OKM list pages on SQLite are index range seeks, at the first, a middle
     const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
     let page;
     try {
-      page = await listOkms(logged, { now: Date.now(), ...filter }, { after, limit: PAGE });
+      page = await listOkms(logged, filter, { after, limit: PAGE });
     } finally {
       await logged.destroy();
     }
