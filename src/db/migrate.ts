@@ -24,6 +24,7 @@ import * as pageBucketDeltas from './migrations/0020_page_bucket_deltas.ts';
 import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts';
 import * as statePageBuckets from './migrations/0022_state_page_buckets.ts';
 import * as leanPoll from './migrations/0023_lean_poll.ts';
+import * as claimFailuresPerCustomer from './migrations/0024_claim_failures_per_customer.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, MigrationModule> = {
   '0021_firmware_page_buckets': firmwarePageBuckets,
   '0022_state_page_buckets': statePageBuckets,
   '0023_lean_poll': leanPoll,
+  '0024_claim_failures_per_customer': claimFailuresPerCustomer,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

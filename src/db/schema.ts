@@ -27,6 +27,7 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   data_keys: DataKeysTable;
   okm_claim_failures: OkmClaimFailuresTable;
+  okm_claim_customer_failures: OkmClaimCustomerFailuresTable;
   webhook_endpoints: WebhookEndpointsTable;
   fleet_event_deliveries: FleetEventDeliveriesTable;
   rollouts: RolloutsTable;
@@ -301,11 +302,25 @@ export interface DataKeysTable {
 }
 
 /** Failed claims of one serial number in the current window; pruned once expires_at has passed. */
+/** Failed claims of a serial number by every customer, in the window that started at the first (claim-policy.ts). */
 export interface OkmClaimFailuresTable {
   serial_number: string;
   failures: number;
   window_started_at: number;
-  /** Claims of the serial number are refused (429) until then. */
+  /** A block of every customer, which versions before migration 0024 set; no longer read. */
+  blocked_until: number | null;
+  /** Claims by customers that have failed on the serial number are refused (429) until then. */
+  slowed_until: number | null;
+  expires_at: number;
+}
+
+/** Failed claims of a serial number by one customer. */
+export interface OkmClaimCustomerFailuresTable {
+  serial_number: string;
+  customer_id: number;
+  failures: number;
+  window_started_at: number;
+  /** That customer's claims of the serial number are refused (429) until then. */
   blocked_until: number | null;
   expires_at: number;
 }

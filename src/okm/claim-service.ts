@@ -3,6 +3,7 @@ import { badRequest, HttpError, notFound } from '../http/errors.ts';
 import { actingCustomer } from '../auth/guard.ts';
 import { findOwnedOkm, lockOkm, setOkmCustomer } from './admin-repository.ts';
 import { toOkmRecord, type OkmRequest } from './admin-service.ts';
+import { claimGate, countFailedClaim } from './claim-policy.ts';
 import { forgetClaimFailures, lockClaimFailures, pruneClaimFailures, recordFailedClaim } from './claim-repository.ts';
 import type { OkmRecord } from './schemas.ts';
 
@@ -16,26 +17,29 @@ function sameInstallCode(reported: string | null, given: string): boolean {
   return timingSafeEqual(digest(reported ?? ''), digest(given)) && reported !== null;
 }
 
-type ClaimOutcome = { kind: 'claimed'; record: OkmRecord } | { kind: 'failed' } | { kind: 'blocked'; until: number };
+type ClaimOutcome = { kind: 'claimed'; record: OkmRecord } | { kind: 'failed' } | { kind: 'refused'; until: number };
 
 /**
  * POST /api/v1/okms/{serial}/claim: the acting customer takes an OKM that no customer holds
- * by the installer code its device last reported. Every failure is counted against the serial
- * number, in the same transaction that looked at the OKM, and the count commits with the 404.
+ * by the installer code its device last reported. Every failure is counted against the
+ * customer and the serial number (claim-policy.ts), in the same transaction that looked at
+ * the OKM, and the counts commit with the 404. A refused claim (the customer blocked, or
+ * slowed) is not counted and does not look at the OKM.
  */
 export async function claimOkm(request: OkmRequest, serialNumber: string, installCode: string): Promise<OkmRecord> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
   if (acting === null) throw badRequest('customer: an admin token claims for the customer it names; or assign with PUT …/customer');
   const { now } = request;
   const outcome = await request.db.transaction().execute(async (trx): Promise<ClaimOutcome> => {
-    const failures = await lockClaimFailures(trx, serialNumber, now);
-    if (failures.blockedUntil !== null && failures.blockedUntil > now) return { kind: 'blocked', until: failures.blockedUntil };
+    const counts = await lockClaimFailures(trx, serialNumber, acting.id, now);
+    const gate = claimGate(counts, now);
+    if (gate.kind !== 'open') return { kind: 'refused', until: gate.until };
     // The same queries whether or not the serial number exists, so that timing does not tell.
     await lockOkm(trx, serialNumber);
     const owned = await findOwnedOkm(trx, serialNumber);
     const claimable = owned !== undefined && owned.okm.customerId === null;
     if (!sameInstallCode(claimable ? owned.okm.installCode : null, installCode)) {
-      await recordFailedClaim(trx, serialNumber, failures, now);
+      await recordFailedClaim(trx, serialNumber, acting.id, countFailedClaim(counts, now));
       return { kind: 'failed' };
     }
     await setOkmCustomer(trx, serialNumber, acting.id, now);
@@ -44,7 +48,8 @@ export async function claimOkm(request: OkmRequest, serialNumber: string, instal
     return { kind: 'claimed', record: toOkmRecord(claimed!, request.settings.fleetPollingInterval) };
   });
   if (outcome.kind === 'claimed') return outcome.record;
-  if (outcome.kind === 'blocked') {
+  if (outcome.kind === 'refused') {
+    // The same answer whether the customer is blocked (up to CLAIM_BLOCK_MS) or slowed (up to CLAIM_SLOWDOWN_MS): SPEC's 429.
     const retryAfterSeconds = Math.ceil((outcome.until - now) / 1000);
     throw new HttpError(429, 'TOO_MANY_REQUESTS', `Too many failed claims of OKM ${serialNumber}; retry in ${retryAfterSeconds} seconds`, {
       'retry-after': String(retryAfterSeconds),

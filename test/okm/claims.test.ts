@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
-import { CLAIM_BLOCK_MS, CLAIM_WINDOW_MS, MAX_FAILED_CLAIMS } from '../../src/okm/claim-repository.ts';
+import { CLAIM_BLOCK_MS, CLAIM_WINDOW_MS, MAX_FAILED_CLAIMS } from '../../src/okm/claim-policy.ts';
 import { buildServer } from '../../src/server.ts';
 import { ACLS, sampleAcl } from '../acl/helpers.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -10,6 +10,9 @@ import { issueTestToken } from '../helpers/tokens.ts';
 import { OKMS, call, claim, claimedOkm, createOkm, devicePoll, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
 
 const CODE = '12345678';
+/** What docs/okm-admin-api.md (Claiming) promises: failures of all customers only slow a serial number's claims, from the 10th in its window, by at most 2 s. */
+const SLOWED_AFTER = 10;
+const SLOWDOWN_SECONDS = 2;
 const CLAIM_FAILED = { error_code: 'NOT_FOUND', error_msg: 'OKM not found or installer code does not match' };
 const notAssigned = (serial: string) => ({ error_code: 'CONFLICT', error_msg: `OKM ${serial} is not assigned to you; claim it with its installer code` });
 
@@ -29,12 +32,24 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
     return serial;
   }
 
+  /** A write token of the customer (created if missing). */
+  const customerToken = (customer: string) => issueTestToken(t, { customer, scopes: ['okm:read', 'okm:write'] });
+
   const storedOkm = (serial: string) => t.db.selectFrom('okms').select(['customer_id', 'polling_interval']).where('serial_number', '=', serial).executeTakeFirst();
 
-  /** Moves the serial number's failed claims this far into the past, as if that much time had gone by. */
+  /** Moves the serial number's failed claims, its own and each customer's, this far into the past, as if that much time had gone by. */
   async function timePasses(serial: string, ms: number): Promise<void> {
     await t.db
       .updateTable('okm_claim_failures')
+      .set((eb) => ({
+        window_started_at: eb('window_started_at', '-', ms),
+        slowed_until: eb('slowed_until', '-', ms),
+        expires_at: eb('expires_at', '-', ms),
+      }))
+      .where('serial_number', '=', serial)
+      .execute();
+    await t.db
+      .updateTable('okm_claim_customer_failures')
       .set((eb) => ({
         window_started_at: eb('window_started_at', '-', ms),
         blocked_until: eb('blocked_until', '-', ms),
@@ -42,6 +57,23 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
       }))
       .where('serial_number', '=', serial)
       .execute();
+  }
+
+  /** Wrong codes from the customer's token, each answered 404 (counted). */
+  async function failClaims(token: string, serial: string, times: number): Promise<void> {
+    for (let attempt = 1; attempt <= times; attempt++) {
+      const response = await claim(t, token, serial, `0000${attempt}`);
+      assert.equal(response.statusCode, 404, `attempt ${attempt}: ${response.body}`);
+    }
+  }
+
+  const tooMany = (serial: string, seconds: number) => ({ error_code: 'TOO_MANY_REQUESTS', error_msg: `Too many failed claims of OKM ${serial}; retry in ${seconds} seconds` });
+
+  /** A 429 of the slowdown: Retry-After of 1 to SLOWDOWN_SECONDS (the time since the last failure counts), the same in the message. */
+  function assertSlowed(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown; body: string }, serial: string): void {
+    const seconds = Number(response.headers['retry-after']);
+    assert.ok(seconds >= 1 && seconds <= SLOWDOWN_SECONDS, `Retry-After ${String(response.headers['retry-after'])}: ${response.body}`);
+    assert.deepEqual([response.statusCode, response.json()], [429, tooMany(serial, seconds)]);
   }
 
   test('customer B can neither see, PUT, PATCH, link nor claim without the code an OKM that polled with code X; A claims it with X, and B still cannot see it', async () => {
@@ -121,16 +153,13 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
     assert.equal((await claim(t, tokens.acmeWrite, serial, '22222222')).statusCode, 200);
   });
 
-  test(`after ${MAX_FAILED_CLAIMS} failed claims of a serial number, its claims are 429 for 15 minutes, even with the right code`, async () => {
+  test(`after ${MAX_FAILED_CLAIMS} failed claims of a serial number by one customer, that customer's claims of it are 429 for 15 minutes, even with the right code`, async () => {
     const serial = await enrolledOkm();
-    for (let attempt = 1; attempt <= MAX_FAILED_CLAIMS; attempt++) {
-      assert.equal((await claim(t, tokens.betaWrite, serial, `0000${attempt}`)).statusCode, 404, `attempt ${attempt}`);
-    }
+    await failClaims(tokens.acmeWrite, serial, MAX_FAILED_CLAIMS);
 
     const blocked = await claim(t, tokens.acmeWrite, serial, CODE);
 
-    assert.equal(blocked.statusCode, 429);
-    assert.equal(blocked.json().error_code, 'TOO_MANY_REQUESTS');
+    assert.deepEqual([blocked.statusCode, blocked.json()], [429, tooMany(serial, CLAIM_BLOCK_MS / 1000)]);
     assert.equal(blocked.headers['retry-after'], String(CLAIM_BLOCK_MS / 1000));
     assert.equal((await storedOkm(serial))?.customer_id, null);
     await timePasses(serial, CLAIM_BLOCK_MS - 60_000);
@@ -141,14 +170,90 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
     assert.equal(afterBlock.json().data.customer, 'acme');
   });
 
+  test(`another customer's failed claims do not block the owner: beta failing ${MAX_FAILED_CLAIMS} times and on (then itself 429) leaves acme's claim with the right code a 200`, async () => {
+    const serial = await enrolledOkm();
+    await failClaims(tokens.betaWrite, serial, MAX_FAILED_CLAIMS);
+    const betaAgain = await Promise.all([claim(t, tokens.betaWrite, serial, '00009'), claim(t, tokens.betaWrite, serial, CODE)]);
+
+    const owner = await claim(t, tokens.acmeWrite, serial, CODE);
+
+    for (const response of betaAgain) {
+      assert.deepEqual([response.statusCode, response.json()], [429, tooMany(serial, CLAIM_BLOCK_MS / 1000)]);
+    }
+    assert.equal(owner.statusCode, 200, owner.body);
+    assert.equal(owner.json().data.customer, 'acme');
+  });
+
+  test(`once a serial number has had ${SLOWED_AFTER} failed claims in its window, by all customers, a customer that has not failed on it is not slowed: the owner's first claim is a 200 at once`, async () => {
+    const serial = await enrolledOkm();
+    await failClaims(tokens.betaWrite, serial, MAX_FAILED_CLAIMS);
+    await failClaims(await customerToken('gamma'), serial, MAX_FAILED_CLAIMS);
+
+    const owner = await claim(t, tokens.acmeWrite, serial, CODE);
+
+    assert.equal(owner.statusCode, 200, owner.body);
+  });
+
+  test(`once a serial number has had ${SLOWED_AFTER} failed claims in its window, by all customers, a customer that has failed on it is slowed, not blocked: 429 with Retry-After at most ${SLOWDOWN_SECONDS}, then its right code is a 200`, async () => {
+    const serial = await enrolledOkm();
+    await failClaims(tokens.acmeWrite, serial, 1);
+    await failClaims(tokens.betaWrite, serial, MAX_FAILED_CLAIMS);
+    await failClaims(await customerToken('gamma'), serial, SLOWED_AFTER - MAX_FAILED_CLAIMS - 1);
+
+    const slowed = await claim(t, tokens.acmeWrite, serial, CODE);
+
+    assertSlowed(slowed, serial);
+    assert.equal((await storedOkm(serial))?.customer_id, null);
+    await timePasses(serial, SLOWDOWN_SECONDS * 1000);
+    const owner = await claim(t, tokens.acmeWrite, serial, CODE);
+    assert.equal(owner.statusCode, 200, owner.body);
+    assert.equal(owner.json().data.customer, 'acme');
+  });
+
+  test('the slowdown is one serial number\'s, shared by every customer that has failed on it: one counted attempt per slowdown, the others 429 and not counted', async () => {
+    const serial = await enrolledOkm();
+    const [delta, epsilon] = [await customerToken('delta'), await customerToken('epsilon')];
+    await failClaims(delta, serial, 1);
+    await failClaims(epsilon, serial, 1);
+    await failClaims(tokens.betaWrite, serial, MAX_FAILED_CLAIMS);
+    await failClaims(await customerToken('gamma'), serial, SLOWED_AFTER - MAX_FAILED_CLAIMS - 2);
+
+    const whileSlowed = await claim(t, delta, serial, '00007');
+    await timePasses(serial, SLOWDOWN_SECONDS * 1000);
+    const taken = await claim(t, delta, serial, '00007');
+    const afterTaken = await claim(t, epsilon, serial, '00007');
+    await timePasses(serial, SLOWDOWN_SECONDS * 1000);
+    const atOnce = await Promise.all([claim(t, delta, serial, '00008'), claim(t, epsilon, serial, '00008'), claim(t, epsilon, serial, '00009')]);
+
+    assertSlowed(whileSlowed, serial);
+    assert.equal(taken.statusCode, 404, taken.body);
+    assertSlowed(afterTaken, serial);
+    assert.deepEqual(atOnce.map((response) => response.statusCode).sort(), [404, 429, 429]);
+    for (const response of atOnce.filter((response) => response.statusCode === 429)) assertSlowed(response, serial);
+    // Counted: the first SLOWED_AFTER, then one of the first pair and one of the concurrent three.
+    const { failures } = await t.db.selectFrom('okm_claim_failures').select('failures').where('serial_number', '=', serial).executeTakeFirstOrThrow();
+    assert.equal(Number(failures), SLOWED_AFTER + 2);
+  });
+
+  test('a block of every customer that the earlier per-serial rule left in okm_claim_failures no longer holds the owner back', async () => {
+    const serial = await enrolledOkm();
+    const now = Date.now();
+    await t.db
+      .insertInto('okm_claim_failures')
+      .values({ serial_number: serial, failures: MAX_FAILED_CLAIMS, window_started_at: now, blocked_until: now + CLAIM_BLOCK_MS, expires_at: now + CLAIM_BLOCK_MS })
+      .execute();
+
+    const owner = await claim(t, tokens.acmeWrite, serial, CODE);
+
+    assert.equal(owner.statusCode, 200, owner.body);
+  });
+
   test('failures older than 15 minutes do not count towards the limit', async () => {
     const serial = await enrolledOkm();
-    for (let attempt = 1; attempt < MAX_FAILED_CLAIMS; attempt++) await claim(t, tokens.betaWrite, serial, '00000');
+    await failClaims(tokens.acmeWrite, serial, MAX_FAILED_CLAIMS - 1);
     await timePasses(serial, CLAIM_WINDOW_MS);
 
-    for (let attempt = 1; attempt < MAX_FAILED_CLAIMS; attempt++) {
-      assert.equal((await claim(t, tokens.betaWrite, serial, '00000')).statusCode, 404, `attempt ${attempt} of the new window`);
-    }
+    await failClaims(tokens.acmeWrite, serial, MAX_FAILED_CLAIMS - 1);
     assert.equal((await claim(t, tokens.acmeWrite, serial, CODE)).statusCode, 200);
   });
 
@@ -167,13 +272,14 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
     assert.equal((await claim(t, tokens.betaWrite, serial, CODE)).statusCode, 429);
   });
 
-  test('concurrent failed claims are all counted: of 12 at once, 5 are 404 and 7 are 429', async () => {
+  test('concurrent failed claims of one customer are all counted: of 12 at once, 5 are 404 and 7 are 429; the owner still claims', async () => {
     const serial = await enrolledOkm();
 
     const responses = await Promise.all(Array.from({ length: 12 }, () => claim(t, tokens.betaWrite, serial, '00000')));
 
     const codes = responses.map((response) => response.statusCode).sort();
     assert.deepEqual(codes, [...Array(MAX_FAILED_CLAIMS).fill(404), ...Array(12 - MAX_FAILED_CLAIMS).fill(429)]);
+    assert.equal((await claim(t, tokens.acmeWrite, serial, CODE)).statusCode, 200);
   });
 
   test('failures are counted in the database, across server processes', async () => {
@@ -184,8 +290,9 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
         await (attempt % 2 === 0 ? claim(t, tokens.betaWrite, serial, '00000') : second.claim(tokens.betaWrite, serial, '00000'));
       }
 
-      assert.equal((await second.claim(tokens.acmeWrite, serial, CODE)).statusCode, 429);
-      assert.equal((await claim(t, tokens.acmeWrite, serial, CODE)).statusCode, 429);
+      assert.equal((await second.claim(tokens.betaWrite, serial, CODE)).statusCode, 429);
+      assert.equal((await claim(t, tokens.betaWrite, serial, CODE)).statusCode, 429);
+      assert.equal((await second.claim(tokens.acmeWrite, serial, CODE)).statusCode, 200);
     } finally {
       await second.close();
     }
@@ -199,7 +306,8 @@ forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (ki
     await claim(t, tokens.betaWrite, uniqueSerial('GUESS'), CODE);
 
     const left = await t.db.selectFrom('okm_claim_failures').select('serial_number').where('serial_number', 'in', guessed).execute();
-    assert.deepEqual(left, []);
+    const leftOfCustomers = await t.db.selectFrom('okm_claim_customer_failures').select('serial_number').where('serial_number', 'in', guessed).execute();
+    assert.deepEqual([left, leftOfCustomers], [[], []]);
   });
 
   test('a malformed install_code is a 400 naming the field, and is not counted as a failed claim', async () => {
