@@ -8,6 +8,7 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 import { createFleetPass } from '../src/okm/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
+import { reportedValues } from '../src/okm/reported.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
 import type { Db } from '../src/db/database.ts';
@@ -228,6 +229,13 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       overdue_at: null,
     }));
     await db.insertInto('okms').values(templateRows).execute();
+    // What each template's OKMs reported on their last poll, as a poll stores it: a steady poll
+    // rewrites its poll row at the same size, where a row seeded empty would grow on its first poll.
+    await db.schema.createTable('bench_reported').addColumn('template', 'text', (column) => column.primaryKey()).addColumn('reported', 'text').execute();
+    await db
+      .insertInto('bench_reported')
+      .values(TEMPLATES.map((template, index) => ({ template: templateSerialOf(index), reported: JSON.stringify(reportedValues(inSyncParameters(template, now))) })))
+      .execute();
     await db.schema
       .createTable('bench_serials')
       .addColumn('position', 'integer', (column) => column.primaryKey())
@@ -264,7 +272,8 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
           .expression(
             trx
               .selectFrom('bench_serials as s')
-              .select(['s.serial_number', 's.last_sync_time', sql.lit('127.0.0.1').as('last_ip'), sql.lit('{}').as('reported'), sql.lit('12345678').as('install_code')])
+              .innerJoin('bench_reported as r', 'r.template', 's.template')
+              .select(['s.serial_number', 's.last_sync_time', sql.lit('127.0.0.1').as('last_ip'), 'r.reported', sql.lit('12345678').as('install_code')])
               .where('s.position', '>=', start)
               .where('s.position', '<', start + OKMS_PER_TRANSACTION),
           )
@@ -272,6 +281,7 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       });
     }
     await db.schema.dropTable('bench_serials').execute();
+    await db.schema.dropTable('bench_reported').execute();
     await db.deleteFrom('okms').where('serial_number', 'in', templateRows.map((row) => row.serial_number)).execute();
     // The summary as the server's first fleet pass would count it, so that no pass runs during the measurement's first seconds.
     await createFleetPass(typedDb, { fleetPollingInterval: SERVER_DEFAULT_POLLING_INTERVAL_S }).runPass();
