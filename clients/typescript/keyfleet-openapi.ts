@@ -904,6 +904,7 @@ export interface components {
         OkmMessage: {
             id: number;
             type: string;
+            /** @description as sent */
             payload: unknown;
             /** Format: date-time */
             created_at: string;
@@ -913,6 +914,7 @@ export interface components {
             id: number;
             /** Format: date-time */
             received_at: string;
+            /** @description as the OKM sent it */
             record: unknown;
         };
         DeviceToken: {
@@ -2888,7 +2890,7 @@ export interface operations {
             content: {
                 "application/json": {
                     type: string;
-                    /** @description any JSON value, at most 65536 bytes; default null */
+                    /** @description any JSON value, at most 65536 bytes of JSON text, no name twice in one object; default null */
                     payload?: unknown;
                 };
             };

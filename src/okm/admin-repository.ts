@@ -74,6 +74,7 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
   if (acl_id !== null) {
     okm.assetList = JSON.parse(acl_locks!) as unknown[];
     okm.usersAssets = JSON.parse(acl_users!) as unknown[];
+    okm.usersAssetsJson = acl_users!;
   }
   return { okm, customerName: customer_name, aclId: acl_id };
 }

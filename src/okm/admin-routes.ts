@@ -5,6 +5,8 @@ import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
+import { memberSource } from '../shared/raw-json.ts';
 import {
   assignOkm,
   auditRecords,
@@ -39,6 +41,12 @@ import {
 
 const errorResponses = { '4xx': ErrorResponse };
 
+/** A message body's payload as the JSON text it was sent in (SPEC §16: stored and shown as sent); null when it has none. */
+function payloadAsSent(jsonText: string | undefined, payload: unknown): string {
+  if (payload === undefined) return 'null';
+  return (jsonText === undefined ? undefined : memberSource(jsonText, 'payload')) ?? JSON.stringify(payload);
+}
+
 /** A body naming a record field that only the device or keyfleet sets is refused, not ignored. */
 async function rejectReadOnlyFields(request: FastifyRequest): Promise<void> {
   const body = request.body;
@@ -64,6 +72,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canRead,
       schema: {
         operationId: 'listOkms',
@@ -79,6 +88,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:serial',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canRead,
       schema: { operationId: 'getOkm', summary: 'Get an OKM', params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
     },
@@ -91,6 +101,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:serial',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canWrite,
       preValidation: rejectReadOnlyFields,
       schema: {
@@ -103,7 +114,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { record, created } = await replaceOkm(okmRequest(request, request.query.customer), request.params.serial, request.body);
+      const { record, created } = await replaceOkm(okmRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText);
       return reply.code(created ? 201 : 200).send({ message: created ? MESSAGES.created : MESSAGES.updated, data: record });
     },
   );
@@ -111,6 +122,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:serial',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canWrite,
       preValidation: rejectReadOnlyFields,
       schema: {
@@ -124,7 +136,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => ({
       message: MESSAGES.updated,
-      data: await patchOkm(okmRequest(request, request.query.customer), request.params.serial, request.body),
+      data: await patchOkm(okmRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText),
     }),
   );
 
@@ -143,6 +155,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:serial/customer',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canAdminister,
       schema: { operationId: 'assignOkmCustomer', summary: 'Assign an OKM to a customer (operators)', params: SerialParams, body: CustomerAssignmentBody, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
     },
@@ -155,6 +168,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:serial/claim',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canWrite,
       schema: {
         operationId: 'claimOkm',
@@ -175,6 +189,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:serial/messages',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canWrite,
       schema: {
         operationId: 'queueOkmMessage',
@@ -186,12 +201,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const message = await postMessage(
-        okmRequest(request, request.query.customer),
-        request.params.serial,
-        request.body.type,
-        request.body.payload ?? null,
-      );
+      const message = await postMessage(okmRequest(request, request.query.customer), request.params.serial, request.body.type, payloadAsSent(request.jsonText, request.body.payload));
       return reply.code(201).send({ message: MESSAGES.created, data: message });
     },
   );
@@ -199,6 +209,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:serial/messages',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canRead,
       schema: {
         operationId: 'listOkmMessages',
@@ -226,6 +237,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:serial/audit',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canRead,
       schema: {
         operationId: 'listOkmAuditRecords',

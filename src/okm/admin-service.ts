@@ -12,6 +12,8 @@ import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { checkDestination } from '../webhooks/ssrf-guard.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
+import { duplicateNamePath, JsonText, memberSource } from '../shared/raw-json.ts';
+import { renderFieldPath } from '../http/validation.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
 import { isOverdue } from './fleet-states.ts';
 import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
@@ -52,7 +54,7 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
     key_checkout_window: okm.keyCheckoutWindow,
     auditing_enabled: okm.auditingEnabled,
     asset_list: okm.assetList as string[] | null,
-    users_assets: okm.usersAssets as Record<string, unknown>[] | null,
+    users_assets: okm.usersAssets === null ? null : new JsonText(okm.usersAssetsJson ?? JSON.stringify(okm.usersAssets)),
     polling_interval: okm.pollingInterval,
     effective_polling_interval: effectivePollingInterval,
     firmware: { ...okm.firmware },
@@ -71,13 +73,15 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
   };
 }
 
-function settingsFromBody(body: OkmSettingsBody): OkmSettings {
+/** The settings a body describes; usersAssetsJson: its users_assets as the text it was sent in. */
+function settingsFromBody(body: OkmSettingsBody, usersAssetsJson?: string): OkmSettings {
   return {
     cacheMode: body.cache_mode ?? null,
     keyCheckoutWindow: body.key_checkout_window ?? null,
     auditingEnabled: body.auditing_enabled ?? false,
     assetList: body.asset_list ?? null,
     usersAssets: body.users_assets ?? null,
+    ...(usersAssetsJson === undefined ? {} : { usersAssetsJson }),
     pollingInterval: body.polling_interval ?? null,
     firmware: {
       kas: body.firmware?.kas ?? null,
@@ -99,6 +103,29 @@ function settingsDocument(settings: OkmSettings): OkmSettingsBody {
     firmware: { ...settings.firmware },
     subscribe_urls: { status: settings.statusUrls },
   };
+}
+
+/**
+ * Free-form JSON that goes to devices (users_assets, message payloads) may not repeat a name
+ * within one object: JSON leaves the meaning of `{"a":1,"a":2}` open (RFC 8259 §4), and a
+ * device whose parser keeps the first value would read another list than keyfleet digests, or
+ * another message than the operator sees. Audit records and ACL user_data, which no device
+ * reads back, are kept as sent, repeated names included.
+ */
+function refuseDuplicateNames(field: string, text: string): void {
+  const path = duplicateNamePath(text);
+  if (path) throw badRequest(`${renderFieldPath(field, path)}: a name that its object already has; JSON objects sent to devices must not repeat a name`);
+}
+
+/**
+ * The body's users_assets as the text it was sent in, to be stored and shown as such (SPEC §16);
+ * undefined when the body sets none (absent or null), or when its text is not known.
+ */
+function usersAssetsAsSent(jsonText: string | undefined, body: { users_assets?: unknown }): string | undefined {
+  if (jsonText === undefined || body.users_assets === undefined || body.users_assets === null) return undefined;
+  const text = memberSource(jsonText, 'users_assets')!;
+  refuseDuplicateNames('users_assets', text);
+  return text;
 }
 
 const validateSettingsBody = validatorCompiler({ schema: OkmSettingsBody, method: 'PATCH', url: '', httpPart: 'body' });
@@ -232,8 +259,9 @@ export async function replaceOkm(
   request: OkmRequest,
   serialNumber: string,
   body: OkmSettingsBody,
+  jsonText?: string,
 ): Promise<{ record: OkmRecord; created: boolean }> {
-  const desired = settingsFromBody(body);
+  const desired = settingsFromBody(body, usersAssetsAsSent(jsonText, body));
   checkStatusUrls(desired.statusUrls, request.settings);
   const acting = await actingFor(request);
   const customerToken = customerTokenActing(request, acting);
@@ -262,7 +290,13 @@ export async function replaceOkm(
   });
 }
 
-export async function patchOkm(request: OkmRequest, serialNumber: string, patch: OkmPatchBody): Promise<OkmRecord> {
+/**
+ * PATCH (RFC 7396). users_assets is an array, which a merge patch replaces whole: a patch that
+ * sets it stores the array as sent in that patch; one that does not name it leaves the stored
+ * text as it is.
+ */
+export async function patchOkm(request: OkmRequest, serialNumber: string, patch: OkmPatchBody, jsonText?: string): Promise<OkmRecord> {
+  const usersAssetsJson = usersAssetsAsSent(jsonText, patch);
   const acting = await actingFor(request);
   const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
@@ -272,6 +306,8 @@ export async function patchOkm(request: OkmRequest, serialNumber: string, patch:
     // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).
     const document = settingsDocument(linked ? { ...current.okm, assetList: null, usersAssets: null } : current.okm);
     const desired = parseMergedSettings(applyMergePatch(document, patch));
+    const keptUsersAssetsJson = Object.hasOwn(patch, 'users_assets') ? usersAssetsJson : linked ? undefined : current.okm.usersAssetsJson;
+    if (keptUsersAssetsJson !== undefined) desired.usersAssetsJson = keptUsersAssetsJson;
     checkStatusUrls(desired.statusUrls, request.settings, current.okm.statusUrls);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
     await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
@@ -321,20 +357,25 @@ function toMessageRecord(message: OkmMessage): MessageRecord {
   return {
     id: message.id,
     type: message.type,
-    payload: message.payload,
+    payload: new JsonText(message.payloadJson),
     created_at: iso(message.createdAt),
     delivered_at: message.deliveredAt === null ? null : iso(message.deliveredAt),
   };
 }
 
-export async function postMessage(request: OkmRequest, serialNumber: string, type: string, payload: unknown): Promise<MessageRecord> {
-  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_MESSAGE_PAYLOAD_BYTES) {
+/**
+ * Queues a message whose payload is the JSON text `payloadJson`, as sent (SPEC §16): stored as
+ * that text, shown as that text, and sent to the device as keyfleet reads it.
+ */
+export async function postMessage(request: OkmRequest, serialNumber: string, type: string, payloadJson: string): Promise<MessageRecord> {
+  if (Buffer.byteLength(payloadJson) > MAX_MESSAGE_PAYLOAD_BYTES) {
     throw badRequest(`payload: must be at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes of JSON`);
   }
+  refuseDuplicateNames('payload', payloadJson);
   const acting = await actingFor(request);
   return request.db.transaction().execute(async (trx) => {
     await lockedVisibleOkm(trx, acting, serialNumber);
-    return toMessageRecord(await queueMessage(trx, serialNumber, type, payload, request.now));
+    return toMessageRecord(await queueMessage(trx, serialNumber, type, new JsonText(payloadJson), request.now));
   });
 }
 
@@ -349,5 +390,5 @@ export async function messageHistory(request: OkmRequest, serialNumber: string, 
 export async function auditRecords(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<CursorPage<AuditRecordView>> {
   const page = cursorPageRequest(AUDIT_RECORD_PAGES, query);
   await visibleOkm(request.db, await actingFor(request), serialNumber);
-  return mapCursorPage(await listAuditRecords(request.db, serialNumber, page), (record) => ({ id: record.id, received_at: iso(record.receivedAt), record: record.record }));
+  return mapCursorPage(await listAuditRecords(request.db, serialNumber, page), (record) => ({ id: record.id, received_at: iso(record.receivedAt), record: new JsonText(record.recordJson) }));
 }

@@ -1,13 +1,17 @@
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { JsonText } from '../shared/raw-json.ts';
 
 /** One audit record as the OKM sent it (any JSON value), with the time keyfleet received it. */
 export interface AuditRecord {
   id: number;
   serialNumber: string;
   receivedAt: number;
-  record: unknown;
+  /** The record as JSON.parse reads it. */
+  readonly record: unknown;
+  /** The record's JSON text as stored: as the OKM sent it. */
+  recordJson: string;
 }
 
 /** An OKM's audit records page by id, the order they arrived in. */
@@ -18,7 +22,8 @@ const ROWS_PER_INSERT = 1000;
 
 /**
  * Appends records in one transaction (all or none); returns false, storing nothing, when
- * the OKM does not exist. Records are never updated or deleted here.
+ * the OKM does not exist. Records are never updated or deleted here. A JsonText record is
+ * stored as its text (as the OKM sent it); any other value as JSON.stringify writes it.
  */
 export async function appendAuditRecords(db: Db, serialNumber: string, records: unknown[], now: number): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
@@ -27,7 +32,7 @@ export async function appendAuditRecords(db: Db, serialNumber: string, records: 
     for (let start = 0; start < records.length; start += ROWS_PER_INSERT) {
       const rows = records
         .slice(start, start + ROWS_PER_INSERT)
-        .map((record) => ({ okm_serial: serialNumber, received_at: now, record: JSON.stringify(record) }));
+        .map((record) => ({ okm_serial: serialNumber, received_at: now, record: record instanceof JsonText ? record.text : JSON.stringify(record) }));
       await trx.insertInto('okm_audit_records').values(rows).execute();
     }
     return true;
@@ -43,11 +48,17 @@ export async function appendAuditRecords(db: Db, serialNumber: string, records: 
 export async function listAuditRecords(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<AuditRecord>> {
   let rows = db.selectFrom('okm_audit_records').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').limit(page.limit + 1);
   if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after));
-  const records = (await rows.execute()).map((row) => ({
-    id: row.id,
-    serialNumber: row.okm_serial,
-    receivedAt: row.received_at,
-    record: JSON.parse(row.record) as unknown,
-  }));
+  // The answer writes each record's stored text; it is parsed only if read as a value.
+  const records = (await rows.execute()).map(
+    (row): AuditRecord => ({
+      id: row.id,
+      serialNumber: row.okm_serial,
+      receivedAt: row.received_at,
+      get record() {
+        return JSON.parse(row.record) as unknown;
+      },
+      recordJson: row.record,
+    }),
+  );
   return AUDIT_RECORD_PAGES.page(records, page.limit, (record) => [record.id]);
 }

@@ -4,6 +4,7 @@ import { Counter } from 'prom-client';
 import { Type } from 'typebox';
 import { badRequest, notFound, unauthorized } from '../http/errors.ts';
 import { documentSecurity } from '../http/openapi.ts';
+import { elementSources, JsonText, valueSource } from '../shared/raw-json.ts';
 import { appendAuditRecords } from './audit-repository.ts';
 import { INVALID_DEVICE_TOKEN, authenticateDevice, type DeviceAuthentication } from './device-tokens.ts';
 import { recordPendingCall } from './pending-repository.ts';
@@ -34,6 +35,16 @@ const AUDIT_BODY_LIMIT = 1024 * 1024;
 const DEVICE = { rateLimitGroup: 'device' } as const;
 
 const PENDING_OKM = 'OKM pending: an operator has to accept it';
+
+/**
+ * The audit records of an intake body (an object: one record; an array: one per element), each
+ * as the JSON text the OKM sent (SPEC §16: stored and shown as sent); as values when the text
+ * is not known.
+ */
+function recordsAsSent(jsonText: string | undefined, body: object): unknown[] {
+  if (jsonText === undefined) return Array.isArray(body) ? body : [body];
+  return (Array.isArray(body) ? elementSources(jsonText) : [valueSource(jsonText)]).map((text) => new JsonText(text));
+}
 
 /** The device-facing OKM routes: bootstrap, config poll and audit intake. */
 export default async function okmConfigRoutes(fastify: FastifyInstance): Promise<void> {
@@ -156,7 +167,7 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
       if (body === null || typeof body !== 'object') {
         throw badRequest('body: expected a JSON object (one audit record) or an array of records');
       }
-      const records = Array.isArray(body) ? body : [body];
+      const records = recordsAsSent(request.jsonText, body);
       // A serial number without an OKM at the token check stores nothing, even if one appeared since.
       const stored =
         request.deviceAuthentication !== 'unknown serial' &&

@@ -3,13 +3,17 @@ import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { OkmMessagesTable } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { JsonText } from '../shared/raw-json.ts';
 
 /** A buffered message for one OKM; delivered ones stay as history (deliveredAt set). */
 export interface OkmMessage {
   id: number;
   serialNumber: string;
   type: string;
-  payload: unknown;
+  /** The payload as keyfleet reads it (JSON.parse): what the device is sent. */
+  readonly payload: unknown;
+  /** The payload's JSON text as stored: as sent, for a payload queued through the admin API. */
+  payloadJson: string;
   createdAt: number;
   deliveredAt: number | null;
 }
@@ -19,7 +23,11 @@ function toMessage(row: Selectable<OkmMessagesTable>): OkmMessage {
     id: row.id,
     serialNumber: row.okm_serial,
     type: row.type,
-    payload: JSON.parse(row.payload) as unknown,
+    // Parsed only where it is read as a value (the poll that delivers it); answers write the stored text.
+    get payload() {
+      return JSON.parse(row.payload) as unknown;
+    },
+    payloadJson: row.payload,
     createdAt: row.created_at,
     deliveredAt: row.delivered_at,
   };
@@ -43,7 +51,8 @@ export async function listMessages(db: Db, serialNumber: string, page: CursorPag
 
 /**
  * Queues a message that the OKM receives on one of its next polls (oldest first, one per
- * poll). The OKM must exist: the foreign key rejects an unknown serial number.
+ * poll). The OKM must exist: the foreign key rejects an unknown serial number. A JsonText
+ * payload is stored as its text (as sent); any other value as JSON.stringify writes it.
  */
 export async function queueMessage(
   db: Db,
@@ -54,7 +63,7 @@ export async function queueMessage(
 ): Promise<OkmMessage> {
   const row = await db
     .insertInto('okm_messages')
-    .values({ okm_serial: serialNumber, type, payload: JSON.stringify(payload ?? null), created_at: now, delivered_at: null })
+    .values({ okm_serial: serialNumber, type, payload: payload instanceof JsonText ? payload.text : JSON.stringify(payload ?? null), created_at: now, delivered_at: null })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toMessage(row);

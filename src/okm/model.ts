@@ -15,6 +15,12 @@ export interface OkmSettings {
   auditingEnabled: boolean;
   assetList: unknown[] | null;
   usersAssets: unknown[] | null;
+  /**
+   * usersAssets as the JSON text it was sent in, which is stored and shown (SPEC §16: as sent);
+   * usersAssets is what it parses to, the value its digest is computed from. Absent: the text
+   * JSON.stringify writes.
+   */
+  usersAssetsJson?: string;
   pollingInterval: number | null;
   /** Per-OKM firmware pins (catalog versions) that override the fleet-wide latest release. */
   firmware: Record<FirmwareKind, string | null>;

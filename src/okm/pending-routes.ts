@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageQueryProperties, cursorPageResponse, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
 import { getOkmRecord } from './admin-service.ts';
 import { acceptPendingOkm, pendingOkmRecords } from './pending-service.ts';
 import { AcceptBody, OkmRecord, PendingOkmRecord, SerialParams } from './schemas.ts';
@@ -35,6 +36,7 @@ const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:serial/accept',
     {
+      ...WRITES_JSON_TEXTS,
       onRequest: canAdminister,
       // No body at all is an accept without a customer, as `keyfleet okm accept SERIAL` is.
       preValidation: async (request) => {

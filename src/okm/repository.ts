@@ -42,6 +42,7 @@ export function toOkm(row: OkmRow): Okm {
     assetList: parseJson(row.asset_list),
     assetListDigest: row.asset_list_digest,
     usersAssets: parseJson(row.users_assets),
+    ...(row.users_assets === null ? {} : { usersAssetsJson: row.users_assets }),
     usersAssetsDigest: row.users_assets_digest,
     pollingInterval: row.polling_interval,
     firmware: { kas: row.kas_firmware, batch_key: row.batch_key_firmware, wireless_key: row.wireless_key_firmware },
@@ -59,7 +60,11 @@ export function toOkm(row: OkmRow): Okm {
   };
 }
 
-/** The columns that hold an OKM's settings; list digests are computed here, once per write, not per poll. */
+/**
+ * The columns that hold an OKM's settings; list digests are computed here, once per write, not
+ * per poll. users_assets keeps the text it was sent in; its digest is that of the parsed value,
+ * which is what a device receives (the poll parses the stored text).
+ */
 export function settingsColumns(settings: OkmSettings): Updateable<OkmsTable> {
   return {
     cache_mode: settings.cacheMode,
@@ -68,7 +73,7 @@ export function settingsColumns(settings: OkmSettings): Updateable<OkmsTable> {
     auditing_enabled: settings.auditingEnabled ? 1 : 0,
     asset_list: settings.assetList === null ? null : JSON.stringify(settings.assetList),
     asset_list_digest: settings.assetList === null ? null : canonicalDigest(settings.assetList),
-    users_assets: settings.usersAssets === null ? null : JSON.stringify(settings.usersAssets),
+    users_assets: settings.usersAssets === null ? null : (settings.usersAssetsJson ?? JSON.stringify(settings.usersAssets)),
     users_assets_digest: settings.usersAssets === null ? null : canonicalDigest(settings.usersAssets),
     polling_interval: settings.pollingInterval,
     kas_firmware: settings.firmware.kas,

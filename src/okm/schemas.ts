@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
+import { AsSent } from '../http/json-texts.ts';
 import { FLEET_STATES } from './fleet-states.ts';
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
@@ -45,7 +46,10 @@ const CacheMode = Type.Enum([1, 2], { description: '1 = disabled, 2 = enabled' }
 const CheckoutContact = Type.Enum(['open', 'closed']);
 const CheckoutTime = Type.Integer({ minimum: 0, maximum: 86400, description: 'seconds' });
 const AssetList = Type.Array(Type.String({ pattern: SERIAL_NUMBER_PATTERN }), { maxItems: MAX_ASSETS, uniqueItems: true });
-const UsersAssets = Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: MAX_USERS_ASSETS });
+const UsersAssets = Type.Array(Type.Object({}, { additionalProperties: true }), {
+  maxItems: MAX_USERS_ASSETS,
+  description: 'JSON objects, stored and returned as sent; no name twice in one object (devices could read either value)',
+});
 const PollingInterval = Type.Integer({ minimum: 5, maximum: 3600, description: 'seconds' });
 const FirmwareVersion = Type.String({ pattern: FIRMWARE_VERSION_PATTERN });
 const StatusUrls = Type.Array(Type.String({ format: 'uri', maxLength: MAX_STATUS_URL_LENGTH, description: 'http or https URL' }), {
@@ -164,7 +168,7 @@ export const OkmRecord = Type.Object({
   key_checkout_window: Nullable(Type.Object({ time: Type.Integer(), contact: CheckoutContact })),
   auditing_enabled: Type.Boolean(),
   asset_list: Nullable(Type.Array(Type.String())),
-  users_assets: Nullable(Type.Array(Type.Object({}, { additionalProperties: true }))),
+  users_assets: Nullable(AsSent(Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'as sent in the PUT or PATCH that set it' }))),
   polling_interval: Nullable(Type.Integer()),
   effective_polling_interval: Type.Integer({ description: 'polling_interval, else the fleet default' }),
   firmware: Type.Object({ kas: Nullable(Type.String()), batch_key: Nullable(Type.String()), wireless_key: Nullable(Type.String()) }),
@@ -201,7 +205,9 @@ export type ClaimBody = Static<typeof ClaimBody>;
 export const MessageBody = Type.Object(
   {
     type: FreeText({ minLength: 1, maxLength: 64 }),
-    payload: Type.Optional(Type.Unknown({ description: `any JSON value, at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes; default null` })),
+    payload: Type.Optional(
+      Type.Unknown({ description: `any JSON value, at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes of JSON text, no name twice in one object; default null` }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -210,13 +216,13 @@ export type MessageBody = Static<typeof MessageBody>;
 export const MessageRecord = Type.Object({
   id: Type.Integer(),
   type: Type.String(),
-  payload: Type.Unknown(),
+  payload: AsSent(Type.Unknown({ description: 'as sent' })),
   created_at: IsoTime,
   delivered_at: Nullable(IsoTime),
 });
 export type MessageRecord = Static<typeof MessageRecord>;
 
-export const AuditRecordView = Type.Object({ id: Type.Integer(), received_at: IsoTime, record: Type.Unknown() });
+export const AuditRecordView = Type.Object({ id: Type.Integer(), received_at: IsoTime, record: AsSent(Type.Unknown({ description: 'as the OKM sent it' })) });
 export type AuditRecordView = Static<typeof AuditRecordView>;
 
 export const PendingOkmRecord = Type.Object({

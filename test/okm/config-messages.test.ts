@@ -21,8 +21,8 @@ forEachDatabase('buffered message repository', (kind) => {
     const messages = await allMessages(t.db, 'OKM-1');
 
     assert.deepEqual(messages, [
-      { id: first.id, serialNumber: 'OKM-1', type: 'delete-assets', payload: null, createdAt: 2000, deliveredAt: null },
-      { id: second.id, serialNumber: 'OKM-1', type: 'note', payload: { text: 'hi' }, createdAt: 3000, deliveredAt: null },
+      { id: first.id, serialNumber: 'OKM-1', type: 'delete-assets', payload: null, payloadJson: 'null', createdAt: 2000, deliveredAt: null },
+      { id: second.id, serialNumber: 'OKM-1', type: 'note', payload: { text: 'hi' }, payloadJson: '{"text":"hi"}', createdAt: 3000, deliveredAt: null },
     ]);
   });
 

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { renderFieldPath } from '../../src/http/validation.ts';
+import { MAX_JSON_DEPTH } from '../../src/http/json-bodies.ts';
 import { isPublic, jwtScopesOf, operationName, operationsOf, pathParameters, queryParameters, usesApiKey, type JsonSchema, type Operation } from './openapi-operations.ts';
 import { buildTenantWorld, identifiersOf, sampleBody, type TenantWorld } from './tenants.ts';
 
@@ -220,6 +221,41 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
           await send(operation, `${name} twice, the last odd`, { payload: `{${text},${JSON.stringify(name)}:1e308}`, contentType: 'application/json' });
           await send(operation, `${name} twice, the first odd`, { payload: `{${JSON.stringify(name)}:-0,${text}}`, contentType: 'application/json' });
         }
+      }
+    }
+
+    assert.deepEqual(serverErrors, []);
+    assert.deepEqual(unexplained, []);
+    assert.deepEqual(misnamed, []);
+  });
+
+  test('a repeated name inside every object field, and values nested as deep as a body may be in every field: no 5xx, every 4xx a JSON message, a refused repeated name a 400 naming it', async () => {
+    const misnamed: string[] = [];
+    /** The body with `text` written as is at `path`. */
+    const withTextAt = (base: unknown, path: Path, text: string) => JSON.stringify(withValueAt(base, path, '\u0000text')).replace('"\\u0000text"', text);
+    /** A value `levels` deep, objects and arrays in turn, with odd numbers at the bottom. */
+    const nested = (levels: number) => {
+      const openers = Array.from({ length: levels }, (_, level) => (level % 2 === 0 ? '{"n":' : '['));
+      const closers = openers.map((opener) => (opener === '[' ? ']' : '}')).reverse();
+      return `${openers.join('')}${levels % 2 === 0 ? '123456789012345678901234567890,-0,1.0' : '-0.0'}${closers.join('')}`;
+    };
+    for (const operation of inFuzzOrder()) {
+      const schema = jsonSchemaOf(operation);
+      if (!schema) continue;
+      const base = baseBody(operation);
+      for (const leaf of leavesOf(schema)) {
+        const at = leaf.path.join('.');
+        if (isObjectSchema(leaf.schema)) {
+          // Free-form objects (users_assets items, payloads, user_data, audit records) take any name; JSON.parse keeps the last of two.
+          const response = await send(operation, `${at} with a name twice`, { payload: withTextAt(base, leaf.path, '{"fuzz":1.0,"fuzz":-0}'), contentType: 'application/json' });
+          const field = renderFieldPath('body', [...leaf.path, 'fuzz']);
+          if (response.statusCode === 400 && response.body.includes('repeat a name') && !response.body.includes(`"error_msg":"${field}: `)) {
+            misnamed.push(`${operationName(operation)} ${at}: ${response.body.slice(0, 160)}`);
+          }
+        }
+        // A value at this place sits inside path.length containers: this one fills the body to exactly MAX_JSON_DEPTH.
+        const levels = MAX_JSON_DEPTH - leaf.path.length;
+        if (levels > 0) await send(operation, `${at} nested ${levels} deep`, { payload: withTextAt(base, leaf.path, nested(levels)), contentType: 'application/json' });
       }
     }
 
