@@ -1084,9 +1084,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1145,9 +1147,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1206,9 +1210,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1272,9 +1278,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1383,9 +1391,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1470,9 +1480,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1564,9 +1576,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1650,9 +1664,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1711,9 +1727,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1775,9 +1793,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1872,9 +1892,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,9 +1984,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2061,9 +2085,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2145,9 +2171,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2295,9 +2323,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2401,9 +2431,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2536,9 +2568,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2650,9 +2684,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2768,9 +2804,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2861,9 +2899,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2980,9 +3020,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3088,9 +3130,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3179,9 +3223,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3280,9 +3326,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3397,9 +3445,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3489,9 +3539,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3576,9 +3628,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3692,9 +3746,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3792,9 +3848,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3894,9 +3952,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3990,9 +4050,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4117,9 +4179,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4209,9 +4273,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4316,9 +4382,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4446,9 +4514,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4561,9 +4631,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4667,9 +4739,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4749,9 +4823,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4871,9 +4947,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4990,9 +5068,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5073,9 +5153,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5187,9 +5269,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5292,9 +5376,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5396,9 +5482,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5481,9 +5569,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5628,9 +5718,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5712,9 +5804,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5864,9 +5958,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5970,9 +6066,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6058,9 +6156,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6164,9 +6264,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6262,9 +6364,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6410,9 +6514,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6616,9 +6722,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6758,9 +6866,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6927,9 +7037,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7096,9 +7208,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7265,9 +7379,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7434,9 +7550,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7603,9 +7721,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7772,9 +7892,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7930,9 +8052,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
