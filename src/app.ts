@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Settings } from './config/settings.ts';
 import type { Db } from './db/database.ts';
 import type { DialectStrategy } from './db/dialects/strategy.ts';
+import { registerDrainAnswer } from './http/draining.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
 import rateLimitsPlugin from './http/rate-limits.ts';
@@ -55,6 +56,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   app.decorate('keyRing', options.keyRing);
   registerErrorHandling(app);
   registerRequestIdHeader(app);
+  registerDrainAnswer(app);
   registerJsonBodies(app);
 
   await app.register(openApiPlugin);

@@ -37,6 +37,8 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     },
     // Errors Fastify meets before routing (a URL that is not valid UTF-8, say) get the same JSON shape.
     frameworkErrors: sendError,
+    // Requests during the drain are answered by registerDrainAnswer (src/http/draining.ts), in the documented shape.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
   server.setValidatorCompiler(validatorCompiler);
   registerDeviceCallSummary(server, logController);

@@ -1086,9 +1086,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,9 +1149,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1208,9 +1212,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1274,9 +1280,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1385,9 +1393,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1472,9 +1482,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1566,9 +1578,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1652,9 +1666,11 @@ export interface operations {
                     "application/json": components["schemas"]["DlockError"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1713,9 +1729,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1777,9 +1795,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1874,9 +1894,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1964,9 +1986,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2063,9 +2087,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2147,9 +2173,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2297,9 +2325,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2403,9 +2433,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2538,9 +2570,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2652,9 +2686,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2770,9 +2806,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2863,9 +2901,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2982,9 +3022,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3090,9 +3132,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3181,9 +3225,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3282,9 +3328,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3399,9 +3447,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3491,9 +3541,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3578,9 +3630,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3694,9 +3748,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3794,9 +3850,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3896,9 +3954,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3992,9 +4052,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4119,9 +4181,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4211,9 +4275,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4318,9 +4384,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4448,9 +4516,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4563,9 +4633,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4669,9 +4741,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4751,9 +4825,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4873,9 +4949,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4992,9 +5070,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5075,9 +5155,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5189,9 +5271,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5294,9 +5378,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5398,9 +5484,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5483,9 +5571,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5630,9 +5720,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5714,9 +5806,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5866,9 +5960,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5972,9 +6068,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6060,9 +6158,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6166,9 +6266,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6264,9 +6366,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6412,9 +6516,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6618,9 +6724,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6760,9 +6868,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6929,9 +7039,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7098,9 +7210,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7267,9 +7381,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7436,9 +7552,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7605,9 +7723,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7774,9 +7894,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7932,9 +8054,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Database unavailable, or the server is shutting down; retry later */
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -67,6 +67,22 @@ export function durationOption(option: string, text: string, minimumMs = 1): num
 }
 
 /**
+ * The process is gone this long after a stop signal whatever still runs: the documented stop
+ * (docs/operator-guide.md, "Stopping") takes at most 10 s, and a supervisor kills later (the
+ * systemd unit there at 15 s). The drain's own deadlines end well before; this bounds what
+ * they do not (a database that stops answering while the last outcomes are written, say).
+ */
+export const STOP_LIMIT_MS = 9_500;
+
+/** Starts the stop's time limit: past STOP_LIMIT_MS the process logs it and exits 1. */
+export function limitStopTime(log: { error(message: string): void }): void {
+  setTimeout(() => {
+    log.error(`the stop did not finish within ${STOP_LIMIT_MS} ms; exiting without waiting for the rest`);
+    process.exit(1);
+  }, STOP_LIMIT_MS).unref();
+}
+
+/**
  * Calls `stop` once, on the first SIGTERM or SIGINT. A repeated signal is ignored rather than
  * fatal: under `npm start` the server gets each signal that reaches every process (Ctrl-C in a
  * terminal, a cgroup stop) twice, once more from npm forwarding its own.

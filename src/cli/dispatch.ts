@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { createOutageLog } from '../db/connection-errors.ts';
 import metricsPlugin from '../observability/metrics.ts';
 import statusEventsPlugin from '../webhooks/plugin.ts';
-import { onStopSignal, openContext } from './context.ts';
+import { limitStopTime, onStopSignal, openContext } from './context.ts';
 
 export function register(program: Command): void {
   program
@@ -25,6 +25,7 @@ export function register(program: Command): void {
       await app.register(statusEventsPlugin, { dispatch: true });
       const stop = async (signal: string) => {
         app.log.info({ signal }, 'shutting down');
+        limitStopTime(app.log);
         await app.close();
         await context.close();
         process.exit(0);

@@ -33,8 +33,8 @@ export function register(program: Command): void {
         const next = !newMasterKey
           ? `the previous data key ${rotation.previous} still opens what servers seal under it until they re-read the key ring (within seconds); retire it in a few minutes: keyfleet master-key retire --yes`
           : usesKeyFile
-            ? `the key file in DATA_DIR now holds master key ${rotation.masterKeyFingerprint} (the old one is kept as master.key.previous); restart the server`
-            : `set MASTER_KEY to the new key (${rotation.masterKeyFingerprint}) on every server and command and restart the servers; servers still on the old key (${context.keyRing.fingerprint}) answer /readyz 503 until then`;
+            ? `the key file in DATA_DIR now holds master key ${rotation.masterKeyFingerprint} (the old one is kept as master.key.previous); a running server reads it from there, no restart needed`
+            : `set MASTER_KEY to the new key (${rotation.masterKeyFingerprint}) on every server and command and restart the servers; servers still on the old key (${context.keyRing.fingerprint}) answer /readyz 503, and requests that need the keys 503 with Retry-After, until then`;
         printResult(
           options.json,
           { data_key: rotation.kid, previous_data_key: rotation.previous, master_key: rotation.masterKeyFingerprint, resealed: rotation.resealed, key_file_replaced: Boolean(newMasterKey && usesKeyFile) },

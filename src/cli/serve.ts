@@ -5,9 +5,12 @@ import { loadSettings, MAX_SERVE_WORKERS, type Settings } from '../config/settin
 import { superviseWorkers } from '../http/worker-processes.ts';
 import { startBackgroundReseal } from '../secrets/reseal.ts';
 import { buildServer } from '../server.ts';
-import { onStopSignal, openContext, UsageError, type CliContext } from './context.ts';
+import { limitStopTime, onStopSignal, openContext, UsageError, type CliContext } from './context.ts';
 
-/** Requests still running this long after SIGTERM lose their connections, so that the process exits within 10 s. */
+/**
+ * Requests still running this long after SIGTERM lose their connections, so that the process
+ * exits within 10 s (deliveries in flight are cut earlier: STOP_DELIVERIES_AFTER_MS).
+ */
 const DRAIN_DEADLINE_MS = 8_000;
 
 /** --workers, else SERVE_WORKERS; several only on PostgreSQL. */
@@ -40,6 +43,7 @@ async function serveHere(context: CliContext, { reseal }: { reseal: boolean }): 
   }
   const stop = async (signal: string) => {
     server.log.info({ signal }, 'shutting down');
+    limitStopTime(server.log);
     const deadline = setTimeout(() => {
       server.log.warn('requests still running at the shutdown deadline; closing their connections');
       server.server.closeAllConnections();
@@ -74,6 +78,7 @@ async function superviseHere(context: CliContext, count: number): Promise<void> 
   const supervisor = superviseWorkers(count, log);
   onStopSignal((signal) => {
     log.info({ signal }, 'shutting down');
+    limitStopTime(log);
     void (async () => {
       const exitCode = await supervisor.stop(signal);
       await resealing.stop();

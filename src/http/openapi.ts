@@ -70,7 +70,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed',
   416: 'Range not satisfiable',
   429: 'Rate limit exceeded; see Retry-After',
-  503: 'Database unavailable, or the server is shutting down; retry later',
+  503: 'Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds',
 };
 
 const SUCCESS_DESCRIPTIONS: Record<number, string> = { 200: 'OK', 201: 'Created', 204: 'Done; no body' };
@@ -145,7 +145,7 @@ function documentedSchema(route: RouteOptions, devicePaths: string[], tokenCheck
     responses[status] ??= responseObject({
       description: ERROR_DESCRIPTIONS[status] ?? `Error ${status}`,
       content: { 'application/json': errorSchema },
-      ...(status === 429 ? { headers: RETRY_AFTER } : {}),
+      ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
     });
   }
   return {

@@ -12,6 +12,12 @@ export const RING_REFRESH_MS = 5_000;
  * fails if the re-read fails. Retiring a key waits longer than this (RETIRE_AFTER_MS).
  */
 export const RING_MAX_AGE_MS = 30_000;
+/**
+ * After the ring failed to load with this master key (the database names another), reads of
+ * the ring within this long fail with that answer at once: a process still on the old key
+ * reads the database, and its key file, at most once per interval, however many requests it gets.
+ */
+export const MISMATCH_RECHECK_MS = 1_000;
 
 /** The master key given is not the one that wraps the database's data keys. */
 export class MasterKeyMismatchError extends Error {}
@@ -38,18 +44,23 @@ function newDataKey(masterKey: Buffer, now: number): Pick<DataKeysTable, 'kid' |
  * The data keys of the database (the current one, which seals, and the previous one, which
  * still opens until it is retired), unwrapped with the master key and held in memory.
  * Created unloaded: refresh() loads it and verifies the master key; seal re-reads it when due,
- * open at once when a value names a key it does not hold.
+ * open at once when a value names a key it does not hold. A loaded ring whose database names
+ * another master key takes that key from its key file if the file holds it now (a master key
+ * change by the CLI); with MASTER_KEY it cannot, and every use that needs a re-read fails with
+ * MasterKeyMismatchError (a 503 for requests) until the process restarts with the new key.
  */
 export class KeyRing {
-  readonly fingerprint: string;
   readonly #db: Db;
-  readonly #masterKey: MasterKey;
+  #masterKey: MasterKey;
+  #fingerprint: string;
   readonly #refreshMs: number;
   readonly #maxAgeMs: number;
   /** Checks, before the first data key is made, that values sealed before key ids open with this master key. */
   readonly #checkLegacyValues: (masterKey: Buffer) => Promise<boolean>;
   #loaded: LoadedRing | undefined;
   #refreshing: Promise<void> | undefined;
+  /** The last load's refusal of this master key, and when (performance.now()); see MISMATCH_RECHECK_MS. */
+  #mismatch: { error: MasterKeyMismatchError; at: number } | undefined;
 
   constructor(
     db: Db,
@@ -58,10 +69,15 @@ export class KeyRing {
   ) {
     this.#db = db;
     this.#masterKey = masterKey;
-    this.fingerprint = masterKeyFingerprint(masterKey.key);
+    this.#fingerprint = masterKeyFingerprint(masterKey.key);
     this.#checkLegacyValues = options.checkLegacyValues ?? (async () => true);
     this.#refreshMs = options.refreshMs ?? RING_REFRESH_MS;
     this.#maxAgeMs = options.maxAgeMs ?? RING_MAX_AGE_MS;
+  }
+
+  /** The fingerprint of the master key the ring holds (it changes when the ring takes a new key from its key file). */
+  get fingerprint(): string {
+    return this.#fingerprint;
   }
 
   /** A new current data key row, wrapped under this ring's master key or the one given. */
@@ -74,11 +90,23 @@ export class KeyRing {
     return wrapDataKey(newMasterKey, row.kid, decrypt(this.#masterKey.key, row.wrapped_key, wrapAssociatedData(row.kid)));
   }
 
-  /** Re-reads the ring now (concurrent callers share one read); rejects on a wrong master key. */
+  /**
+   * Re-reads the ring now (concurrent callers share one read); rejects on a wrong master key,
+   * at once and without a read within MISMATCH_RECHECK_MS of the last such refusal.
+   */
   refresh(): Promise<void> {
-    this.#refreshing ??= this.#load().finally(() => {
-      this.#refreshing = undefined;
-    });
+    if (this.#mismatch && performance.now() - this.#mismatch.at < MISMATCH_RECHECK_MS) return Promise.reject(this.#mismatch.error);
+    this.#refreshing ??= this.#load().then(
+      () => {
+        this.#refreshing = undefined;
+        this.#mismatch = undefined;
+      },
+      (error: unknown) => {
+        this.#refreshing = undefined;
+        if (error instanceof MasterKeyMismatchError) this.#mismatch = { error, at: performance.now() };
+        throw error;
+      },
+    );
     return this.#refreshing;
   }
 
@@ -134,19 +162,30 @@ export class KeyRing {
     }
     const current = rows.find((row) => row.state === 'current');
     if (!current) throw new Error('the database holds no current data key');
-    const expected = rows.find((row) => row.master_key_check !== this.fingerprint)?.master_key_check;
+    let masterKey = this.#masterKey;
+    const expected = rows.find((row) => row.master_key_check !== this.#fingerprint)?.master_key_check;
     if (expected !== undefined) {
-      throw new MasterKeyMismatchError(`database expects master key ${expected}, ${this.#masterKey.source} is ${this.fingerprint}`);
+      // A master key change (keyfleet master-key rotate --new-key-file) replaced the key file
+      // of this running process: the key the database names is taken from there, and only that
+      // one. Not at start, where a key change that stopped half-way is refused with a hint
+      // (load-key-ring.ts) so that the operator completes it.
+      if (this.#loaded) masterKey = this.#masterKey.reread?.().find((candidate) => masterKeyFingerprint(candidate.key) === expected) ?? masterKey;
+      if (masterKey === this.#masterKey) {
+        throw new MasterKeyMismatchError(`database expects master key ${expected}, ${this.#masterKey.source} is ${this.#fingerprint}`);
+      }
     }
+    const fingerprint = masterKeyFingerprint(masterKey.key);
     const keys = new Map(
       rows.map((row) => {
         try {
-          return [row.kid, decrypt(this.#masterKey.key, row.wrapped_key!, wrapAssociatedData(row.kid))] as const;
+          return [row.kid, decrypt(masterKey.key, row.wrapped_key!, wrapAssociatedData(row.kid))] as const;
         } catch {
-          throw new MasterKeyMismatchError(`data key ${row.kid} does not open with master key ${this.fingerprint} although the database names it`);
+          throw new MasterKeyMismatchError(`data key ${row.kid} does not open with master key ${fingerprint} although the database names it`);
         }
       }),
     );
+    this.#masterKey = masterKey;
+    this.#fingerprint = fingerprint;
     this.#loaded = { current: current.kid, keys, loadedAt: readAt };
   }
 

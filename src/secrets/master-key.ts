@@ -10,6 +10,11 @@ export const MASTER_KEY_FILE = 'master.key';
 export interface MasterKey {
   key: Buffer;
   source: string;
+  /**
+   * The keys its source holds now, read again (a key file that a master key change replaced):
+   * absent for MASTER_KEY, which a running process cannot be given anew.
+   */
+  reread?(): MasterKey[];
 }
 
 /**
@@ -29,9 +34,34 @@ export function loadMasterKey(settings: Pick<Settings, 'masterKey' | 'databaseUr
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
+  const key = readKeyFile(file);
+  if (!key) throw new SettingsError('MASTER_KEY', `${file} does not hold 64 hex digits`);
+  return { key, source: file, reread: () => rereadKeyFiles(settings.dataDir) };
+}
+
+/** The key a key file holds, or undefined when it does not hold 64 hex digits. */
+function readKeyFile(file: string): Buffer | undefined {
   const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex');
-  if (key.length !== 32) throw new SettingsError('MASTER_KEY', `${file} does not hold 64 hex digits`);
-  return { key, source: file };
+  return key.length === 32 ? key : undefined;
+}
+
+/**
+ * The keys of DATA_DIR's key files as they are now: master.key, and master.key.new, which a
+ * master key change writes before its commit and renames to master.key only after resealing
+ * every value (so that a server may take the new key while the CLI still reseals). Files that
+ * are missing or unreadable are left out: the key ring takes only a key that the database names.
+ */
+function rereadKeyFiles(dataDir: string): MasterKey[] {
+  const keys: MasterKey[] = [];
+  for (const file of [path.join(dataDir, MASTER_KEY_FILE), stagedFile(dataDir)]) {
+    try {
+      const key = readKeyFile(file);
+      if (key) keys.push({ key, source: file, reread: () => rereadKeyFiles(dataDir) });
+    } catch {
+      // Absent (no change under way) or not readable: not a candidate.
+    }
+  }
+  return keys;
 }
 
 /**

@@ -64,9 +64,21 @@ export interface Dispatcher {
   start(): void;
   /** New events were queued: look for due work soon rather than at the next idle check. */
   wake(): void;
-  /** Stops claiming, lets the deliveries in flight finish and records their outcomes. */
+  /**
+   * Stops claiming and gives the rows not started back to the queue; lets the deliveries in
+   * flight finish and records their outcomes, for at most STOP_DELIVERIES_AFTER_MS: then those
+   * still waiting for an answer are cut, and given back to the queue uncounted.
+   */
   stop(): Promise<void>;
 }
+
+/**
+ * How long a stopping dispatcher waits for the answers of the deliveries in flight. A
+ * subscriber that accepts the connection and never answers would otherwise hold a shutdown
+ * for a whole WEBHOOK_TIMEOUT_MS (15 s by default), past the 10 s that a stop is allowed
+ * (docs/operator-guide.md, "Stopping"); what is cut is sent again by the next dispatcher.
+ */
+export const STOP_DELIVERIES_AFTER_MS = 5_000;
 
 /** How often a dispatcher looks for due events when nothing woke it (other processes queue them too). */
 const IDLE_CHECK_MS = 250;
@@ -179,6 +191,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let writeOutcomesNow: (() => void) | undefined;
   const secretCache = new Map<string, { keys: Promise<Buffer[]>; until: number }>();
   const outageLog = createOutageLog(log);
+  /** Set when a stop cut the deliveries still in flight (the agent destroyed): see STOP_DELIVERIES_AFTER_MS. */
+  let cut = false;
+  /** Rows whose attempt the cut ended, each with its claim's token: released, not recorded. */
+  const cutRows = new Map<Delivery, string>();
 
   /**
    * Logs a failed database step. While the database is unavailable each pass fails the same
@@ -238,6 +254,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       result = await postStatusEvent(agent, row.url, toEvent(row), keys, deadlines, Date.now());
     } catch (error) {
       result = { kind: 'failed', statusCode: null, error: error instanceof Error ? error.message : String(error), retryAfterMs: undefined };
+    }
+    if (cut && result.kind === 'failed' && result.statusCode === null) {
+      // Ended by the stop, not by the subscriber: not an attempt. Its claim is released with
+      // the others cut (stop), so that the next dispatcher sends it at once.
+      cutRows.set(row, token);
+      return;
     }
     sent();
     const attemptedAt = Date.now();
@@ -380,11 +402,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   }
 
-  /** Gives rows not started back to the queue, their claims released; true unless the database was unavailable. */
-  async function releaseRows(rows: readonly Delivery[]): Promise<boolean> {
+  /** Gives rows not started (or cut) back to the queue, their claims released; true unless the database was unavailable. */
+  async function releaseRows(rows: readonly Delivery[], tokenOf = (row: Delivery) => tokens.get(row)!): Promise<boolean> {
     const byClaim = new Map<string, Delivery[]>();
     for (const row of rows) {
-      const key = `${row.kind} ${tokens.get(row)!}`;
+      const key = `${row.kind} ${tokenOf(row)}`;
       byClaim.set(key, [...(byClaim.get(key) ?? []), row]);
       tokens.delete(row);
     }
@@ -500,16 +522,28 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       clearTimeout(idleTimer);
       clearTimeout(wakeTimer);
       clearInterval(pruneTimer);
-      while (pumping) await new Promise((resolve) => setImmediate(resolve));
-      // Rows not started yet go back to the queue for the next dispatcher. Without a database
-      // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
-      for (const lane of lanes.values()) {
-        const waiting = lane.waiting.splice(0);
-        waiting.forEach(unhold);
-        if (!(await releaseRows(waiting))) break;
+      // Destroying the agent ends every exchange in flight at once, connecting, sending or
+      // waiting for an answer; one whose status is in (its body being read) keeps that status.
+      const cutTimer = setTimeout(() => {
+        cut = true;
+        if (unfinished.size > 0) log.warn({ deliveries: sending }, 'deliveries still waiting for an answer at the stop deadline; cutting them, to be sent again');
+        agent.destroy().catch(() => {});
+      }, STOP_DELIVERIES_AFTER_MS);
+      try {
+        while (pumping) await new Promise((resolve) => setImmediate(resolve));
+        // Rows not started yet go back to the queue for the next dispatcher. Without a database
+        // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
+        for (const lane of lanes.values()) {
+          const waiting = lane.waiting.splice(0);
+          waiting.forEach(unhold);
+          if (!(await releaseRows(waiting))) break;
+        }
+        await Promise.all(unfinished);
+      } finally {
+        clearTimeout(cutTimer);
       }
-      await Promise.all(unfinished);
-      await agent.close();
+      if (cutRows.size > 0) await releaseRows([...cutRows.keys()], (row) => cutRows.get(row)!);
+      await (cut ? agent.destroy() : agent.close());
     },
   };
 }

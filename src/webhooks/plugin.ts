@@ -49,8 +49,17 @@ async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOpt
       serverBusy: () => Date.now() - lastSaturatedAt < BUSY_HOLD_MS,
     });
     app.addHook('onReady', async () => dispatcher!.start());
-    // Graceful shutdown: the deliveries in flight finish and their outcomes are written first.
-    app.addHook('onClose', async () => dispatcher!.stop());
+    // Graceful shutdown: the deliveries in flight finish (for a bounded time, see
+    // STOP_DELIVERIES_AFTER_MS) and their outcomes are written first. The stop begins with the
+    // close, beside the drain of the requests: onClose hooks run only once every connection has
+    // ended, and the two waits in a row would pass the 10 s a stop is allowed.
+    let stopped: Promise<void> | undefined;
+    app.addHook('preClose', async () => {
+      stopped = dispatcher!.stop();
+      // Awaited in onClose; a failure is reported there, not as an unhandled rejection meanwhile.
+      stopped.catch(() => {});
+    });
+    app.addHook('onClose', async () => stopped ?? dispatcher!.stop());
   }
   app.decorate('statusEvents', {
     queued(count: number) {
