@@ -29,9 +29,13 @@ type ClaimOutcome = { kind: 'claimed'; record: OkmRecord } | { kind: 'failed' } 
 export async function claimOkm(request: OkmRequest, serialNumber: string, installCode: string): Promise<OkmRecord> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
   if (acting === null) throw badRequest('customer: an admin token claims for the customer it names; or assign with PUT …/customer');
-  const { now } = request;
+  let now = request.now;
   const outcome = await request.db.transaction().execute(async (trx): Promise<ClaimOutcome> => {
     const counts = await lockClaimFailures(trx, serialNumber, acting.id, now);
+    // Attempts on one serial number wait for each other's lock: the rule is applied at the time
+    // the lock was granted, so a slowdown set by the attempt just before is not measured from
+    // an earlier clock (which would stretch it past CLAIM_SLOWDOWN_MS).
+    now = Math.max(now, Date.now());
     const gate = claimGate(counts, now);
     if (gate.kind !== 'open') return { kind: 'refused', until: gate.until };
     // The same queries whether or not the serial number exists, so that timing does not tell.
