@@ -17,7 +17,8 @@ import { withDb } from './harness.ts';
 /** FLEET_POLLING_INTERVAL as the benchmarks' servers run (the default). */
 const SERVER_DEFAULT_POLLING_INTERVAL_S = 150;
 
-const FIRMWARE = { kas: '2.10.0', batch_key: '1.2', wireless_key: '3.0' } as const;
+/** The fleet-wide latest release of each kind, which the OKMs in step report. */
+export const FIRMWARE = { kas: '2.10.0', batch_key: '1.2', wireless_key: '3.0' } as const;
 
 function configuredTemplate(index: number): OkmSettings {
   const locks = Array.from({ length: 4 + index }, (_, n) => `LOCK-${index}-${String(n).padStart(3, '0')}`);
@@ -41,8 +42,8 @@ function configuredTemplate(index: number): OkmSettings {
   };
 }
 
-/** Seven configured templates (lists of 4–10 locks and 10–28 users) and one unconfigured OKM. */
-const TEMPLATES: OkmSettings[] = [...Array.from({ length: 7 }, (_, index) => configuredTemplate(index)), UNCONFIGURED_OKM];
+/** Seven configured templates (lists of 4–10 locks and 10–28 users) and one unconfigured OKM; OKM i is configured as TEMPLATES[i % TEMPLATES.length]. */
+export const TEMPLATES: OkmSettings[] = [...Array.from({ length: 7 }, (_, index) => configuredTemplate(index)), UNCONFIGURED_OKM];
 export const serialOf = (index: number) => `OKM-${String(index).padStart(7, '0')}`;
 
 /** Each template's list digests, computed once: a run's request paths would otherwise take half a minute to make at 1 M OKMs. */

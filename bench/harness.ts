@@ -98,11 +98,17 @@ export interface KeyfleetOptions {
   startTimeoutMs?: number;
   /** Run the compiled server (dist/, as `npm start` does; buildServer() first) rather than the sources through tsx. */
   built?: boolean;
+  /**
+   * The checkout whose keyfleet runs (its working directory; default this one): another
+   * worktree of the repository, to measure other code with this checkout's benchmark. Its own
+   * node_modules must be installed, and with `built` its dist/ built (buildServer(dir)).
+   */
+  dir?: string;
 }
 
-/** Compiles the server into dist/ (`npm run build`), for the processes started with `built`. */
-export function buildServer(): void {
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: REPO_ROOT, stdio: 'inherit' });
+/** Compiles the server of the checkout `dir` into its dist/ (`npm run build`), for the processes started with `built`. */
+export function buildServer(dir = REPO_ROOT): void {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: dir, stdio: 'inherit' });
 }
 
 /**
@@ -115,9 +121,8 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
   // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.cpuProfileDir)}`] : [];
   const command = options.command?.(port) ?? ['serve'];
-  const entry = options.built ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
-  const child = spawn(process.execPath, [...profile, ...entry, ...command], {
-    cwd: REPO_ROOT,
+  const child = spawn(process.execPath, [...profile, ...cliEntry(options), ...command], {
+    cwd: options.dir ?? REPO_ROOT,
     env: {
       ...process.env,
       RATE_LIMIT_DEVICE_PER_MINUTE: '1000000000',
@@ -182,10 +187,20 @@ export function treeRssBytes(pid: number): number {
   }, 0);
 }
 
+/** The node arguments that run keyfleet's command line: compiled, or the sources through tsx. */
+function cliEntry({ built = false }: Pick<KeyfleetOptions, 'built'>): string[] {
+  return built ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+}
+
 /** `keyfleet ARGS --json` against the given settings; its JSON output. */
 export function keyfleetCli(env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
+  return keyfleetCliOf({}, env, ...args);
+}
+
+/** keyfleetCli, run from the checkout `dir` (default this one), compiled when `built`: the command line of the server a benchmark runs with startKeyfleet's same options. */
+export function keyfleetCliOf({ dir = REPO_ROOT, built }: Pick<KeyfleetOptions, 'dir' | 'built'>, env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args, '--json'], { cwd: REPO_ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'silent' } }, (error, stdout, stderr) =>
+    execFile(process.execPath, [...cliEntry({ built }), ...args, '--json'], { cwd: dir, env: { ...process.env, ...env, LOG_LEVEL: 'silent' } }, (error, stdout, stderr) =>
       error ? reject(new Error(`keyfleet ${args.join(' ')}: ${stderr.trim()}`)) : resolve(JSON.parse(stdout) as Record<string, unknown>),
     );
   });
@@ -328,11 +343,15 @@ function run(port: number, load: Load, seconds: number) {
 /** USER_HZ: the unit of /proc's CPU times, 100 on every Linux. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function processCpuSeconds(pid: number): number {
-  // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
+/**
+ * CPU seconds (user + system) a process has used so far, from /proc (Linux); with
+ * `reapedChildren`, plus those of its children that have exited and that it has waited for.
+ */
+function processCpuSeconds(pid: number, { reapedChildren = false } = {}): number {
+  // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them, cutime and cstime the next two.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  const children = reapedChildren ? Number(fields[13]) + Number(fields[14]) : 0;
+  return (Number(fields[11]) + Number(fields[12]) + children) / CLOCK_TICKS_PER_SECOND;
 }
 
 /** CPU seconds a process and its descendants (a primary and its workers) have used so far. */
@@ -340,13 +359,18 @@ export function cpuSecondsOf(pid: number): number {
   return processTree(pid).reduce((sum, member) => sum + processCpuSeconds(member), 0);
 }
 
-/** CPU seconds all processes named postgres on this host have used so far. */
+/**
+ * CPU seconds all processes named postgres on this host have used so far. A backend that
+ * exits (a client closing its connection, ours or another's) takes its CPU time out of the
+ * live processes' sum; the postmaster, which reaps it, then counts it among its children's,
+ * so those are added: otherwise the figure can drop, and a run's difference be negative.
+ */
 export function postgresCpuSeconds(): number {
   let total = 0;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry));
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += processCpuSeconds(Number(entry), { reapedChildren: true });
     } catch {
       // exited meanwhile
     }
