@@ -164,7 +164,7 @@ async function main(): Promise<void> {
   const bare = await startBare();
   try {
     // The same requests as keyfleet gets, so that the load generator's own cost is the same.
-    figures.push(await measure('bare node:http', bare.port, pollLoad(configPaths('/api/v1/config'))));
+    figures.push(await measure('bare node:http', bare.port, pollLoad(configPaths('/api/v1/config')), { server: bare.child }));
   } finally {
     await stop(bare.child);
   }
