@@ -29,7 +29,8 @@ export function OkmsPage() {
   useEffect(() => setDraft(filters), [queryString]);
 
   const pages = useCursorPages(queryString);
-  const okms = useResource(() => listOkms({ ...(filters as OkmListFilters), limit: OKMS_PER_PAGE, cursor: pages.cursor }), [queryString, pages.cursor]);
+  // next_correction: what each OKM's next poll is expected to send, beside what its last poll sent.
+  const okms = useResource(() => listOkms({ ...(filters as OkmListFilters), limit: OKMS_PER_PAGE, cursor: pages.cursor, next_correction: true }), [queryString, pages.cursor]);
 
   const apply = (next: ListFilters) => location.route(href(`/okms${queryFromFilters(next)}`));
   const setField = <K extends keyof ListFilters>(key: K, value: ListFilters[K], applyNow = false) => {
@@ -118,7 +119,8 @@ export function OkmsPage() {
                     <th scope="col">Last seen</th>
                     <th scope="col">KAS firmware</th>
                     <th scope="col">State</th>
-                    <th scope="col">Next correction</th>
+                    <th scope="col">Sent on the last poll</th>
+                    <th scope="col">Next poll</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -135,9 +137,10 @@ export function OkmsPage() {
                       </td>
                       <td class="mono">{okm.firmware_version ?? <span class="muted">—</span>}</td>
                       <td>
-                        <OkmStateBadge okm={okm} />
+                        <OkmStateBadge okm={okm} next={okm.next_correction} />
                       </td>
                       <td class="mono">{okm.last_correction ?? <span class="muted">—</span>}</td>
+                      <td class="mono">{okm.next_correction ?? <span class="muted">—</span>}</td>
                     </tr>
                   ))}
                 </tbody>
