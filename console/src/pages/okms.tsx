@@ -14,6 +14,12 @@ import { currentSession } from '../session.ts';
 
 const OKMS_PER_PAGE = 50;
 
+/** A resolver's reply key, free to wrap between its words (pollingInterval → polling|Interval) in a narrow table. */
+function ReplyKey({ name }: { name: string }) {
+  const words = name.split(/(?=[A-Z])/);
+  return <>{words.map((word, index) => (index === 0 ? word : <><wbr />{word}</>))}</>;
+}
+
 /**
  * The OKM list, by serial number, paged by the server's cursors (Previous / Next; no total:
  * the overview counts the fleet). The filters live in the URL's query string, so that a
@@ -139,8 +145,8 @@ export function OkmsPage() {
                       <td>
                         <OkmStateBadge okm={okm} next={okm.next_correction} />
                       </td>
-                      <td class="mono">{okm.last_correction ?? <span class="muted">—</span>}</td>
-                      <td class="mono">{okm.next_correction ?? <span class="muted">—</span>}</td>
+                      <td class="mono">{okm.last_correction ? <ReplyKey name={okm.last_correction} /> : <span class="muted">—</span>}</td>
+                      <td class="mono">{okm.next_correction ? <ReplyKey name={okm.next_correction} /> : <span class="muted">—</span>}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -46,6 +46,9 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
                       <div class="mono small break">{JSON.stringify(resolver.correction)}</div>
                     </>
                   )}
+                  {resolver.sent_on_last_poll && resolver.verdict !== 'sent' && (
+                    <div class="muted small">{resolver.name === 'message' ? 'An earlier message was sent on the last poll.' : 'Also sent on the last poll; the configuration changed since.'}</div>
+                  )}
                 </td>
               </tr>
             );
