@@ -889,6 +889,7 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            next_correction?: string | null;
         };
         PendingOkmRecord: {
             serial_number: string;
@@ -2018,6 +2019,8 @@ export interface operations {
                 state?: "in_step" | "drifting" | "overdue" | "never_polled";
                 /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
                 serial_prefix?: string;
+                /** @description true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each) */
+                next_correction?: boolean;
             };
             header?: never;
             path?: never;
@@ -3276,7 +3279,19 @@ export interface operations {
                                 correction: {
                                     [key: string]: unknown;
                                 } | null;
+                                /**
+                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one
+                                 * @enum {unknown}
+                                 */
+                                verdict: "in_step" | "sent" | "next" | "later";
+                                /** @description its correction is the one the last poll sent (last_correction) */
+                                sent_on_last_poll: boolean;
                             }[];
+                            last_poll_at: string | null;
+                            last_correction: string | null;
+                            expected_next: {
+                                [key: string]: unknown;
+                            } | null;
                         };
                     };
                 };

@@ -35,9 +35,24 @@ export function okmState(okm: { last_sync_time: string | null; last_correction: 
   return okm.last_correction === null ? 'in_step' : 'drifting';
 }
 
-export const STATE_LABELS: Record<OkmState | 'overdue', string> = {
+/**
+ * The state to show when what the next poll is expected to send is known as well (`next`: its
+ * reply key, null for none): as okmState, except that an OKM whose last poll was answered {}
+ * but whose next poll will correct it (its configuration changed since) is not in step but
+ * has a correction due. Undefined `next` (not known): okmState.
+ */
+export function okmShownState(okm: { last_sync_time: string | null; last_correction: string | null }, next: string | null | undefined): OkmShownState {
+  const state = okmState(okm);
+  return state === 'in_step' && next !== undefined && next !== null ? 'due' : state;
+}
+
+export type OkmShownState = OkmState | 'due';
+
+export const STATE_LABELS: Record<OkmShownState | 'overdue' | 'sent', string> = {
   in_step: 'In step',
   drifting: 'Drifting',
+  due: 'Correction due',
   never_polled: 'Never polled',
   overdue: 'Overdue',
+  sent: 'Sent on the last poll',
 };

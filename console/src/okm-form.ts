@@ -77,3 +77,23 @@ export function patchFromForm(okm: OkmConfiguration, form: OkmForm): Record<stri
   if (!same(urls, okm.subscribe_urls.status)) patch.subscribe_urls = { status: urls };
   return patch;
 }
+
+/** How the form names its fields to a person, in the form's order. */
+const FIELD_LABELS: Record<keyof OkmForm, string> = {
+  polling_interval: 'polling interval',
+  cache_mode: 'cache mode',
+  key_checkout_window_time: 'key checkout window',
+  key_checkout_window_contact: 'window contact',
+  firmware_kas: 'KAS firmware pin',
+  firmware_batch_key: 'batch key firmware pin',
+  firmware_wireless_key: 'wireless key firmware pin',
+  auditing_enabled: 'auditing',
+  asset_list: 'asset list',
+  status_urls: 'subscriber URLs',
+};
+
+/** The form fields whose values differ between two records, by their labels; [] when none. */
+export function changedFields(before: OkmConfiguration, after: OkmConfiguration): string[] {
+  const [a, b] = [formFromRecord(before), formFromRecord(after)];
+  return (Object.keys(FIELD_LABELS) as (keyof OkmForm)[]).filter((key) => a[key] !== b[key]).map((key) => FIELD_LABELS[key]);
+}

@@ -20,6 +20,7 @@ import {
   type OkmRequest,
 } from './admin-service.ts';
 import { claimOkm } from './claim-service.ts';
+import { expectedNextCorrections } from './drift-service.ts';
 import { issueDeviceToken, toDeviceTokenRecord } from './device-tokens.ts';
 import {
   AuditRecordView,
@@ -82,7 +83,14 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: cursorPageResponse(OkmRecord, `The OKMs that match, by serial number. ${NO_TOTAL} The fleet summary (GET /api/v1/fleet/summary) counts the OKMs of each state.`), ...errorResponses },
       },
     },
-    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await listOkmRecords(okmRequest(request, request.query.customer), request.query)),
+    async (request, reply) => {
+      const okms = await listOkmRecords(okmRequest(request, request.query.customer), request.query);
+      if (request.query.next_correction) {
+        const next = await expectedNextCorrections(app.db, app.settings, okms.items.map((okm) => okm.serial_number), Date.now());
+        okms.items = okms.items.map((okm) => ({ ...okm, next_correction: next.get(okm.serial_number) ?? null }));
+      }
+      return sendCursorPage(request, reply, MESSAGES.fetched, okms);
+    },
   );
 
   app.get(

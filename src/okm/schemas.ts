@@ -95,6 +95,11 @@ export const OkmListQuery = Type.Object(
       }),
     ),
     serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
+    next_correction: Type.Optional(
+      Type.Boolean({
+        description: 'true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -186,6 +191,14 @@ export const OkmRecord = Type.Object({
   overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
   created_at: IsoTime,
   updated_at: IsoTime,
+  next_correction: Type.Optional(
+    Nullable(
+      Type.String({
+        description:
+          "only in the OKM list asked with next_correction=true: the reply key of the correction the next poll is expected to send, the drift report's expected_next; null: none",
+      }),
+    ),
+  ),
 });
 export type OkmRecord = Static<typeof OkmRecord>;
 
@@ -250,19 +263,33 @@ export type DeviceTokenRecord = Static<typeof DeviceTokenRecord>;
 
 const CorrectionBody = Type.Record(Type.String(), Type.Unknown(), { description: 'a config reply body, keyed by the device parameters it sets' });
 
+export const ResolverVerdict = Type.Object({
+  name: Type.String({ description: "the resolver's reply key, as in last_correction (message, kasFirmware, kasDateTime, …)" }),
+  in_step: Type.Boolean(),
+  correction: Nullable(CorrectionBody),
+  verdict: Type.Enum(['in_step', 'sent', 'next', 'later'], {
+    description:
+      'in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one',
+  }),
+  sent_on_last_poll: Type.Boolean({ description: "its correction is the one the last poll sent (last_correction)" }),
+});
+export type ResolverVerdict = Static<typeof ResolverVerdict>;
+
 /** GET /api/v1/okms/{serial}/drift (SPEC section 11). */
 export const DriftReport = Type.Object({
   serial_number: Type.String({ description: 'the OKM the report is about' }),
   in_step: Type.Boolean({ description: 'no resolver would correct the device' }),
   next: Nullable({ ...CorrectionBody, description: 'the body the next poll would get; null: {}' }),
-  resolvers: Type.Array(
-    Type.Object({
-      name: Type.String({ description: "the resolver's reply key, as in last_correction (message, kasFirmware, kasDateTime, …)" }),
-      in_step: Type.Boolean(),
-      correction: Nullable(CorrectionBody),
-    }),
-    { description: "every resolver's verdict, in the seed's order" },
+  resolvers: Type.Array(ResolverVerdict, { description: "every resolver's verdict, in the seed's order" }),
+  last_poll_at: Nullable({ ...IsoTime, description: 'when the OKM last polled (its last_sync_time); null: never' }),
+  last_correction: Nullable(
+    Type.String({ description: "the reply key of the correction the last poll sent, as the OKM's last_correction; null: it was answered {}, or never polled" }),
   ),
+  expected_next: Nullable({
+    ...CorrectionBody,
+    description:
+      'the body the next poll is expected to send: that of the resolver whose verdict is next; null: {}. Unlike next, it takes the correction the last poll sent as applied',
+  }),
 });
 export type DriftReport = Static<typeof DriftReport>;
 

@@ -92,7 +92,9 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await page.goto(adminUrl.replace('/console/#', '/console/okms?firmware_version=9.9.9#'));
     await page.getByRole('link', { name: DRIFTING }).click();
     await page.getByTestId('drift-table').waitFor();
-    const nextBefore = await page.locator('tr.highlight').getAttribute('data-resolver');
+    // Its device was sent pollingInterval on its last poll and has not reported since: sent, not next.
+    const sentBefore = await page.locator('tr.sent').getAttribute('data-resolver');
+    const nextBeforeSave = await page.getByTestId('drift-verdict').innerText();
 
     watched.allowFailure('PATCH', new RegExp(`^/api/v1/okms/${DRIFTING}$`), 400);
     await page.getByLabel('Polling interval (s)').fill('99999');
@@ -103,17 +105,19 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await page.getByLabel('Polling interval (s)').fill('300');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    // The configuration changed after the poll that sent pollingInterval: what was sent is not what is configured, so it is due again.
     await page.getByTestId('drift-verdict').filter({ hasText: 'Next poll: pollingInterval' }).waitFor();
     const correctionShown = await page.locator('tr[data-resolver="pollingInterval"]').innerText();
 
     const reply = await server.poll(DRIFTING, inStepReport({ pollingInterval: 300, kasFirmware: '9.9.9' }));
     await page.getByRole('button', { name: 'Refresh' }).click();
-    await page.getByTestId('drift-verdict').filter({ hasText: 'In step' }).waitFor();
+    await page.getByTestId('drift-verdict').filter({ hasText: 'Next poll: nothing to correct' }).waitFor();
     // The record (and its badge) is a fetch of its own beside the drift's: Refresh is enabled again once both have answered.
     await page.getByRole('button', { name: 'Refresh', disabled: false }).waitFor();
     const badge = await page.locator('h1 .badges').innerText();
 
-    assert.equal(nextBefore, 'pollingInterval');
+    assert.equal(sentBefore, 'pollingInterval');
+    assert.equal(nextBeforeSave, 'Next poll: nothing to correct');
     assert.equal(fieldMessage, 'must be <= 3600');
     assert.equal(invalid, 'true');
     assert.match(correctionShown, /"pollingInterval":300/);

@@ -192,6 +192,24 @@ function generator(seed: number) {
   };
 }
 
+/** The query values, as stored, of a seeded OKM that has everything the seed configures (auditing on, the fleet's interval). */
+const inStepReported = (lastSync: number, interval: number, kasFirmware: string | null): Record<string, string> => ({
+  kasDateTime: String(lastSync),
+  cacheMode: '1',
+  retailCfg: '2',
+  auditUrl: '/api/v1/audit',
+  pollingInterval: String(interval),
+  ...(kasFirmware === null ? {} : { kasFirmware }),
+});
+
+/** The reported value that its last correction was about, where the seed's configuration can differ from it. */
+function driftedReport(correction: string, lastSync: number): Record<string, string> {
+  if (correction === 'pollingInterval') return { pollingInterval: '300' };
+  if (correction === 'kasDateTime') return { kasDateTime: String(lastSync - 3_600_000) };
+  if (correction === 'cacheMode') return { cacheMode: '2' };
+  return {};
+}
+
 /** The customers and their OKMs, inserted straight into the database in multi-row statements. */
 export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promise<void> {
   const now = spec.now ?? Date.now();
@@ -223,8 +241,10 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
         created_at: now - 30 * 86_400_000,
         updated_at: now - 30 * 86_400_000,
       };
-      // What its last poll left, in its poll row.
-      const poll = lastSync === null ? undefined : { serial_number: serial, last_sync_time: lastSync, last_ip: `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`, reported: '{}' };
+      // What its last poll left, in its poll row: a report in step with what the seed configures,
+      // but for the value its last correction was about, so that its drift report reads as a real one.
+      const reported = lastSync === null ? undefined : { ...inStepReported(lastSync, interval, okm.firmware_version), ...(okm.last_correction === null ? {} : driftedReport(okm.last_correction, lastSync)) };
+      const poll = lastSync === null ? undefined : { serial_number: serial, last_sync_time: lastSync, last_ip: `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`, reported: JSON.stringify(reported) };
       return { okm, poll };
     });
     for (let start = 0; start < rows.length; start += 500) {

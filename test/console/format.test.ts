@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { okmState, relativeTime } from '../../console/src/format.ts';
+import { okmShownState, okmState, relativeTime } from '../../console/src/format.ts';
 import { decodeClaims, tokenFromFragment } from '../../console/src/session-token.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -23,6 +23,16 @@ test('an OKM is never polled, drifting or in step as the fleet summary counts it
   assert.equal(okmState({ last_sync_time: null, last_correction: null }), 'never_polled');
   assert.equal(okmState({ last_sync_time: '2026-11-22T11:00:00Z', last_correction: 'kasFirmware' }), 'drifting');
   assert.equal(okmState({ last_sync_time: '2026-11-22T11:00:00Z', last_correction: null }), 'in_step');
+});
+
+test('shown with what the next poll sends, an OKM in step at its last poll has a correction due once configured since; the others keep their fleet state', () => {
+  const polled = '2026-11-22T11:00:00Z';
+  assert.equal(okmShownState({ last_sync_time: polled, last_correction: null }, 'cacheMode'), 'due');
+  assert.equal(okmShownState({ last_sync_time: polled, last_correction: null }, null), 'in_step');
+  assert.equal(okmShownState({ last_sync_time: polled, last_correction: null }, undefined), 'in_step', 'not known: the fleet state');
+  assert.equal(okmShownState({ last_sync_time: polled, last_correction: 'cacheMode' }, null), 'drifting');
+  assert.equal(okmShownState({ last_sync_time: polled, last_correction: 'cacheMode' }, 'pollingInterval'), 'drifting');
+  assert.equal(okmShownState({ last_sync_time: null, last_correction: null }, 'auditUrl'), 'never_polled');
 });
 
 const jwt = (payload: object) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { formFromRecord, patchFromForm, type OkmConfiguration } from '../../console/src/okm-form.ts';
+import { changedFields, formFromRecord, patchFromForm, type OkmConfiguration } from '../../console/src/okm-form.ts';
 import { filtersFromQuery, queryFromFilters } from '../../console/src/okm-filters.ts';
 import { resolverValues } from '../../console/src/resolver-values.ts';
 
@@ -72,4 +72,20 @@ test('each resolver’s row shows what is configured beside what the device repo
   assert.equal(resolverValues('kasDateTime', okm, 0).reportedTime, '2026-11-22T23:34:55.000Z');
   assert.equal(resolverValues('message', okm, 2).configured, '2 waiting');
   assert.equal(resolverValues('kasFirmware', { ...okm, reported: null }, 0).reported, '—');
+});
+
+test('the fields changed between two records are named as the form names them, in its order; none for equal records', () => {
+  assert.deepEqual(changedFields(OKM, { ...OKM }), []);
+  assert.deepEqual(
+    changedFields(OKM, { ...OKM, polling_interval: 60, key_checkout_window: { time: 30, contact: 'closed' }, subscribe_urls: { status: [] } }),
+    ['polling interval', 'window contact', 'subscriber URLs'],
+  );
+});
+
+test('a patch made against the record editing started from carries only the edits, whatever the server changed since', () => {
+  const form = { ...formFromRecord(OKM), polling_interval: '300' };
+  const changedOnServer = { ...OKM, key_checkout_window: { time: 60, contact: 'closed' as const } };
+
+  assert.deepEqual(patchFromForm(OKM, form), { polling_interval: 300 });
+  assert.deepEqual(changedFields(OKM, changedOnServer), ['key checkout window', 'window contact']);
 });

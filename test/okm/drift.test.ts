@@ -149,6 +149,74 @@ forEachDatabase('OKM drift and last_correction', (kind) => {
     assert.deepEqual((await poll(t, serial, inStep())).json(), data.next);
   });
 
+  test('the correction the last poll sent is "sent", and the next poll is expected to send the one after it; the list says the same when asked with next_correction=true', async () => {
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial, { polling_interval: 60, cache_mode: 2 });
+    assert.deepEqual((await poll(t, serial, inStep())).json(), { cacheMode: 2 });
+
+    const { data } = (await drift(serial)).json();
+    const listed = async (query: string) => (await call(t, 'GET', `${OKMS}?serial_prefix=${serial}${query}`, { token: tokens.acmeRead })).json().data[0];
+
+    assert.equal(data.last_correction, 'cacheMode');
+    assert.equal(data.last_poll_at, new Date(SERVER_TIME).toISOString());
+    assert.deepEqual(data.next, { cacheMode: 2 }, 'next keeps its meaning: the first correction against the last report');
+    assert.deepEqual(data.expected_next, { pollingInterval: 60 });
+    const verdicts = Object.fromEntries(data.resolvers.map((resolver: { name: string; verdict: string; sent_on_last_poll: boolean }) => [resolver.name, [resolver.verdict, resolver.sent_on_last_poll]]));
+    assert.deepEqual(verdicts.cacheMode, ['sent', true]);
+    assert.deepEqual(verdicts.pollingInterval, ['next', false]);
+    assert.deepEqual(verdicts.auditUrl, ['in_step', false]);
+    const withNext = await listed('&next_correction=true');
+    assert.equal(withNext.last_correction, 'cacheMode');
+    assert.equal(withNext.next_correction, 'pollingInterval');
+    assert.equal('next_correction' in (await listed('')), false, 'only when asked');
+
+    // The device applied it: the next poll sends what the report expected.
+    assert.deepEqual((await poll(t, serial, { ...inStep(), cacheMode: 2 })).json(), { pollingInterval: 60 });
+    const applied = (await drift(serial)).json().data;
+    assert.equal(applied.expected_next, null);
+    assert.equal((await listed('&next_correction=true')).next_correction, null);
+  });
+
+  test('a configuration changed after the last poll makes the correction that poll sent due again: what was sent may no longer be what is configured', async () => {
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial, { cache_mode: 2 });
+    await poll(t, serial, inStep());
+    assert.deepEqual((await drift(serial)).json().data.expected_next, null);
+
+    mock.timers.setTime(SERVER_TIME + 1_000);
+    try {
+      const patched = await call(t, 'PATCH', `${OKMS}/${serial}`, { token: tokens.acmeWrite, payload: { polling_interval: 90 }, headers: { 'content-type': 'application/merge-patch+json' } });
+      assert.equal(patched.statusCode, 200, patched.body);
+      const { data } = (await drift(serial)).json();
+      assert.deepEqual(data.expected_next, { cacheMode: 2 });
+      assert.deepEqual(
+        data.resolvers.filter((resolver: { in_step: boolean }) => !resolver.in_step).map((resolver: { name: string; verdict: string }) => [resolver.name, resolver.verdict]),
+        [['cacheMode', 'next'], ['pollingInterval', 'later']],
+      );
+    } finally {
+      mock.timers.setTime(SERVER_TIME);
+    }
+  });
+
+  test('a buffered message sent on the last poll is delivered: another one waiting is the next, not "sent"', async () => {
+    const serial = uniqueSerial();
+    await createOkm(t, tokens.acmeWrite, serial);
+    await poll(t, serial, inStep());
+    const queue = async (type: string) => (await call(t, 'POST', `${OKMS}/${serial}/messages`, { token: tokens.acmeWrite, payload: { type } })).json().data.id;
+    await queue('first');
+    const second = await queue('second');
+    await poll(t, serial, inStep());
+
+    const { data } = (await drift(serial)).json();
+
+    assert.equal(data.last_correction, 'message');
+    assert.deepEqual(data.expected_next, { message: { id: second, type: 'second', payload: null } });
+    assert.deepEqual(
+      data.resolvers.filter((resolver: { name: string }) => resolver.name === 'message').map((resolver: { verdict: string; sent_on_last_poll: boolean }) => [resolver.verdict, resolver.sent_on_last_poll]),
+      [['next', true]],
+    );
+  });
+
   test("another customer's OKM and an unknown serial are both 404; a bad serial is 400; no token is 401", async () => {
     const serial = uniqueSerial();
     await createOkm(t, tokens.acmeWrite, serial);

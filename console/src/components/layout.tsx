@@ -4,6 +4,7 @@ import type { PageEntry } from '../pages.ts';
 import { BASE, href } from '../paths.ts';
 import { signOut, type Session } from '../session.ts';
 import { LocalTime } from './relative-time.tsx';
+import { confirmLeaving } from './use-leave-guard.ts';
 
 /** The page frame: navigation to every page this token may see, who is signed in, sign-out. */
 export function Layout({ session, pages, children }: { session: Session; pages: PageEntry[]; children: ComponentChildren }) {
@@ -39,7 +40,7 @@ export function Layout({ session, pages, children }: { session: Session; pages: 
               until <LocalTime value={new Date(claims.expiresAt * 1000).toISOString()} />
             </span>
           )}
-          <button type="button" class="link-button" onClick={() => signOut()}>
+          <button type="button" class="link-button" onClick={() => confirmLeaving() && signOut()}>
             Sign out
           </button>
         </div>

@@ -1,4 +1,4 @@
-import { okmState, STATE_LABELS } from '../format.ts';
+import { okmShownState, STATE_LABELS } from '../format.ts';
 
 type BadgeKind = keyof typeof STATE_LABELS;
 
@@ -10,12 +10,22 @@ export function Badge({ kind, label = STATE_LABELS[kind], title }: { kind: Badge
   );
 }
 
-/** An OKM's state as the fleet summary counts it, and "Overdue" beside it when it has stopped polling. */
-export function OkmStateBadge({ okm }: { okm: { last_sync_time: string | null; last_correction: string | null; overdue: boolean } }) {
-  const state = okmState(okm);
+/**
+ * An OKM's state as the fleet summary counts it (as of its last poll), and "Overdue" beside it
+ * when it has stopped polling. Given `next`, what the next poll is expected to send (the drift
+ * report's or the list's), an OKM in step at its last poll with a correction due says so.
+ */
+export function OkmStateBadge({ okm, next }: { okm: { last_sync_time: string | null; last_correction: string | null; overdue: boolean }; next?: string | null }) {
+  const state = okmShownState(okm, next);
+  const title =
+    state === 'drifting'
+      ? `the last poll sent ${okm.last_correction}${next ? `; the next poll sends ${next}` : ''}`
+      : state === 'due'
+        ? `in step at its last poll, configured since: the next poll sends ${next}`
+        : undefined;
   return (
     <span class="badges">
-      <Badge kind={state} title={state === 'drifting' ? `last poll corrected by ${okm.last_correction}` : undefined} />
+      <Badge kind={state} title={title} />
       {okm.overdue && <Badge kind="overdue" title="polled before, but not for 3 × its polling interval" />}
     </span>
   );

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import {
   addUser,
@@ -33,11 +33,14 @@ import { PageHeader } from '../components/layout.tsx';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer } from '../components/tenant-picker.tsx';
 import { useFittingColumns } from '../components/use-fitting-columns.ts';
+import { useLeaveGuard } from '../components/use-leave-guard.ts';
 import { useResource } from '../components/use-resource.ts';
 import { aclHref, href, okmHref } from '../paths.ts';
 import { useSession, type Session } from '../session.ts';
 
 const USERS_PER_PAGE = 25;
+/** How long the confirmation of a save stays; the save bar keeps saying "All changes saved". */
+const SAVED_SHOWN_MS = 6_000;
 /** The ACL's own fields, whose messages are shown at their form control rather than in the matrix. */
 const FORM_FIELDS = ['customer', 'okm_id', 'user_data'];
 
@@ -129,6 +132,13 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const [addProblem, setAddProblem] = useState<{ field: 'user' | 'lock'; message: string } | null>(null);
   const [confirmingDelete, setConfirmingDelete] = useState(false);
   const [deleting, setDeleting] = useState(false);
+  const [savedShown, setSavedShown] = useState(false);
+  useEffect(() => {
+    if (!savedShown) return undefined;
+    const timer = setTimeout(() => setSavedShown(false), SAVED_SHOWN_MS);
+    return () => clearTimeout(timer);
+  }, [savedShown]);
+  useLeaveGuard((status === 'changed' || status === 'saving') && !deleting, isNew ? 'the new ACL' : 'this ACL');
 
   const okms = useResource(
     () => (mayListOkms && customer !== '' ? listOkms({ customer: claims.isAdmin ? customer : undefined, limit: 100 }) : Promise.resolve(undefined)),
@@ -195,6 +205,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
       const saved = isNew ? await createAcl(body) : await replaceAcl(acl.id, body);
       setLink(requestedLink);
       setStatus('saved');
+      setSavedShown(true);
       if (isNew) route(aclHref(saved.data.id, claims.customer === null ? body.customer : undefined));
     } catch (failure) {
       setError(failure);
@@ -279,7 +290,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
         )}
       </PageHeader>
 
-      {status === 'saved' && (
+      {status === 'saved' && savedShown && (
         <p class="notice notice-ok" role="status">
           Saved.{link !== null && ` OKM ${link} gets the new lists on its next poll.`}
         </p>

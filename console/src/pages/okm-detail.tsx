@@ -36,7 +36,11 @@ export function OkmDetailPage() {
   };
 
   const record = okm.data?.data;
+  const report = drift.data?.data;
   const pendingMessages = waiting.data?.data.length ?? 0;
+  // The badge and the drift card read one answer, the drift report's, so that they cannot disagree.
+  const expectedNext = report === undefined ? undefined : (report.resolvers.find((resolver) => resolver.verdict === 'next')?.name ?? null);
+  const badgeOkm = record && (report === undefined ? record : { last_sync_time: report.last_poll_at, last_correction: report.last_correction, overdue: record.overdue });
   return (
     <section>
       <p class="breadcrumb">
@@ -45,7 +49,7 @@ export function OkmDetailPage() {
       <PageHeader
         title={
           <>
-            <span class="mono">{serial}</span> {record && <OkmStateBadge okm={record} />}
+            <span class="mono">{serial}</span> {badgeOkm && <OkmStateBadge okm={badgeOkm} next={expectedNext} />}
           </>
         }
       >
@@ -71,8 +75,6 @@ export function OkmDetailPage() {
             </dd>
             <dt>Polling</dt>
             <dd>every {record.effective_polling_interval} s{record.overdue && <strong class="bad"> · overdue</strong>}</dd>
-            <dt>Last correction</dt>
-            <dd class="mono">{record.last_correction ?? '—'}</dd>
             <dt>Linked ACL</dt>
             <dd>{record.acl_id ?? <span class="muted">none</span>}</dd>
             <dt>Created</dt>
@@ -85,12 +87,23 @@ export function OkmDetailPage() {
             <div class="card section">
               <div class="card-header">
                 <h2>Configured and reported</h2>
-                {drift.data && (
-                  <span data-testid="drift-verdict">
-                    {drift.data.data.in_step ? 'In step: the next poll gets {}' : `Next poll: ${Object.keys(drift.data.data.next ?? {}).join(', ')}`}
-                  </span>
-                )}
               </div>
+              {report && (
+                <div class="drift-summary">
+                  <p data-testid="drift-last">
+                    {report.last_poll_at === null ? (
+                      'Never polled: nothing sent yet'
+                    ) : (
+                      <>
+                        Sent on the last poll: {report.last_correction === null ? 'nothing' : <code>{report.last_correction}</code>}
+                      </>
+                    )}
+                  </p>
+                  <p data-testid="drift-verdict">
+                    Next poll: {expectedNext ? <code>{expectedNext}</code> : 'nothing to correct'}
+                  </p>
+                </div>
+              )}
               {drift.error !== undefined ? (
                 <ErrorState error={drift.error} retry={drift.reload} />
               ) : drift.data === undefined ? (

@@ -14,6 +14,12 @@ import { currentSession } from '../session.ts';
 
 const OKMS_PER_PAGE = 50;
 
+/** A resolver's reply key, free to wrap between its words (pollingInterval → polling|Interval) in a narrow table. */
+function ReplyKey({ name }: { name: string }) {
+  const words = name.split(/(?=[A-Z])/);
+  return <>{words.map((word, index) => (index === 0 ? word : <><wbr />{word}</>))}</>;
+}
+
 /**
  * The OKM list, by serial number, paged by the server's cursors (Previous / Next; no total:
  * the overview counts the fleet). The filters live in the URL's query string, so that a
@@ -29,7 +35,8 @@ export function OkmsPage() {
   useEffect(() => setDraft(filters), [queryString]);
 
   const pages = useCursorPages(queryString);
-  const okms = useResource(() => listOkms({ ...(filters as OkmListFilters), limit: OKMS_PER_PAGE, cursor: pages.cursor }), [queryString, pages.cursor]);
+  // next_correction: what each OKM's next poll is expected to send, beside what its last poll sent.
+  const okms = useResource(() => listOkms({ ...(filters as OkmListFilters), limit: OKMS_PER_PAGE, cursor: pages.cursor, next_correction: true }), [queryString, pages.cursor]);
 
   const apply = (next: ListFilters) => location.route(href(`/okms${queryFromFilters(next)}`));
   const setField = <K extends keyof ListFilters>(key: K, value: ListFilters[K], applyNow = false) => {
@@ -118,7 +125,8 @@ export function OkmsPage() {
                     <th scope="col">Last seen</th>
                     <th scope="col">KAS firmware</th>
                     <th scope="col">State</th>
-                    <th scope="col">Next correction</th>
+                    <th scope="col">Sent on the last poll</th>
+                    <th scope="col">Next poll</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -135,9 +143,10 @@ export function OkmsPage() {
                       </td>
                       <td class="mono">{okm.firmware_version ?? <span class="muted">—</span>}</td>
                       <td>
-                        <OkmStateBadge okm={okm} />
+                        <OkmStateBadge okm={okm} next={okm.next_correction} />
                       </td>
-                      <td class="mono">{okm.last_correction ?? <span class="muted">—</span>}</td>
+                      <td class="mono">{okm.last_correction ? <ReplyKey name={okm.last_correction} /> : <span class="muted">—</span>}</td>
+                      <td class="mono">{okm.next_correction ? <ReplyKey name={okm.next_correction} /> : <span class="muted">—</span>}</td>
                     </tr>
                   ))}
                 </tbody>

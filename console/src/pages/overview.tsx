@@ -29,7 +29,7 @@ function versionBars(counts: FleetSummary['firmware']['kas']) {
 
 function Corrections({ corrections }: { corrections: FleetSummary['corrections'] }) {
   const rows = Object.entries(corrections).sort(([, a], [, b]) => b - a);
-  if (rows.length === 0) return <Empty>No OKM is waiting for a correction.</Empty>;
+  if (rows.length === 0) return <Empty>No OKM's last poll was answered with a correction.</Empty>;
   return (
     <div class="table-wrap">
       <table>
@@ -137,7 +137,7 @@ export function OverviewPage() {
           </div>
           <div class="cards wide-right">
             <div class="card">
-              <h2>Corrections waiting, by resolver</h2>
+              <h2>Corrections sent on the last poll, by resolver</h2>
               <Corrections corrections={data.corrections} />
             </div>
             <div class="card">

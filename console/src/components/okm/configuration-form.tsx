@@ -1,22 +1,47 @@
 import { useEffect, useState } from 'preact/hooks';
 import { patchOkm, type OkmPatch, type OkmRecord } from '../../api/client.ts';
-import { formFromRecord, patchFromForm, type OkmForm } from '../../okm-form.ts';
+import { changedFields, formFromRecord, patchFromForm, type OkmForm } from '../../okm-form.ts';
 import { FieldError, invalidProps } from '../field-error.tsx';
 import { ErrorState } from '../states.tsx';
+import { useLeaveGuard } from '../use-leave-guard.ts';
+
+/** How long "Saved." stays: long enough to be read, short enough not to describe a later state. */
+const SAVED_SHOWN_MS = 5_000;
 
 /**
  * The OKM's configuration, sent as a merge patch of what changed; the API's message is shown
- * next to the field it names. `onSaved` gets the updated record.
+ * next to the field it names. `okm` is the record as last fetched (the page refreshes it):
+ * while the form holds no changes it follows it; once something is typed, the form keeps
+ * what was typed and the record it started from (`base`), says when the server's record has
+ * changed since, and sends only the person's own changes, made against `base`.
  */
 export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: () => void }) {
-  const [form, setForm] = useState<OkmForm>(formFromRecord(okm));
+  const [base, setBase] = useState<OkmRecord>(okm);
+  const [form, setForm] = useState<OkmForm>(() => formFromRecord(okm));
   const [error, setError] = useState<unknown>(undefined);
   const [saving, setSaving] = useState(false);
   const [saved, setSaved] = useState(false);
-  useEffect(() => setForm(formFromRecord(okm)), [okm]);
-  const patch = patchFromForm(okm, form);
+  const patch = patchFromForm(base, form);
   const changed = Object.keys(patch).length > 0;
+  const serverChanges = changed ? changedFields(base, okm) : [];
 
+  useEffect(() => {
+    if (changed || okm === base) return;
+    setBase(okm);
+    setForm(formFromRecord(okm));
+  }, [okm, changed]);
+  useEffect(() => {
+    if (!saved) return undefined;
+    const timer = setTimeout(() => setSaved(false), SAVED_SHOWN_MS);
+    return () => clearTimeout(timer);
+  }, [saved]);
+  useLeaveGuard(changed, 'the OKM’s configuration');
+
+  const startFrom = (record: OkmRecord) => {
+    setBase(record);
+    setForm(formFromRecord(record));
+    setError(undefined);
+  };
   const set = <K extends keyof OkmForm>(key: K, value: OkmForm[K]) => {
     setForm((previous) => ({ ...previous, [key]: value }));
     setSaved(false);
@@ -27,7 +52,7 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
     setError(undefined);
     try {
       // Sent as typed: a value the form cannot check (a wrong number) is the API's to name.
-      await patchOkm(okm.serial_number, patch as OkmPatch);
+      startFrom((await patchOkm(okm.serial_number, patch as OkmPatch)).data);
       setSaved(true);
       onSaved();
     } catch (failure) {
@@ -40,6 +65,17 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
 
   return (
     <form class="config-form" onSubmit={submit} aria-label="Configuration" noValidate>
+      {serverChanges.length > 0 && (
+        <div class="notice notice-warning server-changed" role="status">
+          <p>
+            This OKM was changed on the server since you started editing ({serverChanges.join(', ')}). Saving sends only your own changes; the form still shows
+            the values you started from.
+          </p>
+          <button type="button" onClick={() => startFrom(okm)}>
+            Load the server’s values
+          </button>
+        </div>
+      )}
       <div class="form-grid">
         <div class="field">
           <label for="polling_interval">Polling interval (s)</label>
@@ -94,8 +130,8 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
       <div class="form-grid wide">
         <div class="field">
           <label for="asset_list">Asset list (one lock serial a line)</label>
-          <textarea id="asset_list" rows={3} value={form.asset_list} disabled={okm.acl_id !== null} onInput={(event) => set('asset_list', event.currentTarget.value)} {...invalidProps(error, 'asset_list')} />
-          {okm.acl_id !== null && <p class="field-hint">Kept by the linked ACL {okm.acl_id}.</p>}
+          <textarea id="asset_list" rows={3} value={form.asset_list} disabled={base.acl_id !== null} onInput={(event) => set('asset_list', event.currentTarget.value)} {...invalidProps(error, 'asset_list')} />
+          {base.acl_id !== null && <p class="field-hint">Kept by the linked ACL {base.acl_id}.</p>}
           <FieldError error={error} control="asset_list" />
         </div>
         <div class="field">
@@ -109,10 +145,10 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
         <button type="submit" class="primary" disabled={!changed || saving}>
           {saving ? 'Saving…' : 'Save changes'}
         </button>
-        <button type="button" disabled={!changed || saving} onClick={() => { setForm(formFromRecord(okm)); setError(undefined); }}>
+        <button type="button" disabled={!changed || saving} onClick={() => startFrom(okm)}>
           Discard
         </button>
-        <span role="status" class="muted small">
+        <span role="status" class={saved && !changed ? 'saved-note' : 'muted small'}>
           {saved && !changed ? 'Saved.' : changed ? `Changes: ${Object.keys(patch).join(', ')}` : ''}
         </span>
       </div>

@@ -3,12 +3,16 @@ import { resolverValues } from '../../resolver-values.ts';
 import { LocalTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
 
+/** The verdict column's words for each drift verdict. */
+const VERDICT_LABELS = { sent: 'Sent on the last poll', next: 'Will be sent next', later: 'Will be sent later' } as const;
+
 /**
  * Configured and reported values side by side, one row per resolver in the seed's order (the
- * drift report's), the row whose correction the next poll will send highlighted.
+ * drift report's). What the last poll sent and what the next poll is expected to send are two
+ * things: the row sent on the last poll says so (the device reports whether it applied it on
+ * its next poll), and the row the next poll will send is highlighted.
  */
 export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; drift: DriftReport; pendingMessages: number }) {
-  const next = drift.resolvers.find((resolver) => !resolver.in_step)?.name;
   return (
     <div class="table-wrap">
       <table data-testid="drift-table">
@@ -24,9 +28,9 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
         <tbody>
           {drift.resolvers.map((resolver) => {
             const values = resolverValues(resolver.name, okm, pendingMessages);
-            const isNext = resolver.name === next;
+            const isNext = resolver.verdict === 'next';
             return (
-              <tr key={resolver.name} class={isNext ? 'highlight' : undefined} data-resolver={resolver.name} aria-current={isNext ? 'step' : undefined}>
+              <tr key={resolver.name} class={isNext ? 'highlight' : resolver.verdict === 'sent' ? 'sent' : undefined} data-resolver={resolver.name} aria-current={isNext ? 'step' : undefined}>
                 <th scope="row">
                   {values.label}
                   <div class="mono small muted">{resolver.name}</div>
@@ -34,13 +38,16 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
                 <td class="break">{values.configured}</td>
                 <td class="break mono">{values.reportedTime === undefined ? values.reported : <LocalTime value={values.reportedTime} />}</td>
                 <td>
-                  {resolver.in_step ? (
+                  {resolver.verdict === 'in_step' ? (
                     <Badge kind="in_step" label="In step" />
                   ) : (
                     <>
-                      <Badge kind="drifting" label={isNext ? 'Next correction' : 'Will correct'} />
+                      <Badge kind={resolver.verdict === 'sent' ? 'sent' : 'drifting'} label={VERDICT_LABELS[resolver.verdict]} />
                       <div class="mono small break">{JSON.stringify(resolver.correction)}</div>
                     </>
+                  )}
+                  {resolver.sent_on_last_poll && resolver.verdict !== 'sent' && (
+                    <div class="muted small">{resolver.name === 'message' ? 'An earlier message was sent on the last poll.' : 'Also sent on the last poll; the configuration changed since.'}</div>
                   )}
                 </td>
               </tr>
