@@ -23,13 +23,19 @@ describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () =
     const relay = await relayToPostgres();
     const receiver = await Receiver.start();
     receiver.reply = () => ({ status: 200, hang: true });
+    // Closed whatever fails: a relay or receiver left open keeps the test file's process alive.
+    try {
     const database = await createTestDatabase('postgres');
     const url = new URL(database.env.DATABASE_URL!);
     url.port = String(relay.port);
     url.searchParams.set('query_timeout', '300');
     const settings = loadSettings({ ...FAST_WEBHOOKS, LOG_LEVEL: 'silent', WEBHOOK_CONCURRENCY_PER_HOST: '8', ...database.env, DATABASE_URL: url.toString() });
+    // Migrated on a direct connection: through the relay, the 300 ms query timeout the test
+    // needs for its stop could fail the migration lock on a busy host, before the cleanup below.
+    const direct = openDatabase(dialectFor(loadSettings({ LOG_LEVEL: 'silent', ...database.env })));
+    await migrateToLatest(direct.db, direct.dialect);
+    await direct.db.destroy();
     const { db, dialect } = openDatabase(dialectFor(settings));
-    await migrateToLatest(db, dialect);
     const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(db, loadMasterKey(settings), settings) });
     const dispatcher = createDispatcher({
       db,
@@ -56,9 +62,11 @@ describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () =
     } finally {
       await app.close();
       await db.destroy();
+      await database.drop();
+    }
+    } finally {
       await relay.close();
       await receiver.close();
-      await database.drop();
     }
   });
 });
