@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 
-/** Redocly's `recommended` warnings that the document keeps on purpose: see docs/decisions.md, "The OpenAPI document". */
+/** Redocly's `recommended` warnings that the document keeps on purpose: see docs/adr/0029-openapi-document-generated-from-the-routes.md. */
 const ACCEPTED_WARNINGS: Record<string, string> = {};
 
 /** The app's own document, for one setting of device tokens (the document states the device routes' security from it). */
