@@ -61,8 +61,7 @@ function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
 /**
  * keyfleet's statements are short; PostgreSQL compiles one with JIT when its estimated cost is
  * high, which for them means a misestimate (a table not analyzed yet) or a deep list page, and
- * the compilation then costs more than the statement (145 of 187 ms of a page-bucket fold step;
- * docs/decisions.md). Run on each new connection before it is handed out: a connection that
+ * the compilation then costs more than the statement (docs/adr/0015). Run on each new connection before it is handed out: a connection that
  * fails here (lost, timed out) is not used; a server that refuses the setting (a
  * PostgreSQL-compatible one without it) answers with an error of its own and keeps its own JIT.
  */
