@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { openDatabase, dialectFor } from '../src/db/database.ts';
 import { loadSettings } from '../src/config/settings.ts';
 import { createPollHandler, type PollRequest } from '../src/okm/poll-service.ts';
@@ -52,6 +53,10 @@ await forEachBenchDatabase(options, async (database) => {
   const { db } = openDatabase(dialect);
   const handle = createPollHandler(db, settings, dialect, () => {});
   const requests = requestPaths(settings.configPath, OKM_COUNT).map(pollRequestOf);
+  /** Bytes PostgreSQL has written to its WAL so far (the whole server's). */
+  const walBytes = async () => Number((await sql<{ bytes: string }>`select pg_current_wal_lsn() - '0/0' as bytes`.execute(db)).rows[0]!.bytes);
+  /** Transactions committed in this database so far (PostgreSQL's statistics, which lag by up to a second). */
+  const commits = async () => Number((await sql<{ commits: string }>`select xact_commit as commits from pg_stat_database where datname = current_database()`.execute(db)).rows[0]!.commits);
   let next = 0;
   let polls = 0;
   const pollFor = async (until: number) => {
@@ -78,11 +83,16 @@ await forEachBenchDatabase(options, async (database) => {
   console.log(`${database.name}: measuring ${DURATION_MS / 1000} s`);
   const cpuBefore = cpuSecondsOf(process.pid);
   const pgBefore = database.name === 'postgres' ? postgresCpuSeconds() : 0;
+  const walBefore = database.name === 'postgres' ? await walBytes() : 0;
+  const commitsBefore = database.name === 'postgres' ? await commits() : 0;
   const started = performance.now();
   const count = await round(DURATION_MS);
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuSecondsOf(process.pid) - cpuBefore;
   const pgCpu = database.name === 'postgres' ? postgresCpuSeconds() - pgBefore : 0;
+  const wal = database.name === 'postgres' ? (await walBytes()) - walBefore : 0;
+  if (database.name === 'postgres') await new Promise((resolve) => setTimeout(resolve, 1100));
+  const committed = database.name === 'postgres' ? (await commits()) - commitsBefore : 0;
   if (session) {
     const { profile } = await session.post('Profiler.stop');
     fs.mkdirSync(options['cpu-prof']!, { recursive: true });
@@ -91,7 +101,7 @@ await forEachBenchDatabase(options, async (database) => {
   }
   const perPoll = (value: number) => Math.round((value / count) * 1e6);
   console.log(
-    `${database.name}: ${Math.round(count / seconds)} polls/s, CPU per poll ${perPoll(cpu)} µs` + (database.name === 'postgres' ? ` + PostgreSQL ${perPoll(pgCpu)} µs` : ''),
+    `${database.name}: ${Math.round(count / seconds)} polls/s, CPU per poll ${perPoll(cpu)} µs` + (database.name === 'postgres' ? ` + PostgreSQL ${perPoll(pgCpu)} µs, ${Math.round(wal / count)} WAL bytes, ${(count / committed).toFixed(1)} polls per transaction` : ''),
   );
   await db.destroy();
 });

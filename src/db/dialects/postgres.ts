@@ -82,7 +82,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     idType: 'bigint',
     // A poll's status events commit with its update, so a poll needs a transaction; sharing it
     // among the polls of one event-loop turn costs one commit (fsync) per batch.
-    writeGrouping: { kind: 'batch', maxSize: 64 },
+    writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 2 },
     relaxCommitDurability: async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
     },

@@ -22,7 +22,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
     binaryType: 'blob',
     idType: 'integer',
     // One connection, one writer: a commit (WAL append) per poll cost more than the poll's own statements.
-    writeGrouping: { kind: 'batch', maxSize: 64 },
+    writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 1 },
     createDialect() {
       fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       const database = new SQLite(file);
