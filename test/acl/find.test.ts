@@ -9,7 +9,7 @@ const SUMMARIES = '/api/v1/acl-summaries';
 interface Listed {
   statusCode: number;
   body: string;
-  json(): { pagination: { page: number; results_per_page: string; total_results: string }; data: Array<{ id: string; name?: string }> };
+  json(): { pagination: { page: number; results_per_page: string; total_results: string }; data: Array<{ id: string; name?: string }>; error_code?: string; error_msg: string };
 }
 
 /** An ACL of the customer whose users and locks are exactly those given. */
@@ -155,7 +155,7 @@ forEachDatabase('ACL search', (kind) => {
     ['&name_contains=50%25', ['depot']],
     ['&name_contains=%25', ['depot']],
     ['&name_contains=_', ['depot']],
-    ['&name_contains=t%20', ['berlin', 'depot']],
+    ['&name_contains=t%20', ['depot']],
     ['&user_id=101&lock=LOCK-A', ['berlin']],
     ['&user_id=101&name_contains=hamburg', ['hamburg']],
     ['&user_id=300&lock=LOCK-A', []],

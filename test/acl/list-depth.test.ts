@@ -94,7 +94,7 @@ describe('a deep page of the ACL list on SQLite reads the customer\'s index, not
     const statements: CompiledQuery[] = [];
     const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
     try {
-      await listAcls(logged, customerId, 40, 30);
+      await listAcls(logged, customerId, {}, 40, 30);
     } finally {
       await logged.destroy();
     }
