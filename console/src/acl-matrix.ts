@@ -29,7 +29,7 @@ export const SOUNDER_VOLUMES = [
  * console cannot compute it from a PIN; it says what to enter instead.
  */
 export const PIN_HASH_EXPLAINED =
-  'The user\'s PIN as the OKM checks it: a hash made from the PIN, not the PIN itself. keyfleet cannot make it from a PIN (the OKM\'s hash form is not published to it): copy it from the tool that enrols users on your OKMs. 1 to 128 letters and digits.';
+  'A hash of the user\'s PIN in the form the OKM checks, not the PIN itself. keyfleet cannot compute it: copy it from the tool that enrols users on your OKMs. 1 to 128 letters and digits.';
 
 /** What each value means, as the matrix's legend and each cell's label say it. */
 export const PERMISSION_TEXT: Record<Permission, { symbol: string; label: string }> = {

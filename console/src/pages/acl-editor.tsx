@@ -329,7 +329,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
             }}
           />
           <p class="field-hint" id="acl-name-hint">
-            {isNew || acl === null ? 'A label for people, such as the site\'s name; the ACL list shows it and finds the ACL by it.' : <>A label for people; the ACL list shows it and finds the ACL by it. Id <span class="mono">{acl.id}</span>.</>}
+            {isNew || acl === null ? "A label for people, such as the site's name: the ACL list shows it and finds the ACL by it." : <>A label for people: the list shows it and finds the ACL by it. Id <span class="mono">{acl.id}</span></>}
           </p>
           <FieldError error={error} control="name" />
         </div>
