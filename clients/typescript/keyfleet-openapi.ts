@@ -927,6 +927,8 @@ export interface components {
         };
         Acl: {
             id: string;
+            /** @description the ACL's name; absent when it has none */
+            name?: string;
             customer: string;
             users: components["schemas"]["AclUser"][];
             locks: string[];
@@ -5517,6 +5519,12 @@ export interface operations {
             query: {
                 /** @description whose ACLs to list */
                 customer: string;
+                /** @description only the ACLs whose users hold this user_id */
+                user_id?: number;
+                /** @description only the ACLs whose locks hold this serial number (exact, case-sensitive) */
+                lock?: string;
+                /** @description only the ACLs whose name holds this text anywhere, ignoring case */
+                name_contains?: string;
                 page?: number;
                 results_per_page?: number;
             };
@@ -5645,6 +5653,8 @@ export interface operations {
                     };
                     /** @description serial number of the OKM to link; null unlinks; absent keeps the current link */
                     okm_id?: string | null;
+                    /** @description the ACL's name, 1–100 characters of text; null removes it; absent keeps the current name (none on a new ACL) */
+                    name?: string | null;
                 };
             };
         };
@@ -5885,6 +5895,8 @@ export interface operations {
                     };
                     /** @description serial number of the OKM to link; null unlinks; absent keeps the current link */
                     okm_id?: string | null;
+                    /** @description the ACL's name, 1–100 characters of text; null removes it; absent keeps the current name (none on a new ACL) */
+                    name?: string | null;
                 };
             };
         };
@@ -6191,6 +6203,12 @@ export interface operations {
             query: {
                 /** @description whose ACLs to list */
                 customer: string;
+                /** @description only the ACLs whose users hold this user_id */
+                user_id?: number;
+                /** @description only the ACLs whose locks hold this serial number (exact, case-sensitive) */
+                lock?: string;
+                /** @description only the ACLs whose name holds this text anywhere, ignoring case */
+                name_contains?: string;
                 /** @description rows per page, 1–500 */
                 limit?: number;
                 /** @description opaque: the next_cursor of the previous page */
@@ -6214,6 +6232,8 @@ export interface operations {
                         message: string;
                         data: {
                             id: string;
+                            /** @description the ACL's name; absent when it has none */
+                            name?: string;
                             customer: string;
                             /** @description number of users */
                             user_count: number;

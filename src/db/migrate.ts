@@ -25,6 +25,7 @@ import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts
 import * as statePageBuckets from './migrations/0022_state_page_buckets.ts';
 import * as leanPoll from './migrations/0023_lean_poll.ts';
 import * as claimFailuresPerCustomer from './migrations/0024_claim_failures_per_customer.ts';
+import * as aclNames from './migrations/0025_acl_names.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, MigrationModule> = {
   '0022_state_page_buckets': statePageBuckets,
   '0023_lean_poll': leanPoll,
   '0024_claim_failures_per_customer': claimFailuresPerCustomer,
+  '0025_acl_names': aclNames,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -22,6 +22,8 @@ export interface Database {
   dlocks: DlocksTable;
   acls: AclsTable;
   acl_contents: AclContentsTable;
+  acl_users: AclUsersTable;
+  acl_locks: AclLocksTable;
   status_events: StatusEventsTable;
   status_delivery_failures: StatusDeliveryFailuresTable;
   webhook_secrets: WebhookSecretsTable;
@@ -216,6 +218,24 @@ export interface AclsTable {
   okm_serial: string | null;
   created_at: number;
   updated_at: number;
+  /** The operator's label (migration 0025); null when none was given. */
+  name: string | null;
+  /** `name` as the name search compares it (aclNameSearchKey); null with it. */
+  name_key: string | null;
+}
+
+/** One row per user id an ACL's `users` holds (migration 0025), written by the ACL write path only: which ACLs hold a user. */
+export interface AclUsersTable {
+  acl_id: string;
+  customer_id: number;
+  user_id: number;
+}
+
+/** One row per serial number an ACL's `locks` holds (migration 0025), written by the ACL write path only: which ACLs hold a lock. */
+export interface AclLocksTable {
+  acl_id: string;
+  customer_id: number;
+  lock_serial: string;
 }
 
 export interface AclContentsTable {
