@@ -93,7 +93,7 @@ forEachDatabase('OKM list by subscriber URL', (kind) => {
     for (const value of ['', 'not a url', 'ftp://hooks.example/x', `https://hooks.example/${'a'.repeat(2048)}`]) {
       const response = await call(t, 'GET', `${OKMS}?subscriber_url=${encodeURIComponent(value)}`, { token: tokens.acmeRead });
       assert.equal(response.statusCode, 400, `${value.slice(0, 40)}: ${response.body}`);
-      assert.match(response.json().error_msg, /^subscriber_url: /, value.slice(0, 40));
+      assert.match(response.json().error_msg, /(^|\.)subscriber_url: /, value.slice(0, 40));
     }
     const twice = await call(t, 'GET', `${OKMS}?subscriber_url=https://a.example/&subscriber_url=https://b.example/`, { token: tokens.acmeRead });
     assert.equal(twice.statusCode, 400);
