@@ -58,7 +58,7 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
   test('each state lists the OKMs its group counts hold, with the offer time; silent: no poll since the group started, a poll before it included', async () => {
     // Polled once before the rollout started: silent once its group has started, until it polls again.
     for (const okm of fleet) await okm.poll(t);
-    const created = await acme.create({ kind: 'kas', version: '2.0', groups: [{ percent: 50 }, { percent: 100 }], update_timeout: '1s' });
+    const created = await acme.create({ kind: 'kas', version: '2.0', groups: [{ percent: 50 }, { percent: 100 }], update_timeout: '1s', error_threshold: 100 });
     assert.equal(created.statusCode, 201, created.body);
     rollout = created.json().data;
     assert.equal((await acme.act(rollout.id, 'start')).statusCode, 200);
@@ -117,6 +117,7 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     // A silent OKM that polls is offered the version and is silent no more.
     await device(silent[0]!).poll(t);
     assert.deepEqual(await byState('silent'), silent.slice(1).sort());
+    assert.deepEqual(await byState('offered'), [offered, silent[0]].sort());
     assert.equal((await acme.get(rollout.id)).json().data.groups[0].counts.silent, 2);
   });
 
