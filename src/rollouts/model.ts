@@ -20,6 +20,8 @@ export const MEMBER_STATES = ['scheduled', 'silent', 'offered', 'updated', 'fail
 export type MemberState = (typeof MEMBER_STATES)[number];
 export type StateCounts = Record<MemberState, number>;
 export const emptyStateCounts = (): StateCounts => ({ scheduled: 0, silent: 0, offered: 0, updated: 0, failed: 0 });
+/** The members counted, whatever their state. */
+export const memberTotal = (counts: StateCounts) => MEMBER_STATES.reduce((sum, state) => sum + counts[state], 0);
 
 /**
  * When each started group started, by group index: what the rollout recorded, each group it

@@ -12,6 +12,7 @@ import {
   formatClockTime,
   groupStarts,
   groupState,
+  memberTotal,
   parseClockTime,
   MEMBER_STATES,
   type RolloutState,
@@ -57,8 +58,7 @@ function toView(row: RolloutRow, groups: Map<number, StateCounts>): RolloutView 
   const groupViews = percents.map((percent, index) => {
     const counts = { ...emptyStateCounts(), ...groups.get(index) };
     for (const state of MEMBER_STATES) totals[state] += counts[state];
-    const okms = MEMBER_STATES.reduce((sum, state) => sum + counts[state], 0);
-    return { percent, okms, state: groupState(rolloutStateOf(row), index), counts };
+    return { percent, okms: memberTotal(counts), state: groupState(rolloutStateOf(row), index), counts };
   });
   return {
     id: row.id,

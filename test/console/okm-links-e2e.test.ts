@@ -10,7 +10,7 @@ const FLEET = Array.from({ length: 10 }, (_, index) => `OKM-LINK-${String(index 
 const DRIFTING = ['OKM-LINK-002', 'OKM-LINK-007'];
 const SUBSCRIBED = ['OKM-LINK-003', 'OKM-LINK-004', 'OKM-LINK-009'];
 const FAILING_URL = 'https://alerts.acme-stores.example/okm-status?site=all';
-/** Set: the screenshots of the pages this file visits are written to docs/images (npm run console:screenshots does). */
+/** Set (UPDATE_SCREENSHOTS=1 with this file): the screenshots of the pages it visits are written to docs/images. */
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(PROJECT_ROOT, 'docs/images') : undefined;
 
 const listedSerials = (page: Page, table: string) => page.getByTestId(table).locator('tbody tr td:first-child a').allInnerTexts();

@@ -84,7 +84,7 @@ export function RolloutOkmsPage() {
           </select>
         </div>
       </form>
-      {state === 'silent' && <p class="muted small">Silent: not offered the version yet, and no poll since its group started. Such an OKM is off line, or its clock or network is at fault.</p>}
+      {state === 'silent' && <p class="muted small">Silent: not offered the version yet, and no poll since its group started: the OKM may be off line.</p>}
       {okms.error !== undefined && <ErrorState error={okms.error} retry={okms.reload} />}
       {okms.data === undefined && okms.error === undefined && <Loading what="Loading the rollout's OKMs" />}
       {okms.data !== undefined && okms.error === undefined && (
