@@ -716,6 +716,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/rollouts/{id}/okms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a rollout's OKMs with their state and offer time
+         * @description By serial number, a page at a time; `state` and `group` pick the OKMs a group count counts.
+         */
+        get: operations["listRolloutOkms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/rollouts/{id}/start": {
         parameters: {
             query?: never;
@@ -2021,6 +2041,10 @@ export interface operations {
                 state?: "in_step" | "drifting" | "overdue" | "never_polled";
                 /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
                 serial_prefix?: string;
+                /** @description only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections` */
+                last_correction?: "message" | "kasFirmware" | "kasDateTime" | "cacheMode" | "keyCheckoutWindowTime" | "retailCfg" | "assetList" | "usersAssets" | "auditUrl" | "pollingInterval" | "batchKeyFirmware" | "wirelessKeyFirmware";
+                /** @description only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored */
+                subscriber_url?: string;
                 /** @description true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each) */
                 next_correction?: boolean;
             };
@@ -6462,19 +6486,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -6644,19 +6672,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -6815,19 +6847,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -6853,6 +6889,115 @@ export interface operations {
                             started_at: string | null;
                             finished_at: string | null;
                         };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRolloutOkms: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                /** @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout */
+                state?: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                /** @description only the OKMs of this group (its index, from 0) */
+                group?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            serial_number: string;
+                            /** @description index of its group, from 0 */
+                            group: number;
+                            /**
+                             * @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout
+                             * @enum {unknown}
+                             */
+                            state: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                            offered_at: string | null;
+                            last_sync_time: string | null;
+                            reported_version: string | null;
+                        }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -6959,19 +7104,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7130,19 +7279,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7301,19 +7454,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7472,19 +7629,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7643,19 +7804,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7814,19 +7979,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;

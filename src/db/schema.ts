@@ -35,6 +35,7 @@ export interface Database {
   rollouts: RolloutsTable;
   rollout_members: RolloutMembersTable;
   okm_polls: OkmPollsTable;
+  okm_subscriber_urls: OkmSubscriberUrlsTable;
   fleet_summary_snapshot: FleetSummarySnapshotTable;
   background_passes: BackgroundPassesTable;
 }
@@ -106,6 +107,16 @@ export interface OkmPollsTable {
   install_code: string | null;
   /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
   status_queued_at: number | null;
+}
+
+/**
+ * Each URL of each OKM's subscribe_urls.status (okms.status_urls), as a row, so that the OKMs
+ * of one URL are an index range (okm_subscriber_urls_url_idx). Written with status_urls by the
+ * admin write path (src/okm/repository.ts), never by a poll.
+ */
+export interface OkmSubscriberUrlsTable {
+  serial_number: string;
+  url: string;
 }
 
 export interface OkmMessagesTable {
@@ -413,6 +424,8 @@ export interface RolloutsTable {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+  /** JSON array of the epoch ms each started group started at, by group index; null before the start. */
+  group_started_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One OKM of a rollout: its group, chosen once, and its progress. */

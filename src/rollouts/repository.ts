@@ -1,10 +1,10 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
-import { emptyCounts, type GroupCounts, type MemberStatus, type RolloutState } from './model.ts';
+import { emptyCounts, emptyStateCounts, MEMBER_STATUSES, type GroupCounts, type MemberState, type MemberStatus, type RolloutState, type StateCounts } from './model.ts';
 
 export type RolloutRow = Selectable<RolloutsTable> & { customer_name: string | null; time_zone: string | null };
 
@@ -127,6 +127,98 @@ export async function groupCounts(db: Db, rolloutIds: readonly number[]): Promis
     counts[row.status as MemberStatus] = Number(row.okms);
   }
   return result;
+}
+
+/**
+ * A member's state (model.MEMBER_STATES) as SQL over its rollout_members row, given when each
+ * started group of its rollout started: its status, or `silent` when it is still scheduled in a
+ * started group and its OKM has no poll since that group started (okm_polls.last_sync_time,
+ * which every poll writes). The start times are the rollout's own numbers, written as literals:
+ * the expression is the same text wherever it is used, as a GROUP BY needs.
+ */
+export function memberState(groupStartedAt: readonly number[]): RawBuilder<MemberState> {
+  if (groupStartedAt.length === 0) return sql<MemberState>`rollout_members.status`;
+  const startOfGroup = sql`case rollout_members.group_index ${sql.join(
+    groupStartedAt.map((startedAt, group) => sql`when ${sql.lit(group)} then ${sql.lit(Math.trunc(startedAt))}`),
+    sql` `,
+  )} end`;
+  return sql<MemberState>`case when rollout_members.status = 'scheduled' and rollout_members.group_index < ${sql.lit(groupStartedAt.length)} and not exists (
+    select 1 from okm_polls where okm_polls.serial_number = rollout_members.serial_number and okm_polls.last_sync_time >= ${startOfGroup}
+  ) then 'silent' else rollout_members.status end`;
+}
+
+/** Per-group counts of the rollout's members by state (silent apart), for its view: group index → counts. */
+export async function groupStateCounts(db: Db, rolloutId: number, groupStartedAt: readonly number[]): Promise<Map<number, StateCounts>> {
+  const state = memberState(groupStartedAt);
+  const rows = await db
+    .selectFrom('rollout_members')
+    .select(['group_index', state.as('state'), (eb) => eb.fn.countAll<number | string>().as('okms')])
+    .where('rollout_id', '=', rolloutId)
+    .groupBy(['group_index', state])
+    .execute();
+  const groups = new Map<number, StateCounts>();
+  for (const row of rows) {
+    const counts = groups.get(row.group_index) ?? emptyStateCounts();
+    groups.set(row.group_index, counts);
+    counts[row.state] = Number(row.okms);
+  }
+  return groups;
+}
+
+/** A rollout's OKMs page by serial number. */
+export const ROLLOUT_OKM_PAGES = cursorList<[serialNumber: string]>('rollout-okms', ['string']);
+
+export interface RolloutOkmFilter {
+  state?: MemberState;
+  group?: number;
+}
+
+export interface RolloutOkmRow {
+  serial_number: string;
+  group_index: number;
+  state: MemberState;
+  offered_at: number | string | null;
+  last_sync_time: number | string | null;
+  reported_version: string | null;
+}
+
+/**
+ * One page of a rollout's OKMs, by serial number after the cursor's, with each one's state,
+ * offer time, last poll and the version of the rollout's kind it last reported. With a state,
+ * the page is a range of rollout_members_state_idx (rollout_id, status, serial_number,
+ * group_index) entered at the cursor (scheduled and silent share the stored status
+ * `scheduled`, told apart on the way); without one, of the primary key.
+ */
+export async function listRolloutOkms(
+  db: Db,
+  rollout: { id: number; kind: FirmwareKind; groupStartedAt: readonly number[] },
+  filter: RolloutOkmFilter,
+  page: CursorPageRequest<[string]>,
+): Promise<CursorPage<RolloutOkmRow>> {
+  const state = memberState(rollout.groupStartedAt);
+  let rows = db
+    .selectFrom('rollout_members')
+    .innerJoin('okms', 'okms.serial_number', 'rollout_members.serial_number')
+    .leftJoin('okm_polls', 'okm_polls.serial_number', 'rollout_members.serial_number')
+    .select([
+      'rollout_members.serial_number',
+      'rollout_members.group_index',
+      state.as('state'),
+      'rollout_members.offered_at',
+      'okm_polls.last_sync_time',
+      `okms.${KIND_COLUMNS[rollout.kind].reported} as reported_version`,
+    ])
+    .where('rollout_members.rollout_id', '=', rollout.id)
+    .orderBy('rollout_members.serial_number')
+    .limit(page.limit + 1);
+  if (filter.state !== undefined) {
+    const stored = (MEMBER_STATUSES as readonly string[]).includes(filter.state) && filter.state !== 'scheduled' ? filter.state : 'scheduled';
+    rows = rows.where('rollout_members.status', '=', stored);
+    if (stored === 'scheduled') rows = rows.where(state, '=', filter.state);
+  }
+  if (filter.group !== undefined) rows = rows.where('rollout_members.group_index', '=', filter.group);
+  if (page.after !== undefined) rows = rows.where(afterKey(['rollout_members.serial_number'], page.after));
+  return ROLLOUT_OKM_PAGES.page(await rows.execute(), page.limit, (row) => [row.serial_number]);
 }
 
 export interface RolloutGuard {

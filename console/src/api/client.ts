@@ -219,6 +219,11 @@ export type Rollout = Awaited<ReturnType<typeof listRollouts>>['data'][number];
 
 export const getRollout = (id: number) => call(api.GET('/api/v1/rollouts/{id}', { params: { path: { id } } }));
 
+/** A rollout's OKMs, of one state and one group when given (GET /api/v1/rollouts/{id}/okms). */
+export type RolloutOkmQuery = NonNullable<paths['/api/v1/rollouts/{id}/okms']['get']['parameters']['query']>;
+export const listRolloutOkms = (id: number, query: RolloutOkmQuery) => call(api.GET('/api/v1/rollouts/{id}/okms', { params: { path: { id }, query } }));
+export type RolloutOkm = Awaited<ReturnType<typeof listRolloutOkms>>['data'][number];
+
 export const createRollout = (body: RolloutBody) => call(api.POST('/api/v1/rollouts', { body }));
 
 /** The group sizes creating `body` would choose now; nothing is created. */
