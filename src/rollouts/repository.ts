@@ -4,7 +4,7 @@ import type { Db } from '../db/database.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
-import { emptyCounts, emptyStateCounts, MEMBER_STATUSES, type GroupCounts, type MemberState, type MemberStatus, type RolloutState, type StateCounts } from './model.ts';
+import { emptyCounts, emptyStateCounts, groupStarts, MEMBER_STATUSES, type GroupCounts, type MemberState, type MemberStatus, type RolloutState, type StateCounts } from './model.ts';
 
 export type RolloutRow = Selectable<RolloutsTable> & { customer_name: string | null; time_zone: string | null };
 
@@ -287,6 +287,49 @@ export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CH
     await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', 'in', serials).where('rollout_id', '=', rolloutId).execute();
     if (serials.length < chunk) return;
   }
+}
+
+/**
+ * Marks as failed, at most `limit` at a time, the members still scheduled in a group that
+ * started at least update_timeout ago whose OKM has not polled since (silent, SPEC §13): a
+ * rollout whose OKMs went quiet still reaches a final state, by its error threshold or by
+ * finishing. Offers do not depend on a member's status, so a failed member that polls again is
+ * offered the version like the rest of its group, and counts as updated once it reports it.
+ */
+export async function failSilentMembers(
+  db: Db,
+  rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms' | 'group_started_at' | 'current_group' | 'started_at'>,
+  now: number,
+  limit: number,
+): Promise<number> {
+  let failed = 0;
+  for (const [group, startedAt] of groupStarts(rollout).entries()) {
+    if (failed >= limit || startedAt + rollout.update_timeout_ms > now) continue;
+    const result = await db
+      .updateTable('rollout_members')
+      .set({ status: 'failed', status_changed_at: now })
+      .where('rollout_id', '=', rollout.id)
+      .where('status', '=', 'scheduled')
+      .where('serial_number', 'in', (eb) =>
+        eb
+          .selectFrom('rollout_members as m')
+          .select('m.serial_number')
+          .where('m.rollout_id', '=', rollout.id)
+          .where('m.status', '=', 'scheduled')
+          .where('m.group_index', '=', group)
+          .where((inner) =>
+            inner.not(
+              inner.exists(
+                inner.selectFrom('okm_polls').select(sql.lit(1).as('polled')).whereRef('okm_polls.serial_number', '=', 'm.serial_number').where('okm_polls.last_sync_time', '>=', startedAt),
+              ),
+            ),
+          )
+          .limit(limit - failed),
+      )
+      .executeTakeFirst();
+    failed += Number(result.numUpdatedRows);
+  }
+  return failed;
 }
 
 /** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */

@@ -113,6 +113,32 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
     await act(rollout.id, 'abort');
   });
 
+  test('OKMs silent since their group started count as failed once update_timeout has passed, so the error threshold pauses a rollout that would otherwise run for ever; one that polls again after a resume is offered the version and counts as updated once it reports it', async () => {
+    const fleet = await createFleet(t, customerId, 20, '1.0', 'SILENT');
+    const rollout = await create({ groups: [{ percent: 100 }], update_timeout: '1m', filter: { serial_numbers: fleet.map((okm) => okm.serialNumber) } });
+    await act(rollout.id, 'start');
+    const [quiet, polling] = [fleet.slice(0, 4), fleet.slice(4)];
+    await pollAll(t, polling);
+    await pollAll(t, polling);
+
+    await sweep();
+    const waiting = await view(rollout.id);
+    assert.deepEqual(waiting.groups[0]!.counts, { scheduled: 0, silent: 4, offered: 0, updated: 16, failed: 0 });
+    assert.equal(waiting.state, 'running');
+    mock.timers.tick(61_000);
+    await sweep();
+
+    const judged = await view(rollout.id);
+    assert.deepEqual(judged.groups[0]!.counts, { scheduled: 0, silent: 0, offered: 0, updated: 16, failed: 4 });
+    assert.equal(judged.state, 'paused');
+    assert.equal(judged.state_reason, 'error_threshold');
+    await act(rollout.id, 'resume');
+    await quiet[0]!.poll(t);
+    assert.deepEqual(quiet[0]!.offers, ['2.0']);
+    await quiet[0]!.poll(t);
+    assert.deepEqual((await view(rollout.id)).groups[0]!.counts, { scheduled: 0, silent: 0, offered: 0, updated: 17, failed: 3 });
+    await act(rollout.id, 'abort');
+  });
   test('abort: from the next poll on no OKM that has not updated is offered the version; aborting again changes nothing', async () => {
     const fleet = await createFleet(t, customerId, 50, '1.0', 'ABORT');
     for (const okm of fleet) okm.refusesUpdates = true;

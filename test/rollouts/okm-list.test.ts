@@ -75,19 +75,27 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     // Offered, refuses, and still polls once the timeout has passed: failed at the next sweep.
     await device(refusing!).poll(t);
     await device(offered!).poll(t);
+
+    const view = (await acme.get(rollout.id)).json().data as RolloutView;
+    assert.deepEqual(view.groups[0]!.counts, { scheduled: 0, silent: 3, offered: 2, updated: 1, failed: 0 });
+    assert.deepEqual(view.groups[1]!.counts, { scheduled: 6, silent: 0, offered: 0, updated: 0, failed: 0 }, 'a group that has not started has no silent OKM');
+    assert.deepEqual(view.totals, { scheduled: 6, silent: 3, offered: 2, updated: 1, failed: 0 });
+    const byState = async (state: string) => (await listed(`?state=${state}`)).map((okm) => okm.serial_number);
+    assert.deepEqual(await byState('silent'), [...silent].sort());
+    const [silentOkm] = await listed('?state=silent');
+    assert.deepEqual([silentOkm!.state, silentOkm!.offered_at, silentOkm!.group], ['silent', null, 0]);
+    assert.ok(Date.parse(silentOkm!.last_sync_time!) < startedAt, 'its last poll, before the group started');
+    assert.deepEqual(await listed('?group=1&state=silent'), []);
+
+    // Past the timeout, the sweep fails the offer of the one that still polls and the silent ones (SPEC §13).
     await sleep(1100);
     await device(refusing!).poll(t);
     await sweepRollouts(t.db, recordingEmitter().emit, Date.now());
-
-    const view = (await acme.get(rollout.id)).json().data as RolloutView;
-    assert.deepEqual(view.groups[0]!.counts, { scheduled: 0, silent: 3, offered: 1, updated: 1, failed: 1 });
-    assert.deepEqual(view.groups[1]!.counts, { scheduled: 6, silent: 0, offered: 0, updated: 0, failed: 0 }, 'a group that has not started has no silent OKM');
-    assert.deepEqual(view.totals, { scheduled: 6, silent: 3, offered: 1, updated: 1, failed: 1 });
-
-    const byState = async (state: string) => (await listed(`?state=${state}`)).map((okm) => okm.serial_number);
-    assert.deepEqual(await byState('silent'), [...silent].sort());
+    const swept = (await acme.get(rollout.id)).json().data as RolloutView;
+    assert.deepEqual(swept.totals, { scheduled: 6, silent: 0, offered: 1, updated: 1, failed: 4 });
+    assert.deepEqual(await byState('silent'), []);
     assert.deepEqual(await byState('updated'), [updating]);
-    assert.deepEqual(await byState('failed'), [refusing]);
+    assert.deepEqual(await byState('failed'), [refusing!, ...silent].sort());
     assert.deepEqual(await byState('offered'), [offered]);
     assert.deepEqual(await byState('scheduled'), second);
 
@@ -97,28 +105,24 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     assert.equal(offeredOkm!.reported_version, '1.0');
     assert.ok(Date.parse(offeredOkm!.offered_at!) >= startedAt - 1000 && Date.parse(offeredOkm!.offered_at!) <= Date.now(), offeredOkm!.offered_at!);
     assert.ok(Date.parse(offeredOkm!.last_sync_time!) >= Date.parse(offeredOkm!.offered_at!));
-    const [silentOkm] = await listed('?state=silent');
-    assert.deepEqual([silentOkm!.state, silentOkm!.offered_at, silentOkm!.group], ['silent', null, 0]);
-    assert.ok(Date.parse(silentOkm!.last_sync_time!) < startedAt, 'its last poll, before the group started');
 
     // Group filter, and the whole list: every member once, by serial number, each with its state.
     assert.deepEqual((await listed('?group=1&state=scheduled')).map((okm) => okm.serial_number), second);
-    assert.deepEqual(await listed('?group=1&state=silent'), []);
     const all = await listed('?limit=500');
     assert.deepEqual(all.map((okm) => okm.serial_number), [...first, ...second].sort());
     assert.deepEqual(Object.fromEntries(all.map((okm) => [okm.serial_number, okm.state])), {
       ...Object.fromEntries(second.map((serial) => [serial, 'scheduled'])),
-      ...Object.fromEntries(silent.map((serial) => [serial, 'silent'])),
+      ...Object.fromEntries(silent.map((serial) => [serial, 'failed'])),
       [updating!]: 'updated',
       [refusing!]: 'failed',
       [offered!]: 'offered',
     });
 
-    // A silent OKM that polls is offered the version and is silent no more.
+    // An OKM failed for its silence that polls again is offered the version, and is updated once it reports it.
     await device(silent[0]!).poll(t);
-    assert.deepEqual(await byState('silent'), silent.slice(1).sort());
-    assert.deepEqual(await byState('offered'), [offered, silent[0]].sort());
-    assert.equal((await acme.get(rollout.id)).json().data.groups[0].counts.silent, 2);
+    assert.deepEqual(device(silent[0]!).offers, ['2.0']);
+    await device(silent[0]!).poll(t);
+    assert.deepEqual(await byState('updated'), [updating, silent[0]].sort());
   });
 
   test('pages walked by cursor hold every OKM once, in serial number order, while OKMs change state between pages', async () => {
