@@ -24,7 +24,7 @@ import dlockRoutes from './dlock/routes.ts';
 import locksListRoutes from './dlock/locks-list-routes.ts';
 import aclRoutes, { aclSummaryRoutes } from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
-import deliveriesRoutes from './webhooks/deliveries-routes.ts';
+import deliveriesRoutes from './okm/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
 import rolloutsPlugin from './rollouts/plugin.ts';
 import fleetPassPlugin from './okm/fleet-pass-plugin.ts';
