@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../db/database.ts';
 import type { DataKeysTable } from '../db/schema.ts';
+import { UnavailableError } from '../http/errors.ts';
 import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
 import { decrypt, encrypt } from './sealed-box.ts';
 
@@ -19,8 +20,20 @@ export const RING_MAX_AGE_MS = 30_000;
  */
 export const MISMATCH_RECHECK_MS = 1_000;
 
-/** The master key given is not the one that wraps the database's data keys. */
-export class MasterKeyMismatchError extends Error {}
+/**
+ * The master key given is not the one that wraps the database's data keys. For a request, a
+ * 503: another process changed the master key and this one has not been restarted with the
+ * new one (MASTER_KEY) or could not read it from its key file. Other servers, or this one once
+ * restarted, answer; /readyz is 503 meanwhile, so that a load balancer stops sending here.
+ */
+export class MasterKeyMismatchError extends UnavailableError {
+  readonly errorCode = 'KEY_RING_UNAVAILABLE';
+  readonly clientMessage = 'The master key has changed and this server does not hold the new one yet, try again later';
+  readonly warning = 'requests failed: this server does not hold the master key the database names; restart it with the new MASTER_KEY';
+  logFields() {
+    return { keyRing: this.message };
+  }
+}
 
 interface LoadedRing {
   current: string;
