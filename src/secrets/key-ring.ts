@@ -4,7 +4,9 @@ import type { Db } from '../db/database.ts';
 import type { DataKeysTable } from '../db/schema.ts';
 import { UnavailableError } from '../http/errors.ts';
 import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
+import { legacyValuesOpen } from './reseal.ts';
 import { decrypt, encrypt } from './sealed-box.ts';
+import type { SealedColumn } from './sealed-columns.ts';
 
 /** A process re-reads the ring this often (in the background, on the next seal after it is due). */
 export const RING_REFRESH_MS = 5_000;
@@ -68,8 +70,8 @@ export class KeyRing {
   #fingerprint: string;
   readonly #refreshMs: number;
   readonly #maxAgeMs: number;
-  /** Checks, before the first data key is made, that values sealed before key ids open with this master key. */
-  readonly #checkLegacyValues: (masterKey: Buffer) => Promise<boolean>;
+  /** Every column sealed under the ring's data keys: what resealing reaches, and what must open before the first data key is made. */
+  readonly sealedColumns: readonly SealedColumn[];
   #loaded: LoadedRing | undefined;
   #refreshing: Promise<void> | undefined;
   /** The last load's refusal of this master key, and when (performance.now()); see MISMATCH_RECHECK_MS. */
@@ -78,12 +80,13 @@ export class KeyRing {
   constructor(
     db: Db,
     masterKey: MasterKey,
-    options: { checkLegacyValues?: (masterKey: Buffer) => Promise<boolean>; refreshMs?: number; maxAgeMs?: number } = {},
+    sealedColumns: readonly SealedColumn[],
+    options: { refreshMs?: number; maxAgeMs?: number } = {},
   ) {
     this.#db = db;
     this.#masterKey = masterKey;
     this.#fingerprint = masterKeyFingerprint(masterKey.key);
-    this.#checkLegacyValues = options.checkLegacyValues ?? (async () => true);
+    this.sealedColumns = sealedColumns;
     this.#refreshMs = options.refreshMs ?? RING_REFRESH_MS;
     this.#maxAgeMs = options.maxAgeMs ?? RING_MAX_AGE_MS;
   }
@@ -207,7 +210,7 @@ export class KeyRing {
   }
 
   async #createFirstDataKey(): Promise<void> {
-    if (!(await this.#checkLegacyValues(this.#masterKey.key))) {
+    if (!(await legacyValuesOpen(this.#db, this.sealedColumns, this.#masterKey.key))) {
       throw new MasterKeyMismatchError(
         `the values already in the database do not open with master key ${this.fingerprint} (${this.#masterKey.source}): give the master key they were sealed under`,
       );
