@@ -6,7 +6,7 @@ import { setOkmListDigests } from './repository.ts';
  * The ACL linked to an OKM (acls.okm_serial): the OKM's asset lists are then the ACL's. The ACL
  * side (src/acl/okm-link.ts) links and unlinks as ACLs are written; the OKM side reads the
  * link and drops it when the OKM leaves its customer. Both build on the pieces here, so that
- * the OKM never calls into the ACL code that calls into it.
+ * okm/ needs nothing from acl/, which needs okm/.
  */
 
 const DELETE_ASSETS = 'delete-assets';
