@@ -81,14 +81,43 @@ function inSyncParameters(template: OkmSettings, now: number): Record<string, st
  * The request mix, by share of requests: most devices are in step and get {}; the others
  * have one difference each and get one correction.
  */
-export const MIX: { share: number; name: string; change: (parameters: Record<string, string>, now: number) => void }[] = [
-  { share: 0.88, name: 'in step → {}', change: () => {} },
-  { share: 0.04, name: 'clock 10 min off → kasDateTime', change: (p, now) => (p.kasDateTime = String(now - 600_000)) },
-  { share: 0.03, name: 'old KAS firmware 2.9.9 → kasFirmware offer', change: (p) => (p.kasFirmware = '2.9.9') },
+export const MIX: {
+  share: number;
+  name: string;
+  change: (parameters: Record<string, string>, now: number) => void;
+  /** The reply key of the correction such a device gets, as the OKM's last_correction records it (null: in step). */
+  replyKey: (template: OkmSettings) => string | null;
+  /** The KAS firmware version such a device reports, as the OKM's row records it. */
+  reportedKas?: string;
+}[] = [
+  { share: 0.88, name: 'in step → {}', change: () => {}, replyKey: () => null },
+  { share: 0.04, name: 'clock 10 min off → kasDateTime', change: (p, now) => (p.kasDateTime = String(now - 600_000)), replyKey: () => 'kasDateTime' },
+  { share: 0.03, name: 'old KAS firmware 2.9.9 → kasFirmware offer', change: (p) => (p.kasFirmware = '2.9.9'), replyKey: () => 'kasFirmware', reportedKas: '2.9.9' },
   // The unconfigured template has no asset list to be stale: those requests stay in step.
-  { share: 0.03, name: 'stale asset list digest → assetList (read from the database)', change: (p) => p.assetList && (p.assetList = '0'.repeat(64)) },
-  { share: 0.02, name: 'polling interval 300 → pollingInterval', change: (p) => (p.pollingInterval = '300') },
+  {
+    share: 0.03,
+    name: 'stale asset list digest → assetList (read from the database)',
+    change: (p) => p.assetList && (p.assetList = '0'.repeat(64)),
+    replyKey: (template) => (template.assetList ? 'assetList' : null),
+  },
+  {
+    share: 0.02,
+    name: 'polling interval 300 → pollingInterval',
+    change: (p) => (p.pollingInterval = '300'),
+    replyKey: (template) => ((template.pollingInterval ?? SERVER_DEFAULT_POLLING_INTERVAL_S) === 300 ? null : 'pollingInterval'),
+  },
 ];
+
+/**
+ * The mix entry of the OKM at `index`, the same on every run: a steady poll gets the answer its
+ * OKM got on its previous poll (seedFleet records it as the OKM's last correction), as a device
+ * that keeps sending the same query does. Chosen by a hash of the index, not by its phase.
+ */
+export function mixEntryOf(index: number): (typeof MIX)[number] {
+  let pick = Math.imul(index + 1, 0x9e3779b1) >>> 0;
+  pick /= 2 ** 32;
+  return MIX.find((entry) => (pick -= entry.share) < 0) ?? MIX[0]!;
+}
 
 /** Paths a run cycles through: in fleet order each OKM's at most once, up to this many; in random order as many as runs before the fleet order took. */
 const FLEET_ORDER_PATHS = 200_000;
@@ -149,15 +178,13 @@ export function requestPaths(configPath: string, okmCount: number, { firstIndex 
   const now = Date.now();
   return polledIndexes(okmCount, firstIndex, fleetSize, order).map((index) => {
     const parameters = inSyncParameters(TEMPLATES[index % TEMPLATES.length]!, now);
-    let pick = Math.random();
-    const kind = MIX.find((entry) => (pick -= entry.share) < 0) ?? MIX[0]!;
-    kind.change(parameters, now);
+    mixEntryOf(index).change(parameters, now);
     return `${configPath}/${serialOf(index)}?${new URLSearchParams(parameters)}`;
   });
 }
 
-/** Serials per multi-row insert into the serial list (5 parameters a row, under SQLite's limit of 32 766). */
-const SERIALS_PER_INSERT = 6_000;
+/** Serials per multi-row insert into the serial list (6 parameters a row, under SQLite's limit of 32 766). */
+const SERIALS_PER_INSERT = 5_000;
 /**
  * OKMs copied from their templates per transaction (one statement): a bounded WAL and undo log
  * per commit. PostgreSQL counts a statement's rows in the page buckets once (a statement
@@ -243,26 +270,38 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       .addColumn('serial_number', 'text')
       .addColumn('template', 'text')
       .addColumn('last_sync_time', 'bigint')
+      .addColumn('last_correction', 'text')
+      .addColumn('firmware_version', 'text')
       .execute();
     for (let start = 0; start < okmCount; start += SERIALS_PER_INSERT) {
       const rows = Array.from({ length: Math.min(SERIALS_PER_INSERT, okmCount - start) }, (_, offset) => {
         const index = start + offset;
         const lastSync = now - LAST_POLLS_SPAN_MS + Math.floor((phaseRankOf(index, okmCount) * LAST_POLLS_SPAN_MS) / okmCount);
-        return { position: index, serial_number: serialOf(index), template: templateSerialOf(index % TEMPLATES.length), last_sync_time: lastSync };
+        const template = TEMPLATES[index % TEMPLATES.length]!;
+        return {
+          position: index,
+          serial_number: serialOf(index),
+          template: templateSerialOf(index % TEMPLATES.length),
+          last_sync_time: lastSync,
+          last_correction: mixEntryOf(index).replyKey(template),
+          firmware_version: mixEntryOf(index).reportedKas ?? FIRMWARE.kas,
+        };
       });
       await db.insertInto('bench_serials').values(rows).execute();
     }
-    const copied = Object.keys(templateRows[0]!).filter((column) => column !== 'serial_number');
+    // What each OKM's own steady polls report and get back: its last correction and its KAS firmware version.
+    const fromSerial = ['last_correction', 'firmware_version'];
+    const copied = Object.keys(templateRows[0]!).filter((column) => column !== 'serial_number' && !fromSerial.includes(column));
     for (let start = 0; start < okmCount; start += OKMS_PER_TRANSACTION) {
       await db.transaction().execute(async (trx) => {
         await trx
           .insertInto('okms')
-          .columns(['serial_number', ...copied])
+          .columns(['serial_number', ...copied, ...fromSerial] as 'serial_number'[])
           .expression(
             trx
               .selectFrom('bench_serials as s')
               .innerJoin('okms as t', 't.serial_number', 's.template')
-              .select(['s.serial_number', ...copied.map((column) => sql.ref(`t.${column}`).as(column))])
+              .select(['s.serial_number', ...copied.map((column) => sql.ref(`t.${column}`).as(column)), ...fromSerial.map((column) => sql.ref(`s.${column}`).as(column))])
               .where('s.position', '>=', start)
               .where('s.position', '<', start + OKMS_PER_TRANSACTION),
           )

@@ -716,6 +716,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/rollouts/{id}/okms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a rollout's OKMs with their state and offer time
+         * @description By serial number, a page at a time; `state` and `group` pick the OKMs a group count counts.
+         */
+        get: operations["listRolloutOkms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/rollouts/{id}/start": {
         parameters: {
             query?: never;
@@ -927,6 +947,8 @@ export interface components {
         };
         Acl: {
             id: string;
+            /** @description the ACL's name; absent when it has none */
+            name?: string;
             customer: string;
             users: components["schemas"]["AclUser"][];
             locks: string[];
@@ -2019,6 +2041,10 @@ export interface operations {
                 state?: "in_step" | "drifting" | "overdue" | "never_polled";
                 /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
                 serial_prefix?: string;
+                /** @description only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections` */
+                last_correction?: "message" | "kasFirmware" | "kasDateTime" | "cacheMode" | "keyCheckoutWindowTime" | "retailCfg" | "assetList" | "usersAssets" | "auditUrl" | "pollingInterval" | "batchKeyFirmware" | "wirelessKeyFirmware";
+                /** @description only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored */
+                subscriber_url?: string;
                 /** @description true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each) */
                 next_correction?: boolean;
             };
@@ -5517,6 +5543,12 @@ export interface operations {
             query: {
                 /** @description whose ACLs to list */
                 customer: string;
+                /** @description only the ACLs whose users hold this user_id */
+                user_id?: number;
+                /** @description only the ACLs whose locks hold this serial number (exact, case-sensitive) */
+                lock?: string;
+                /** @description only the ACLs whose name holds this text anywhere, ignoring case */
+                name_contains?: string;
                 page?: number;
                 results_per_page?: number;
             };
@@ -5645,6 +5677,8 @@ export interface operations {
                     };
                     /** @description serial number of the OKM to link; null unlinks; absent keeps the current link */
                     okm_id?: string | null;
+                    /** @description the ACL's name, 1–100 characters of text; null removes it; absent keeps the current name (none on a new ACL) */
+                    name?: string | null;
                 };
             };
         };
@@ -5885,6 +5919,8 @@ export interface operations {
                     };
                     /** @description serial number of the OKM to link; null unlinks; absent keeps the current link */
                     okm_id?: string | null;
+                    /** @description the ACL's name, 1–100 characters of text; null removes it; absent keeps the current name (none on a new ACL) */
+                    name?: string | null;
                 };
             };
         };
@@ -6191,6 +6227,12 @@ export interface operations {
             query: {
                 /** @description whose ACLs to list */
                 customer: string;
+                /** @description only the ACLs whose users hold this user_id */
+                user_id?: number;
+                /** @description only the ACLs whose locks hold this serial number (exact, case-sensitive) */
+                lock?: string;
+                /** @description only the ACLs whose name holds this text anywhere, ignoring case */
+                name_contains?: string;
                 /** @description rows per page, 1–500 */
                 limit?: number;
                 /** @description opaque: the next_cursor of the previous page */
@@ -6214,6 +6256,8 @@ export interface operations {
                         message: string;
                         data: {
                             id: string;
+                            /** @description the ACL's name; absent when it has none */
+                            name?: string;
                             customer: string;
                             /** @description number of users */
                             user_count: number;
@@ -6442,19 +6486,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -6624,19 +6672,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -6795,19 +6847,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -6833,6 +6889,115 @@ export interface operations {
                             started_at: string | null;
                             finished_at: string | null;
                         };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRolloutOkms: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                /** @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout */
+                state?: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                /** @description only the OKMs of this group (its index, from 0) */
+                group?: number;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            serial_number: string;
+                            /** @description index of its group, from 0 */
+                            group: number;
+                            /**
+                             * @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout
+                             * @enum {unknown}
+                             */
+                            state: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                            offered_at: string | null;
+                            last_sync_time: string | null;
+                            reported_version: string | null;
+                        }[];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -6939,19 +7104,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7110,19 +7279,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7281,19 +7454,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7452,19 +7629,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7623,19 +7804,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;
@@ -7794,19 +7979,23 @@ export interface operations {
                                 /** @description members of the group */
                                 okms: number;
                                 /**
-                                 * @description waiting: not started; completed: passed and the next one started, or the rollout finished
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
                                  * @enum {unknown}
                                  */
-                                state: "waiting" | "running" | "completed";
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                silent: number;
                                 offered: number;
                                 updated: number;
                                 failed: number;

@@ -23,6 +23,14 @@ export const SOUNDER_VOLUMES = [
   { value: 2, label: 'Normal' },
 ] as const;
 
+/**
+ * What the PIN hash field is, for the person at the desk. The seed asks for the PIN's hash "in
+ * the form an OKM expects" and neither it nor keyfleet's spec defines that form, so the
+ * console cannot compute it from a PIN; it says what to enter instead.
+ */
+export const PIN_HASH_EXPLAINED =
+  'A hash of the user\'s PIN in the form the OKM checks, not the PIN itself. keyfleet cannot compute it: copy it from the tool that enrols users on your OKMs. 1 to 128 letters and digits.';
+
 /** What each value means, as the matrix's legend and each cell's label say it. */
 export const PERMISSION_TEXT: Record<Permission, { symbol: string; label: string }> = {
   0: { symbol: '·', label: 'no access' },

@@ -1,3 +1,25 @@
+import type { OkmListFilters } from './api/client.ts';
+
+/** A resolver's reply key: what last_correction holds, and the fleet summary's corrections count by. */
+export type ReplyKey = NonNullable<OkmListFilters['last_correction']>;
+
+/** Every reply key, in the seed's resolver order; a record, so that the compiler checks it against the API's list. */
+const REPLY_KEY_ORDER: Record<ReplyKey, number> = {
+  message: 0,
+  kasFirmware: 1,
+  kasDateTime: 2,
+  cacheMode: 3,
+  keyCheckoutWindowTime: 4,
+  retailCfg: 5,
+  assetList: 6,
+  usersAssets: 7,
+  auditUrl: 8,
+  pollingInterval: 9,
+  batchKeyFirmware: 10,
+  wirelessKeyFirmware: 11,
+};
+export const REPLY_KEYS = (Object.keys(REPLY_KEY_ORDER) as ReplyKey[]).sort((a, b) => REPLY_KEY_ORDER[a] - REPLY_KEY_ORDER[b]);
+
 /** The OKM list's filters as they stand in the console's URL and go to GET /api/v1/okms. Pure: unit-tested. */
 export interface ListFilters {
   state?: 'in_step' | 'drifting' | 'overdue' | 'never_polled';
@@ -6,6 +28,10 @@ export interface ListFilters {
   customer?: string;
   overdue?: boolean;
   unassigned?: boolean;
+  /** Only the OKMs whose last poll this resolver answered. */
+  last_correction?: ReplyKey;
+  /** Only the OKMs whose status events go to this URL. */
+  subscriber_url?: string;
 }
 
 const STATES = ['in_step', 'drifting', 'overdue', 'never_polled'] as const;
@@ -25,6 +51,8 @@ export function filtersFromQuery(query: Record<string, string | undefined>): Lis
     customer: text(query.customer),
     overdue: flag(query.overdue),
     unassigned: query.unassigned === 'true' ? true : undefined,
+    last_correction: oneOf(REPLY_KEYS, query.last_correction),
+    subscriber_url: text(query.subscriber_url),
   };
   return Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== undefined)) as ListFilters;
 }
@@ -32,7 +60,7 @@ export function filtersFromQuery(query: Record<string, string | undefined>): Lis
 /** "?state=drifting&customer=acme", or "" when no filter is set; in a fixed order, so that equal filters give equal strings. */
 export function queryFromFilters(filters: ListFilters): string {
   const params = new URLSearchParams();
-  for (const key of ['serial_prefix', 'state', 'overdue', 'firmware_version', 'customer', 'unassigned'] as const) {
+  for (const key of ['serial_prefix', 'state', 'last_correction', 'overdue', 'firmware_version', 'subscriber_url', 'customer', 'unassigned'] as const) {
     const value = filters[key];
     if (value !== undefined && value !== '') params.set(key, String(value));
   }

@@ -10,6 +10,7 @@ import { LocksPage } from './pages/locks.tsx';
 import { RolloutsPage } from './pages/rollouts.tsx';
 import { RolloutNewPage } from './pages/rollout-new.tsx';
 import { RolloutDetailPage } from './pages/rollout-detail.tsx';
+import { RolloutOkmsPage } from './pages/rollout-okms.tsx';
 import { EventsPage } from './pages/events.tsx';
 
 
@@ -34,5 +35,6 @@ export const PAGES: PageEntry[] = [
   { path: '/rollouts', component: RolloutsPage, nav: { label: 'Rollouts' } },
   { path: '/rollouts/new', component: RolloutNewPage },
   { path: '/rollouts/:id', component: RolloutDetailPage },
+  { path: '/rollouts/:id/okms', component: RolloutOkmsPage },
   { path: '/events', component: EventsPage, nav: { label: 'Events' } },
 ];

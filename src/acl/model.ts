@@ -7,6 +7,8 @@ export interface StoredAcl {
   id: string;
   customerId: number;
   customerName: string;
+  /** The operator's label; null when it has none. */
+  name: string | null;
   usersJson: string;
   locksJson: string;
   userDataJson: string | null;
@@ -35,6 +37,18 @@ export function checkAclRules(body: AclBody, userDataJson: string | null): void 
   if (userDataJson !== null && Buffer.byteLength(userDataJson) > MAX_USER_DATA_BYTES) {
     throw badRequest(`user_data: must be at most ${MAX_USER_DATA_BYTES} bytes of JSON`);
   }
+  if (typeof body.name === 'string' && body.name.trim() === '') throw badRequest('name: must not be blank; send null to remove the name');
+}
+
+/**
+ * A name as the name search compares it, and the search text too: compatibility-normalised
+ * (NFKC, so a ligature or a full-width digit matches its plain form) and lower-cased by
+ * JavaScript's locale-independent rules. The application computes it, not the database, so
+ * that both databases match alike (SQLite's lower() folds ASCII only). Names are stored with
+ * their key: a change here needs a migration that recomputes acls.name_key.
+ */
+export function aclNameSearchKey(text: string): string {
+  return text.normalize('NFKC').toLowerCase();
 }
 
 /**
@@ -61,14 +75,18 @@ export function canonicalUsersJson(users: readonly AclUser[]): string {
 /** The ACL's JSON as responses show it (no okm_id), built from the stored texts without parsing them. */
 export function aclJson(acl: StoredAcl): string {
   const userData = acl.userDataJson === null ? '' : `,"user_data":${acl.userDataJson}`;
-  return `{"id":${JSON.stringify(acl.id)},"customer":${JSON.stringify(acl.customerName)},"users":${acl.usersJson},"locks":${acl.locksJson}${userData}}`;
+  return `{"id":${JSON.stringify(acl.id)}${nameMember(acl.name)},"customer":${JSON.stringify(acl.customerName)},"users":${acl.usersJson},"locks":${acl.locksJson}${userData}}`;
 }
+
+/** The name member of an ACL's JSON; nothing at all when it has no name, so that such an ACL reads exactly as the seed's. */
+const nameMember = (name: string | null) => (name === null ? '' : `,"name":${JSON.stringify(name)}`);
 
 /** An ACL summary's JSON (AclSummaryView), user_data written from the caller's own text. */
 export function aclSummaryJson(summary: AclSummary): string {
   const userData = summary.userDataJson === null ? '' : `,"user_data":${summary.userDataJson}`;
   const fields = {
     id: summary.id,
+    ...(summary.name === null ? {} : { name: summary.name }),
     customer: summary.customerName,
     user_count: summary.userCount,
     lock_count: summary.lockCount,

@@ -1,9 +1,10 @@
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable, type SqlBool } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
-import type { StoredAcl } from './model.ts';
+import { aclNameSearchKey, type StoredAcl } from './model.ts';
+import type { AclSearch } from './schemas.ts';
 
 type AclRow = Selectable<AclsTable> & Pick<Selectable<AclContentsTable>, 'users' | 'locks' | 'user_data'> & { customer_name: string };
 
@@ -16,11 +17,19 @@ export interface AclContent {
   lockCount: number;
 }
 
+/** What the searches read of an ACL, besides its owner: its name and the user ids and lock serials its lists hold. */
+export interface AclFindables {
+  name: string | null;
+  userIds: readonly number[];
+  lockSerials: readonly string[];
+}
+
 function toStoredAcl(row: AclRow): StoredAcl {
   return {
     id: row.id,
     customerId: row.customer_id,
     customerName: row.customer_name,
+    name: row.name,
     usersJson: row.users,
     locksJson: row.locks,
     userDataJson: row.user_data,
@@ -48,32 +57,56 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
   return row && toStoredAcl(row);
 }
 
-/** How many ACLs the customer has: a count of its entries of acls_customer_idx (customer_id, id), no row read. */
-async function countAcls(db: Db, customerId: number): Promise<number> {
-  const row = await db
-    .selectFrom('acls')
+/** A LIKE pattern that matches `text` anywhere, its own % _ and \ taken literally (with ESCAPE '\'). */
+const likeContaining = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+
+/**
+ * The customer's ACLs that the search finds, every condition an AND. Each condition reads an
+ * index that starts with the customer: the name, acls_customer_name_idx (customer_id,
+ * name_key, id), one customer's entries only, never a row; a user id or a lock, the side
+ * tables' (customer_id, user_id | lock_serial, acl_id), a range of exactly the ACLs that hold it.
+ */
+function searchedAcls(db: Db, customerId: number, search: AclSearch) {
+  let query = db.selectFrom('acls').where('acls.customer_id', '=', customerId);
+  if (search.name_contains !== undefined) {
+    query = query.where(sql<SqlBool>`${sql.ref('acls.name_key')} LIKE ${likeContaining(aclNameSearchKey(search.name_contains))} ESCAPE '\\'`);
+  }
+  if (search.user_id !== undefined) {
+    const holders = db.selectFrom('acl_users').select('acl_users.acl_id').where('acl_users.customer_id', '=', customerId).where('acl_users.user_id', '=', search.user_id);
+    query = query.where('acls.id', 'in', holders);
+  }
+  if (search.lock !== undefined) {
+    const holders = db.selectFrom('acl_locks').select('acl_locks.acl_id').where('acl_locks.customer_id', '=', customerId).where('acl_locks.lock_serial', '=', search.lock);
+    query = query.where('acls.id', 'in', holders);
+  }
+  return query;
+}
+
+/**
+ * How many of the customer's ACLs the search finds; with no search, a count of its entries of
+ * acls_customer_idx (customer_id, id), no row read.
+ */
+async function countAcls(db: Db, customerId: number, search: AclSearch): Promise<number> {
+  const row = await searchedAcls(db, customerId, search)
     .select((eb) => eb.fn.countAll<number | string>().as('total'))
-    .where('customer_id', '=', customerId)
     .executeTakeFirstOrThrow();
   return Number(row.total);
 }
 
 /**
- * One page (from 1) of the customer's ACLs ordered by id (the seed's list: `page` and
- * `results_per_page`), and how many it has in all. A deferred join: the page's ids are picked
- * from acls_customer_idx (customer_id, id) alone, walking the entries before the page there
- * without reading their rows (ACL contents reach megabytes), and only the page's rows are then
- * read; the total counts the same index range.
+ * One page (from 1) of the customer's ACLs that the search finds, ordered by id (the seed's
+ * list: `page` and `results_per_page`), and how many it finds in all. A deferred join: the
+ * page's ids are picked from the indexes alone (acls_customer_idx (customer_id, id) without a
+ * search), walking the entries before the page there without reading their rows (ACL contents
+ * reach megabytes), and only the page's rows are then read; the total counts the same entries.
  */
-export async function listAcls(db: Db, customerId: number, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
-  const pageIds = db
-    .selectFrom('acls')
-    .select('id')
-    .where('customer_id', '=', customerId)
-    .orderBy('id')
+export async function listAcls(db: Db, customerId: number, search: AclSearch, page: number, perPage: number): Promise<{ acls: StoredAcl[]; total: number }> {
+  const pageIds = searchedAcls(db, customerId, search)
+    .select('acls.id')
+    .orderBy('acls.id')
     .limit(perPage)
     .offset((page - 1) * perPage);
-  const [rows, total] = await Promise.all([selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute(), countAcls(db, customerId)]);
+  const [rows, total] = await Promise.all([selectAcls(db).where('acls.id', 'in', pageIds).orderBy('acls.id').execute(), countAcls(db, customerId, search)]);
   return { acls: rows.map(toStoredAcl), total };
 }
 
@@ -81,6 +114,7 @@ export async function listAcls(db: Db, customerId: number, page: number, perPage
 export interface AclSummary {
   id: string;
   customerName: string;
+  name: string | null;
   userCount: number;
   lockCount: number;
   okmSerial: string | null;
@@ -92,24 +126,25 @@ export interface AclSummary {
 export const ACL_SUMMARY_PAGES = cursorList<[id: string]>('acl-summaries', ['string']);
 
 /**
- * One page of the customer's ACLs ordered by id, as summaries, after the cursor's id: the
- * page's ids are a range of acls_customer_idx (customer_id, id) entered at the cursor, and
- * only their rows are read.
+ * One page of the customer's ACLs that the search finds, ordered by id, as summaries, after the
+ * cursor's id: without a search the page's ids are a range of acls_customer_idx (customer_id,
+ * id) entered at the cursor; only the page's rows are read.
  */
-export async function listAclSummaries(db: Db, customerId: number, page: CursorPageRequest<[string]>): Promise<CursorPage<AclSummary>> {
-  let pageIds = db.selectFrom('acls').select('id').where('customer_id', '=', customerId).orderBy('id').limit(page.limit + 1);
-  if (page.after !== undefined) pageIds = pageIds.where(afterKey(['id'], page.after));
+export async function listAclSummaries(db: Db, customerId: number, search: AclSearch, page: CursorPageRequest<[string]>): Promise<CursorPage<AclSummary>> {
+  let pageIds = searchedAcls(db, customerId, search).select('acls.id').orderBy('acls.id').limit(page.limit + 1);
+  if (page.after !== undefined) pageIds = pageIds.where(afterKey(['acls.id'], page.after));
   const rows = await db
     .selectFrom('acls')
     .innerJoin('customers', 'customers.id', 'acls.customer_id')
     .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-    .select(['acls.id', 'customers.name as customer_name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data', 'acl_contents.user_count', 'acl_contents.lock_count'])
+    .select(['acls.id', 'customers.name as customer_name', 'acls.name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data', 'acl_contents.user_count', 'acl_contents.lock_count'])
     .where('acls.id', 'in', pageIds)
     .orderBy('acls.id')
     .execute();
   const summaries = rows.map((row) => ({
     id: row.id,
     customerName: row.customer_name,
+    name: row.name,
     userCount: Number(row.user_count),
     lockCount: Number(row.lock_count),
     okmSerial: row.okm_serial,
@@ -128,19 +163,59 @@ export async function insertAcl(db: Db, id: string, customerId: number, content:
   return true;
 }
 
+/** Rows a side-table statement writes or deletes at most: within both databases' limits on bound parameters. */
+const MEMBER_ROWS_PER_STATEMENT = 1000;
+
+function* slices<T>(items: readonly T[]): Generator<T[]> {
+  for (let start = 0; start < items.length; start += MEMBER_ROWS_PER_STATEMENT) yield items.slice(start, start + MEMBER_ROWS_PER_STATEMENT);
+}
+
+/** What leaves and what joins when a list `current` becomes `wanted`. */
+function changes<T>(current: readonly T[], wanted: readonly T[]): { gone: T[]; added: T[] } {
+  const before = new Set(current);
+  const after = new Set(wanted);
+  return { gone: current.filter((item) => !after.has(item)), added: wanted.filter((item) => !before.has(item)) };
+}
+
+/**
+ * Stores what the searches read of an ACL just inserted or replaced: its name with its search
+ * key, and its rows of acl_users and acl_locks brought to its new lists. Only the user ids and
+ * serials that left or joined are written, so a replace that changes permissions only (the
+ * common edit) writes none, however large the ACL. Runs in the write's transaction, under the
+ * ACL's row lock; the side tables have no other writer (a deleted ACL's rows go by cascade).
+ */
+export async function writeAclFindables(db: Db, id: string, customerId: number, findables: AclFindables): Promise<void> {
+  const { name } = findables;
+  await db.updateTable('acls').set({ name, name_key: name === null ? null : aclNameSearchKey(name) }).where('id', '=', id).execute();
+  const [users, locks] = await Promise.all([
+    db.selectFrom('acl_users').select('user_id').where('acl_id', '=', id).execute(),
+    db.selectFrom('acl_locks').select('lock_serial').where('acl_id', '=', id).execute(),
+  ]);
+  const userChanges = changes(users.map((row) => Number(row.user_id)), findables.userIds);
+  const lockChanges = changes(locks.map((row) => row.lock_serial), findables.lockSerials);
+  for (const gone of slices(userChanges.gone)) await db.deleteFrom('acl_users').where('acl_id', '=', id).where('user_id', 'in', gone).execute();
+  for (const added of slices(userChanges.added)) {
+    await db.insertInto('acl_users').values(added.map((userId) => ({ acl_id: id, customer_id: customerId, user_id: userId }))).execute();
+  }
+  for (const gone of slices(lockChanges.gone)) await db.deleteFrom('acl_locks').where('acl_id', '=', id).where('lock_serial', 'in', gone).execute();
+  for (const added of slices(lockChanges.added)) {
+    await db.insertInto('acl_locks').values(added.map((serial) => ({ acl_id: id, customer_id: customerId, lock_serial: serial }))).execute();
+  }
+}
+
 /**
  * Takes the ACL's row lock for the rest of the transaction (a no-op update, as lockOkm does),
  * so that writes of one ACL apply one after the other; returns its owner and link, or
  * undefined when there is no such ACL.
  */
-export async function lockAcl(db: Db, id: string): Promise<{ customerId: number; okmSerial: string | null } | undefined> {
+export async function lockAcl(db: Db, id: string): Promise<{ customerId: number; okmSerial: string | null; name: string | null } | undefined> {
   const row = await db
     .updateTable('acls')
     .set((eb) => ({ updated_at: eb.ref('updated_at') }))
     .where('id', '=', id)
-    .returning(['customer_id', 'okm_serial'])
+    .returning(['customer_id', 'okm_serial', 'name'])
     .executeTakeFirst();
-  return row && { customerId: row.customer_id, okmSerial: row.okm_serial };
+  return row && { customerId: row.customer_id, okmSerial: row.okm_serial, name: row.name };
 }
 
 /** Replaces the content of an ACL whose row lock the transaction holds. */

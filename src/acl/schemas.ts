@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
-import { IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
+import { FreeText, IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
 
 /** A UUID in its hyphenated form, any version, either letter case (stored in lowercase). */
@@ -12,6 +12,11 @@ export const MAX_USER_DATA_BYTES = 64 * 1024;
 export const USER_ID_MAX = 999_999_999;
 export const AUTH_TIMES = [1, 4, 8, 12, 24] as const;
 export const PERMISSIONS = [0, 1, 17] as const;
+
+/** Most characters of an ACL's name, and of the text a name search looks for. */
+export const ACL_NAME_MAX_LENGTH = 100;
+
+const AclName = FreeText({ minLength: 1, maxLength: ACL_NAME_MAX_LENGTH, description: 'a short label for people (a site or shop name), not blank' });
 
 export interface AclLimits {
   maxUsers: number;
@@ -58,6 +63,11 @@ export const aclBody = (limits: AclLimits) =>
           description: 'serial number of the OKM to link; null unlinks; absent keeps the current link',
         }),
       ),
+      name: Type.Optional(
+        Type.Union([AclName, Type.Null()], {
+          description: `the ACL's name, 1–${ACL_NAME_MAX_LENGTH} characters of text; null removes it; absent keeps the current name (none on a new ACL)`,
+        }),
+      ),
     },
     { additionalProperties: false },
   );
@@ -69,6 +79,7 @@ export const AclUserView = aclUser(undefined);
 /** An ACL as responses show it (never with okm_id). */
 export const AclView = Type.Object({
   id: Type.String(),
+  name: Type.Optional(Type.String({ description: 'the ACL\'s name; absent when it has none' })),
   customer: Type.String(),
   users: Type.Array(AclUserView),
   locks: Type.Array(Type.String()),
@@ -78,6 +89,7 @@ export const AclView = Type.Object({
 /** GET /api/v1/acl-summaries: an ACL without its lists, for a list of many large ACLs. */
 export const AclSummaryView = Type.Object({
   id: Type.String(),
+  name: Type.Optional(Type.String({ description: 'the ACL\'s name; absent when it has none' })),
   customer: Type.String(),
   user_count: Type.Integer({ minimum: 0, description: 'number of users' }),
   lock_count: Type.Integer({ minimum: 0, description: 'number of locks' }),
@@ -101,15 +113,30 @@ export const AclCustomerQuery = Type.Object(
 );
 export type AclCustomerQuery = Static<typeof AclCustomerQuery>;
 
+/**
+ * What the ACL list and the summaries search by; every one given must hold (AND). Absent: all
+ * of the customer's ACLs.
+ */
+export const aclSearchQueryProperties = {
+  user_id: Type.Optional(Type.Integer({ minimum: 0, maximum: USER_ID_MAX, description: 'only the ACLs whose users hold this user_id' })),
+  lock: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only the ACLs whose locks hold this serial number (exact, case-sensitive)' })),
+  name_contains: Type.Optional(
+    FreeText({ minLength: 1, maxLength: ACL_NAME_MAX_LENGTH, description: 'only the ACLs whose name holds this text anywhere, ignoring case' }),
+  ),
+};
+
 export const AclListQuery = Type.Object(
-  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...paginationQueryProperties },
+  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...aclSearchQueryProperties, ...paginationQueryProperties },
   { additionalProperties: false },
 );
 export type AclListQuery = Static<typeof AclListQuery>;
 
+/** The search of a list query: what aclSearchQueryProperties validated. */
+export type AclSearch = Pick<AclListQuery, keyof typeof aclSearchQueryProperties>;
+
 /** The summaries are not the seed's list: they page by cursor, as every list but the seed's ACL list does. */
 export const AclSummaryListQuery = Type.Object(
-  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...cursorPageQueryProperties },
+  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...aclSearchQueryProperties, ...cursorPageQueryProperties },
   { additionalProperties: false },
 );
 export type AclSummaryListQuery = Static<typeof AclSummaryListQuery>;

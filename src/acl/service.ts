@@ -8,8 +8,22 @@ import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
-import { ACL_SUMMARY_PAGES, deleteAcl, findAcl, findAclLink, insertAcl, listAclSummaries, listAcls, lockAcl, updateAclContent, type AclContent, type AclSummary } from './repository.ts';
-import type { AclBody, AclListQuery, AclSummaryListQuery } from './schemas.ts';
+import {
+  ACL_SUMMARY_PAGES,
+  deleteAcl,
+  findAcl,
+  findAclLink,
+  insertAcl,
+  listAclSummaries,
+  listAcls,
+  lockAcl,
+  updateAclContent,
+  writeAclFindables,
+  type AclContent,
+  type AclFindables,
+  type AclSummary,
+} from './repository.ts';
+import type { AclBody, AclListQuery, AclSearch, AclSummaryListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
 export interface AclRequest {
@@ -33,7 +47,18 @@ function contentOf({ body, jsonText }: AclWrite): AclContent {
   return { usersJson: canonicalUsersJson(body.users), locksJson: JSON.stringify(body.locks), userDataJson, userCount: body.users.length, lockCount: body.locks.length };
 }
 
-const storedAcl = (id: string, owner: Customer, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, ...content });
+/**
+ * What the searches will read of the ACL after the write. Its name: the body's, none when the
+ * body sends null, the current one when it sends none (as okm_id: absent keeps), so that a
+ * client that knows only the seed's fields never erases a name an operator gave.
+ */
+const findablesAfter = (body: AclBody, currentName: string | null): AclFindables => ({
+  name: body.name === undefined ? currentName : body.name,
+  userIds: body.users.map((user) => user.user_id),
+  lockSerials: body.locks,
+});
+
+const storedAcl = (id: string, owner: Customer, name: string | null, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, name, ...content });
 
 /** The customer named in the body, which a customer-bound token can only name as its own. */
 async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Customer> {
@@ -59,6 +84,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
   const id = (write.body.id ?? randomUUID()).toLowerCase();
   return request.db.transaction().execute(async (trx) => {
     let current: string | null = null;
+    let currentName: string | null = null;
     const created = await insertAcl(trx, id, owner.id, content, request.now);
     if (!created) {
       const locked = await lockAcl(trx, id);
@@ -66,9 +92,12 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
       if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
+      currentName = locked.name;
     }
+    const findables = findablesAfter(write.body, currentName);
+    await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
-    return storedAcl(id, owner, content);
+    return storedAcl(id, owner, findables.name, content);
   });
 }
 
@@ -82,8 +111,10 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
     const locked = await lockVisibleAcl(trx, acting, id);
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
     await updateAclContent(trx, id, content, request.now);
+    const findables = findablesAfter(write.body, locked.name);
+    await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
-    return storedAcl(id, owner, content);
+    return storedAcl(id, owner, findables.name, content);
   });
 }
 
@@ -102,16 +133,25 @@ export async function getAclOkm(request: AclRequest, id: string, customerName: s
   return link.okmSerial;
 }
 
+/** The search parameters of a list query (the rest is paging and the customer). */
+function searchOf(query: AclSearch): AclSearch {
+  return {
+    ...(query.user_id === undefined ? {} : { user_id: query.user_id }),
+    ...(query.lock === undefined ? {} : { lock: query.lock }),
+    ...(query.name_contains === undefined ? {} : { name_contains: query.name_contains }),
+  };
+}
+
 export async function listCustomerAcls(request: AclRequest, query: AclListQuery): Promise<{ acls: StoredAcl[]; total: number }> {
   const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
-  return listAcls(request.db, customer.id, pageOf(query), perPageOf(query));
+  return listAcls(request.db, customer.id, searchOf(query), pageOf(query), perPageOf(query));
 }
 
 /** GET /api/v1/acl-summaries: a page of the customer's ACLs without their lists. */
 export async function listCustomerAclSummaries(request: AclRequest, query: AclSummaryListQuery): Promise<CursorPage<AclSummary>> {
   const page = cursorPageRequest(ACL_SUMMARY_PAGES, query);
   const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
-  return listAclSummaries(request.db, customer.id, page);
+  return listAclSummaries(request.db, customer.id, searchOf(query), page);
 }
 
 /** DELETE: the ACL goes; the OKM it was linked to gets a delete-assets message. */

@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { Command } from 'commander';
 import type { Principal } from '../auth/guard.ts';
 import { rolloutEventSink } from '../rollouts/events.ts';
+import { memberTotal } from '../rollouts/model.ts';
 import type { RolloutRequest } from '../rollouts/service.ts';
 import type { RolloutView } from '../rollouts/schemas.ts';
 import { commandGroup, openContext, printResult, UsageError, type CliContext } from './context.ts';
@@ -35,14 +36,14 @@ export function rolloutTable(rollout: RolloutView): string {
       (rollout.approval_required ? `, approval ${rollout.approved_by ? `by ${rollout.approved_by}` : 'pending'}` : ''),
     '',
   ];
-  const rows = [['group', 'percent', 'state', 'okms', 'scheduled', 'offered', 'updated', 'failed', 'progress']];
+  const rows = [['group', 'percent', 'state', 'okms', 'scheduled', 'silent', 'offered', 'updated', 'failed', 'progress']];
   rollout.groups.forEach((group, index) => {
-    const { scheduled, offered, updated, failed } = group.counts;
-    rows.push([String(index + 1), `${group.percent}%`, group.state, String(group.okms), String(scheduled), String(offered), String(updated), String(failed), `${bar(updated, group.okms)} ${group.okms === 0 ? 0 : Math.floor((updated * 100) / group.okms)}%`]);
+    const { scheduled, silent, offered, updated, failed } = group.counts;
+    rows.push([String(index + 1), `${group.percent}%`, group.state, String(group.okms), String(scheduled), String(silent), String(offered), String(updated), String(failed), `${bar(updated, group.okms)} ${group.okms === 0 ? 0 : Math.floor((updated * 100) / group.okms)}%`]);
   });
-  const { scheduled, offered, updated, failed } = rollout.totals;
-  const total = scheduled + offered + updated + failed;
-  rows.push(['total', '', '', String(total), String(scheduled), String(offered), String(updated), String(failed), `${bar(updated, total)} ${total === 0 ? 0 : Math.floor((updated * 100) / total)}%`]);
+  const { scheduled, silent, offered, updated, failed } = rollout.totals;
+  const total = memberTotal(rollout.totals);
+  rows.push(['total', '', '', String(total), String(scheduled), String(silent), String(offered), String(updated), String(failed), `${bar(updated, total)} ${total === 0 ? 0 : Math.floor((updated * 100) / total)}%`]);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   const lines = rows.map((row) => row.map((cell, column) => (column >= 3 && column <= 7 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ').trimEnd());
   return [...header, ...lines].join('\n');

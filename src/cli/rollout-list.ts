@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { HttpError } from '../http/errors.ts';
 import { listRolloutViews } from '../rollouts/service.ts';
-import { ROLLOUT_STATES, type RolloutState } from '../rollouts/model.ts';
+import { memberTotal, ROLLOUT_STATES, type RolloutState } from '../rollouts/model.ts';
 import { openContext, printResult, UsageError } from './context.ts';
 import { operatorRequest, rolloutGroup } from './rollout-common.ts';
 
@@ -27,9 +27,9 @@ export function register(program: Command): void {
           throw error;
         });
         const lines = page.items.map((rollout) => {
-          const { updated, scheduled, offered, failed } = rollout.totals;
+          const { updated, failed } = rollout.totals;
           const group = rollout.current_group === null ? '-' : `${rollout.current_group + 1}/${rollout.groups.length}`;
-          return `${rollout.id}  ${rollout.kind} ${rollout.version}  ${rollout.customer ?? '(every customer)'}  ${rollout.state}  group ${group}  updated ${updated}/${updated + scheduled + offered + failed}  failed ${failed}`;
+          return `${rollout.id}  ${rollout.kind} ${rollout.version}  ${rollout.customer ?? '(every customer)'}  ${rollout.state}  group ${group}  updated ${updated}/${memberTotal(rollout.totals)}  failed ${failed}`;
         });
         if (lines.length === 0) lines.push(options.cursor === undefined ? 'no rollouts' : 'no more rollouts');
         if (page.nextCursor !== null) lines.push(`more: keyfleet rollout list --cursor ${page.nextCursor}${options.customer === undefined ? '' : ` --customer ${options.customer}`}${options.state === undefined ? '' : ` --state ${options.state}`}`);

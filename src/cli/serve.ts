@@ -23,7 +23,7 @@ function workerCount(option: string | undefined, settings: Settings): number {
   }
   if (count > 1 && settings.databaseUrl === undefined) {
     throw new UsageError(
-      `${source} ${count}: several worker processes need PostgreSQL (DATABASE_URL); SQLite takes one writer at a time, so more processes would only queue for its lock (docs/decisions.md)`,
+      `${source} ${count}: several worker processes need PostgreSQL (DATABASE_URL); SQLite takes one writer at a time, so more processes would only queue for its lock (docs/adr/0073-sqlite-serves-from-one-process.md)`,
     );
   }
   return count;

@@ -25,13 +25,19 @@ import * as firmwarePageBuckets from './migrations/0021_firmware_page_buckets.ts
 import * as statePageBuckets from './migrations/0022_state_page_buckets.ts';
 import * as leanPoll from './migrations/0023_lean_poll.ts';
 import * as claimFailuresPerCustomer from './migrations/0024_claim_failures_per_customer.ts';
+import * as aclNames from './migrations/0025_acl_names.ts';
+import * as okmSubscriberUrls from './migrations/0026_okm_subscriber_urls.ts';
+import * as rolloutOkmList from './migrations/0027_rollout_okm_list.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyDb = Kysely<any>;
 
-/** Every migration, in order; the name is what the database records as applied. */
-const MIGRATIONS: Record<string, MigrationModule> = {
+/**
+ * Every migration, in order; the name is what the database records as applied. Exported for
+ * the tests that build a database as it was before one of them and upgrade it.
+ */
+export const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0001_initial': initial,
   '0002_pki': pki,
   '0003_api_keys': apiKeys,
@@ -56,6 +62,9 @@ const MIGRATIONS: Record<string, MigrationModule> = {
   '0022_state_page_buckets': statePageBuckets,
   '0023_lean_poll': leanPoll,
   '0024_claim_failures_per_customer': claimFailuresPerCustomer,
+  '0025_acl_names': aclNames,
+  '0026_okm_subscriber_urls': okmSubscriberUrls,
+  '0027_rollout_okm_list': rolloutOkmList,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -22,6 +22,8 @@ export interface Database {
   dlocks: DlocksTable;
   acls: AclsTable;
   acl_contents: AclContentsTable;
+  acl_users: AclUsersTable;
+  acl_locks: AclLocksTable;
   status_events: StatusEventsTable;
   status_delivery_failures: StatusDeliveryFailuresTable;
   webhook_secrets: WebhookSecretsTable;
@@ -33,6 +35,7 @@ export interface Database {
   rollouts: RolloutsTable;
   rollout_members: RolloutMembersTable;
   okm_polls: OkmPollsTable;
+  okm_subscriber_urls: OkmSubscriberUrlsTable;
   fleet_summary_snapshot: FleetSummarySnapshotTable;
   background_passes: BackgroundPassesTable;
 }
@@ -104,6 +107,16 @@ export interface OkmPollsTable {
   install_code: string | null;
   /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
   status_queued_at: number | null;
+}
+
+/**
+ * Each URL of each OKM's subscribe_urls.status (okms.status_urls), as a row, so that the OKMs
+ * of one URL are an index range (okm_subscriber_urls_url_idx). Written with status_urls by the
+ * admin write path (src/okm/repository.ts), never by a poll.
+ */
+export interface OkmSubscriberUrlsTable {
+  serial_number: string;
+  url: string;
 }
 
 export interface OkmMessagesTable {
@@ -216,6 +229,24 @@ export interface AclsTable {
   okm_serial: string | null;
   created_at: number;
   updated_at: number;
+  /** The operator's label (migration 0025); null when none was given. */
+  name: string | null;
+  /** `name` as the name search compares it (aclNameSearchKey); null with it. */
+  name_key: string | null;
+}
+
+/** One row per user id an ACL's `users` holds (migration 0025), written by the ACL write path only: which ACLs hold a user. */
+export interface AclUsersTable {
+  acl_id: string;
+  customer_id: number;
+  user_id: number;
+}
+
+/** One row per serial number an ACL's `locks` holds (migration 0025), written by the ACL write path only: which ACLs hold a lock. */
+export interface AclLocksTable {
+  acl_id: string;
+  customer_id: number;
+  lock_serial: string;
 }
 
 export interface AclContentsTable {
@@ -393,6 +424,8 @@ export interface RolloutsTable {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+  /** JSON array of the epoch ms each started group started at, by group index; null before the start. */
+  group_started_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One OKM of a rollout: its group, chosen once, and its progress. */

@@ -4,11 +4,14 @@ import type { Db } from './database.ts';
 /**
  * How a dialect commits small writes that arrive close together (the config poll's):
  * - `batch`: the work of the calls that arrive in the same event-loop turn (up to maxSize)
- *   runs in one transaction, so they share one commit;
+ *   runs in one transaction, so they share one commit. With `batchesAtOnce`, at most that
+ *   many batches run at a time: calls that arrive meanwhile wait and go together in the next
+ *   one, so that under load a batch's statements and commit are shared by many calls rather
+ *   than run by many small batches side by side (group commit);
  * - `transaction`: one transaction per call.
  * Every call's writes commit together (a poll and its status events).
  */
-export type WriteGrouping = { kind: 'batch'; maxSize: number } | { kind: 'transaction' };
+export type WriteGrouping = { kind: 'batch'; maxSize: number; batchesAtOnce?: number } | { kind: 'transaction' };
 
 /** The writing part of a batch of calls: runs on `db`, a transaction, and answers each input, in order. */
 export type WriteWork<In, Out> = (db: Db, inputs: readonly In[]) => Promise<Out[]>;
@@ -71,10 +74,20 @@ export function createWriteBatcher<In, Out>(
     batch.forEach((call, index) => call.resolve(results[index]!));
   }
 
+  const { maxSize, batchesAtOnce = Infinity } = grouping;
+  let running = 0;
+
   function flush(): void {
-    const batch = queue;
-    queue = [];
-    if (batch.length > 0) void runBatch(batch);
+    while (queue.length > 0 && running < batchesAtOnce) {
+      const batch = queue.length <= maxSize ? queue : queue.slice(0, maxSize);
+      queue = batch === queue ? [] : queue.slice(maxSize);
+      running += 1;
+      // runBatch settles every call itself and never rejects.
+      void runBatch(batch).finally(() => {
+        running -= 1;
+        flush();
+      });
+    }
   }
 
   return (input) =>

@@ -25,6 +25,10 @@ export interface OkmListFilter {
   state?: FleetState;
   /** Only OKMs whose serial number begins with this (itself a valid serial number). */
   serialPrefix?: string;
+  /** Only OKMs whose last poll this resolver answered (its reply key). */
+  lastCorrection?: string;
+  /** Only OKMs whose status URLs hold this URL. */
+  subscriberUrl?: string;
 }
 
 /** The OKM list pages by serial number, the primary key, which every OKM index ends with. */
@@ -47,6 +51,7 @@ function listConditions(eb: OkmsExpressionBuilder, filter: OkmListFilter): Expre
   // NOT of a condition that can be NULL (a comparison with a NULL column) drops those rows too: not overdue is every OKM where overdue is not true.
   if (filter.overdue === false) conditions.push(sql<SqlBool>`not coalesce(${fleetStateCondition('overdue')}, ${sql.lit(false)})`);
   if (filter.state !== undefined) conditions.push(fleetStateCondition(filter.state));
+  if (filter.lastCorrection !== undefined) conditions.push(eb('okms.last_correction', '=', filter.lastCorrection));
   if (filter.serialPrefix !== undefined) {
     conditions.push(eb('okms.serial_number', '>=', filter.serialPrefix));
     conditions.push(eb('okms.serial_number', '<', filter.serialPrefix + AFTER_EVERY_SERIAL_CHARACTER));
@@ -88,6 +93,29 @@ function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: Own
  * customer and ACL (a deferred join). No total: the fleet summary counts the states.
  */
 export async function listOkms(db: Db, filter: OkmListFilter, page: CursorPageRequest<[string]>): Promise<CursorPage<OwnedOkm>> {
+  const rows = await selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerialNumbers(db, filter, page)).orderBy('okms.serial_number').execute();
+  return OKM_PAGES.page(rows.map(toOwnedOkm), page.limit, (owned) => [owned.okm.serialNumber]);
+}
+
+/**
+ * The serial numbers of the page. By subscriber URL, the walk is of okm_subscriber_urls_url_idx
+ * (url, serial_number) from the cursor, each OKM then tested against the other filters by its
+ * primary key: the URL's OKMs are few beside the fleet, and the walk never reads another URL's.
+ * A customer's page may pass over other customers' OKMs of the same URL, never list them.
+ */
+function pageSerialNumbers(db: Db, filter: OkmListFilter, page: CursorPageRequest<[string]>) {
+  if (filter.subscriberUrl !== undefined) {
+    let bySubscriber = db
+      .selectFrom('okm_subscriber_urls')
+      .innerJoin('okms', 'okms.serial_number', 'okm_subscriber_urls.serial_number')
+      .select('okm_subscriber_urls.serial_number')
+      .where('okm_subscriber_urls.url', '=', filter.subscriberUrl)
+      .where((eb) => listConditions(eb, filter))
+      .orderBy('okm_subscriber_urls.serial_number')
+      .limit(page.limit + 1);
+    if (page.after !== undefined) bySubscriber = bySubscriber.where(afterKey(['okm_subscriber_urls.serial_number'], page.after));
+    return bySubscriber;
+  }
   let pageSerials = db
     .selectFrom('okms')
     .select('okms.serial_number')
@@ -95,8 +123,7 @@ export async function listOkms(db: Db, filter: OkmListFilter, page: CursorPageRe
     .orderBy('okms.serial_number')
     .limit(page.limit + 1);
   if (page.after !== undefined) pageSerials = pageSerials.where(afterKey(['okms.serial_number'], page.after));
-  const rows = await selectOwnedOkms(db).where('okms.serial_number', 'in', pageSerials).orderBy('okms.serial_number').execute();
-  return OKM_PAGES.page(rows.map(toOwnedOkm), page.limit, (owned) => [owned.okm.serialNumber]);
+  return pageSerials;
 }
 
 export async function findOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm | undefined> {

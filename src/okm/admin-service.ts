@@ -218,6 +218,8 @@ export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): 
       ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
       ...(query.state === undefined ? {} : { state: query.state }),
       ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
+      ...(query.last_correction === undefined ? {} : { lastCorrection: query.last_correction }),
+      ...(query.subscriber_url === undefined ? {} : { subscriberUrl: query.subscriber_url }),
     },
     page,
   );

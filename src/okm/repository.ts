@@ -134,8 +134,11 @@ export async function insertOkm(
   };
   const result = await db.insertInto('okms').values(row).onConflict((oc) => oc.column('serial_number').doNothing()).executeTakeFirst();
   const inserted = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
-  // A serial number is pending or an OKM, never both.
-  if (inserted) await db.deleteFrom('pending_okms').where('serial_number', '=', serialNumber).execute();
+  if (inserted) {
+    // A serial number is pending or an OKM, never both.
+    await db.deleteFrom('pending_okms').where('serial_number', '=', serialNumber).execute();
+    await setSubscriberUrls(db, serialNumber, settings.statusUrls);
+  }
   return inserted;
 }
 
@@ -148,7 +151,25 @@ export async function updateOkmSettings(db: Db, serialNumber: string, settings: 
     .set({ ...columns, updated_at: now })
     .where('serial_number', '=', serialNumber)
     .execute();
+  await setSubscriberUrls(db, serialNumber, settings.statusUrls);
   await forgetRemovedStatusUrls(db, serialNumber, settings.statusUrls);
+}
+
+/**
+ * Makes the OKM's rows of okm_subscriber_urls its status URLs, which every write of
+ * okms.status_urls does in the same transaction: the rows of URLs it no longer has go, those
+ * of new ones come, the others stay untouched. A config poll never writes them.
+ */
+async function setSubscriberUrls(db: Db, serialNumber: string, urls: readonly string[]): Promise<void> {
+  let removed = db.deleteFrom('okm_subscriber_urls').where('serial_number', '=', serialNumber);
+  if (urls.length > 0) removed = removed.where('url', 'not in', urls);
+  await removed.execute();
+  if (urls.length === 0) return;
+  await db
+    .insertInto('okm_subscriber_urls')
+    .values(urls.map((url) => ({ serial_number: serialNumber, url })))
+    .onConflict((oc) => oc.columns(['serial_number', 'url']).doNothing())
+    .execute();
 }
 
 /**

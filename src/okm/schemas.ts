@@ -3,6 +3,7 @@ import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
 import { AsSent } from '../http/json-texts.ts';
 import { FLEET_STATES } from './fleet-states.ts';
+import { RESOLVERS } from './resolvers/index.ts';
 import { customerPageQueryProperties } from '../http/request-schemas.ts';
 import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, isSerialNumber, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
@@ -74,6 +75,20 @@ export const OkmListQuery = Type.Object(
       }),
     ),
     serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
+    last_correction: Type.Optional(
+      Type.Enum(
+        RESOLVERS.map((resolver) => resolver.name),
+        { description: 'only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections`' },
+      ),
+    ),
+    subscriber_url: Type.Optional(
+      Type.String({
+        format: 'uri',
+        pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+        maxLength: MAX_STATUS_URL_LENGTH,
+        description: 'only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored',
+      }),
+    ),
     next_correction: Type.Optional(
       Type.Boolean({
         description: 'true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each)',

@@ -11,6 +11,43 @@ export type GroupCounts = Record<MemberStatus, number>;
 export const emptyCounts = (): GroupCounts => ({ scheduled: 0, offered: 0, updated: 0, failed: 0 });
 export const sizeOf = (counts: GroupCounts) => counts.scheduled + counts.offered + counts.updated + counts.failed;
 
+/**
+ * What the API says of a member: its stored status, except that a member still scheduled in a
+ * started group that has not polled since its group started is `silent` (SPEC section 13;
+ * repository.memberState decides it). An offered, updated or failed member has polled since.
+ */
+export const MEMBER_STATES = ['scheduled', 'silent', 'offered', 'updated', 'failed'] as const;
+export type MemberState = (typeof MEMBER_STATES)[number];
+export type StateCounts = Record<MemberState, number>;
+export const emptyStateCounts = (): StateCounts => ({ scheduled: 0, silent: 0, offered: 0, updated: 0, failed: 0 });
+/** The members counted, whatever their state. */
+export const memberTotal = (counts: StateCounts) => MEMBER_STATES.reduce((sum, state) => sum + counts[state], 0);
+
+/**
+ * When each started group started, by group index: what the rollout recorded, each group it
+ * started without a record (before group start times were kept) taken to have started with the
+ * rollout, which counts an OKM silent less often, never more.
+ */
+export function groupStarts(rollout: { group_started_at: string | null; current_group: number; started_at: number | null }): number[] {
+  const recorded = rollout.group_started_at === null ? [] : (JSON.parse(rollout.group_started_at) as number[]);
+  return Array.from({ length: rollout.current_group + 1 }, (_, group) => Number(recorded[group] ?? rollout.started_at ?? 0));
+}
+
+export const GROUP_STATES = ['waiting', 'running', 'paused', 'completed', 'aborted'] as const;
+export type GroupState = (typeof GROUP_STATES)[number];
+
+/**
+ * A group's state in the rollout's: completed once the next group started (or the rollout
+ * finished); a group that had not completed when the rollout was aborted is aborted, whether it
+ * had started or not; the current group of a paused rollout is paused.
+ */
+export function groupState(rollout: { state: RolloutState; current_group: number }, group: number): GroupState {
+  if (rollout.state === 'finished' || group < rollout.current_group) return 'completed';
+  if (rollout.state === 'aborted') return 'aborted';
+  if (group > rollout.current_group) return 'waiting';
+  return rollout.state === 'paused' ? 'paused' : 'running';
+}
+
 /** A daily window in minutes after local midnight; from > to spans midnight (22:00–06:00). */
 export interface MaintenanceWindow {
   from: number;

@@ -1,10 +1,10 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
-import { emptyCounts, type GroupCounts, type MemberStatus, type RolloutState } from './model.ts';
+import { emptyCounts, emptyStateCounts, groupStarts, MEMBER_STATUSES, type GroupCounts, type MemberState, type MemberStatus, type RolloutState, type StateCounts } from './model.ts';
 
 export type RolloutRow = Selectable<RolloutsTable> & { customer_name: string | null; time_zone: string | null };
 
@@ -129,6 +129,98 @@ export async function groupCounts(db: Db, rolloutIds: readonly number[]): Promis
   return result;
 }
 
+/**
+ * A member's state (model.MEMBER_STATES) as SQL over its rollout_members row, given when each
+ * started group of its rollout started: its status, or `silent` when it is still scheduled in a
+ * started group and its OKM has no poll since that group started (okm_polls.last_sync_time,
+ * which every poll writes). The start times are the rollout's own numbers, written as literals:
+ * the expression is the same text wherever it is used, as a GROUP BY needs.
+ */
+export function memberState(groupStartedAt: readonly number[]): RawBuilder<MemberState> {
+  if (groupStartedAt.length === 0) return sql<MemberState>`rollout_members.status`;
+  const startOfGroup = sql`case rollout_members.group_index ${sql.join(
+    groupStartedAt.map((startedAt, group) => sql`when ${sql.lit(group)} then ${sql.lit(Math.trunc(startedAt))}`),
+    sql` `,
+  )} end`;
+  return sql<MemberState>`case when rollout_members.status = 'scheduled' and rollout_members.group_index < ${sql.lit(groupStartedAt.length)} and not exists (
+    select 1 from okm_polls where okm_polls.serial_number = rollout_members.serial_number and okm_polls.last_sync_time >= ${startOfGroup}
+  ) then 'silent' else rollout_members.status end`;
+}
+
+/** Per-group counts of the rollout's members by state (silent apart), for its view: group index → counts. */
+export async function groupStateCounts(db: Db, rolloutId: number, groupStartedAt: readonly number[]): Promise<Map<number, StateCounts>> {
+  const state = memberState(groupStartedAt);
+  const rows = await db
+    .selectFrom('rollout_members')
+    .select(['group_index', state.as('state'), (eb) => eb.fn.countAll<number | string>().as('okms')])
+    .where('rollout_id', '=', rolloutId)
+    .groupBy(['group_index', state])
+    .execute();
+  const groups = new Map<number, StateCounts>();
+  for (const row of rows) {
+    const counts = groups.get(row.group_index) ?? emptyStateCounts();
+    groups.set(row.group_index, counts);
+    counts[row.state] = Number(row.okms);
+  }
+  return groups;
+}
+
+/** A rollout's OKMs page by serial number. */
+export const ROLLOUT_OKM_PAGES = cursorList<[serialNumber: string]>('rollout-okms', ['string']);
+
+export interface RolloutOkmFilter {
+  state?: MemberState;
+  group?: number;
+}
+
+export interface RolloutOkmRow {
+  serial_number: string;
+  group_index: number;
+  state: MemberState;
+  offered_at: number | string | null;
+  last_sync_time: number | string | null;
+  reported_version: string | null;
+}
+
+/**
+ * One page of a rollout's OKMs, by serial number after the cursor's, with each one's state,
+ * offer time, last poll and the version of the rollout's kind it last reported. With a state,
+ * the page is a range of rollout_members_state_idx (rollout_id, status, serial_number,
+ * group_index) entered at the cursor (scheduled and silent share the stored status
+ * `scheduled`, told apart on the way); without one, of the primary key.
+ */
+export async function listRolloutOkms(
+  db: Db,
+  rollout: { id: number; kind: FirmwareKind; groupStartedAt: readonly number[] },
+  filter: RolloutOkmFilter,
+  page: CursorPageRequest<[string]>,
+): Promise<CursorPage<RolloutOkmRow>> {
+  const state = memberState(rollout.groupStartedAt);
+  let rows = db
+    .selectFrom('rollout_members')
+    .innerJoin('okms', 'okms.serial_number', 'rollout_members.serial_number')
+    .leftJoin('okm_polls', 'okm_polls.serial_number', 'rollout_members.serial_number')
+    .select([
+      'rollout_members.serial_number',
+      'rollout_members.group_index',
+      state.as('state'),
+      'rollout_members.offered_at',
+      'okm_polls.last_sync_time',
+      `okms.${KIND_COLUMNS[rollout.kind].reported} as reported_version`,
+    ])
+    .where('rollout_members.rollout_id', '=', rollout.id)
+    .orderBy('rollout_members.serial_number')
+    .limit(page.limit + 1);
+  if (filter.state !== undefined) {
+    const stored = (MEMBER_STATUSES as readonly string[]).includes(filter.state) && filter.state !== 'scheduled' ? filter.state : 'scheduled';
+    rows = rows.where('rollout_members.status', '=', stored);
+    if (stored === 'scheduled') rows = rows.where(state, '=', filter.state);
+  }
+  if (filter.group !== undefined) rows = rows.where('rollout_members.group_index', '=', filter.group);
+  if (page.after !== undefined) rows = rows.where(afterKey(['rollout_members.serial_number'], page.after));
+  return ROLLOUT_OKM_PAGES.page(await rows.execute(), page.limit, (row) => [row.serial_number]);
+}
+
 export interface RolloutGuard {
   states: readonly RolloutState[];
   /** The change applies only if the rollout is still at this group (no double advance). */
@@ -195,6 +287,49 @@ export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CH
     await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', 'in', serials).where('rollout_id', '=', rolloutId).execute();
     if (serials.length < chunk) return;
   }
+}
+
+/**
+ * Marks as failed, at most `limit` at a time, the members still scheduled in a group that
+ * started at least update_timeout ago whose OKM has not polled since (silent, SPEC §13): a
+ * rollout whose OKMs went quiet still reaches a final state, by its error threshold or by
+ * finishing. Offers do not depend on a member's status, so a failed member that polls again is
+ * offered the version like the rest of its group, and counts as updated once it reports it.
+ */
+export async function failSilentMembers(
+  db: Db,
+  rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms' | 'group_started_at' | 'current_group' | 'started_at'>,
+  now: number,
+  limit: number,
+): Promise<number> {
+  let failed = 0;
+  for (const [group, startedAt] of groupStarts(rollout).entries()) {
+    if (failed >= limit || startedAt + rollout.update_timeout_ms > now) continue;
+    const result = await db
+      .updateTable('rollout_members')
+      .set({ status: 'failed', status_changed_at: now })
+      .where('rollout_id', '=', rollout.id)
+      .where('status', '=', 'scheduled')
+      .where('serial_number', 'in', (eb) =>
+        eb
+          .selectFrom('rollout_members as m')
+          .select('m.serial_number')
+          .where('m.rollout_id', '=', rollout.id)
+          .where('m.status', '=', 'scheduled')
+          .where('m.group_index', '=', group)
+          .where((inner) =>
+            inner.not(
+              inner.exists(
+                inner.selectFrom('okm_polls').select(sql.lit(1).as('polled')).whereRef('okm_polls.serial_number', '=', 'm.serial_number').where('okm_polls.last_sync_time', '>=', startedAt),
+              ),
+            ),
+          )
+          .limit(limit - failed),
+      )
+      .executeTakeFirst();
+    failed += Number(result.numUpdatedRows);
+  }
+  return failed;
 }
 
 /** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */

@@ -10,13 +10,14 @@ import {
   approveRollout,
   createRollout,
   getRolloutView,
+  listRolloutOkmViews,
   listRolloutViews,
   pauseRollout,
   resumeRollout,
   startRollout,
   type RolloutRequest,
 } from './service.ts';
-import { CreateRolloutBody, CustomerOnlyQuery, RolloutListQuery, RolloutParams, RolloutView } from './schemas.ts';
+import { CreateRolloutBody, CustomerOnlyQuery, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutParams, RolloutView } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -78,6 +79,22 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
       schema: { operationId: 'getRollout', summary: 'Get a rollout with per-group counts', params: RolloutParams, querystring: CustomerOnlyQuery, response: { 200: resourceResponse(RolloutView), ...errorResponses } },
     },
     async (request) => ({ message: MESSAGES.fetched, data: await getRolloutView(rolloutRequest(request, request.query.customer), request.params.id) }),
+  );
+
+  app.get(
+    '/:id/okms',
+    {
+      onRequest: canRead,
+      schema: {
+        operationId: 'listRolloutOkms',
+        summary: 'List a rollout\'s OKMs with their state and offer time',
+        description: 'By serial number, a page at a time; `state` and `group` pick the OKMs a group count counts.',
+        params: RolloutParams,
+        querystring: RolloutOkmListQuery,
+        response: { 200: cursorPageResponse(RolloutOkmView, `The rollout's OKMs that match, by serial number. ${NO_TOTAL} The rollout's group counts (GET /api/v1/rollouts/{id}) count each state.`), ...errorResponses },
+      },
+    },
+    async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await listRolloutOkmViews(rolloutRequest(request, request.query.customer), request.params.id, request.query)),
   );
 
   for (const { path, operationId, summary, action } of ACTIONS) {

@@ -3,7 +3,7 @@ import { FIRMWARE_KINDS, FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { IsoTime, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
-import { MEMBER_STATUSES, ROLLOUT_STATES } from './model.ts';
+import { GROUP_STATES, MEMBER_STATES, ROLLOUT_STATES } from './model.ts';
 
 export const MAX_GROUPS = 20;
 export const MAX_FILTER_SERIALS = 10_000;
@@ -74,14 +74,45 @@ export const CustomerOnlyQuery = Type.Object(
 );
 export type CustomerOnlyQuery = Static<typeof CustomerOnlyQuery>;
 
-const Counts = Type.Object(Object.fromEntries(MEMBER_STATUSES.map((status) => [status, Type.Integer()])) as Record<(typeof MEMBER_STATUSES)[number], ReturnType<typeof Type.Integer>>);
+const MEMBER_STATE_DESCRIPTION =
+  'scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout';
+
+const Counts = Type.Object(Object.fromEntries(MEMBER_STATES.map((state) => [state, Type.Integer()])) as Record<(typeof MEMBER_STATES)[number], ReturnType<typeof Type.Integer>>, {
+  description: `OKMs of each state (${MEMBER_STATE_DESCRIPTION}); GET /api/v1/rollouts/{id}/okms?state= lists them`,
+});
 
 export const GroupView = Type.Object({
   percent: Type.Integer(),
   okms: Type.Integer({ description: 'members of the group' }),
-  state: Type.Enum(['waiting', 'running', 'completed'], { description: 'waiting: not started; completed: passed and the next one started, or the rollout finished' }),
+  state: Type.Enum([...GROUP_STATES], {
+    description:
+      'waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed',
+  }),
   counts: Counts,
 });
+
+const MemberState = Type.Enum([...MEMBER_STATES], { description: MEMBER_STATE_DESCRIPTION });
+
+export const RolloutOkmListQuery = Type.Object(
+  {
+    customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer to act for' })),
+    state: Type.Optional(MemberState),
+    group: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_GROUPS - 1, description: 'only the OKMs of this group (its index, from 0)' })),
+    ...cursorPageQueryProperties,
+  },
+  { additionalProperties: false },
+);
+export type RolloutOkmListQuery = Static<typeof RolloutOkmListQuery>;
+
+export const RolloutOkmView = Type.Object({
+  serial_number: Type.String(),
+  group: Type.Integer({ description: 'index of its group, from 0' }),
+  state: MemberState,
+  offered_at: Nullable(Type.String({ format: 'date-time', description: 'when a poll was first answered with the version; null: not offered yet' })),
+  last_sync_time: Nullable(Type.String({ format: 'date-time', description: 'its last poll; null: never polled' })),
+  reported_version: Nullable(Type.String({ description: 'the version of the rollout’s kind it last reported' })),
+});
+export type RolloutOkmView = Static<typeof RolloutOkmView>;
 
 export const RolloutView = Type.Object({
   id: Type.Integer(),

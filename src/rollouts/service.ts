@@ -6,21 +6,34 @@ import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/curso
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { formatDuration, parseDuration } from '../shared/duration.ts';
 import type { EmitFleetEvent, RolloutEventType } from './events.ts';
-import { assignGroups, emptyCounts, formatClockTime, parseClockTime, MEMBER_STATUSES, type GroupCounts, type RolloutState } from './model.ts';
+import {
+  assignGroups,
+  emptyStateCounts,
+  formatClockTime,
+  groupStarts,
+  groupState,
+  memberTotal,
+  parseClockTime,
+  MEMBER_STATES,
+  type RolloutState,
+  type StateCounts,
+} from './model.ts';
 import {
   candidateOkms,
   findRollout,
-  groupCounts,
+  groupStateCounts,
   insertMembers,
   insertRollout,
+  listRolloutOkms,
   listRollouts,
+  ROLLOUT_OKM_PAGES,
   ROLLOUT_PAGES,
   assignGroup,
   updateRolloutIf,
   withdrawOffers,
   type RolloutRow,
 } from './repository.ts';
-import type { CreateRolloutBody, RolloutListQuery, RolloutView } from './schemas.ts';
+import type { CreateRolloutBody, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutView } from './schemas.ts';
 
 export const DEFAULT_SUCCESS_THRESHOLD = 95;
 export const DEFAULT_ERROR_THRESHOLD = 5;
@@ -37,14 +50,15 @@ export interface RolloutRequest {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-function toView(row: RolloutRow, groups: Map<number, GroupCounts> | undefined): RolloutView {
+const rolloutStateOf = (row: RolloutRow) => ({ state: row.state as RolloutState, current_group: row.current_group });
+
+function toView(row: RolloutRow, groups: Map<number, StateCounts>): RolloutView {
   const percents = JSON.parse(row.group_percents) as number[];
-  const totals = emptyCounts();
+  const totals = emptyStateCounts();
   const groupViews = percents.map((percent, index) => {
-    const counts = { ...emptyCounts(), ...groups?.get(index) };
-    for (const status of MEMBER_STATUSES) totals[status] += counts[status];
-    const state = index > row.current_group ? 'waiting' : index < row.current_group || row.state === 'finished' ? 'completed' : 'running';
-    return { percent, okms: counts.scheduled + counts.offered + counts.updated + counts.failed, state, counts } as const;
+    const counts = { ...emptyStateCounts(), ...groups.get(index) };
+    for (const state of MEMBER_STATES) totals[state] += counts[state];
+    return { percent, okms: memberTotal(counts), state: groupState(rolloutStateOf(row), index), counts };
   });
   return {
     id: row.id,
@@ -78,7 +92,7 @@ function toView(row: RolloutRow, groups: Map<number, GroupCounts> | undefined): 
 }
 
 async function viewOf(db: Db, row: RolloutRow): Promise<RolloutView> {
-  return toView(row, (await groupCounts(db, [row.id])).get(row.id));
+  return toView(row, await groupStateCounts(db, row.id, groupStarts(row)));
 }
 
 /** The rollout, if the request may see it: another customer's is not found, as if it did not exist. */
@@ -180,11 +194,31 @@ export async function listRolloutViews(request: RolloutRequest, query: RolloutLi
   const page = cursorPageRequest(ROLLOUT_PAGES, query);
   const customer = await actingCustomer(request.db, request.principal, query.customer);
   const rows = await listRollouts(request.db, { customerId: customer === null ? undefined : customer.id, state: query.state }, page);
-  const counts = await groupCounts(
+  // Each rollout's silent OKMs are judged against its own groups' start times: a count each.
+  const counts = new Map(await Promise.all(rows.items.map(async (row) => [row.id, await groupStateCounts(request.db, row.id, groupStarts(row))] as const)));
+  return mapCursorPage(rows, (row) => toView(row, counts.get(row.id)!));
+}
+
+/** One page of a rollout's OKMs (of one state, one group), by serial number, with each one's state and offer time. */
+export async function listRolloutOkmViews(request: RolloutRequest, id: number, query: RolloutOkmListQuery): Promise<CursorPage<RolloutOkmView>> {
+  const page = cursorPageRequest(ROLLOUT_OKM_PAGES, query);
+  const row = await visibleRollout(request, request.db, id);
+  const groups = (JSON.parse(row.group_percents) as number[]).length;
+  if (query.group !== undefined && query.group >= groups) throw badRequest(`group: rollout ${id} has ${groups} group${groups === 1 ? '' : 's'}, numbered from 0`);
+  const okms = await listRolloutOkms(
     request.db,
-    rows.items.map((row) => row.id),
+    { id: row.id, kind: row.kind as FirmwareKind, groupStartedAt: groupStarts(row) },
+    { ...(query.state === undefined ? {} : { state: query.state }), ...(query.group === undefined ? {} : { group: query.group }) },
+    page,
   );
-  return mapCursorPage(rows, (row) => toView(row, counts.get(row.id)));
+  return mapCursorPage(okms, (okm) => ({
+    serial_number: okm.serial_number,
+    group: okm.group_index,
+    state: okm.state,
+    offered_at: okm.offered_at === null ? null : iso(Number(okm.offered_at)),
+    last_sync_time: okm.last_sync_time === null ? null : iso(Number(okm.last_sync_time)),
+    reported_version: okm.reported_version,
+  }));
 }
 
 export async function getRolloutView(request: RolloutRequest, id: number): Promise<RolloutView> {
@@ -220,7 +254,8 @@ async function clearIfAborted(db: Db, rolloutId: number): Promise<void> {
 export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
   await assignGroup(db, row.id, 0);
   const started = await db.transaction().execute(async (tx) => {
-    if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, { state: 'running', state_reason: reason, current_group: 0, started_at: now, updated_at: now }))) return false;
+    const started = { state: 'running', state_reason: reason, current_group: 0, started_at: now, group_started_at: JSON.stringify([now]), updated_at: now };
+    if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, started))) return false;
     await emit(emitter, tx, 'rollout.started', row, { reason });
     await emit(emitter, tx, 'rollout.group_started', row, { group: 0 });
     return true;
@@ -247,7 +282,9 @@ export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, 
   }
   await assignGroup(db, row.id, from + 1);
   const advanced = await db.transaction().execute(async (tx) => {
-    if (!(await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, updated_at: now }))) return false;
+    // The compare-and-set on the group makes the row's start times those this advance extends.
+    const groupStartedAt = JSON.stringify([...groupStarts({ ...row, current_group: from }), now]);
+    if (!(await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, group_started_at: groupStartedAt, updated_at: now }))) return false;
     await emit(emitter, tx, 'rollout.group_started', row, { group: from + 1, reason });
     return true;
   });

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.ts';
 import type { EmitFleetEvent } from './events.ts';
 import { emptyCounts, groupFailing, groupPassed } from './model.ts';
-import { failTimedOutOffers, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
+import { failSilentMembers, failTimedOutOffers, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
 import { advanceRolloutFrom, pauseRunningRollout, startReadyRollout } from './service.ts';
 
 export interface SweepLimits {
@@ -36,8 +36,9 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
 
 /**
  * One pass over the rollouts with work, bounded by `limits`: scheduled starts whose time has
- * come (and that are approved where required), offers past their timeout marked failed
- * (paused rollouts too: their counts stay true), then the thresholds of running ones. Safe
+ * come (and that are approved where required), offers past their timeout and members silent
+ * past it marked failed (paused rollouts too: their counts stay true), then the thresholds of
+ * running ones. Safe
  * with any number of processes sweeping one database.
  */
 export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
@@ -47,6 +48,7 @@ export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, l
       continue;
     }
     await failTimedOutOffers(db, candidate, now, limits.failures);
+    await failSilentMembers(db, candidate, now, limits.failures);
     if (candidate.state !== 'running') continue;
     const judged = await db.transaction().execute(async (tx) => {
       // Read again inside the transaction: another process may have moved it since the list.

@@ -28,6 +28,7 @@ export interface AclBodyFixture {
   locks: string[];
   user_data?: unknown;
   okm_id?: string | null;
+  name?: string | null;
 }
 
 export function aclUser(userId: number, permissions: number[]): AclUserBody {

@@ -5,6 +5,7 @@ import { CompiledQuery, Kysely, sql } from 'kysely';
 import { findCustomerByName } from '../../src/customers/repository.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { listAcls } from '../../src/acl/repository.ts';
+import type { AclSearch } from '../../src/acl/schemas.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { ACLS, call, sampleAcl } from './helpers.ts';
@@ -90,11 +91,12 @@ describe('a deep page of the ACL list on SQLite reads the customer\'s index, not
   });
   after(() => t.close());
 
-  test('the ids of page 40 and the total are searches of acls_customer_idx alone; only the page\'s rows are read', async () => {
+  /** SQLite's plan of each statement listAcls runs for the search and page. */
+  async function plansOfList(search: AclSearch, page: number): Promise<string[][]> {
     const statements: CompiledQuery[] = [];
     const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
     try {
-      await listAcls(logged, customerId, 40, 30);
+      await listAcls(logged, customerId, search, page, 30);
     } finally {
       await logged.destroy();
     }
@@ -103,6 +105,25 @@ describe('a deep page of the ACL list on SQLite reads the customer\'s index, not
       const plan = await t.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${statement.sql}`, [...statement.parameters]));
       plans.push(plan.rows.map((row) => row.detail));
     }
+    return plans;
+  }
+
+  for (const [search, index] of [
+    [{ user_id: 42 }, 'acl_users_customer_user_idx (customer_id=? AND user_id=?)'],
+    [{ lock: 'DOOR-1' }, 'acl_locks_customer_lock_idx (customer_id=? AND lock_serial=?)'],
+    [{ name_contains: 'store' }, 'acls_customer_name_idx (customer_id=?)'],
+  ] as const) {
+    test(`a search by ${Object.keys(search)[0]} reads ${index.split(' ')[0]}, never a whole table`, async () => {
+      const plans = await plansOfList(search, 2);
+      const all = plans.flat().join('\n');
+
+      assert.ok(all.includes(`COVERING INDEX ${index}`), all);
+      assert.ok(!plans.flat().some((step) => /^SCAN (acls|acl_contents|acl_users|acl_locks)\b/.test(step)), all);
+    });
+  }
+
+  test('the ids of page 40 and the total are searches of acls_customer_idx alone; only the page\'s rows are read', async () => {
+    const plans = await plansOfList({}, 40);
     const [page, count] = plans;
     const all = plans.flat().join('\n');
 

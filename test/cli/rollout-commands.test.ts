@@ -61,10 +61,11 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
     ]);
     assert.equal(shown.exitCode, 0, shown.stderr);
     assert.match(shown.stdout, /^rollout \d+: kas 2\.0 for acme, running\n/);
-    assert.match(shown.stdout, /^group +percent +state +okms +scheduled +offered +updated +failed +progress$/m);
-    assert.match(shown.stdout, /^1 +10% +completed +3 +3 +0 +0 +0 +\[\.{20}\] 0%$/m);
-    assert.match(shown.stdout, /^2 +100% +running +27 +27 +0 +0 +0 +\[\.{20}\] 0%$/m);
-    assert.match(shown.stdout, /^total +30 +30 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^group +percent +state +okms +scheduled +silent +offered +updated +failed +progress$/m);
+    // None of the OKMs has polled since its group started: all silent.
+    assert.match(shown.stdout, /^1 +10% +completed +3 +0 +3 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^2 +100% +running +27 +0 +27 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^total +30 +0 +30 +0 +0 +0 +\[\.{20}\] 0%$/m);
     assert.deepEqual(JSON.parse(listed.stdout).rollouts.map((item: { id: number }) => item.id), [rollout.id]);
     assert.equal(JSON.parse(aborted.stdout).rollout.state, 'aborted');
     assert.deepEqual([resumeAborted.exitCode, resumeAborted.stderr], [4, `keyfleet: rollout ${id} is aborted: it cannot be resumed\n`]);
@@ -132,9 +133,10 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
     const shown = await keyfleet('rollout', 'show', id);
 
     assert.equal(shown.exitCode, 0, shown.stderr);
-    assert.match(shown.stdout, /^1 +20% +completed +2 +0 +0 +1 +1 +\[#{10}\.{10}\] 50%$/m);
-    assert.match(shown.stdout, /^2 +100% +running +8 +2 +3 +2 +1 +\[#{5}\.{15}\] 25%$/m);
-    assert.match(shown.stdout, /^total +10 +2 +3 +3 +2 +\[#{6}\.{14}\] 30%$/m);
+    // The two members left scheduled have not polled since their group started: silent.
+    assert.match(shown.stdout, /^1 +20% +completed +2 +0 +0 +0 +1 +1 +\[#{10}\.{10}\] 50%$/m);
+    assert.match(shown.stdout, /^2 +100% +running +8 +0 +2 +3 +2 +1 +\[#{5}\.{15}\] 25%$/m);
+    assert.match(shown.stdout, /^total +10 +0 +2 +3 +3 +2 +\[#{6}\.{14}\] 30%$/m);
     assert.equal((await keyfleet('rollout', 'abort', id)).exitCode, 0);
   });
 

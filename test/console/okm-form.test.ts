@@ -55,10 +55,19 @@ test('the form of any record patches nothing', () => {
 });
 
 test('the OKM list filters survive the URL both ways; what is not understood is dropped', () => {
-  const filters = { state: 'drifting' as const, firmware_version: '2.4.1', customer: 'acme', overdue: false, serial_prefix: 'OKM-1', unassigned: true as const };
+  const filters = {
+    state: 'drifting' as const,
+    firmware_version: '2.4.1',
+    customer: 'acme',
+    overdue: false,
+    serial_prefix: 'OKM-1',
+    unassigned: true as const,
+    last_correction: 'kasDateTime' as const,
+    subscriber_url: 'https://hooks.example/status?x=1&y=2',
+  };
 
   assert.deepEqual(filtersFromQuery(Object.fromEntries(new URLSearchParams(queryFromFilters(filters)))), filters);
-  assert.deepEqual(filtersFromQuery({ state: 'asleep', overdue: 'maybe', serial_prefix: '  ', unassigned: 'yes' }), {});
+  assert.deepEqual(filtersFromQuery({ state: 'asleep', overdue: 'maybe', serial_prefix: '  ', unassigned: 'yes', last_correction: 'kasdatetime', subscriber_url: ' ' }), {});
   // The list has neither a sort nor numbered pages any more: an old bookmark's are dropped, its filters kept.
   assert.deepEqual(filtersFromQuery({ state: 'drifting', sort: '-last_sync_time', page: '3' }), { state: 'drifting' });
   assert.equal(queryFromFilters({}), '');

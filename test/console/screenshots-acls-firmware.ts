@@ -64,7 +64,9 @@ export async function seedAclFirmwareFleet(server: ConsoleServer) {
   const acmeOkms = okms.filter((okm) => okm.customer === 'acme');
   let shown = '';
   for (const [index, site] of SITES.entries()) {
-    const body = { ...aclBody('acme', index === 0 ? 64 : 20 + index * 37, index === 0 ? 40 : 12 + index * 9, index + 3), user_data: { site, region: index < 4 ? 'north' : 'yorkshire' } };
+    // Most ACLs are named after their site; the warehouse's is not, and the list shows its id.
+    const name = site === 'Warehouse North' ? {} : { name: site };
+    const body = { ...aclBody('acme', index === 0 ? 64 : 20 + index * 37, index === 0 ? 40 : 12 + index * 9, index + 3), ...name, user_data: { site, region: index < 4 ? 'north' : 'yorkshire' } };
     const created = await server.api(admin, 'POST', '/api/v1/acls', { ...body, okm_id: acmeOkms[index]!.serial }, 201);
     if (index === 0) shown = created.data.id;
   }
@@ -89,7 +91,7 @@ async function uploadRelease(server: ConsoleServer, token: string, kind: string,
   if (response.status !== 201) throw new Error(`upload ${kind} ${version}: ${response.status}`);
 }
 
-/** Writes console-acls.png, console-acl.png, console-pending.png, console-firmware.png and console-locks.png into `directory`. */
+/** Writes console-acls.png, console-acls-search.png, console-acl.png, console-pending.png, console-firmware.png and console-locks.png into `directory`. */
 export async function shootAclFirmwarePages(browser: Browser, server: ConsoleServer, directory: string): Promise<string[]> {
   const { adminUrl, acmeUrl, aclId } = await seedAclFirmwareFleet(server);
   const written: string[] = [];
@@ -104,11 +106,18 @@ export async function shootAclFirmwarePages(browser: Browser, server: ConsoleSer
   await customer.page.locator('table.acl-list tbody tr').first().waitFor();
   await customer.page.screenshot({ path: shoot('console-acls.png'), fullPage: true });
 
+  // The ACLs that let user 100 021 in: every site's ACL holds the first users of aclBody, so the search finds several.
+  await customer.goto('/acls?user_id=100021');
+  await customer.page.getByRole('status').filter({ hasText: /match/ }).waitFor();
+  await customer.page.screenshot({ path: shoot('console-acls-search.png'), fullPage: true });
+
   await customer.goto(`/acls/${aclId}`);
   await customer.page.locator('.acl-matrix').waitFor();
   await customer.page.getByRole('button', { name: '100021', exact: true }).click();
   // The save bar sticks to the window's bottom: a window tall enough for the matrix, not a full-page shot.
   await customer.page.setViewportSize({ width: 1280, height: 1180 });
+  // Selecting the user scrolled the matrix into view; the shot shows the page from its top (name, customer, link).
+  await customer.page.evaluate(() => window.scrollTo(0, 0));
   await customer.page.screenshot({ path: shoot('console-acl.png') });
   await customer.page.setViewportSize({ width: 1280, height: 800 });
 

@@ -148,6 +148,49 @@ forEachDatabase('write batcher', (kind) => {
     assert.deepEqual([...batchSizes].sort(), [2, 4, 4]);
     assert.ok(!transactions.includes(t.db));
   });
+  test('with batchesAtOnce, calls that arrive while the batches run wait and go together in the next batch', async () => {
+    let running = 0;
+    let mostAtOnce = 0;
+    const batchSizes: number[] = [];
+    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 64, batchesAtOnce: 1 }, async (db, batch: readonly string[]) => {
+      running += 1;
+      mostAtOnce = Math.max(mostAtOnce, running);
+      batchSizes.push(batch.length);
+      // Long enough for the later calls to arrive, each in an event-loop turn of its own.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const answers = await Promise.all(batch.map((serial) => lastIp(db, serial)));
+      running -= 1;
+      return answers;
+    });
+
+    const first = run(serials[0]!);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const later: Promise<string>[] = [];
+    for (const serial of serials.slice(1)) {
+      later.push(run(serial));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const answers = await Promise.all([first, ...later]);
+
+    assert.equal(answers.length, serials.length);
+    assert.equal(mostAtOnce, 1);
+    // Without the bound, each of the nine later calls (one per turn) would have been a batch of its own.
+    assert.deepEqual(batchSizes, [1, serials.length - 1]);
+  });
+  test('with batchesAtOnce, a queue longer than the batch size goes in batches of at most that size', async () => {
+    const batchSizes: number[] = [];
+    const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 3, batchesAtOnce: 1 }, async (db, batch: readonly string[]) => {
+      batchSizes.push(batch.length);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return Promise.all(batch.map((serial) => lastIp(db, serial)));
+    });
+
+    const first = run(serials[0]!);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    await Promise.all([first, ...serials.slice(1).map((serial) => run(serial))]);
+
+    assert.deepEqual(batchSizes, [1, 3, 3, 3]);
+  });
   test('with a lock key, a batch runs its calls in key order and each caller still gets its own answer', async () => {
     const ran: string[] = [];
     const record = createWriteBatcher(

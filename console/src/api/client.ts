@@ -128,8 +128,11 @@ export const assignOkmCustomer = (serial: string, customer: string | null) =>
 export type Acl = Schemas['Acl'];
 export type AclBody = NonNullable<paths['/api/v1/acls']['post']['requestBody']>['content']['application/json'];
 
-/** A page of the customer's ACLs without their lists (which reach megabytes each): counts, link, last change. */
-export const listAclSummaries = (customer: string, page: PageRequest) => call(api.GET('/api/v1/acl-summaries', { params: { query: { customer, ...page } } }));
+export type AclSearchQuery = Omit<NonNullable<paths['/api/v1/acl-summaries']['get']['parameters']['query']>, 'customer' | 'limit' | 'cursor'>;
+
+/** A page of the customer's ACLs (those the search finds) without their lists, which reach megabytes each: name, counts, link, last change. */
+export const listAclSummaries = (customer: string, page: PageRequest, search: AclSearchQuery = {}) =>
+  call(api.GET('/api/v1/acl-summaries', { params: { query: { customer, ...search, ...page } } }));
 
 export const getAcl = (id: string, customer?: string) => call(api.GET('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
 
@@ -215,6 +218,11 @@ export const listRollouts = (query: PageRequest & { customer?: string }) => call
 export type Rollout = Awaited<ReturnType<typeof listRollouts>>['data'][number];
 
 export const getRollout = (id: number) => call(api.GET('/api/v1/rollouts/{id}', { params: { path: { id } } }));
+
+/** A rollout's OKMs, of one state and one group when given (GET /api/v1/rollouts/{id}/okms). */
+export type RolloutOkmQuery = NonNullable<paths['/api/v1/rollouts/{id}/okms']['get']['parameters']['query']>;
+export const listRolloutOkms = (id: number, query: RolloutOkmQuery) => call(api.GET('/api/v1/rollouts/{id}/okms', { params: { path: { id }, query } }));
+export type RolloutOkm = Awaited<ReturnType<typeof listRolloutOkms>>['data'][number];
 
 export const createRollout = (body: RolloutBody) => call(api.POST('/api/v1/rollouts', { body }));
 

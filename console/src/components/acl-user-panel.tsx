@@ -1,4 +1,4 @@
-import { AUTH_TIMES, SOUNDER_VOLUMES, type AclUserModel } from '../acl-matrix.ts';
+import { AUTH_TIMES, PIN_HASH_EXPLAINED, SOUNDER_VOLUMES, type AclUserModel } from '../acl-matrix.ts';
 import { FieldError, invalidProps } from './field-error.tsx';
 
 type UserChange = Partial<Omit<AclUserModel, 'permissions'>>;
@@ -62,6 +62,10 @@ export function AclUserPanel({
             {...invalidProps(error, control('pin_hash'))}
             onInput={(event) => onChange({ pin_hash: event.currentTarget.value })}
           />
+          <details class="field-hint">
+            <summary>What is this?</summary>
+            {PIN_HASH_EXPLAINED}
+          </details>
           <FieldError error={error} control={control('pin_hash')} />
         </div>
         <div class="field">

@@ -1,4 +1,4 @@
-import { percentOf, progressShares, type MemberCounts } from '../rollout-progress.ts';
+import { memberCount, percentOf, progressShares, type MemberCounts } from '../rollout-progress.ts';
 
 /**
  * How far a group (or a whole rollout) has come: updated, failed and offered members as
@@ -6,7 +6,7 @@ import { percentOf, progressShares, type MemberCounts } from '../rollout-progres
  */
 export function RolloutProgressBar({ label, counts, compact = false }: { label: string; counts: MemberCounts; compact?: boolean }) {
   const shares = progressShares(counts);
-  const total = counts.scheduled + counts.offered + counts.updated + counts.failed;
+  const total = memberCount(counts);
   return (
     <div class={`rollout-progress${compact ? ' compact' : ''}`}>
       <div
@@ -17,7 +17,7 @@ export function RolloutProgressBar({ label, counts, compact = false }: { label: 
         aria-valuemax={100}
         aria-valuenow={percentOf(counts.updated, total)}
         aria-valuetext={shares.summary}
-        title={`${shares.summary}; ${counts.offered.toLocaleString('en')} offered, ${counts.scheduled.toLocaleString('en')} not offered yet`}
+        title={`${shares.summary}; ${counts.offered.toLocaleString('en')} offered, ${counts.scheduled.toLocaleString('en')} not offered yet, ${counts.silent.toLocaleString('en')} silent`}
       >
         <span class="progress-updated" style={{ width: `${shares.updated}%` }} />
         <span class="progress-failed" style={{ width: `${shares.failed}%` }} />

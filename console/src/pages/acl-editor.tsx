@@ -12,6 +12,7 @@ import {
   permissionCounts,
   placeOfField,
   PERMISSION_TEXT,
+  PIN_HASH_EXPLAINED,
   removeLock,
   removeUser,
   setPermission,
@@ -42,7 +43,7 @@ const USERS_PER_PAGE = 25;
 /** How long the confirmation of a save stays; the save bar keeps saying "All changes saved". */
 const SAVED_SHOWN_MS = 6_000;
 /** The ACL's own fields, whose messages are shown at their form control rather than in the matrix. */
-const FORM_FIELDS = ['customer', 'okm_id', 'user_data'];
+const FORM_FIELDS = ['name', 'customer', 'okm_id', 'user_data'];
 
 
 /** An ACL as a users × locks matrix, to read and edit; `/acls/new` creates one. */
@@ -117,6 +118,8 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const [customer, setCustomer] = useState(initialCustomer);
   const [link, setLink] = useState(savedLink);
   const [okmInput, setOkmInput] = useState(savedLink ?? '');
+  const [savedName, setSavedName] = useState(acl?.name ?? null);
+  const [nameText, setNameText] = useState(acl?.name ?? '');
   const [userDataText, setUserDataText] = useState(acl?.user_data === undefined ? '' : JSON.stringify(acl.user_data, null, 2));
   const [error, setError] = useState<unknown>(undefined);
   const [status, setStatus] = useState<'unchanged' | 'changed' | 'saving' | 'saved'>('unchanged');
@@ -192,7 +195,10 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
       }
     }
     const requestedLink = okmInput.trim() === '' ? null : okmInput.trim();
+    const requestedName = nameText.trim() === '' ? null : nameText.trim();
     const body: AclBody = {
+      // An emptied name is removed (null); a name never given is simply not sent.
+      ...(requestedName === null ? (savedName === null ? {} : { name: null }) : { name: requestedName }),
       customer: customer.trim(),
       users: model.users,
       locks: model.locks,
@@ -204,6 +210,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
     try {
       const saved = isNew ? await createAcl(body) : await replaceAcl(acl.id, body);
       setLink(requestedLink);
+      setSavedName(requestedName);
       setStatus('saved');
       setSavedShown(true);
       if (isNew) route(aclHref(saved.data.id, claims.customer === null ? body.customer : undefined));
@@ -281,7 +288,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
 
   return (
     <section class="acl-editor">
-      <PageHeader title={isNew ? 'New ACL' : <span>ACL <span class="mono acl-id">{acl.id}</span></span>}>
+      <PageHeader title={isNew ? 'New ACL' : savedName !== null ? `ACL ${savedName}` : <span>ACL <span class="mono acl-id">{acl.id}</span></span>}>
         {back}
         {canDelete && (
           <button type="button" class="danger" onClick={() => setConfirmingDelete(true)}>
@@ -305,6 +312,27 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
       )}
 
       <div class="card acl-settings">
+        <div class="field">
+          <label for="acl-name">Name</label>
+          <input
+            id="acl-name"
+            value={nameText}
+            maxLength={100}
+            autocomplete="off"
+            placeholder="e.g. Store 412"
+            disabled={readOnly}
+            {...invalidProps(error, 'name')}
+            aria-describedby={isAbout(field, 'name') ? 'error-name' : 'acl-name-hint'}
+            onInput={(event) => {
+              setNameText(event.currentTarget.value);
+              setStatus('changed');
+            }}
+          />
+          <p class="field-hint" id="acl-name-hint">
+            {isNew || acl === null ? "A label for people, such as the site's name: the ACL list shows it and finds the ACL by it." : <>A label for people: the list shows it and finds the ACL by it. Id <span class="mono">{acl.id}</span></>}
+          </p>
+          <FieldError error={error} control="name" />
+        </div>
         <div class="field">
           <label for="acl-customer">Customer</label>
           {isNew && claims.customer === null ? (
@@ -424,10 +452,20 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
                   </div>
                   <div class="field">
                     <label for="acl-new-pin">PIN hash</label>
-                    <input id="acl-new-pin" value={newPin} autocomplete="off" spellcheck={false} onInput={(event) => setNewPin(event.currentTarget.value)} />
+                    <input
+                      id="acl-new-pin"
+                      value={newPin}
+                      autocomplete="off"
+                      spellcheck={false}
+                      aria-describedby="acl-new-pin-hint"
+                      onInput={(event) => setNewPin(event.currentTarget.value)}
+                    />
                   </div>
                   <button type="submit">Add user</button>
                 </form>
+                <p class="field-hint acl-pin-hint" id="acl-new-pin-hint">
+                  {PIN_HASH_EXPLAINED}
+                </p>
                 <form class="acl-add" onSubmit={addLockSubmit} aria-label="Add a lock">
                   <div class="field">
                     <label for="acl-new-lock">New lock serial</label>

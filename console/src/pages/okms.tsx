@@ -8,7 +8,7 @@ import { OkmStateBadge } from '../components/state-badge.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
-import { filtersFromQuery, queryFromFilters, type ListFilters } from '../okm-filters.ts';
+import { filtersFromQuery, queryFromFilters, REPLY_KEYS, type ListFilters } from '../okm-filters.ts';
 import { href, okmHref } from '../paths.ts';
 import { currentSession } from '../session.ts';
 
@@ -71,6 +71,21 @@ export function OkmsPage() {
           </select>
         </div>
         <div class="field">
+          <label for="filter-correction">Sent on the last poll</label>
+          <select
+            id="filter-correction"
+            value={draft.last_correction ?? ''}
+            onChange={(event) => setField('last_correction', (event.currentTarget.value || undefined) as ListFilters['last_correction'], true)}
+          >
+            <option value="">Any</option>
+            {REPLY_KEYS.map((key) => (
+              <option key={key} value={key}>
+                {key}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
           <label for="filter-overdue">Polling</label>
           <select id="filter-overdue" value={draft.overdue === undefined ? '' : String(draft.overdue)} onChange={(event) => setField('overdue', event.currentTarget.value === '' ? undefined : event.currentTarget.value === 'true', true)}>
             <option value="">Any</option>
@@ -81,6 +96,17 @@ export function OkmsPage() {
         <div class="field">
           <label for="filter-firmware">KAS firmware</label>
           <input id="filter-firmware" value={draft.firmware_version ?? ''} size={9} placeholder="e.g. 2.4.1" onInput={(event) => setField('firmware_version', event.currentTarget.value || undefined)} />
+        </div>
+        <div class="field">
+          <label for="filter-subscriber">Status subscriber URL</label>
+          <input
+            id="filter-subscriber"
+            type="url"
+            value={draft.subscriber_url ?? ''}
+            size={24}
+            placeholder="https://…"
+            onInput={(event) => setField('subscriber_url', event.currentTarget.value || undefined)}
+          />
         </div>
         {isAdmin && (
           <>

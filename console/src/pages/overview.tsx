@@ -27,7 +27,7 @@ function versionBars(counts: FleetSummary['firmware']['kas']) {
   return rest > 0 ? [...bars, { label: `${counts.length - MOST_VERSIONS} other`, value: rest }] : bars;
 }
 
-function Corrections({ corrections }: { corrections: FleetSummary['corrections'] }) {
+function Corrections({ corrections, okmsLink }: { corrections: FleetSummary['corrections']; okmsLink: (query: string) => string }) {
   const rows = Object.entries(corrections).sort(([, a], [, b]) => b - a);
   if (rows.length === 0) return <Empty>No OKM's last poll was answered with a correction.</Empty>;
   return (
@@ -42,8 +42,14 @@ function Corrections({ corrections }: { corrections: FleetSummary['corrections']
         <tbody>
           {rows.map(([resolver, okms]) => (
             <tr key={resolver}>
-              <td class="mono">{resolver}</td>
-              <td class="num">{okms.toLocaleString()}</td>
+              <td class="mono">
+                <a href={okmsLink(`?last_correction=${encodeURIComponent(resolver)}`)}>{resolver}</a>
+              </td>
+              <td class="num">
+                <a href={okmsLink(`?last_correction=${encodeURIComponent(resolver)}`)} data-testid={`corrections-${resolver}`}>
+                  {okms.toLocaleString()}
+                </a>
+              </td>
             </tr>
           ))}
         </tbody>
@@ -138,7 +144,7 @@ export function OverviewPage() {
           <div class="cards wide-right">
             <div class="card">
               <h2>Corrections sent on the last poll, by resolver</h2>
-              <Corrections corrections={data.corrections} />
+              <Corrections corrections={data.corrections} okmsLink={okmsLink} />
             </div>
             <div class="card">
               <h2>Failing status-event subscribers</h2>
@@ -157,9 +163,13 @@ export function OverviewPage() {
                     <tbody>
                       {list.data.map((subscriber) => (
                         <tr key={subscriber.url}>
-                          <td class="mono url">{subscriber.url}</td>
+                          <td class="mono url">
+                            <a href={okmsLink(`?subscriber_url=${encodeURIComponent(subscriber.url)}`)}>{subscriber.url}</a>
+                          </td>
                           <td class="num" title={`${subscriber.failed} gave up, ${subscriber.okms - subscriber.failed} retrying`}>
-                            {subscriber.okms.toLocaleString()}
+                            <a href={okmsLink(`?subscriber_url=${encodeURIComponent(subscriber.url)}`)} data-testid="failing-subscriber-okms">
+                              {subscriber.okms.toLocaleString()}
+                            </a>
                           </td>
                           <td>{subscriber.last_error ?? '—'}</td>
                           <td>

@@ -10,7 +10,8 @@ import { RolloutStateBadge } from '../components/rollout-state-badge.tsx';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
-import { availableActions, type RolloutAction } from '../rollout-progress.ts';
+import { rolloutOkmsHref, type RolloutOkmState } from '../rollout-paths.ts';
+import { availableActions, type MemberCounts, type RolloutAction } from '../rollout-progress.ts';
 import { ROLLOUT_REFRESH_MS } from './rollouts.tsx';
 
 const ACTION_LABELS: Record<RolloutAction, string> = {
@@ -31,7 +32,32 @@ const DONE: Record<RolloutAction, string> = {
   abort: 'Aborted: no OKM that has not updated is offered the version any more.',
 };
 
-const GROUP_STATES = { waiting: 'not started', running: 'running', completed: 'completed' } as const;
+const GROUP_STATES = { waiting: 'not started', running: 'running', paused: 'paused', completed: 'completed', aborted: 'aborted' } as const;
+
+/** The counts a group (or the rollout) shows, in this order, each in words. */
+const COUNT_WORDS: [RolloutOkmState, string][] = [
+  ['updated', 'updated'],
+  ['offered', 'offered'],
+  ['failed', 'failed'],
+  ['scheduled', 'not offered yet'],
+  ['silent', 'silent (no poll since the group started)'],
+];
+
+/** Every count a link to the rollout's OKMs it counts (of the group, when one is given). */
+function CountLinks({ rolloutId, group, counts }: { rolloutId: number; group?: number; counts: MemberCounts }) {
+  return (
+    <p class="small group-counts" data-testid={group === undefined ? 'rollout-counts' : `group-counts-${group}`}>
+      {COUNT_WORDS.map(([state, words], index) => (
+        <span key={state}>
+          {index > 0 && <span class="muted"> · </span>}
+          <a href={rolloutOkmsHref(rolloutId, { state, ...(group === undefined ? {} : { group }) })} data-state={state}>
+            {counts[state].toLocaleString()} {words}
+          </a>
+        </span>
+      ))}
+    </p>
+  );
+}
 
 /** One rollout: its settings, a live progress bar per group, and the actions its state allows. */
 export function RolloutDetailPage() {
@@ -130,14 +156,16 @@ export function RolloutDetailPage() {
                   </span>
                 </div>
                 <RolloutProgressBar label={`Group ${index + 1}`} counts={group.counts} />
-                <p class="small muted group-counts">
-                  {group.counts.offered.toLocaleString()} offered, {group.counts.scheduled.toLocaleString()} not offered yet
-                </p>
+                <CountLinks rolloutId={shown.id} group={index} counts={group.counts} />
               </li>
             ))}
           </ol>
           <h3>All groups</h3>
           <RolloutProgressBar label="All groups" counts={shown.totals} />
+          <CountLinks rolloutId={shown.id} counts={shown.totals} />
+          <p class="small">
+            <a href={rolloutOkmsHref(shown.id)}>Every OKM of the rollout</a>
+          </p>
         </section>
         <section class="card" aria-labelledby="rollout-settings-title">
           <h2 id="rollout-settings-title">Settings</h2>

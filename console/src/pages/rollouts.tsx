@@ -12,6 +12,7 @@ import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
 import { rolloutHref } from '../rollout-paths.ts';
+import { memberCount } from '../rollout-progress.ts';
 import { useSession } from '../session.ts';
 
 /** The rollout pages ask again this often, as the overview does. */
@@ -91,7 +92,7 @@ export function RolloutsPage() {
                       </div>
                     </td>
                     <td class="num hide-narrow">
-                      {rollout.totals.updated.toLocaleString()} / {(rollout.totals.scheduled + rollout.totals.offered + rollout.totals.updated + rollout.totals.failed).toLocaleString()}
+                      {rollout.totals.updated.toLocaleString()} / {memberCount(rollout.totals).toLocaleString()}
                     </td>
                     <td>
                       <RelativeTime value={rollout.created_at} />

@@ -61,8 +61,7 @@ function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
 /**
  * keyfleet's statements are short; PostgreSQL compiles one with JIT when its estimated cost is
  * high, which for them means a misestimate (a table not analyzed yet) or a deep list page, and
- * the compilation then costs more than the statement (145 of 187 ms of a page-bucket fold step;
- * docs/decisions.md). Run on each new connection before it is handed out: a connection that
+ * the compilation then costs more than the statement (docs/adr/0015). Run on each new connection before it is handed out: a connection that
  * fails here (lost, timed out) is not used; a server that refuses the setting (a
  * PostgreSQL-compatible one without it) answers with an error of its own and keeps its own JIT.
  */
@@ -83,7 +82,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     idType: 'bigint',
     // A poll's status events commit with its update, so a poll needs a transaction; sharing it
     // among the polls of one event-loop turn costs one commit (fsync) per batch.
-    writeGrouping: { kind: 'batch', maxSize: 64 },
+    writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 2 },
     relaxCommitDurability: async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
     },

@@ -10,7 +10,7 @@ import type { DialectStrategy } from './strategy.ts';
  * How much of the database file reads map instead of copying a page per read() into SQLite's
  * 2 MiB page cache. Past the cache (100 000 OKMs are ~300 MiB, 1 M ~3 GiB) each index entry a
  * poll moves was a read() as well as a WAL page: at 1 M OKMs, 132–150 → 111–126 µs of CPU per
- * poll (bench/RESULTS.md, 2026-11-23). SQLite caps it at its build's maximum (2 GiB). Mapped
+ * poll (docs/adr/0013). SQLite caps it at its build's maximum (2 GiB). Mapped
  * pages are the OS page cache, shared and reclaimable, though they count in the RSS. Writes
  * still go through the WAL.
  */
@@ -22,7 +22,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
     binaryType: 'blob',
     idType: 'integer',
     // One connection, one writer: a commit (WAL append) per poll cost more than the poll's own statements.
-    writeGrouping: { kind: 'batch', maxSize: 64 },
+    writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 1 },
     createDialect() {
       fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       const database = new SQLite(file);
