@@ -18,7 +18,7 @@ import { createCustomer } from '../src/customers/repository.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
-import { createKeyRing } from '../src/secrets/reseal.ts';
+import { createKeyRing } from '../src/key-ring.ts';
 import { buildServer } from '../src/server.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median } from './harness.ts';
 

@@ -22,7 +22,7 @@ import { createCustomer } from '../src/customers/repository.ts';
 import type { AclsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
 import { insertOkm } from '../src/okm/repository.ts';
-import { createKeyRing } from '../src/secrets/reseal.ts';
+import { createKeyRing } from '../src/key-ring.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, measure, printFigures, startBare, startKeyfleet, stop, withDb, type Figures, type Load } from './harness.ts';
 

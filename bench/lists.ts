@@ -32,7 +32,7 @@ import { encodeCursor } from '../src/http/cursor-paging.ts';
 import { OKM_PAGES } from '../src/okm/admin-repository.ts';
 import { FLEET_STATES, fleetStateCondition, NEVER_POLLED, type FleetState } from '../src/okm/fleet-states.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';
-import { createKeyRing } from '../src/secrets/reseal.ts';
+import { createKeyRing } from '../src/key-ring.ts';
 import { buildServer } from '../src/server.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median } from './harness.ts';
 

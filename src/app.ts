@@ -11,7 +11,7 @@ import { registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
 import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';
-import openApiPlugin from './http/openapi.ts';
+import openApiPlugin, { type ComponentSchemas } from './http/openapi.ts';
 import okmConfigRoutes from './okm/config-routes.ts';
 import okmAdminRoutes from './okm/admin-routes.ts';
 import pendingOkmRoutes from './okm/pending-routes.ts';
@@ -24,13 +24,18 @@ import dlockRoutes from './dlock/routes.ts';
 import locksListRoutes from './dlock/locks-list-routes.ts';
 import aclRoutes, { aclSummaryRoutes } from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
-import deliveriesRoutes from './webhooks/deliveries-routes.ts';
+import deliveriesRoutes from './okm/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
 import rolloutsPlugin from './rollouts/plugin.ts';
 import fleetPassPlugin from './okm/fleet-pass-plugin.ts';
 import failingSubscribersRoutes from './webhooks/failing-subscribers-routes.ts';
 import consolePlugin from './console/plugin.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
+import { AclUserView, AclView } from './acl/schemas.ts';
+import { KeyCertificate } from './dlock/schemas.ts';
+import { LatestVersions, ReleaseView } from './firmware/schemas.ts';
+import { FirmwareReference, PollReply } from './okm/device-schemas.ts';
+import { AuditRecordView, DeviceTokenRecord, MessageRecord, OkmRecord, PendingOkmRecord } from './okm/schemas.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -48,6 +53,26 @@ export interface AppOptions {
   keyRing: KeyRing;
 }
 
+/**
+ * The capabilities' schemas the OpenAPI document names under `components.schemas`, so that a
+ * generated client has one type for each (src/http/openapi.ts); listed here, where the
+ * capabilities are assembled, so that the HTTP layer knows none of them.
+ */
+const COMPONENT_SCHEMAS: ComponentSchemas = {
+  OkmRecord,
+  PendingOkmRecord,
+  OkmMessage: MessageRecord,
+  OkmAuditRecord: AuditRecordView,
+  DeviceToken: DeviceTokenRecord,
+  Acl: AclView,
+  AclUser: AclUserView,
+  FirmwareRelease: ReleaseView,
+  FirmwareLatestVersions: LatestVersions,
+  FirmwareReference,
+  PollReply,
+  DlockKeyCertificate: KeyCertificate,
+};
+
 /** The whole keyfleet service as one Fastify plugin; server.ts only gives it a socket. */
 async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<void> {
   app.decorate('settings', options.settings);
@@ -59,7 +84,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   registerDrainAnswer(app);
   registerJsonBodies(app);
 
-  await app.register(openApiPlugin);
+  await app.register(openApiPlugin, { components: COMPONENT_SCHEMAS });
   await app.register(metricsPlugin);
   await app.register(healthPlugin);
   await app.register(rateLimitsPlugin);

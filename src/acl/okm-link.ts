@@ -1,18 +1,10 @@
 import type { Db } from '../db/database.ts';
 import { badRequest } from '../http/errors.ts';
 import { lockOkm } from '../okm/admin-repository.ts';
-import { queueMessage } from '../okm/messages-repository.ts';
 import { canonicalTextDigest } from '../shared/canonical-json.ts';
+import { findAclIdOfOkm, releaseOkmAssets, setAclOkm } from '../okm/acl-link.ts';
 import { findOkmCustomerId, setOkmListDigests } from '../okm/repository.ts';
-import { findAclIdOfOkm, setAclOkm, type AclContent } from './repository.ts';
-
-const DELETE_ASSETS = 'delete-assets';
-
-/** The OKM's lists are no longer configured, and its next poll tells the device to delete its assets. */
-async function releaseOkmAssets(trx: Db, serialNumber: string, now: number): Promise<void> {
-  await setOkmListDigests(trx, serialNumber, null, now);
-  await queueMessage(trx, serialNumber, DELETE_ASSETS, null, now);
-}
+import type { AclContent } from './repository.ts';
 
 /**
  * An OKM may be linked when the ACL's customer holds it and it has no ACL yet. One answer for
@@ -57,13 +49,5 @@ export async function linkAclToOkm(
 /** The ACL linked to the OKM is being deleted: the OKM's lists go with it (the ACL's row is locked). */
 export async function releaseOkmOfDeletedAcl(trx: Db, serialNumber: string, now: number): Promise<void> {
   await lockOkm(trx, serialNumber);
-  await releaseOkmAssets(trx, serialNumber, now);
-}
-
-/** The OKM leaves its customer (OKM row locked): the ACL linked to it, if any, is unlinked. */
-export async function unlinkAclOfOkm(trx: Db, serialNumber: string, now: number): Promise<void> {
-  const aclId = await findAclIdOfOkm(trx, serialNumber);
-  if (aclId === undefined) return;
-  await setAclOkm(trx, aclId, null);
   await releaseOkmAssets(trx, serialNumber, now);
 }

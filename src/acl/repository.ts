@@ -224,20 +224,10 @@ export async function updateAclContent(db: Db, id: string, content: AclContent, 
   await db.updateTable('acls').set({ updated_at: now }).where('id', '=', id).execute();
 }
 
-export async function setAclOkm(db: Db, id: string, okmSerial: string | null): Promise<void> {
-  await db.updateTable('acls').set({ okm_serial: okmSerial }).where('id', '=', id).execute();
-}
-
 /** The ACL's owner and the OKM it is linked to; undefined when there is no such ACL. */
 export async function findAclLink(db: Db, id: string): Promise<{ customerId: number; okmSerial: string | null } | undefined> {
   const row = await db.selectFrom('acls').select(['customer_id', 'okm_serial']).where('id', '=', id).executeTakeFirst();
   return row && { customerId: row.customer_id, okmSerial: row.okm_serial };
-}
-
-/** The id of the ACL linked to the OKM, if any. */
-export async function findAclIdOfOkm(db: Db, okmSerial: string): Promise<string | undefined> {
-  const row = await db.selectFrom('acls').select('id').where('okm_serial', '=', okmSerial).executeTakeFirst();
-  return row?.id;
 }
 
 /** Deletes the ACL with its content. */

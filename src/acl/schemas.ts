@@ -1,8 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { FreeText, IsoTime, Nullable, paginationQueryProperties } from '../http/schemas.ts';
-import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
+import { CUSTOMER_NAME_PATTERN, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
 
 /** A UUID in its hyphenated form, any version, either letter case (stored in lowercase). */
 export const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';

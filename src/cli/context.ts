@@ -21,19 +21,20 @@ export interface CliContext {
  */
 export async function openContext(): Promise<CliContext> {
   // Imported here rather than above: help, --version and usage errors need no database driver.
-  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }, { loadKeyRing }] = await Promise.all([
+  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }, { loadKeyRing }, { createKeyRing }] = await Promise.all([
     import('../config/settings.ts'),
     import('../db/database.ts'),
     import('../db/migrate.ts'),
     import('../secrets/master-key.ts'),
     import('../secrets/load-key-ring.ts'),
+    import('../key-ring.ts'),
   ]);
   const settings = loadSettings();
   const masterKey = loadMasterKey(settings);
   const { db, dialect } = openDatabase(dialectFor(settings));
   try {
     await migrateToLatest(db, dialect);
-    const keyRing = await loadKeyRing(db, masterKey, settings);
+    const keyRing = await loadKeyRing(createKeyRing(db, masterKey), settings);
     return { settings, db, dialect, keyRing, close: () => db.destroy() };
   } catch (error) {
     await db.destroy();

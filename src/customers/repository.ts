@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { isTimeZone } from '../shared/time-zone.ts';
 
 export interface Customer {
@@ -7,7 +8,6 @@ export interface Customer {
   name: string;
 }
 
-export const CUSTOMER_NAME_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
 const CUSTOMER_NAME = new RegExp(CUSTOMER_NAME_PATTERN);
 
 export function isValidCustomerName(name: string): boolean {

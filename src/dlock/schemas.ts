@@ -1,9 +1,6 @@
 import { Type } from 'typebox';
 import { KEY_CERTIFICATE_TYPE } from './key-certificate.ts';
 
-/** The DLock resource's error body (seed §DLock). */
-export const DlockError = Type.Object({ status: Type.Integer(), msg: Type.String() });
-
 /** A DLock key certificate in its JSON form (SPEC §7). */
 export const KeyCertificate = Type.Object({
   type: Type.Literal(KEY_CERTIFICATE_TYPE),

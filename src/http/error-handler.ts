@@ -1,7 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createOutageLog, isDatabaseUnavailable, OUTAGE_LOG_INTERVAL_MS } from '../db/connection-errors.ts';
-import { MasterKeyMismatchError } from '../secrets/key-ring.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, UnavailableError } from './errors.ts';
 import { describeValidationError } from './validation.ts';
 
 declare module 'fastify' {
@@ -43,36 +42,26 @@ export const RETRY_AFTER_SECONDS = '5';
 /** One for the process: each plugin of an app has a server instance of its own. */
 const logOutage = createOutageLog();
 
-/**
- * What a client reads when the server's master key no longer opens the database's data keys:
- * another process changed the master key and this one has not been restarted with the new one
- * (MASTER_KEY) or could not read it from its key file. Other servers, or this one once
- * restarted, answer; /readyz is 503 meanwhile, so that a load balancer stops sending here.
- */
-export const KEY_RING_UNAVAILABLE = 'The master key has changed and this server does not hold the new one yet, try again later';
-
-/** The key ring's refusal, wherever it is in the error's causes. */
-function masterKeyMismatchOf(error: unknown, depth = 0): MasterKeyMismatchError | undefined {
-  if (error instanceof MasterKeyMismatchError) return error;
-  return error instanceof Error && depth < 3 ? masterKeyMismatchOf(error.cause, depth + 1) : undefined;
+/** An UnavailableError, wherever it is in the error's causes. */
+function unavailableErrorOf(error: unknown, depth = 0): UnavailableError | undefined {
+  if (error instanceof UnavailableError) return error;
+  return error instanceof Error && depth < 3 ? unavailableErrorOf(error.cause, depth + 1) : undefined;
 }
 
-/** One warning per OUTAGE_LOG_INTERVAL_MS for the process while requests fail for want of the master key, with the count it stands for. */
-let keyRingWarnedAt = -Infinity;
-let keyRingFailuresSinceWarning = 0;
-function logKeyRingFailure(error: MasterKeyMismatchError, request: FastifyRequest): void {
+/** Per error_code: one warning per OUTAGE_LOG_INTERVAL_MS for the process while requests fail for that reason, with the count it stands for. */
+const unavailableWarnings = new Map<string, { warnedAt: number; failuresSinceWarning: number }>();
+function logUnavailable(error: UnavailableError, request: FastifyRequest): void {
   const now = Date.now();
-  if (now - keyRingWarnedAt < OUTAGE_LOG_INTERVAL_MS) {
-    keyRingFailuresSinceWarning++;
+  const warnings = unavailableWarnings.get(error.errorCode) ?? { warnedAt: -Infinity, failuresSinceWarning: 0 };
+  unavailableWarnings.set(error.errorCode, warnings);
+  if (now - warnings.warnedAt < OUTAGE_LOG_INTERVAL_MS) {
+    warnings.failuresSinceWarning++;
     return;
   }
-  const alsoFailed = keyRingFailuresSinceWarning;
-  keyRingWarnedAt = now;
-  keyRingFailuresSinceWarning = 0;
-  request.log.warn(
-    { keyRing: error.message, ...(alsoFailed > 0 ? { alsoFailed } : {}) },
-    'requests failed: this server does not hold the master key the database names; restart it with the new MASTER_KEY',
-  );
+  const alsoFailed = warnings.failuresSinceWarning;
+  warnings.warnedAt = now;
+  warnings.failuresSinceWarning = 0;
+  request.log.warn({ ...error.logFields(), ...(alsoFailed > 0 ? { alsoFailed } : {}) }, error.warning);
 }
 
 function toErrorReply(error: FastifyError | HttpError, request: FastifyRequest): ErrorReply | undefined {
@@ -104,8 +93,9 @@ function errorBody(request: FastifyRequest, statusCode: number, errorCode: strin
 /**
  * The one place where errors become responses, never with a stack: `{error_code, error_msg}`
  * JSON, or `{status, msg}` on routes configured with `errorShape: 'dlock'`. A database that is
- * down or out of reach, and a master key that no longer opens the data keys, are a 503 with
- * Retry-After (the request may succeed later, here or on another server), logged once per interval.
+ * down or out of reach, and an UnavailableError (a master key that no longer opens the data
+ * keys, say), are a 503 with Retry-After (the request may succeed later, here or on another
+ * server), logged once per interval.
  */
 export function sendError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) {
   if (isDatabaseUnavailable(error)) {
@@ -115,10 +105,10 @@ export function sendError(error: FastifyError | HttpError, request: FastifyReque
       .header('retry-after', RETRY_AFTER_SECONDS)
       .send(errorBody(request, 503, 'DATABASE_UNAVAILABLE', DATABASE_UNAVAILABLE));
   }
-  const mismatch = masterKeyMismatchOf(error);
-  if (mismatch) {
-    logKeyRingFailure(mismatch, request);
-    return reply.code(503).header('retry-after', RETRY_AFTER_SECONDS).send(errorBody(request, 503, 'KEY_RING_UNAVAILABLE', KEY_RING_UNAVAILABLE));
+  const unavailable = unavailableErrorOf(error);
+  if (unavailable) {
+    logUnavailable(unavailable, request);
+    return reply.code(503).header('retry-after', RETRY_AFTER_SECONDS).send(errorBody(request, 503, unavailable.errorCode, unavailable.clientMessage));
   }
   const known = toErrorReply(error, request);
   if (!known) {

@@ -3,9 +3,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { Type, type TSchema } from 'typebox';
-import { COMPONENT_SCHEMAS, DlockError } from './openapi-components.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
-import { ErrorResponse } from './schemas.ts';
+import { DlockError, ErrorResponse, Pagination } from './schemas.ts';
 
 /** An OpenAPI security requirement: scheme name → scopes. */
 export type SecurityRequirement = Record<'apiKey' | 'jwt' | 'deviceToken', string[]>;
@@ -176,11 +175,22 @@ function asPrinted(node: unknown): unknown {
 }
 
 /**
+ * The schemas the document names under `components.schemas`, by name: wherever a route's
+ * schema is one of these (by structure), the document refers to it by name, so that a
+ * generated client has one type for it. Request and response schemas stay plain TypeBox
+ * objects: Fastify validates and serializes with them unchanged.
+ */
+export type ComponentSchemas = Record<string, TSchema>;
+
+/** The shapes this layer defines itself (the error bodies, a numbered page's pagination): named first in every document. */
+const HTTP_COMPONENTS: ComponentSchemas = { Error: ErrorResponse, DlockError, Pagination };
+
+/**
  * Replaces every schema of the document that is one of the named component schemas with a
  * `$ref` to it, so that generated clients have one type per shared schema (OkmRecord, Acl…).
  */
-function referenceComponents(document: Record<string, unknown>): void {
-  const printed = Object.entries(COMPONENT_SCHEMAS).map(([name, schema]) => [name, asPrinted(JSON.parse(JSON.stringify(schema)))] as const);
+function referenceComponents(document: Record<string, unknown>, componentSchemas: ComponentSchemas): void {
+  const printed = Object.entries(componentSchemas).map(([name, schema]) => [name, asPrinted(JSON.parse(JSON.stringify(schema)))] as const);
   const byJson = new Map(printed.map(([name, schema]) => [canonicalJson(schema), name]));
   const replace = (node: unknown, root: boolean): unknown => {
     if (Array.isArray(node)) return node.map((item) => replace(item, false));
@@ -194,12 +204,18 @@ function referenceComponents(document: Record<string, unknown>): void {
   components.schemas = Object.fromEntries(printed.map(([name, schema]) => [name, replace(schema, true)]));
 }
 
+export interface OpenApiOptions {
+  /** The capabilities' shared schemas, named in the document after the error bodies; the app lists them. */
+  components: ComponentSchemas;
+}
+
 /**
  * OpenAPI 3.1 at /openapi.json, generated from the route schemas that validate requests, and
  * interactive docs at /docs. Register before the routes: the document lists the routes
  * registered after it.
  */
-async function openApiPlugin(app: FastifyInstance): Promise<void> {
+async function openApiPlugin(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+  const componentSchemas: ComponentSchemas = { ...HTTP_COMPONENTS, ...options.components };
   const tokenCheckedPaths = [`${app.settings.configPath}/`, `${app.settings.auditUrl}/`];
   const devicePaths = ['/embeddedv1/', ...tokenCheckedPaths];
   const deviceTokensRequired = app.settings.okmDeviceTokens === 'required';
@@ -251,7 +267,7 @@ async function openApiPlugin(app: FastifyInstance): Promise<void> {
     }),
     transformObject: (documentObject) => {
       const document = ('openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject) as Record<string, unknown>;
-      referenceComponents(document);
+      referenceComponents(document, componentSchemas);
       document['x-methods-not-allowed'] = methodsNotAllowed;
       return document;
     },

@@ -22,6 +22,9 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 
 export const ErrorResponse = Type.Object({ error_code: Type.String(), error_msg: Type.String() });
 
+/** The error body of the DLock resource (seed §DLock): what the error handler renders on routes with `errorShape: 'dlock'`. */
+export const DlockError = Type.Object({ status: Type.Integer(), msg: Type.String() });
+
 export const MESSAGES = {
   created: 'Resource created successfully',
   updated: 'Resource updated successfully',

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { CustomerQuery, PageQuery, SerialParams } from '../http/request-schemas.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
 import { memberSource } from '../shared/raw-json.ts';
@@ -26,7 +27,6 @@ import {
   AuditRecordView,
   ClaimBody,
   CustomerAssignmentBody,
-  CustomerQuery,
   DeviceTokenRecord,
   MessageBody,
   MessageListQuery,
@@ -35,9 +35,7 @@ import {
   OkmPatchBody,
   OkmRecord,
   OkmSettingsBody,
-  PageQuery,
   READ_ONLY_OKM_FIELDS,
-  SerialParams,
 } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };

@@ -8,12 +8,13 @@ import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
-import { unlinkAclOfOkm } from '../acl/okm-link.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { checkDestination } from '../webhooks/ssrf-guard.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
 import { duplicateNamePath, JsonText, memberSource } from '../shared/raw-json.ts';
 import { renderFieldPath } from '../http/validation.ts';
+import type { PageQuery } from '../http/request-schemas.ts';
+import { unlinkAclOfOkm } from './acl-link.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
 import { isOverdue } from './fleet-states.ts';
 import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
@@ -29,7 +30,6 @@ import {
   type OkmListQuery,
   type OkmPatchBody,
   type OkmRecord,
-  type PageQuery,
 } from './schemas.ts';
 
 /** Who asks, for which customer (the `customer` query value), and when. */

@@ -10,7 +10,7 @@ import { INVALID_DEVICE_TOKEN, authenticateDevice, type DeviceAuthentication } f
 import { recordPendingCall } from './pending-repository.ts';
 import { createPollHandler } from './poll-service.ts';
 import { AuditReceipt, AuditRecords, BootstrapResponse, PollQuery, PollReply } from './device-schemas.ts';
-import { SERIAL_NUMBER_PATTERN, isSerialNumber } from './schemas.ts';
+import { SERIAL_NUMBER_PATTERN, isSerialNumber } from '../shared/identifiers.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

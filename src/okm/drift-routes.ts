@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { driftReport } from './drift-service.ts';
-import { CustomerQuery, DriftReport, SerialParams } from './schemas.ts';
+import { CustomerQuery, SerialParams } from '../http/request-schemas.ts';
+import { DriftReport } from './schemas.ts';
 
 /** GET /api/v1/okms/{serial}/drift (SPEC section 11), mounted under /api/v1/okms. */
 const okmDriftRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
+import { FleetQuery } from '../http/request-schemas.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { fleetSummary } from './fleet-summary-service.ts';
-import { FleetSummary, FleetSummaryQuery } from './schemas.ts';
+import { FleetSummary } from './schemas.ts';
 
 /** GET /api/v1/fleet/summary (SPEC section 11), mounted at /api/v1/fleet. */
 const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -13,7 +14,7 @@ const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'getFleetSummary',
         summary: 'Fleet counts: in step, drifting, overdue, never polled; corrections waiting by resolver; firmware versions',
-        querystring: FleetSummaryQuery,
+        querystring: FleetQuery,
         response: { 200: resourceResponse(FleetSummary), '4xx': ErrorResponse },
       },
     },

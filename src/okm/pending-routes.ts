@@ -6,7 +6,8 @@ import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
 import { getOkmRecord } from './admin-service.ts';
 import { acceptPendingOkm, pendingOkmRecords } from './pending-service.ts';
-import { AcceptBody, OkmRecord, PendingOkmRecord, SerialParams } from './schemas.ts';
+import { SerialParams } from '../http/request-schemas.ts';
+import { AcceptBody, OkmRecord, PendingOkmRecord } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 const PendingListQuery = Type.Object(cursorPageQueryProperties, { additionalProperties: false });

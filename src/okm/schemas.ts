@@ -1,18 +1,13 @@
 import { Type, type Static } from 'typebox';
-import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
 import { AsSent } from '../http/json-texts.ts';
 import { FLEET_STATES } from './fleet-states.ts';
 import { RESOLVERS } from './resolvers/index.ts';
-import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
+import { customerPageQueryProperties } from '../http/request-schemas.ts';
 import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
-
-/** OKM serial numbers and asset ids: 1–64 characters of A-Z a-z 0-9 . _ - */
-export const SERIAL_NUMBER_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
-const SERIAL_NUMBER = new RegExp(SERIAL_NUMBER_PATTERN);
-
-export const isSerialNumber = (value: string) => SERIAL_NUMBER.test(value);
+import { CUSTOMER_NAME_PATTERN, isSerialNumber, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
+import { MAX_STATUS_URL_LENGTH } from '../webhooks/endpoints-schemas.ts';
 
 /** Where no request schema checks it (the CLI): 400 unless it is a valid serial number. */
 export function checkSerialNumber(value: string): void {
@@ -22,7 +17,6 @@ export function checkSerialNumber(value: string): void {
 export const MAX_ASSETS = 1000;
 export const MAX_USERS_ASSETS = 5000;
 export const MAX_STATUS_URLS = 10;
-export const MAX_STATUS_URL_LENGTH = 2048;
 export const MAX_MESSAGE_PAYLOAD_BYTES = 64 * 1024;
 
 /** Record fields that a body may not set; they are reported by the device or kept by keyfleet. */
@@ -58,21 +52,6 @@ const StatusUrls = Type.Array(Type.String({ format: 'uri', maxLength: MAX_STATUS
   uniqueItems: true,
 });
 const CustomerName = Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: '1–64 characters of A-Z a-z 0-9 . _ -' });
-
-export const SerialParams = Type.Object({ serial: Type.String({ pattern: SERIAL_NUMBER_PATTERN }) }, { additionalProperties: false });
-export type SerialParams = Static<typeof SerialParams>;
-
-export const CustomerQuery = Type.Object(
-  { customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'customer to act for' })) },
-  { additionalProperties: false },
-);
-export type CustomerQuery = Static<typeof CustomerQuery>;
-
-const customerPageQueryProperties = { customer: CustomerQuery.properties.customer, ...cursorPageQueryProperties };
-
-/** The query of a cursor-paged list of one OKM's (audit records, messages, failed deliveries). */
-export const PageQuery = Type.Object(customerPageQueryProperties, { additionalProperties: false });
-export type PageQuery = Static<typeof PageQuery>;
 
 export const MessageListQuery = Type.Object(
   {
@@ -307,12 +286,6 @@ export const DriftReport = Type.Object({
   }),
 });
 export type DriftReport = Static<typeof DriftReport>;
-
-export const FleetSummaryQuery = Type.Object(
-  { customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'admin: only this customer\'s OKMs' })) },
-  { additionalProperties: false },
-);
-export type FleetSummaryQuery = Static<typeof FleetSummaryQuery>;
 
 const VersionCounts = Type.Array(Type.Object({ version: Type.String(), okms: Type.Integer() }), {
   description: 'OKMs by the version they last reported, newest first',

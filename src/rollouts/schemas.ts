@@ -1,9 +1,8 @@
 import { Type, type Static } from 'typebox';
-import { CUSTOMER_NAME_PATTERN } from '../customers/repository.ts';
 import { FIRMWARE_KINDS, FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { IsoTime, Nullable } from '../http/schemas.ts';
-import { SERIAL_NUMBER_PATTERN } from '../okm/schemas.ts';
+import { CUSTOMER_NAME_PATTERN, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
 import { GROUP_STATES, MEMBER_STATES, ROLLOUT_STATES } from './model.ts';
 
 export const MAX_GROUPS = 20;

@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../db/database.ts';
 import type { DataKeysTable } from '../db/schema.ts';
+import { UnavailableError } from '../http/errors.ts';
 import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
+import { legacyValuesOpen } from './reseal.ts';
 import { decrypt, encrypt } from './sealed-box.ts';
+import type { SealedColumn } from './sealed-columns.ts';
 
 /** A process re-reads the ring this often (in the background, on the next seal after it is due). */
 export const RING_REFRESH_MS = 5_000;
@@ -19,8 +22,20 @@ export const RING_MAX_AGE_MS = 30_000;
  */
 export const MISMATCH_RECHECK_MS = 1_000;
 
-/** The master key given is not the one that wraps the database's data keys. */
-export class MasterKeyMismatchError extends Error {}
+/**
+ * The master key given is not the one that wraps the database's data keys. For a request, a
+ * 503: another process changed the master key and this one has not been restarted with the
+ * new one (MASTER_KEY) or could not read it from its key file. Other servers, or this one once
+ * restarted, answer; /readyz is 503 meanwhile, so that a load balancer stops sending here.
+ */
+export class MasterKeyMismatchError extends UnavailableError {
+  readonly errorCode = 'KEY_RING_UNAVAILABLE';
+  readonly clientMessage = 'The master key has changed and this server does not hold the new one yet, try again later';
+  readonly warning = 'requests failed: this server does not hold the master key the database names; restart it with the new MASTER_KEY';
+  logFields() {
+    return { keyRing: this.message };
+  }
+}
 
 interface LoadedRing {
   current: string;
@@ -55,8 +70,8 @@ export class KeyRing {
   #fingerprint: string;
   readonly #refreshMs: number;
   readonly #maxAgeMs: number;
-  /** Checks, before the first data key is made, that values sealed before key ids open with this master key. */
-  readonly #checkLegacyValues: (masterKey: Buffer) => Promise<boolean>;
+  /** Every column sealed under the ring's data keys: what resealing reaches, and what must open before the first data key is made. */
+  readonly sealedColumns: readonly SealedColumn[];
   #loaded: LoadedRing | undefined;
   #refreshing: Promise<void> | undefined;
   /** The last load's refusal of this master key, and when (performance.now()); see MISMATCH_RECHECK_MS. */
@@ -65,12 +80,13 @@ export class KeyRing {
   constructor(
     db: Db,
     masterKey: MasterKey,
-    options: { checkLegacyValues?: (masterKey: Buffer) => Promise<boolean>; refreshMs?: number; maxAgeMs?: number } = {},
+    sealedColumns: readonly SealedColumn[],
+    options: { refreshMs?: number; maxAgeMs?: number } = {},
   ) {
     this.#db = db;
     this.#masterKey = masterKey;
     this.#fingerprint = masterKeyFingerprint(masterKey.key);
-    this.#checkLegacyValues = options.checkLegacyValues ?? (async () => true);
+    this.sealedColumns = sealedColumns;
     this.#refreshMs = options.refreshMs ?? RING_REFRESH_MS;
     this.#maxAgeMs = options.maxAgeMs ?? RING_MAX_AGE_MS;
   }
@@ -194,7 +210,7 @@ export class KeyRing {
   }
 
   async #createFirstDataKey(): Promise<void> {
-    if (!(await this.#checkLegacyValues(this.#masterKey.key))) {
+    if (!(await legacyValuesOpen(this.#db, this.sealedColumns, this.#masterKey.key))) {
       throw new MasterKeyMismatchError(
         `the values already in the database do not open with master key ${this.fingerprint} (${this.#masterKey.source}): give the master key they were sealed under`,
       );

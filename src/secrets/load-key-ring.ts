@@ -1,16 +1,13 @@
 import fs from 'node:fs';
 import type { Settings } from '../config/settings.ts';
-import type { Db } from '../db/database.ts';
 import { MasterKeyMismatchError, type KeyRing } from './key-ring.ts';
-import { masterKeyFingerprint, stagedMasterKeyFile, type MasterKey } from './master-key.ts';
-import { createKeyRing } from './reseal.ts';
+import { masterKeyFingerprint, stagedMasterKeyFile } from './master-key.ts';
 
 /**
  * The key ring of a process, loaded and verified: a master key that does not wrap the
  * database's data keys is refused here, with the fingerprint the database expects.
  */
-export async function loadKeyRing(db: Db, masterKey: MasterKey, settings: Pick<Settings, 'masterKey' | 'dataDir'>): Promise<KeyRing> {
-  const keyRing = createKeyRing(db, masterKey);
+export async function loadKeyRing(keyRing: KeyRing, settings: Pick<Settings, 'masterKey' | 'dataDir'>): Promise<KeyRing> {
   try {
     await keyRing.refresh();
   } catch (error) {

@@ -1,41 +1,18 @@
 import type { Kysely } from 'kysely';
-import { SIGNING_PRIVATE_KEYS } from '../auth/signing-keys.ts';
 import type { Db } from '../db/database.ts';
-import { DEPLOYMENT_SECRET } from '../dlock/key-certificate.ts';
-import { LOCK_KEYS } from '../dlock/locks.ts';
-import { INTERMEDIATE_PRIVATE_KEYS } from '../pki/intermediates.ts';
-import { ROOT_PRIVATE_KEY } from '../pki/root-ca.ts';
-import { PREVIOUS_WEBHOOK_SECRETS, WEBHOOK_SECRETS } from '../webhooks/secrets.ts';
-import { KeyRing } from './key-ring.ts';
-import type { MasterKey } from './master-key.ts';
+import type { KeyRing } from './key-ring.ts';
 import { decrypt } from './sealed-box.ts';
 import type { SealedColumn } from './sealed-columns.ts';
-
-/** Every column sealed under a data key. A new one is one line here. */
-export const SEALED_COLUMNS: readonly SealedColumn[] = [
-  ROOT_PRIVATE_KEY,
-  INTERMEDIATE_PRIVATE_KEYS,
-  SIGNING_PRIVATE_KEYS,
-  DEPLOYMENT_SECRET,
-  LOCK_KEYS,
-  WEBHOOK_SECRETS,
-  PREVIOUS_WEBHOOK_SECRETS,
-];
 
 const PAGE_SIZE = 500;
 
 type Row = Record<string, string | number | null>;
-// Table and column names come from SEALED_COLUMNS, not from input: the one place typed loosely.
+// Table and column names come from the capabilities' sealed columns, not from input: the one place typed loosely.
 const untyped = (db: Db) => db as unknown as Kysely<Record<string, Row>>;
 
-/** The key ring of a process: its data keys, unwrapped with the master key. Tests shorten the timing. */
-export function createKeyRing(db: Db, masterKey: MasterKey, timing: { refreshMs?: number; maxAgeMs?: number } = {}): KeyRing {
-  return new KeyRing(db, masterKey, { ...timing, checkLegacyValues: (key) => legacyValuesOpen(db, key) });
-}
-
 /** Whether one value of each column sealed before key ids ("v1.…", directly under the master key) opens with `masterKey`. */
-async function legacyValuesOpen(db: Db, masterKey: Buffer): Promise<boolean> {
-  for (const sealed of SEALED_COLUMNS) {
+export async function legacyValuesOpen(db: Db, columns: readonly SealedColumn[], masterKey: Buffer): Promise<boolean> {
+  for (const sealed of columns) {
     const { table, column }: { table: string; column: string } = sealed;
     const row = await untyped(db).selectFrom(table).select([column, ...sealed.reads]).where(column, 'like', 'v1.%').limit(1).executeTakeFirst();
     if (!row) continue;
@@ -49,14 +26,14 @@ async function legacyValuesOpen(db: Db, masterKey: Buffer): Promise<boolean> {
 }
 
 /**
- * Reseals, page by page, every value not yet under the ring's current data key (under the
+ * Reseals, page by page, every value of the ring's sealed columns not yet under its current data key (under the
  * previous one, or "v1" from before key ids). Safe while servers run: a row is rewritten only
  * if it still holds the value read, so a value a server changed meanwhile is left as it wrote
  * it. Returns the number of values resealed per "table.column".
  */
 export async function resealValues(db: Db, ring: KeyRing, signal?: AbortSignal): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const sealed of SEALED_COLUMNS) {
+  for (const sealed of ring.sealedColumns) {
     const { table, key, column }: { table: string; key: string; column: string } = sealed;
     const name = `${table}.${column}`;
     counts[name] = 0;
@@ -86,10 +63,10 @@ export async function resealValues(db: Db, ring: KeyRing, signal?: AbortSignal):
   return counts;
 }
 
-/** How many values are sealed under anything but data key `kid`. */
-export async function countSealedNotUnder(db: Db, kid: string): Promise<number> {
+/** How many values of the columns are sealed under anything but data key `kid`. */
+export async function countSealedNotUnder(db: Db, columns: readonly SealedColumn[], kid: string): Promise<number> {
   let count = 0;
-  for (const sealed of SEALED_COLUMNS) {
+  for (const sealed of columns) {
     const { table, column }: { table: string; column: string } = sealed;
     const row = await untyped(db)
       .selectFrom(table)

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.ts';
-import { RING_MAX_AGE_MS, type KeyRing } from './key-ring.ts';
+import { KeyRing, RING_MAX_AGE_MS } from './key-ring.ts';
 import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
-import { countSealedNotUnder, createKeyRing, resealValues } from './reseal.ts';
+import { countSealedNotUnder, resealValues } from './reseal.ts';
 
 /**
  * A previous data key may be retired this long after it stopped being current: every process
@@ -59,7 +59,7 @@ export async function rotateKeys(db: Db, ring: KeyRing, options: { newMasterKey?
     return { kid: next.kid, previous: current.kid };
   });
 
-  const sealingRing = options.newMasterKey ? createKeyRing(db, options.newMasterKey) : ring;
+  const sealingRing = options.newMasterKey ? new KeyRing(db, options.newMasterKey, ring.sealedColumns) : ring;
   await sealingRing.refresh();
   const resealed = await resealValues(db, sealingRing);
   return { kid, previous, masterKeyFingerprint: sealingRing.fingerprint, resealed };
@@ -86,7 +86,7 @@ export async function retirePreviousKey(db: Db, ring: KeyRing, now = Date.now())
     );
   }
   const resealed = await resealValues(db, ring);
-  const remaining = await countSealedNotUnder(db, await ring.currentKid());
+  const remaining = await countSealedNotUnder(db, ring.sealedColumns, await ring.currentKid());
   if (remaining > 0) throw new Error(`${remaining} values are still not under the current data key; nothing retired (try again)`);
   await db
     .updateTable('data_keys')

@@ -3,7 +3,7 @@ import type { Database } from '../db/schema.ts';
 /**
  * A column that holds values sealed under the master key, and how to rebuild each row's
  * associated data: what master-key rotation needs to reseal it. Each capability declares its
- * own beside the code that seals, and src/secrets/reseal.ts lists them.
+ * own beside the code that seals, and src/key-ring.ts lists them.
  */
 export interface SealedColumn<Table extends keyof Database = keyof Database> {
   table: Table;

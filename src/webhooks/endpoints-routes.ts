@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
-import { CustomerQuery, PageQuery } from '../okm/schemas.ts';
+import { CustomerQuery, PageQuery } from '../http/request-schemas.ts';
 import { EndpointBody, EndpointDeliveryRecord, EndpointListQuery, EndpointParams, EndpointPatchBody, TestEventRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
 import { createEndpoint, deliveryRecords, endpointRecords, getEndpoint, patchEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
 

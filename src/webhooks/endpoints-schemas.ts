@@ -1,8 +1,11 @@
 import { Type, type Static } from 'typebox';
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { IsoTime, Nullable } from '../http/schemas.ts';
-import { CustomerQuery, MAX_STATUS_URL_LENGTH } from '../okm/schemas.ts';
+import { CustomerQuery } from '../http/request-schemas.ts';
 import { FLEET_EVENT_TYPES } from './fleet-events.ts';
+
+/** The longest subscriber URL kept: an OKM's status URLs and a fleet-event endpoint's alike. */
+export const MAX_STATUS_URL_LENGTH = 2048;
 
 export const FleetEventTypeSchema = Type.Enum([...FLEET_EVENT_TYPES]);
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { actingCustomer, principalOf, requireScopes } from '../auth/guard.ts';
+import { FleetQuery } from '../http/request-schemas.ts';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
-import { FleetSummaryQuery } from '../okm/schemas.ts';
 import { FAILING_SUBSCRIBERS_LIMIT, failingSubscribers } from './subscriber-health.ts';
 
 const FailingSubscriber = Type.Object({
@@ -23,7 +23,7 @@ const failingSubscribersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'listFailingSubscribers',
         summary: `Status-event subscriber URLs whose deliveries are failing, most OKMs first (at most ${FAILING_SUBSCRIBERS_LIMIT})`,
-        querystring: FleetSummaryQuery,
+        querystring: FleetQuery,
         response: { 200: resourceResponse(Type.Array(FailingSubscriber)), '4xx': ErrorResponse },
       },
     },

@@ -32,7 +32,7 @@ import * as claimFailuresPerCustomer from '../../src/db/migrations/0024_claim_fa
 import * as aclNames from '../../src/db/migrations/0025_acl_names.ts';
 import type { AnyDb, MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';

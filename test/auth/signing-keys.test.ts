@@ -6,7 +6,7 @@ import { issueToken } from '../../src/auth/tokens.ts';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { open } from '../../src/secrets/sealed-box.ts';
 import { buildServer } from '../../src/server.ts';

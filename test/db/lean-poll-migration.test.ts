@@ -29,7 +29,7 @@ import * as statePageBuckets from '../../src/db/migrations/0022_state_page_bucke
 import * as leanPoll from '../../src/db/migrations/0023_lean_poll.ts';
 import type { AnyDb, MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from '../helpers/databases.ts';

@@ -6,7 +6,7 @@ import { MIGRATIONS } from '../../src/db/migrate.ts';
 import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import type { AnyDb, MigrationContext } from '../../src/db/migrations/migration-context.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase } from '../helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { KEY_SET_MAX_AGE_MS } from '../../src/auth/signing-keys.ts';
@@ -65,7 +66,7 @@ async function appOnFreshSchema(editUrl: (url: URL) => void) {
   const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env, DATABASE_URL: url.toString() });
   const { db, dialect } = openDatabase(dialectFor(settings));
   await migrateToLatest(db, dialect);
-  const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(db, loadMasterKey(settings), settings) });
+  const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(createKeyRing(db, loadMasterKey(settings)), settings) });
   await app.ready();
   return {
     app,

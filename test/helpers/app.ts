@@ -6,7 +6,7 @@ import type { DialectStrategy } from '../../src/db/dialects/strategy.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { KeyRing } from '../../src/secrets/key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { checkConformance } from './conformance.ts';
 import { DATABASE_KINDS, createTestDatabase, unavailableReason, type DatabaseKind, type TestDatabase } from './databases.ts';

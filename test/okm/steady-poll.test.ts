@@ -6,7 +6,7 @@ import { dialectFor } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/databases.ts';

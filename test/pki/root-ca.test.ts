@@ -8,7 +8,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import pkiPlugin from '../../src/pki/plugin.ts';
 import { ensureRootCa, findRootCa, importRootCa, loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { createIntermediateCertificate, createRootCertificate } from '../../src/pki/x509.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/databases.ts';

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
@@ -36,7 +37,7 @@ describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () =
     await migrateToLatest(direct.db, direct.dialect);
     await direct.db.destroy();
     const { db, dialect } = openDatabase(dialectFor(settings));
-    const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(db, loadMasterKey(settings), settings) });
+    const app = await buildServer({ settings, db, dialect, keyRing: await loadKeyRing(createKeyRing(db, loadMasterKey(settings)), settings) });
     const dispatcher = createDispatcher({
       db,
       dialect,

@@ -9,6 +9,7 @@ import { loadSettings, type Settings } from '../../src/config/settings.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -119,7 +120,7 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
     try {
       const base = await server.listening;
       await createCustomer(db, 'outage');
-      const { token } = await issueToken(db, await loadKeyRing(db, loadMasterKey(settings), settings), settings, { customer: 'outage', scopes: ['acl:read', 'acl:create'], ttlSeconds: 600 });
+      const { token } = await issueToken(db, await loadKeyRing(createKeyRing(db, loadMasterKey(settings)), settings), settings, { customer: 'outage', scopes: ['acl:read', 'acl:create'], ttlSeconds: 600 });
       const { key: apiKey } = await createApiKey(db, { customer: 'outage' });
       const serials = Array.from({ length: POLL_SERIALS }, (_, index) => `OUTAGE-${index}`);
       for (const serial of serials) await send('poll', `${base}${settings.configPath}/${serial}`);

@@ -5,7 +5,7 @@ import { dialectFor } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { DEPLOYMENT_SECRET, ensureDeploymentSecret } from '../../src/dlock/key-certificate.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { encrypt } from '../../src/secrets/sealed-box.ts';
 import { forEachDatabase, openTestStore } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';

@@ -12,7 +12,7 @@ import { createCustomer } from '../../src/customers/repository.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { loadMasterKey, masterKeyFingerprint, MASTER_KEY_FILE, stageMasterKeyFile } from '../../src/secrets/master-key.ts';
 import { MISMATCH_RECHECK_MS } from '../../src/secrets/key-ring.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { buildServer } from '../../src/server.ts';
 import { checkConformance } from '../helpers/conformance.ts';

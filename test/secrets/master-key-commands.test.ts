@@ -8,6 +8,7 @@ import { dialectFor } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { masterKeyFingerprint } from '../../src/secrets/master-key.ts';
+import { SEALED_COLUMNS } from '../../src/key-ring.ts';
 import { countSealedNotUnder } from '../../src/secrets/reseal.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
@@ -39,7 +40,7 @@ forEachDatabase('keyfleet master-key rotate and retire', (kind) => {
       assert.equal(rotation.exitCode, 0, rotation.stderr);
       const result = JSON.parse(rotation.stdout) as { data_key: string; previous_data_key: string; resealed: Record<string, number> };
       assert.equal(result.resealed['intermediate_certificates.private_key_sealed'], 1);
-      assert.equal(await countSealedNotUnder(store.db, result.data_key), 0);
+      assert.equal(await countSealedNotUnder(store.db, SEALED_COLUMNS, result.data_key), 0);
       assert.equal(retireUnconfirmed.exitCode, 2);
       assert.equal(retireEarly.exitCode, 1);
       assert.match(retireEarly.stderr, new RegExp(`data key ${result.previous_data_key} stopped being current at`));

@@ -14,7 +14,8 @@ import { createIntermediate, loadIntermediatePrivateKey } from '../../src/pki/in
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import type { KeyRing } from '../../src/secrets/key-ring.ts';
 import { loadMasterKey, masterKeyFingerprint } from '../../src/secrets/master-key.ts';
-import { SEALED_COLUMNS, countSealedNotUnder, createKeyRing } from '../../src/secrets/reseal.ts';
+import { SEALED_COLUMNS, createKeyRing } from '../../src/key-ring.ts';
+import { countSealedNotUnder } from '../../src/secrets/reseal.ts';
 import { RETIRE_AFTER_MS, retirePreviousKey, rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -74,7 +75,7 @@ forEachDatabase('master key rotation', (kind) => {
     assert.equal(rotation.resealed['dlocks.key_sealed'], 1);
     assert.equal(rotation.resealed['pki_root.private_key_sealed'], 1);
     assert.equal(rotation.resealed['webhook_secrets.previous_secret_sealed'], 1);
-    assert.equal(await countSealedNotUnder(t.db, rotation.kid), 0);
+    assert.equal(await countSealedNotUnder(t.db, SEALED_COLUMNS, rotation.kid), 0);
     assert.equal(before.lockKey, lockKey);
     assert.deepEqual(await openEverything(t.app.keyRing), before);
     assert.deepEqual(await openEverything(createKeyRing(t.db, { key: t.settings.masterKey ?? readKeyFile(t), source: 'MASTER_KEY' })), before);

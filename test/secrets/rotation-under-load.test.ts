@@ -8,7 +8,8 @@ import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { countSealedNotUnder, createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing, SEALED_COLUMNS } from '../../src/key-ring.ts';
+import { countSealedNotUnder } from '../../src/secrets/reseal.ts';
 import { RETIRE_AFTER_MS, retirePreviousKey } from '../../src/secrets/rotate-master-key.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase } from '../helpers/app.ts';
@@ -100,7 +101,7 @@ forEachDatabase('master key rotation under DLock load', (kind) => {
 
       assert.deepEqual(errors, []);
       assert.ok(keys.size > enrolledBeforeRetirement, 'enrolments went on after the retirement');
-      assert.equal(await countSealedNotUnder(first.db, kid), 0);
+      assert.equal(await countSealedNotUnder(first.db, SEALED_COLUMNS, kid), 0);
       await Promise.all(servers.map((server) => server.close()));
 
       const restarted = await startServer(database.env);

@@ -5,7 +5,7 @@ import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase } from '../../src/db/database.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase, buildTestApp, type TestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { loadMasterKey, masterKeyFingerprint } from '../../src/secrets/master-key.ts';
-import { createKeyRing } from '../../src/secrets/reseal.ts';
+import { createKeyRing } from '../../src/key-ring.ts';
 import { rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { forEachDatabase, buildTestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';

@@ -4,9 +4,9 @@ import { Type, type Static } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
-import { checkOkmVisible } from '../okm/admin-service.ts';
-import { CustomerQuery, PageQuery, SerialParams } from '../okm/schemas.ts';
-import { DELIVERY_FAILURE_PAGES, deliveryLog, listDeliveryFailures } from './queue-repository.ts';
+import { CustomerQuery, PageQuery, SerialParams } from '../http/request-schemas.ts';
+import { DELIVERY_FAILURE_PAGES, deliveryLog, listDeliveryFailures } from '../webhooks/queue-repository.ts';
+import { checkOkmVisible } from './admin-service.ts';
 
 const NullableTime = Nullable(IsoTime);
 
@@ -45,6 +45,7 @@ type DeliveryLogView = Static<typeof DeliveryLogView>;
 const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
 
 /**
+ * An OKM's view of the status-event delivery log kept by src/webhooks/:
  * GET /api/v1/okms/{serial}/deliveries: where each subscriber URL stands; and
  * GET …/deliveries/failures: the failed attempts, newest first, a page at a time.
  */

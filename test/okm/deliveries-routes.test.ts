@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { call, createOkm, devicePoll, issueTokens, OKMS, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
-import { FAST_WEBHOOKS, Receiver } from './helpers.ts';
+import { call, createOkm, devicePoll, issueTokens, OKMS, uniqueSerial, type Tokens } from './admin-helpers.ts';
+import { FAST_WEBHOOKS, Receiver } from '../webhooks/helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { cursorListContract, idKeyAt, type CursorListFixture } from '../helpers/cursor-lists.ts';
 
