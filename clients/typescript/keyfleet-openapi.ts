@@ -6985,6 +6985,7 @@ export interface operations {
                     "application/json": {
                         message: string;
                         data: {
+                            /** @description the OKM’s serial number */
                             serial_number: string;
                             /** @description index of its group, from 0 */
                             group: number;

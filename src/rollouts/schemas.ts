@@ -105,7 +105,7 @@ export const RolloutOkmListQuery = Type.Object(
 export type RolloutOkmListQuery = Static<typeof RolloutOkmListQuery>;
 
 export const RolloutOkmView = Type.Object({
-  serial_number: Type.String(),
+  serial_number: Type.String({ description: 'the OKM’s serial number' }),
   group: Type.Integer({ description: 'index of its group, from 0' }),
   state: MemberState,
   offered_at: Nullable(Type.String({ format: 'date-time', description: 'when a poll was first answered with the version; null: not offered yet' })),
