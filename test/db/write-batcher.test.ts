@@ -187,7 +187,13 @@ forEachDatabase('write batcher', (kind) => {
 
     const first = run(serials[0]!);
     await new Promise((resolve) => setTimeout(resolve, 2));
-    await Promise.all([first, ...serials.slice(1).map((serial) => run(serial))]);
+    // Each in an event-loop turn of its own, while the first batch runs: the queue outgrows the batch size.
+    const later: Promise<string>[] = [];
+    for (const serial of serials.slice(1)) {
+      later.push(run(serial));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all([first, ...later]);
 
     assert.deepEqual(batchSizes, [1, 3, 3, 3]);
   });
