@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -70,6 +71,7 @@ async function appOnFreshSchema(editUrl: (url: URL) => void) {
   await app.ready();
   return {
     app,
+    db,
     settings,
     async close() {
       await app.close();
@@ -98,18 +100,37 @@ const DLOCK_KEY = `Bearer kf_live_${'0'.repeat(16)}${'A'.repeat(43)}`;
 
 describe('PostgreSQL sessions that the server times out', { skip }, () => {
   test('when idle_session_timeout ends the pooled connections, the process lives on and the next request succeeds', async () => {
-    const { app, settings, close } = await appOnFreshSchema((url) => {
-      url.searchParams.set('options', `${url.searchParams.get('options') ?? ''} -c idle_session_timeout=200`);
-    });
+    // The timeout is the app's role's setting, made once the app has started: set from the
+    // start, a busy host's pauses while the app starts would end the connections it starts on.
+    const role = `keyfleet_idle_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`create role ${role} login superuser`);
+    const backendsOfRole = async () =>
+      (await admin.query<{ pid: number }>('select pid from pg_stat_activity where usename = $1', [role])).rows.map((row) => row.pid);
+    const { app, db, settings, close } = await appOnFreshSchema((url) => void (url.username = role));
     try {
+      await admin.query(`alter role ${role} set idle_session_timeout = 500`);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [role]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
       assert.equal((await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-IDLE` })).statusCode, 204);
+      // Several pooled connections, so that some of them sit idle (background work keeps one busy).
+      await Promise.all(Array.from({ length: 4 }, () => sql`select pg_sleep(0.05)`.execute(db)));
+      const opened = await backendsOfRole();
+      assert.ok(opened.length > 1, `expected several pooled connections, got ${opened.length}`);
 
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      await eventually(async () => {
+        const now = await backendsOfRole();
+        return opened.some((pid) => !now.includes(pid));
+      }, 5_000, 'PostgreSQL ended an idle connection');
+      await new Promise((resolve) => setTimeout(resolve, 100));
 
       assert.equal((await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-IDLE` })).statusCode, 200);
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
     } finally {
       await close();
+      await admin.query(`drop role ${role}`);
+      await admin.end();
     }
   });
 });
