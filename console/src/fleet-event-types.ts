@@ -5,6 +5,8 @@ export const FLEET_EVENT_TYPE_TEXT: Record<FleetEventType, string> = {
   'okm.enrolled': 'a new OKM polled for the first time',
   'okm.overdue': 'an OKM stopped polling (3 × its interval)',
   'okm.back_online': 'an overdue OKM polled again',
+  'okm.stuck': 'an OKM keeps being sent a correction it does not take',
+  'okm.unstuck': 'a stuck OKM took its correction, or it changed',
   'okm.pending': 'an unknown serial is waiting to be accepted (deployment-wide endpoints only)',
   'rollout.started': 'a firmware rollout started',
   'rollout.group_started': 'a rollout started its next group',

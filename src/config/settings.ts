@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { parseDuration } from '../shared/duration.ts';
+import { DEFAULT_RETRY_POLICY, parseRetryPolicy, type RetryPolicy } from '../shared/retry-policy.ts';
 
 export interface ExternalIssuer {
   issuer: string;
@@ -43,6 +44,10 @@ export interface Settings {
   jwtClockToleranceSeconds: number;
   jwtExternalIssuers: ExternalIssuer[];
   fleetPollingInterval: number;
+  /** The fleet's default retry policy of firmware offers (SPEC section 15); a customer's or a rollout's own takes precedence. */
+  firmwareRetryPolicy: RetryPolicy;
+  /** Polls in a row sent one correction without effect after which an OKM is stuck (SPEC section 15). */
+  stuckAfterPolls: number;
   /** Processes `keyfleet serve` runs on its port (1: the server runs in the process itself). */
   serveWorkers: number;
   /** Whether a poll from an unknown serial number inserts the OKM (the seed's rule), or records it as pending for an operator to accept. */
@@ -208,6 +213,14 @@ function externalIssuers(env: Env): ExternalIssuer[] {
   });
 }
 
+function retryPolicy(env: Env): RetryPolicy {
+  const text = env.FIRMWARE_RETRY_POLICY;
+  if (text === undefined || text === '') return DEFAULT_RETRY_POLICY;
+  const policy = parseRetryPolicy(text);
+  if ('error' in policy) throw new SettingsError('FIRMWARE_RETRY_POLICY', policy.error);
+  return policy;
+}
+
 /** Reads and validates the settings; throws a SettingsError naming the first bad variable. */
 export function loadSettings(env: Env = process.env): Settings {
   const publicBaseUrl = env.PUBLIC_BASE_URL ? httpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) : undefined;
@@ -251,6 +264,8 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtClockToleranceSeconds: integer(env, 'JWT_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwtExternalIssuers: externalIssuers(env),
     fleetPollingInterval: integer(env, 'FLEET_POLLING_INTERVAL', 150, 5, 3600),
+    firmwareRetryPolicy: retryPolicy(env),
+    stuckAfterPolls: integer(env, 'STUCK_AFTER_POLLS', 3, 1, 1000),
     serveWorkers: integer(env, 'SERVE_WORKERS', 1, 1, MAX_SERVE_WORKERS),
     okmAutoEnrol: boolean(env, 'OKM_AUTO_ENROL', true),
     okmDeviceTokens: oneOf(env, 'OKM_DEVICE_TOKENS', DEVICE_TOKEN_MODES, 'off'),

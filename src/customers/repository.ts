@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
+import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';
 import { isTimeZone } from '../shared/time-zone.ts';
 
 export interface Customer {
@@ -46,5 +47,24 @@ export async function findCustomerById(db: Db, id: number): Promise<Customer | u
 export async function setCustomerTimeZone(db: Db, name: string, timeZone: string | null): Promise<void> {
   checkTimeZone(timeZone);
   const result = await db.updateTable('customers').set({ time_zone: timeZone }).where('name', '=', name).executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw notFound(`customer ${name} not found`);
+}
+
+/** The retry policies of firmware offers of these customers that have their own (SPEC section 15), by id. */
+export async function findRetryPolicies(db: Db, customerIds: readonly number[]): Promise<Map<number, RetryPolicy>> {
+  if (customerIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('customers')
+    .select(['id', 'firmware_retry_policy'])
+    .where('id', 'in', [...customerIds])
+    .where('firmware_retry_policy', 'is not', null)
+    .execute();
+  return new Map(rows.map((row) => [Number(row.id), retryPolicyFromWire(JSON.parse(row.firmware_retry_policy!) as RetryPolicyWire)]));
+}
+
+/** Sets the customer's retry policy of firmware offers; null: the fleet default. */
+export async function setCustomerRetryPolicy(db: Db, name: string, policy: RetryPolicy | null): Promise<void> {
+  const stored = policy === null ? null : JSON.stringify(retryPolicyToWire(policy));
+  const result = await db.updateTable('customers').set({ firmware_retry_policy: stored }).where('name', '=', name).executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) throw notFound(`customer ${name} not found`);
 }

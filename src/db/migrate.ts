@@ -28,6 +28,7 @@ import * as claimFailuresPerCustomer from './migrations/0024_claim_failures_per_
 import * as aclNames from './migrations/0025_acl_names.ts';
 import * as okmSubscriberUrls from './migrations/0026_okm_subscriber_urls.ts';
 import * as rolloutOkmList from './migrations/0027_rollout_okm_list.ts';
+import * as stuckOkms from './migrations/0028_stuck_okms.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -65,6 +66,7 @@ export const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0025_acl_names': aclNames,
   '0026_okm_subscriber_urls': okmSubscriberUrls,
   '0027_rollout_okm_list': rolloutOkmList,
+  '0028_stuck_okms': stuckOkms,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -48,6 +48,8 @@ export interface CustomersTable {
   created_at: number;
   /** IANA time zone of the customer's stores (maintenance windows of rollouts); null: UTC. */
   time_zone: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON retry policy of firmware offers to this customer's OKMs (SPEC section 15); null: the fleet default. */
+  firmware_retry_policy: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {
@@ -88,6 +90,16 @@ export interface OkmsTable {
   overdue_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** The rollout whose offer applies to this OKM: set when its group starts, cleared once it has updated or the rollout is aborted. */
   rollout_id: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Identity of the last poll's correction (a digest of what it told the device); null with last_correction. */
+  correction_digest: ColumnType<string | null, string | null | undefined, string | null>;
+  /** okm_polls.polls of the first of the polls in a row that were sent the last correction. */
+  correction_since_poll: ColumnType<number | null, number | null | undefined, number | null>;
+  /** JSON OfferHold: the retry policy's state for a firmware offer the OKM did not take (src/okm/poll-verdict.ts). */
+  offer_hold: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The reply key of the resolver the OKM is stuck on (SPEC section 15); null: not stuck. */
+  stuck_resolver: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When it became stuck, epoch ms. */
+  stuck_since: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
 }
@@ -107,6 +119,8 @@ export interface OkmPollsTable {
   install_code: string | null;
   /** Set by a poll of an OKM with subscriber URLs: its status is queued, not yet fanned out into status_events rows. */
   status_queued_at: number | null;
+  /** How many polls the OKM has made (counted from this column's creation): numbers its polls, for runs of one correction. */
+  polls: ColumnType<number, number | undefined, number>;
 }
 
 /**
@@ -426,6 +440,8 @@ export interface RolloutsTable {
   finished_at: number | null;
   /** JSON array of the epoch ms each started group started at, by group index; null before the start. */
   group_started_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON retry policy of this rollout's offers (SPEC section 15); null: the customer's, else the fleet default. */
+  retry_policy: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One OKM of a rollout: its group, chosen once, and its progress. */
@@ -450,6 +466,8 @@ export interface FleetSummarySnapshotTable {
   never_polled: number;
   /** 1: the OKMs the pass found overdue (overdue_at > 0). */
   overdue: number;
+  /** How many of the group's OKMs are stuck. */
+  stuck: ColumnType<number, number | undefined, number>;
   okms: number;
 }
 

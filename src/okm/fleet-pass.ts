@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { FleetSummarySnapshotTable } from '../db/schema.ts';
 import { emitFleetEvents } from '../webhooks/fleet-events.ts';
@@ -13,7 +13,7 @@ import { MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from './fleet-states.ts'
  * - marks the OKMs that have not polled for MISSED_INTERVALS_UNTIL_OVERDUE effective polling
  *   intervals as overdue (okms.overdue_at) and emits okm.overdue for each, once: the next poll
  *   clears the mark and emits okm.back_online (poll-repository.ts);
- * - counts the OKMs by customer, state and reported firmware versions, and when the walk is
+ * - counts the OKMs by customer, state (stuck too: the poll writes that) and reported firmware versions, and when the walk is
  *   complete replaces the fleet summary's snapshot with those counts in one transaction.
  *
  * A poll writes none of this. So overdue marks and the summary are as fresh as the last pass:
@@ -33,7 +33,7 @@ export const FLEET_PASS_LEASE_MS = 60_000;
 const effectiveInterval = (own: number | null, fleet: number) => Math.min(3600, Math.max(5, own ?? fleet));
 
 /** A group of OKMs alike, as the fleet summary counts them: a row of fleet_summary_snapshot. */
-export type SnapshotGroup = FleetSummarySnapshotTable;
+export type SnapshotGroup = { [Column in keyof FleetSummarySnapshotTable]: Selectable<FleetSummarySnapshotTable>[Column] };
 
 interface PassedOkm {
   serial_number: string;
@@ -44,6 +44,7 @@ interface PassedOkm {
   wireless_key_firmware_version: string | null;
   polling_interval: number | null;
   overdue_at: number | null;
+  stuck_resolver: string | null;
   last_sync_time: number | null;
   last_ip: string | null;
 }
@@ -52,7 +53,7 @@ interface PassedOkm {
 export class FleetCounts {
   readonly #groups = new Map<string, SnapshotGroup>();
 
-  add(okm: Omit<SnapshotGroup, 'okms' | 'never_polled' | 'overdue'>, overdueAt: number | null): void {
+  add(okm: Omit<SnapshotGroup, 'okms' | 'never_polled' | 'overdue' | 'stuck'> & { stuck_resolver: string | null }, overdueAt: number | null): void {
     const group = {
       customer_id: okm.customer_id === null ? null : Number(okm.customer_id),
       last_correction: okm.last_correction,
@@ -61,6 +62,7 @@ export class FleetCounts {
       wireless_key_firmware_version: okm.wireless_key_firmware_version,
       never_polled: overdueAt === NEVER_POLLED ? 1 : 0,
       overdue: overdueAt !== null && overdueAt > NEVER_POLLED ? 1 : 0,
+      stuck: okm.stuck_resolver === null ? 0 : 1,
     };
     const key = JSON.stringify(Object.values(group));
     const counted = this.#groups.get(key);
@@ -113,6 +115,7 @@ export async function fleetPassStep(db: Db, settings: FleetPassSettings, after: 
         'okms.wireless_key_firmware_version',
         'okms.polling_interval',
         'okms.overdue_at',
+        'okms.stuck_resolver',
         'okm_polls.last_sync_time',
         'okm_polls.last_ip',
       ])

@@ -15,16 +15,18 @@ import {
   NO_STATUS_URLS,
   okmPollUpsert,
   polledColumns,
+  correctionColumns,
   recordCorrection,
   recordEndOfSilence,
   recordPoll,
   recordReportedVersions,
+  type CountedPollRow,
   type EndOfSilence,
-  type PolledOkmRow,
   type PollObservation,
   type SilencedOkm,
 } from './poll-repository.ts';
 import type { PendingMessage } from './resolvers/types.ts';
+import type { CorrectionRecord } from './poll-verdict.ts';
 
 /** One poll of a batch; no two polls given to one call have the same serial number. */
 export interface ObservedPoll {
@@ -35,6 +37,11 @@ export interface ObservedPoll {
 export interface PinnedRelease {
   kind: FirmwareKind;
   version: string;
+}
+
+export interface RecordedCorrections {
+  serialNumber: string;
+  record: CorrectionRecord;
 }
 
 /** A pending message to claim for the poll that sends it, delivered at the poll's time. */
@@ -51,7 +58,7 @@ export interface MessageClaim {
  */
 export interface PollStatements {
   /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
-  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(PolledOkmRow | undefined)[]>;
+  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(CountedPollRow | undefined)[]>;
   /** Writes the reported firmware versions of polls whose versions differ from the stored ones (see recordReportedVersions). */
   recordReportedVersions(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
   /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
@@ -64,8 +71,8 @@ export interface PollStatements {
   claimMessages(db: Db, claims: readonly MessageClaim[]): Promise<boolean[]>;
   /** Clears the overdue mark of each OKM whose poll ended a silence, emitting its event (see recordEndOfSilence). */
   recordEndsOfSilence(db: Db, ends: readonly EndOfSilence[]): Promise<void>;
-  /** Records which resolver answered each poll (see recordCorrection). */
-  recordCorrections(db: Db, corrections: readonly { serialNumber: string; correction: string | null }[]): Promise<void>;
+  /** Records what each poll decided about its OKM's corrections, where it changed (see recordCorrection). */
+  recordCorrections(db: Db, corrections: readonly RecordedCorrections[]): Promise<void>;
 }
 
 const inSequence = async <In, Out>(items: readonly In[], statement: (item: In) => Promise<Out>): Promise<Out[]> => {
@@ -88,7 +95,7 @@ export const PER_ROW_POLL_STATEMENTS: PollStatements = {
   claimMessages: (db, claims) => inSequence(claims, ({ id, now }) => markMessageDelivered(db, id, now)),
   recordEndsOfSilence: async (db, ends) => void (await inSequence(ends, (end) => recordEndOfSilence(db, end))),
   recordCorrections: async (db, corrections) =>
-    void (await inSequence(corrections, ({ serialNumber, correction }) => recordCorrection(db, serialNumber, correction))),
+    void (await inSequence(corrections, ({ serialNumber, record }) => recordCorrection(db, serialNumber, record))),
 };
 
 /** The row set of a batch of polls: the observation's columns under names no okms column has, so the poll's SET reads unambiguously. */
@@ -138,7 +145,7 @@ function setBased(rowSet: RowSet): PollStatements {
   // its okm_polls row (the wide okms row is only read). The upsert takes its row locks in
   // serial number order, so two batches over the same OKMs wait for each other rather than
   // deadlock; an OKM's concurrent polls are serialized there.
-  const recordPollsQuery = precompiledQuery<PolledOkmRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
+  const recordPollsQuery = precompiledQuery<CountedPollRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
     db
       .with(
         (cte) => cte('known').materialized(),
@@ -151,7 +158,7 @@ function setBased(rowSet: RowSet): PollStatements {
       .with('written', (db) =>
         db
           .insertInto('okm_polls')
-          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at'])
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at', 'polls'])
           .expression((eb) =>
             eb
               .selectFrom('known')
@@ -162,13 +169,17 @@ function setBased(rowSet: RowSet): PollStatements {
                 'known.reported_values',
                 'known.new_install_code',
                 eb.case().when('known.status_urls', '=', NO_STATUS_URLS).then(sql<number | null>`null`).else(eb.ref('known.now')).end().as('status_queued_at'),
+                sql<number>`1`.as('polls'),
               ])
               .orderBy('known.serial_number'),
           )
-          .onConflict(okmPollUpsert),
+          .onConflict(okmPollUpsert)
+          .returning(['okm_polls.serial_number', 'okm_polls.polls']),
       )
       .selectFrom('known')
-      .selectAll('known'),
+      .innerJoin('written', 'written.serial_number', 'known.serial_number')
+      .selectAll('known')
+      .select('written.polls'),
   );
 
   // One statement enrols the batch's unknown OKMs: their okms rows (unique-index entries taken
@@ -204,12 +215,12 @@ function setBased(rowSet: RowSet): PollStatements {
       .with('polled', (db) =>
         db
           .insertInto('okm_polls')
-          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at'])
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at', 'polls'])
           .expression((eb) =>
             eb
               .selectFrom('poll')
               .innerJoin('inserted', 'inserted.serial_number', 'poll.serial')
-              .select(['poll.serial', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code', sql<number | null>`null`.as('status_queued_at')]),
+              .select(['poll.serial', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code', sql<number | null>`null`.as('status_queued_at'), sql<number>`1`.as('polls')]),
           ),
       )
       .with('unpended', (db) => db.deleteFrom('pending_okms').where('serial_number', 'in', (eb) => eb.selectFrom('inserted').select('inserted.serial_number')))
@@ -289,16 +300,32 @@ function setBased(rowSet: RowSet): PollStatements {
       .whereRef('okms.serial_number', '=', 'poll.serial'),
   );
 
-  const recordCorrectionsQuery = precompiledQuery<never, [string[], (string | null)[]]>(2, (db, [serials, corrections]) =>
+  type CorrectionColumns = [string[], (string | null)[], (string | null)[], (number | null)[], (string | null)[], (string | null)[], (number | null)[]];
+  const recordCorrectionsQuery = precompiledQuery<never, CorrectionColumns>(7, (db, [serials, corrections, digests, sincePolls, holds, stuckResolvers, stuckSinces]) =>
     db
       .updateTable('okms')
       .from(
-        rowSet<{ serial: string; correction: string | null }, 'answered'>('answered', [
+        rowSet<
+          { serial: string; correction: string | null; digest: string | null; since_poll: number | null; holds: string | null; stuck_resolver: string | null; stuck_since: number | null },
+          'answered'
+        >('answered', [
           { name: 'serial', type: 'text', values: serials },
           { name: 'correction', type: 'text', values: corrections },
+          { name: 'digest', type: 'text', values: digests },
+          { name: 'since_poll', type: 'bigint', values: sincePolls },
+          { name: 'holds', type: 'text', values: holds },
+          { name: 'stuck_resolver', type: 'text', values: stuckResolvers },
+          { name: 'stuck_since', type: 'bigint', values: stuckSinces },
         ]),
       )
-      .set((eb) => ({ last_correction: eb.ref('answered.correction') }))
+      .set((eb) => ({
+        last_correction: eb.ref('answered.correction'),
+        correction_digest: eb.ref('answered.digest'),
+        correction_since_poll: eb.ref('answered.since_poll'),
+        offer_hold: eb.ref('answered.holds'),
+        stuck_resolver: eb.ref('answered.stuck_resolver'),
+        stuck_since: eb.ref('answered.stuck_since'),
+      }))
       .whereRef('okms.serial_number', '=', 'answered.serial'),
   );
 
@@ -313,7 +340,7 @@ function setBased(rowSet: RowSet): PollStatements {
         const row = bySerial.get(serialNumber);
         if (!row) return undefined;
         const { serial_number: _serial, ...polled } = row;
-        return polled;
+        return { ...polled, polls: Number(polled.polls) };
       });
     },
     async recordReportedVersions(db, polls) {
@@ -376,10 +403,16 @@ function setBased(rowSet: RowSet): PollStatements {
     },
     async recordCorrections(db, corrections) {
       if (corrections.length === 0) return;
+      const columns = corrections.map(({ record }) => correctionColumns(record));
       await recordCorrectionsQuery(
         db,
         corrections.map((answer) => answer.serialNumber),
-        corrections.map((answer) => answer.correction),
+        columns.map((column) => column.last_correction),
+        columns.map((column) => column.correction_digest),
+        columns.map((column) => column.correction_since_poll),
+        columns.map((column) => column.offer_hold),
+        columns.map((column) => column.stuck_resolver),
+        columns.map((column) => column.stuck_since),
       );
     },
   };

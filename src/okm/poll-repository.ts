@@ -7,7 +7,8 @@ import { UNCONFIGURED_OKM } from './model.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from './repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
-import { emitFleetEvent } from '../webhooks/fleet-events.ts';
+import { emitFleetEvent, emitFleetEvents } from '../webhooks/fleet-events.ts';
+import { NOTHING_RECORDED, type CorrectionRecord, type OfferHold, type StuckEvent } from './poll-verdict.ts';
 
 /** okms.status_urls of an OKM without subscribers. */
 export const NO_STATUS_URLS = '[]';
@@ -41,8 +42,15 @@ export interface PolledOkmRow {
   pending_message_id: number | null;
   /** JSON array of the subscriber URLs of status events. */
   status_urls: string;
+  customer_id: number | null;
   /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
   last_correction: string | null;
+  /** With last_correction, what the poll's CorrectionRecord is read from (src/okm/poll-verdict.ts). */
+  correction_digest: string | null;
+  correction_since_poll: number | null;
+  offer_hold: string | null;
+  stuck_resolver: string | null;
+  stuck_since: number | null;
   /** Non-null when the poll ends a silence the fleet pass recorded, or is the OKM's first (0). */
   overdue_at: number | null;
   /** The rollout whose offer applies to this OKM; null (most OKMs): none, and nothing more to read. */
@@ -51,6 +59,11 @@ export interface PolledOkmRow {
   firmware_version: string | null;
   batch_key_firmware_version: string | null;
   wireless_key_firmware_version: string | null;
+}
+
+/** A PolledOkmRow once its poll is counted: `polls` is that poll's number. */
+export interface CountedPollRow extends PolledOkmRow {
+  polls: number;
 }
 
 const POLLED_COLUMNS = [
@@ -65,7 +78,13 @@ const POLLED_COLUMNS = [
   'batch_key_firmware',
   'wireless_key_firmware',
   'status_urls',
+  'customer_id',
   'last_correction',
+  'correction_digest',
+  'correction_since_poll',
+  'offer_hold',
+  'stuck_resolver',
+  'stuck_since',
   'overdue_at',
   'rollout_id',
   'firmware_version',
@@ -100,6 +119,7 @@ export const okmPollRow = (serialNumber: string, observation: PollObservation, s
   reported: observation.reported,
   install_code: observation.installCode,
   status_queued_at: statusMark,
+  polls: 1,
 });
 
 /**
@@ -110,6 +130,7 @@ export const okmPollRow = (serialNumber: string, observation: PollObservation, s
  */
 export const okmPollUpsert = (oc: OnConflictBuilder<Database, 'okm_polls'>) =>
   oc.column('serial_number').doUpdateSet((eb) => ({
+    polls: eb('okm_polls.polls', '+', 1),
     last_sync_time: eb.ref('excluded.last_sync_time'),
     last_ip: eb.ref('excluded.last_ip'),
     reported: eb.ref('excluded.reported'),
@@ -129,7 +150,7 @@ const readPolledOkmQuery = precompiledQuery<PolledOkmRow, [string]>(1, (db, [ser
     .where('okms.serial_number', '=', serialNumber as string),
 );
 
-const upsertOkmPollQuery = precompiledQuery<never, [string, number, string, string, string | null, number | null]>(6, (db, [serialNumber, now, ip, reported, installCode, statusMark]) =>
+const upsertOkmPollQuery = precompiledQuery<{ polls: number }, [string, number, string, string, string | null, number | null]>(6, (db, [serialNumber, now, ip, reported, installCode, statusMark]) =>
   db
     .insertInto('okm_polls')
     .values({
@@ -139,8 +160,10 @@ const upsertOkmPollQuery = precompiledQuery<never, [string, number, string, stri
       reported: reported as string,
       install_code: installCode as string | null,
       status_queued_at: statusMark as number | null,
+      polls: 1,
     })
-    .onConflict(okmPollUpsert),
+    .onConflict(okmPollUpsert)
+    .returning('okm_polls.polls'),
 );
 
 /**
@@ -148,12 +171,12 @@ const upsertOkmPollQuery = precompiledQuery<never, [string, number, string, stri
  * OKM's wide row is only read; the poll writes its narrow okm_polls row, which has no index
  * but its key. The reported versions are written apart, only when they differ (recordReportedVersions).
  */
-export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<PolledOkmRow | undefined> {
+export async function recordPoll(db: Db, serialNumber: string, observation: PollObservation): Promise<CountedPollRow | undefined> {
   const [row] = (await readPolledOkmQuery(db, serialNumber)).rows;
   if (!row) return undefined;
   const { now, ip, reported, installCode } = observation;
-  await upsertOkmPollQuery(db, serialNumber, now, ip, reported, installCode, statusMarkOf(row, now));
-  return row;
+  const [counted] = (await upsertOkmPollQuery(db, serialNumber, now, ip, reported, installCode, statusMarkOf(row, now))).rows;
+  return { ...row, polls: Number(counted!.polls) };
 }
 
 /** Whether the versions a poll reported differ from those stored on its OKM before it. */
@@ -232,21 +255,85 @@ export async function emitEndOfSilence(db: Db, { serialNumber, previousOverdueAt
   );
 }
 
-const recordCorrectionQuery = precompiledQuery<never, [string, string | null]>(2, (db, [serialNumber, correction]) =>
-  db
-    .updateTable('okms')
-    .set({ last_correction: correction as string | null })
-    .where('serial_number', '=', serialNumber as string),
+/** The okms columns of a CorrectionRecord: the one mapping of both statement forms. */
+export const correctionColumns = (record: CorrectionRecord) => ({
+  last_correction: record.correction,
+  correction_digest: record.digest,
+  correction_since_poll: record.sincePoll,
+  offer_hold: record.holds.length === 0 ? null : JSON.stringify(record.holds),
+  stuck_resolver: record.stuck?.resolver ?? null,
+  stuck_since: record.stuck?.since ?? null,
+});
+
+/** The CorrectionRecord an OKM's row holds (most rows: nothing). */
+export function correctionRecordOf(
+  row: Pick<PolledOkmRow, 'last_correction' | 'correction_digest' | 'correction_since_poll' | 'offer_hold' | 'stuck_resolver' | 'stuck_since'>,
+): CorrectionRecord {
+  if (row.last_correction === null && row.offer_hold === null && row.stuck_resolver === null) return NOTHING_RECORDED;
+  return {
+    correction: row.last_correction,
+    digest: row.correction_digest,
+    sincePoll: row.correction_since_poll === null ? null : Number(row.correction_since_poll),
+    holds: row.offer_hold === null ? [] : (JSON.parse(row.offer_hold) as OfferHold[]),
+    stuck: row.stuck_resolver === null ? null : { resolver: row.stuck_resolver, since: Number(row.stuck_since) },
+  };
+}
+
+const recordCorrectionQuery = precompiledQuery<never, [string, string | null, string | null, number | null, string | null, string | null, number | null]>(
+  7,
+  (db, [serialNumber, correction, digest, sincePoll, holds, stuckResolver, stuckSince]) =>
+    db
+      .updateTable('okms')
+      .set({
+        last_correction: correction as string | null,
+        correction_digest: digest as string | null,
+        correction_since_poll: sincePoll as number | null,
+        offer_hold: holds as string | null,
+        stuck_resolver: stuckResolver as string | null,
+        stuck_since: stuckSince as number | null,
+      })
+      .where('serial_number', '=', serialNumber as string),
 );
 
 /**
- * Records which resolver answered the poll (its reply key; null for {}). The poll's own UPDATE
- * cannot carry it, since the correction is decided from the row that UPDATE returns; so this
- * runs only when the verdict changed since the previous poll, which a fleet in its steady
- * state (the same verdict poll after poll) never pays.
+ * Records what the poll decided about its OKM's corrections (poll-verdict.ts): which resolver
+ * answered, since which poll, the retry policy's holds, stuck. The poll's own upsert cannot
+ * carry it, since the answer is decided from the row the poll reads; so this runs only when
+ * the record changed, which a fleet in its steady state (the same verdict poll after poll)
+ * never pays.
  */
-export async function recordCorrection(db: Db, serialNumber: string, correction: string | null): Promise<void> {
-  await recordCorrectionQuery(db, serialNumber, correction);
+export async function recordCorrection(db: Db, serialNumber: string, record: CorrectionRecord): Promise<void> {
+  const columns = correctionColumns(record);
+  await recordCorrectionQuery(
+    db,
+    serialNumber,
+    columns.last_correction,
+    columns.correction_digest,
+    columns.correction_since_poll,
+    columns.offer_hold,
+    columns.stuck_resolver,
+    columns.stuck_since,
+  );
+}
+
+/** A poll's okm.stuck / okm.unstuck events, for the OKM's customer. */
+export interface StuckEvents {
+  serialNumber: string;
+  customerId: number | null;
+  events: readonly StuckEvent[];
+  now: number;
+}
+
+/** Emits okm.stuck and okm.unstuck (SPEC sections 14 and 15) in the poll's transaction. */
+export async function emitStuckEvents(db: Db, polls: readonly StuckEvents[]): Promise<void> {
+  const events = polls.flatMap(({ serialNumber, customerId, events, now }) =>
+    events.map(({ type, stuck, polls }) => ({
+      type,
+      customerId,
+      data: { serial_number: serialNumber, resolver: stuck.resolver, since: new Date(stuck.since).toISOString(), polls, at: new Date(now).toISOString() },
+    })),
+  );
+  if (events.length > 0) await emitFleetEvents(db, events, polls[0]!.now);
 }
 
 /** The okms row of an OKM its first poll enrols: no customer, nothing configured, the versions it reported. */

@@ -8,16 +8,29 @@ import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firm
 import type { CacheMode } from './model.ts';
 import { keyCheckoutWindowOf } from './repository.ts';
 import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
-import { NO_STATUS_URLS, fleetLatestReleasesForPoll, loadList, reportsOtherVersions, type PolledOkmRow, type PollObservation } from './poll-repository.ts';
-import { findRolloutOffers, recordRolloutProgress, rolloutProgress, withRolloutOffer } from '../rollouts/poll-offer.ts';
+import {
+  NO_STATUS_URLS,
+  correctionRecordOf,
+  emitStuckEvents,
+  fleetLatestReleasesForPoll,
+  loadList,
+  reportsOtherVersions,
+  type CountedPollRow,
+  type PolledOkmRow,
+  type PollObservation,
+} from './poll-repository.ts';
+import { findRolloutOffers, recordRolloutProgress, rolloutProgress, rolloutRetryPolicy, withRolloutOffer, type RolloutOffer } from '../rollouts/poll-offer.ts';
+import { findRetryPolicies } from '../customers/repository.ts';
+import type { RetryPolicy } from '../shared/retry-policy.ts';
+import { decidePoll, type PollContext, type PollVerdict } from './poll-verdict.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
-import { correctionKey, resolve } from './resolvers/index.ts';
+import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
 
 // A device may send anything; what cannot be stored as text (a NUL, say) is recorded as unknown.
 const STORABLE_TEXT = new RegExp(FREE_TEXT_PATTERN, 'u');
 
-export type PollSettings = Pick<Settings, 'auditUrl' | 'fleetPollingInterval' | 'publicBaseUrl' | 'okmAutoEnrol'>;
+export type PollSettings = Pick<Settings, 'auditUrl' | 'fleetPollingInterval' | 'publicBaseUrl' | 'okmAutoEnrol' | 'firmwareRetryPolicy' | 'stuckAfterPolls'>;
 
 export interface PollRequest {
   serialNumber: string;
@@ -49,7 +62,7 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
 }
 
 /** Records each poll on its OKM (undefined: unknown), and the reported versions of those that report other ones than stored. */
-async function recordPollsOfKnownOkms(db: Db, statements: PollStatements, polls: readonly ObservedPoll[]): Promise<(PolledOkmRow | undefined)[]> {
+async function recordPollsOfKnownOkms(db: Db, statements: PollStatements, polls: readonly ObservedPoll[]): Promise<(CountedPollRow | undefined)[]> {
   const rows = await statements.recordPolls(db, polls);
   await statements.recordReportedVersions(
     db,
@@ -68,14 +81,14 @@ async function recordCalls(
   statements: PollStatements,
   polls: readonly ObservedPoll[],
   autoEnrol: boolean,
-): Promise<(PolledOkmRow | 'enrolled' | 'pending')[]> {
-  const rows: (PolledOkmRow | 'enrolled' | 'pending' | undefined)[] = await recordPollsOfKnownOkms(db, statements, polls);
+): Promise<(CountedPollRow | 'enrolled' | 'pending')[]> {
+  const rows: (CountedPollRow | 'enrolled' | 'pending' | undefined)[] = await recordPollsOfKnownOkms(db, statements, polls);
   const unknown = indexesWhere(rows, (row) => row === undefined);
   const unknownPolls = unknown.map((index) => polls[index]!);
   if (!autoEnrol) {
     await statements.recordPendingCalls(db, unknownPolls);
     for (const index of unknown) rows[index] = 'pending';
-    return rows as (PolledOkmRow | 'pending')[];
+    return rows as (CountedPollRow | 'pending')[];
   }
   const inserted = await statements.enrolOkms(db, unknownPolls);
   // A concurrent first poll inserted it in between: this one is an ordinary poll.
@@ -87,10 +100,47 @@ async function recordCalls(
   );
   for (const index of unknown) rows[index] = 'enrolled';
   raced.forEach((index, position) => (rows[index] = racedRows[position] ?? 'enrolled'));
-  return rows as (PolledOkmRow | 'enrolled')[];
+  return rows as (CountedPollRow | 'enrolled')[];
 }
 
-const indexesWhere = <T>(items: readonly T[], test: (item: T) => boolean) => items.flatMap((item, index) => (test(item) ? [index] : []));
+const indexesWhere = <T>(items: readonly T[], test: (item: T, index: number) => boolean) => items.flatMap((item, index) => (test(item, index) ? [index] : []));
+
+/** A poll to decide (decidePoll), with what chooses its retry policy. */
+interface PollToDecide extends Omit<PollContext, 'policyFor' | 'stuckAfterPolls'> {
+  customerId: number | null;
+  rollout: RolloutOffer | undefined;
+}
+
+/**
+ * Decides a round's polls, each with the retry policy of its offers: the rollout's own, else
+ * its customer's, else the fleet's. A customer's is read only when a decision asks for it (an
+ * offer made or held back), once for the round: most polls read nothing more.
+ */
+function retryPolicies(db: Db, settings: PollSettings) {
+  const known = new Map<number, RetryPolicy | null>();
+  return async (polls: readonly PollToDecide[]): Promise<PollVerdict[]> => {
+    const asked = new Set<number>();
+    const decideAll = () =>
+      polls.map(({ customerId, rollout, ...poll }) =>
+        decidePoll({
+          ...poll,
+          stuckAfterPolls: settings.stuckAfterPolls,
+          policyFor: (resolver) => {
+            const own = rolloutRetryPolicy(rollout, resolver);
+            if (own) return own;
+            if (customerId === null) return settings.firmwareRetryPolicy;
+            if (!known.has(customerId)) asked.add(customerId);
+            return known.get(customerId) ?? settings.firmwareRetryPolicy;
+          },
+        }),
+      );
+    const verdicts = decideAll();
+    if (asked.size === 0) return verdicts;
+    const policies = await findRetryPolicies(db, [...asked]);
+    for (const customerId of asked) known.set(customerId, policies.get(customerId) ?? null);
+    return decideAll();
+  };
+}
 
 type EffectiveReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
 
@@ -174,13 +224,13 @@ export function desiredState(
  * resolves again: the reply's items and digest come from one read, and a list removed since
  * the poll's first read lets the next resolver answer.
  */
-async function withStoredLists(db: Db, serialNumber: string, desired: DesiredState, reported: ReportedState, correction: Correction) {
+async function withStoredLists(db: Db, serialNumber: string, desired: DesiredState, reported: ReportedState, correction: Correction, heldBack: ReadonlySet<string>) {
   let current = desired;
   let answer: Correction = correction;
   for (let stored = storedListIn(answer); stored; stored = storedListIn(answer)) {
     const list = await loadList(db, serialNumber, stored.column);
     current = { ...current, [stored.column === 'asset_list' ? 'assetList' : 'usersAssets']: list };
-    answer = resolve(current, reported) ?? {};
+    answer = resolve(current, reported, heldBack) ?? {};
   }
   return answer;
 }
@@ -191,7 +241,7 @@ const storedListIn = (correction: Correction) => Object.values(correction).find(
 type Decision =
   | { kind: 'enrolled' }
   | { kind: 'pending' }
-  | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction; statusEventsQueued: number };
+  | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction; heldBack: ReadonlySet<string>; statusEventsQueued: number };
 
 /** How many subscribers the poll's status was queued for: recordPoll marked the OKM's poll row (SPEC §6). */
 function statusEventsQueuedBy(row: PolledOkmRow): number {
@@ -260,39 +310,59 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
       ),
     ]);
     const pendingMessages = new Map(withMessage.map(({ row }, position) => [row.pending_message_id!, messages[position] ?? null]));
-    const answered = known.map(({ request, reported, row, serialNumber }, position) => {
+    const decide = retryPolicies(db, settings);
+    const decideEach = (desires: readonly DesiredState[]) =>
+      decide(
+        known.map(({ row, reported, request, serialNumber }, position) => ({
+          desired: desires[position]!,
+          reported,
+          previous: correctionRecordOf(row),
+          poll: row.polls,
+          now: request.now,
+          customerId: row.customer_id,
+          rollout: rollouts.get(serialNumber),
+        })),
+      );
+    const desires = known.map(({ request, row, serialNumber }, position) => {
       const pendingMessage = row.pending_message_id === null ? null : (pendingMessages.get(row.pending_message_id) ?? null);
-      const desired = desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts.get(serialNumber)), pendingMessage, settings, request.now);
-      return { desired, answer: resolve(desired, reported) ?? {} };
+      return desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts.get(serialNumber)), pendingMessage, settings, request.now);
     });
+    let verdicts = await decideEach(desires);
 
     // Two polls at once may both have picked the message; only the one that claims it sends it.
-    const sending = indexesWhere(answered, ({ desired, answer }) => desired.pendingMessage !== null && 'message' in answer);
+    const sending = indexesWhere(verdicts, ({ answer }, position) => desires[position]!.pendingMessage !== null && 'message' in answer);
     const claimed = await statements.claimMessages(
       db,
-      sending.map((position) => ({ id: answered[position]!.desired.pendingMessage!.id, now: known[position]!.request.now })),
+      sending.map((position) => ({ id: desires[position]!.pendingMessage!.id, now: known[position]!.request.now })),
     );
-    sending.forEach((position, claim) => {
-      if (claimed[claim]) return;
-      const withoutMessage = { ...answered[position]!.desired, pendingMessage: null };
-      answered[position] = { desired: withoutMessage, answer: resolve(withoutMessage, known[position]!.reported) ?? {} };
-    });
+    const unclaimed = sending.filter((_, claim) => !claimed[claim]);
+    if (unclaimed.length > 0) {
+      for (const position of unclaimed) desires[position] = { ...desires[position]!, pendingMessage: null };
+      verdicts = await decideEach(desires);
+    }
 
-    const changed = known.flatMap(({ serialNumber, row }, position) => {
-      const correction = correctionKey(answered[position]!.answer);
-      return correction === row.last_correction ? [] : [{ serialNumber, correction }];
-    });
-    await statements.recordCorrections(db, changed);
+    await statements.recordCorrections(
+      db,
+      known.flatMap(({ serialNumber }, position) => (verdicts[position]!.changed ? [{ serialNumber, record: verdicts[position]!.record }] : [])),
+    );
+    await emitStuckEvents(
+      db,
+      known.flatMap(({ serialNumber, row, request }, position) => {
+        const { events } = verdicts[position]!;
+        return events.length === 0 ? [] : [{ serialNumber, customerId: row.customer_id, events, now: request.now }];
+      }),
+    );
     await recordRolloutProgress(
       db,
       known.flatMap(({ serialNumber, reported, request }, position) => {
         const rollout = rollouts.get(serialNumber);
-        const progress = rollout && rolloutProgress(rollout, reported, answered[position]!.answer);
+        const progress = rollout && rolloutProgress(rollout, reported, verdicts[position]!.answer);
         return progress ? [{ serialNumber, rolloutId: rollout.rolloutId, progress, now: request.now }] : [];
       }),
     );
     known.forEach(({ index, reported, row }, position) => {
-      decisions[index] = { kind: 'answered', ...answered[position]!, reported, statusEventsQueued: statusEventsQueuedBy(row) };
+      const { answer, heldBack } = verdicts[position]!;
+      decisions[index] = { kind: 'answered', desired: desires[position]!, answer, heldBack, reported, statusEventsQueued: statusEventsQueuedBy(row) };
     });
   }
   return decisions;
@@ -320,8 +390,8 @@ export function createPollHandler(
   return async (request) => {
     const decision = await record(request);
     if (decision.kind !== 'answered') return decision;
-    const { desired, reported, answer, statusEventsQueued } = decision;
+    const { desired, reported, answer, heldBack, statusEventsQueued } = decision;
     if (statusEventsQueued > 0) onStatusEventsQueued(statusEventsQueued);
-    return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer) };
+    return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer, heldBack) };
   };
 }

@@ -5,6 +5,7 @@ import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import type { ReportedState } from '../okm/reported.ts';
 import type { Correction } from '../okm/resolvers/types.ts';
+import { retryPolicyFromWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';
 import { withinWindow, type MemberStatus } from './model.ts';
 
 /** The rollout an OKM is in, as its poll sees it. */
@@ -15,6 +16,8 @@ export interface RolloutOffer {
   /** The rollout offers its version now: running or finished, its current group at or past the OKM's, and inside its maintenance window. */
   offering: boolean;
   memberStatus: MemberStatus;
+  /** The rollout's own retry policy of its offers; null: the customer's or the fleet's. */
+  retryPolicy: RetryPolicy | null;
 }
 
 type OfferRow = Selectable<FirmwareReleasesTable> & {
@@ -27,6 +30,7 @@ type OfferRow = Selectable<FirmwareReleasesTable> & {
   window_to: number | null;
   status: string;
   time_zone: string | null;
+  retry_policy: string | null;
 };
 
 /** Who asks for a rollout offer: an OKM whose row names a rollout, at the time of its poll. */
@@ -63,6 +67,7 @@ export async function findRolloutOffers(db: Db, members: readonly RolloutMember[
       'rollouts.window_to',
       'rollout_members.status',
       'customers.time_zone',
+      'rollouts.retry_policy',
     ])
     .where(
       'okms.serial_number',
@@ -83,6 +88,7 @@ export async function findRolloutOffers(db: Db, members: readonly RolloutMember[
       // A group's rows name the rollout just before it starts (repository.assignGroup): the group must have started.
       offering: (row.state === 'running' || row.state === 'finished') && row.group_index <= row.current_group && inWindow,
       memberStatus: row.status as MemberStatus,
+      retryPolicy: row.retry_policy === null ? null : retryPolicyFromWire(JSON.parse(row.retry_policy) as RetryPolicyWire),
     });
   }
   return offers;
@@ -112,7 +118,12 @@ export function withRolloutOffer(
   return { ...releases, [rollout.kind]: newer(rollout.release, releases[rollout.kind]) };
 }
 
+/** The reported value, and the resolver's reply key, of each kind's version. */
 const REPORTED_VERSION: Record<FirmwareKind, keyof ReportedState> = { kas: 'kasFirmware', batch_key: 'batchKeyFirmware', wireless_key: 'wirelessKeyFirmware' };
+
+/** The rollout's own retry policy for the offers of a resolver (a reply key), if it has one and offers that kind. */
+export const rolloutRetryPolicy = (rollout: RolloutOffer | undefined, resolver: string): RetryPolicy | null =>
+  rollout?.offering && REPORTED_VERSION[rollout.kind] === resolver ? rollout.retryPolicy : null;
 
 /** What the poll changes in the OKM's rollout progress: updated, offered, or nothing (most polls). */
 export function rolloutProgress(rollout: RolloutOffer, reported: ReportedState, correction: Correction): 'updated' | 'offered' | null {

@@ -7,6 +7,8 @@ export const FLEET_EVENT_TYPES = [
   'okm.enrolled',
   'okm.overdue',
   'okm.back_online',
+  'okm.stuck',
+  'okm.unstuck',
   'okm.pending',
   'rollout.started',
   'rollout.group_started',

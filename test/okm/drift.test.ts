@@ -63,7 +63,8 @@ forEachDatabase('OKM drift and last_correction', (kind) => {
 
     for (let round = 0; round < 3; round++) await poll(t, serial, inStep());
     assert.equal(await correctionWrites(), 0);
-    for (let round = 0; round < 3; round++) await poll(t, serial, { ...inStep(), pollingInterval: 300 });
+    // Two, not three: a third poll sent the same correction makes the OKM stuck, which is written.
+    for (let round = 0; round < 2; round++) await poll(t, serial, { ...inStep(), pollingInterval: 300 });
     assert.equal(await correctionWrites(), 1);
     await poll(t, serial, inStep());
     assert.equal(await correctionWrites(), 2);

@@ -103,7 +103,8 @@ forEachDatabase('a steady poll', (kind) => {
     assert.deepEqual(await okmRow(serial), okmBefore);
     const pollAfter = await pollRow(serial);
     assert.ok(pollAfter.last_sync_time > pollBefore.last_sync_time);
-    assert.deepEqual({ ...pollAfter, last_sync_time: 0, reported: '' }, { ...pollBefore, last_sync_time: 0, reported: '' });
+    assert.equal(Number(pollAfter.polls), Number(pollBefore.polls) + 1, 'the poll is counted');
+    assert.deepEqual({ ...pollAfter, last_sync_time: 0, reported: '', polls: 0 }, { ...pollBefore, last_sync_time: 0, reported: '', polls: 0 });
     assert.notEqual(JSON.parse(pollAfter.reported).kasDateTime, JSON.parse(pollBefore.reported).kasDateTime);
     // No subscribers, no status mark: the status index holds no entry for it.
     assert.equal(pollAfter.status_queued_at, null);

@@ -17,13 +17,21 @@ export interface NamedResolver {
   /** The reply key of its corrections, which also names it in last_correction and the drift report. */
   name: string;
   resolve: Resolver;
+  /** A firmware offer: the retry policy may hold it back after offers the OKM did not take (SPEC section 15). */
+  retried?: true;
+  /**
+   * What the device is told, for telling one correction from another (stuck detection): the
+   * whole correction unless said here. The clock's correction is the server time, new on
+   * every poll, but it tells the device the same thing.
+   */
+  identity?: (correction: Correction) => string;
 }
 
 /** The seed's resolvers 2–13, in its order (1, "OKM existence", is the poll service's insert). */
 export const RESOLVERS: readonly NamedResolver[] = [
   { name: 'message', resolve: bufferedMessage },
-  { name: 'kasFirmware', resolve: kasFirmware },
-  { name: 'kasDateTime', resolve: dateTime },
+  { name: 'kasFirmware', resolve: kasFirmware, retried: true },
+  { name: 'kasDateTime', resolve: dateTime, identity: () => 'kasDateTime' },
   { name: 'cacheMode', resolve: cacheMode },
   { name: 'keyCheckoutWindowTime', resolve: keyCheckoutWindow },
   { name: 'retailCfg', resolve: retailConfig },
@@ -31,13 +39,17 @@ export const RESOLVERS: readonly NamedResolver[] = [
   { name: 'usersAssets', resolve: usersAssets },
   { name: 'auditUrl', resolve: auditUrl },
   { name: 'pollingInterval', resolve: pollingInterval },
-  { name: 'batchKeyFirmware', resolve: batchKeyFirmware },
-  { name: 'wirelessKeyFirmware', resolve: wirelessKeyFirmware },
+  { name: 'batchKeyFirmware', resolve: batchKeyFirmware, retried: true },
+  { name: 'wirelessKeyFirmware', resolve: wirelessKeyFirmware, retried: true },
 ];
 
-/** The first resolver's correction, or undefined when the device matches the desired state. */
-export function resolve(desired: DesiredState, reported: ReportedState): Correction | undefined {
+/**
+ * The first resolver's correction, or undefined when the device matches the desired state.
+ * Resolvers named in `heldBack` are passed over (the retry policy's backoff).
+ */
+export function resolve(desired: DesiredState, reported: ReportedState, heldBack?: ReadonlySet<string>): Correction | undefined {
   for (const resolver of RESOLVERS) {
+    if (heldBack?.has(resolver.name)) continue;
     const correction = resolver.resolve(desired, reported);
     if (correction) return correction;
   }
@@ -46,3 +58,8 @@ export function resolve(desired: DesiredState, reported: ReportedState): Correct
 
 /** Which resolver a correction comes from: its reply key (the first, e.g. keyCheckoutWindowTime); null for {}. */
 export const correctionKey = (correction: Correction): string | null => Object.keys(correction)[0] ?? null;
+
+const BY_NAME = new Map(RESOLVERS.map((resolver) => [resolver.name, resolver]));
+
+/** The resolver of a reply key. */
+export const resolverNamed = (name: string): NamedResolver | undefined => BY_NAME.get(name);
