@@ -8,7 +8,11 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 import { createFleetPass } from '../src/okm/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
-import { reportedValues } from '../src/okm/reported.ts';
+import { parseReported, reportedValues } from '../src/okm/reported.ts';
+import { loadSettings } from '../src/config/settings.ts';
+import { correctionColumns, type PolledOkmRow } from '../src/okm/poll-repository.ts';
+import { desiredState, type PollSettings } from '../src/okm/poll-service.ts';
+import { NOTHING_RECORDED, decidePoll } from '../src/okm/poll-verdict.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
 import type { Db } from '../src/db/database.ts';
@@ -85,26 +89,22 @@ export const MIX: {
   share: number;
   name: string;
   change: (parameters: Record<string, string>, now: number) => void;
-  /** The reply key of the correction such a device gets, as the OKM's last_correction records it (null: in step). */
-  replyKey: (template: OkmSettings) => string | null;
   /** The KAS firmware version such a device reports, as the OKM's row records it. */
   reportedKas?: string;
 }[] = [
-  { share: 0.88, name: 'in step → {}', change: () => {}, replyKey: () => null },
-  { share: 0.04, name: 'clock 10 min off → kasDateTime', change: (p, now) => (p.kasDateTime = String(now - 600_000)), replyKey: () => 'kasDateTime' },
-  { share: 0.03, name: 'old KAS firmware 2.9.9 → kasFirmware offer', change: (p) => (p.kasFirmware = '2.9.9'), replyKey: () => 'kasFirmware', reportedKas: '2.9.9' },
+  { share: 0.88, name: 'in step → {}', change: () => {} },
+  { share: 0.04, name: 'clock 10 min off → kasDateTime', change: (p, now) => (p.kasDateTime = String(now - 600_000)) },
+  { share: 0.03, name: 'old KAS firmware 2.9.9 → kasFirmware offer', change: (p) => (p.kasFirmware = '2.9.9'), reportedKas: '2.9.9' },
   // The unconfigured template has no asset list to be stale: those requests stay in step.
   {
     share: 0.03,
     name: 'stale asset list digest → assetList (read from the database)',
     change: (p) => p.assetList && (p.assetList = '0'.repeat(64)),
-    replyKey: (template) => (template.assetList ? 'assetList' : null),
   },
   {
     share: 0.02,
     name: 'polling interval 300 → pollingInterval',
     change: (p) => (p.pollingInterval = '300'),
-    replyKey: (template) => ((template.pollingInterval ?? SERVER_DEFAULT_POLLING_INTERVAL_S) === 300 ? null : 'pollingInterval'),
   },
 ];
 
@@ -183,8 +183,8 @@ export function requestPaths(configPath: string, okmCount: number, { firstIndex 
   });
 }
 
-/** Serials per multi-row insert into the serial list (6 parameters a row, under SQLite's limit of 32 766). */
-const SERIALS_PER_INSERT = 5_000;
+/** Serials per multi-row insert into the serial list (13 parameters a row, under SQLite's limit of 32 766). */
+const SERIALS_PER_INSERT = 2_000;
 /**
  * OKMs copied from their templates per transaction (one statement): a bounded WAL and undo log
  * per commit. PostgreSQL counts a statement's rows in the page buckets once (a statement
@@ -231,13 +231,23 @@ export const UNCONFIGURED_COLUMNS = settingsColumns(UNCONFIGURED_OKM) as Inserta
  * OKMS_PER_TRANSACTION, so a million take seconds, not the minutes of sending every row's
  * lists.
  */
+const benchFirmwareUrl = (kind: string, version: string) => `https://firmware.example/${kind}/${version}.bin`;
+const BENCH_FIRMWARE_SHA256 = 'ab'.repeat(32);
+
 export async function seedFleet(env: Record<string, string>, okmCount: number): Promise<void> {
+  const settings = loadSettings({ LOG_LEVEL: 'silent', ...env });
+  const steadyRecords = new Map<string, ReturnType<typeof steadyRecordOf>>();
+  const steadyRecord = (templateIndex: number, entry: (typeof MIX)[number]) => {
+    const key = `${templateIndex} ${entry.name}`;
+    if (!steadyRecords.has(key)) steadyRecords.set(key, steadyRecordOf(TEMPLATES[templateIndex]!, entry, settings, Date.now()));
+    return steadyRecords.get(key)!;
+  };
   await withDb(env, async (typedDb) => {
     // The scratch table is not in the schema's types.
     const db = typedDb as unknown as Kysely<Record<string, Record<string, unknown>>>;
     const now = Date.now();
     for (const [kind, version] of Object.entries(FIRMWARE)) {
-      await db.insertInto('firmware_releases').values({ kind, version, url: `https://firmware.example/${kind}/${version}.bin`, sha256: 'ab'.repeat(32), size: null, created_at: now }).execute();
+      await db.insertInto('firmware_releases').values({ kind, version, url: benchFirmwareUrl(kind, version), sha256: BENCH_FIRMWARE_SHA256, size: null, created_at: now }).execute();
       await db.insertInto('fleet_firmware').values({ kind, version }).execute();
     }
     // Each OKM as its last poll left it (in step, not overdue): the benchmarks measure a fleet's
@@ -271,26 +281,31 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
       .addColumn('template', 'text')
       .addColumn('last_sync_time', 'bigint')
       .addColumn('last_correction', 'text')
+      .addColumn('correction_digest', 'text')
+      .addColumn('correction_since_poll', 'bigint')
+      .addColumn('offer_hold', 'text')
+      .addColumn('stuck_resolver', 'text')
+      .addColumn('stuck_since', 'bigint')
+      .addColumn('polls', 'bigint')
       .addColumn('firmware_version', 'text')
       .execute();
     for (let start = 0; start < okmCount; start += SERIALS_PER_INSERT) {
       const rows = Array.from({ length: Math.min(SERIALS_PER_INSERT, okmCount - start) }, (_, offset) => {
         const index = start + offset;
         const lastSync = now - LAST_POLLS_SPAN_MS + Math.floor((phaseRankOf(index, okmCount) * LAST_POLLS_SPAN_MS) / okmCount);
-        const template = TEMPLATES[index % TEMPLATES.length]!;
         return {
           position: index,
           serial_number: serialOf(index),
           template: templateSerialOf(index % TEMPLATES.length),
           last_sync_time: lastSync,
-          last_correction: mixEntryOf(index).replyKey(template),
+          ...steadyRecord(index % TEMPLATES.length, mixEntryOf(index)),
           firmware_version: mixEntryOf(index).reportedKas ?? FIRMWARE.kas,
         };
       });
       await db.insertInto('bench_serials').values(rows).execute();
     }
-    // What each OKM's own steady polls report and get back: its last correction and its KAS firmware version.
-    const fromSerial = ['last_correction', 'firmware_version'];
+    // What each OKM's own steady polls report and get back: its correction record and its KAS firmware version.
+    const fromSerial = ['last_correction', 'correction_digest', 'correction_since_poll', 'offer_hold', 'stuck_resolver', 'stuck_since', 'firmware_version'];
     const copied = Object.keys(templateRows[0]!).filter((column) => column !== 'serial_number' && !fromSerial.includes(column));
     for (let start = 0; start < okmCount; start += OKMS_PER_TRANSACTION) {
       await db.transaction().execute(async (trx) => {
@@ -308,12 +323,12 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
           .execute();
         await trx
           .insertInto('okm_polls')
-          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code'])
+          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'polls'])
           .expression(
             trx
               .selectFrom('bench_serials as s')
               .innerJoin('bench_reported as r', 'r.template', 's.template')
-              .select(['s.serial_number', 's.last_sync_time', sql.lit('127.0.0.1').as('last_ip'), 'r.reported', sql.lit('12345678').as('install_code')])
+              .select(['s.serial_number', 's.last_sync_time', sql.lit('127.0.0.1').as('last_ip'), 'r.reported', sql.lit('12345678').as('install_code'), 's.polls'])
               .where('s.position', '>=', start)
               .where('s.position', '<', start + OKMS_PER_TRANSACTION),
           )
@@ -326,6 +341,32 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     // The summary as the server's first fleet pass would count it, so that no pass runs during the measurement's first seconds.
     await createFleetPass(typedDb, { fleetPollingInterval: SERVER_DEFAULT_POLLING_INTERVAL_S }).runPass();
   });
+}
+
+/** Polls after which an OKM's correction record is as its steady polls leave it: past the retry policy's longest backoff, at the cap. */
+const POLLS_UNTIL_STEADY = 400;
+
+/**
+ * What the OKMs of a template and mix entry record about their corrections once their polls
+ * are steady, and how many polls that took, by the poll's own decision (poll-verdict.ts): a
+ * device that ignores its correction is stuck, and one that refuses firmware has its offers
+ * held back by the retry policy. Without it their first polls in a run would write what the
+ * run would then measure as steady.
+ */
+function steadyRecordOf(template: OkmSettings, entry: (typeof MIX)[number], settings: PollSettings, now: number) {
+  const parameters = inSyncParameters(template, now);
+  entry.change(parameters, now);
+  const reported = parseReported(parameters);
+  const row = { ...(settingsColumns(template) as unknown as PolledOkmRow), pending_message_id: null, kas_firmware: null, batch_key_firmware: null, wireless_key_firmware: null };
+  const releases = Object.fromEntries(
+    Object.entries(FIRMWARE).map(([kind, version]) => [kind, { kind, version, url: benchFirmwareUrl(kind, version), sha256: BENCH_FIRMWARE_SHA256, size: null, createdAt: now }]),
+  ) as Parameters<typeof desiredState>[1];
+  let record = NOTHING_RECORDED;
+  for (let poll = 1; poll <= POLLS_UNTIL_STEADY; poll++) {
+    const desired = desiredState(row, releases, null, settings, now);
+    record = decidePoll({ desired, reported, previous: record, poll, now, policyFor: () => settings.firmwareRetryPolicy, stuckAfterPolls: settings.stuckAfterPolls }).record;
+  }
+  return { ...correctionColumns(record), polls: POLLS_UNTIL_STEADY };
 }
 
 /** What the mix really gets back: a sample of the paths, asked one by one. */
