@@ -6,7 +6,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { customerOwner } from '../../src/webhooks/secrets.ts';
 import { FAST_WEBHOOKS, Receiver } from '../webhooks/helpers.ts';
 import { createFleetEndpoint, verifiedFleetEvents } from '../webhooks/fleet-event-helpers.ts';
-import { createOkm, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
+import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
 import { addRelease, poll, type DeviceParameters } from './config-helpers.ts';
 
 /** What an unconfigured OKM's device reports when nothing needs correcting (KAS 2.10.0 is the fleet's latest). */
@@ -107,6 +107,20 @@ forEachDatabase('stuck OKMs and the firmware retry policy', (kind) => {
     assert.deepEqual(JSON.parse(row.offer_hold!).map(({ resolver, rounds, offered }: { resolver: string; rounds: number; offered: number }) => ({ resolver, rounds, offered })), [
       { resolver: 'kasFirmware', rounds: 2, offered: 6 },
     ]);
+  });
+
+  test('the drift report tells a held-back offer from the correction the next poll sends', async () => {
+    const serial = await enrolledOkm('HELD-DRIFT');
+    await answersTo(t, serial, () => refuser(t), 3);
+
+    const report = (await call(t, 'GET', `${OKMS}/${serial}/drift`, { token: tokens.acmeRead })).json().data;
+
+    const verdicts = Object.fromEntries(report.resolvers.map((resolver: { name: string; verdict: string }) => [resolver.name, resolver.verdict]));
+    assert.equal(verdicts.kasFirmware, 'held_back');
+    assert.equal(verdicts.kasDateTime, 'next');
+    assert.deepEqual(Object.keys(report.next), ['kasDateTime']);
+    assert.deepEqual(Object.keys(report.expected_next), ['kasDateTime']);
+    assert.deepEqual(await answersTo(t, serial, () => refuser(t), 1), ['kasDateTime']);
   });
 
   test('a customer\'s own policy takes precedence over the fleet default: {"offers": 0} offers on every poll', async () => {
