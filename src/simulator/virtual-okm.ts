@@ -86,10 +86,10 @@ export class VirtualOkm {
   /** The poll (count of polls answered) on which the convergence clock started. */
   private changeStartPoll = 0;
   /**
-   * Firmware offers it refused that the server still holds for it, as far as it can tell:
-   * parameter → version. Non-empty: the device is `refusing_firmware`.
+   * The kinds of firmware it refused an offer of that the server still holds for it, as far
+   * as it can tell. Non-empty: the device is `refusing_firmware`.
    */
-  private readonly refused = new Map<FirmwareParameter, string>();
+  private readonly refused = new Set<FirmwareParameter>();
   private pollsWithoutOffer = 0;
   /** While refusing: answered {} since its last other correction, so every setting but firmware is in step. */
   private otherwiseInStep = false;
@@ -209,7 +209,7 @@ export class VirtualOkm {
   private noteOffers(offers: [FirmwareParameter, FirmwareOfferReply][], stats: SimulationStats): void {
     if (offers.length > 0) {
       this.pollsWithoutOffer = 0;
-      for (const [name, offer] of offers) this.refused.set(name, offer.version);
+      for (const [name] of offers) this.refused.add(name);
       return;
     }
     if (this.refused.size === 0 || ++this.pollsWithoutOffer < REFUSAL_LAPSES_AFTER_POLLS) return;

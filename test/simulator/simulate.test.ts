@@ -7,7 +7,9 @@ import { addFileRelease, setLatest } from '../../src/firmware/catalog-service.ts
 import type { FirmwareKind } from '../../src/firmware/version.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
+import { rolloutEventSink } from '../../src/rollouts/events.ts';
 import type { RolloutView } from '../../src/rollouts/schemas.ts';
+import { sweepRollouts } from '../../src/rollouts/sweep.ts';
 import { serialNumber, startSimulation, type SimulationOptions } from '../../src/simulator/fleet.ts';
 import type { Summary } from '../../src/simulator/stats.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -200,7 +202,8 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
   });
 
   test('a KAS rollout with 5% refusers: under the retry policy their clocks and cache modes converge while the rollout still offers them firmware; they fail after update_timeout, the error threshold pauses the rollout, and once no offer is left they read as in step', async () => {
-    const { t, url } = await listeningApp(kind, { ROLLOUT_SWEEP_INTERVAL_MS: '200' });
+    // The test runs the rollout sweep itself (as test/rollouts does): no offer is judged failed before it has looked at the refusers.
+    const { t, url } = await listeningApp(kind, { ROLLOUT_SWEEP_INTERVAL_MS: '0' });
     try {
       const okms = 80;
       const refusers = 4;
@@ -222,7 +225,7 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
         groups: [{ percent: 100 }],
         success_threshold: 99,
         error_threshold: 4,
-        update_timeout: '8s',
+        update_timeout: '2s',
       })) as RolloutView;
       await call('POST', `/api/v1/rollouts/${created.id}/start`);
       const rollout = () => call('GET', `/api/v1/rollouts/${created.id}`) as Promise<RolloutView>;
@@ -242,12 +245,18 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
           "the refusers' clock and cache mode in step",
         );
         assert.equal(convergedWhileOffered.rollout.state, 'running', 'converged through the retry policy, not because the offer was withdrawn');
+        assert.equal(convergedWhileOffered.rollout.totals.offered, refusers);
         assert.equal(convergedWhileOffered.snapshot.refusing_firmware, refusers);
 
-        const paused = await eventually(async () => {
-          const view = await rollout();
-          return view.state === 'paused' && view;
-        }, PATIENCE_MS, 'the rollout paused');
+        const paused = await eventually(
+          async () => {
+            await sweepRollouts(t.db, rolloutEventSink, Date.now());
+            const view = await rollout();
+            return view.state === 'paused' && view;
+          },
+          PATIENCE_MS,
+          'the rollout paused',
+        );
         assert.equal(paused.state_reason, 'error_threshold');
         assert.equal(paused.totals.updated, okms - refusers);
         assert.equal(paused.totals.failed, refusers);
