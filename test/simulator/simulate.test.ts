@@ -77,6 +77,31 @@ async function driftOf(t: TestApp, token: string, serial: string): Promise<Recor
 
 const reportedOf = (okm: { reported: string | null }) => JSON.parse(okm.reported ?? '{}') as Record<string, string>;
 
+/**
+ * A customer's 80 OKMs (cache mode 2 configured), a KAS release that is not the fleet latest,
+ * and a one-group rollout of it with these thresholds, started through the API; the sweep is
+ * the test's to run (ROLLOUT_SWEEP_INTERVAL_MS 0). 5 % of a fleet of that size refuse: 4.
+ */
+async function startRolloutOfRefusers(t: TestApp, thresholds: { success_threshold: number; error_threshold: number; update_timeout: string }) {
+  const okms = 80;
+  const refusers = 4;
+  await releaseFile(t, 'kas', '1.5.0', 1000, false);
+  const customer = await createTestCustomer(t, 'acme');
+  for (let index = 0; index < okms; index++) {
+    await insertOkm(t.db, serialNumber('ROLL-', index, okms), customer.id, { ...UNCONFIGURED_OKM, cacheMode: 2 }, Date.now());
+  }
+  const token = await issueTestToken(t, { customer: 'acme', scopes: ['okm:read', 'okm:write'] });
+  const call = async (method: 'GET' | 'POST', path: string, payload?: object) => {
+    const response = await t.app.inject({ method, url: path, headers: { authorization: `Bearer ${token}` }, ...(payload && { payload }) });
+    assert.ok(response.statusCode < 300, `${method} ${path}: ${response.statusCode} ${response.body}`);
+    return response.json().data as unknown;
+  };
+  const created = (await call('POST', '/api/v1/rollouts', { kind: 'kas', version: '1.5.0', groups: [{ percent: 100 }], ...thresholds })) as RolloutView;
+  await call('POST', `/api/v1/rollouts/${created.id}/start`);
+  const rollout = () => call('GET', `/api/v1/rollouts/${created.id}`) as Promise<RolloutView>;
+  return { okms, refusers, token, call, created, rollout };
+}
+
 forEachDatabase('keyfleet simulate against a real server', (kind) => {
   test('50 virtual OKMs apply every correction, install the latest firmware file and reach in step; auditing devices post records', async () => {
     const { t, url } = await listeningApp(kind);
@@ -205,30 +230,8 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
     // The test runs the rollout sweep itself (as test/rollouts does): no offer is judged failed before it has looked at the refusers.
     const { t, url } = await listeningApp(kind, { ROLLOUT_SWEEP_INTERVAL_MS: '0' });
     try {
-      const okms = 80;
-      const refusers = 4;
-      await releaseFile(t, 'kas', '1.5.0', 1000, false);
-      const customer = await createTestCustomer(t, 'acme');
-      for (let index = 0; index < okms; index++) {
-        await insertOkm(t.db, serialNumber('ROLL-', index, okms), customer.id, { ...UNCONFIGURED_OKM, cacheMode: 2 }, Date.now());
-      }
-      const token = await issueTestToken(t, { customer: 'acme', scopes: ['okm:read', 'okm:write'] });
-      const call = async (method: 'GET' | 'POST', path: string, payload?: object) => {
-        const response = await t.app.inject({ method, url: path, headers: { authorization: `Bearer ${token}` }, ...(payload && { payload }) });
-        assert.ok(response.statusCode < 300, `${method} ${path}: ${response.statusCode} ${response.body}`);
-        return response.json().data as unknown;
-      };
       // 95 % can update: a success threshold of 99 is never met, so the refusers' failures decide (5 % > 4 %).
-      const created = (await call('POST', '/api/v1/rollouts', {
-        kind: 'kas',
-        version: '1.5.0',
-        groups: [{ percent: 100 }],
-        success_threshold: 99,
-        error_threshold: 4,
-        update_timeout: '2s',
-      })) as RolloutView;
-      await call('POST', `/api/v1/rollouts/${created.id}/start`);
-      const rollout = () => call('GET', `/api/v1/rollouts/${created.id}`) as Promise<RolloutView>;
+      const { okms, refusers, token, call, created, rollout } = await startRolloutOfRefusers(t, { success_threshold: 99, error_threshold: 4, update_timeout: '2s' });
 
       const simulation = startSimulation(options(url, 'ROLL-', { okms, refuseFirmwarePercent: 5, slowClockPercent: 100, untilInStep: false }));
       try {
@@ -279,6 +282,39 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
       await t.close();
     }
   });
+
+  test(
+    'a KAS rollout that finishes (success threshold 90) while some refusers are still offered: they count as failed once update_timeout has passed, as they keep polling',
+    { todo: 'server gap (src/rollouts, not fixed here): the sweep looks only at running and paused rollouts, so members offered when the rollout finished stay offered for ever' },
+    async () => {
+      const { t, url } = await listeningApp(kind, { ROLLOUT_SWEEP_INTERVAL_MS: '0' });
+      try {
+        const { okms, refusers, call, created, rollout } = await startRolloutOfRefusers(t, { success_threshold: 90, error_threshold: 10, update_timeout: '5s' });
+        const simulation = startSimulation(options(url, 'ROLL-', { okms, refuseFirmwarePercent: 5, untilInStep: false }));
+        try {
+          await eventually(async () => (await rollout()).totals.updated === okms - refusers, PATIENCE_MS, 'every other OKM updated');
+          await sweepRollouts(t.db, rolloutEventSink, Date.now());
+          const finished = await rollout();
+          assert.equal(finished.state, 'finished');
+          const offered = (await call('GET', `/api/v1/rollouts/${created.id}/okms?state=offered`)) as { serial_number: string; offered_at: string }[];
+          assert.ok(offered.length > 0, 'a refuser was still within update_timeout when the rollout finished');
+          const timedOutAt = Math.max(...offered.map((okm) => Date.parse(okm.offered_at))) + 5_000;
+          // Past the timeout, with a poll of each refuser after it.
+          await eventually(() => Date.now() > timedOutAt + (2 * INTERVAL_S * 1000) / SPEED, PATIENCE_MS, 'update_timeout passed');
+          await sweepRollouts(t.db, rolloutEventSink, Date.now());
+
+          const later = await rollout();
+          assert.equal(later.state, 'finished');
+          assert.deepEqual({ offered: later.totals.offered, failed: later.totals.failed }, { offered: 0, failed: refusers });
+        } finally {
+          simulation.stop();
+          await simulation.finished;
+        }
+      } finally {
+        await t.close();
+      }
+    },
+  );
 
   test('a download cut halfway is resumed with a Range request: every byte is fetched once and the checksum holds', async () => {
     const { t, url } = await listeningApp(kind);
