@@ -143,8 +143,9 @@ forEachDatabase('blocked rollout members', (kind) => {
     const unblocked = fleet.find((okm) => okm.ignores.has('cacheMode'))!;
     unblocked.ignores.delete('cacheMode');
     assert.deepEqual(await unblocked.poll(t), { cacheMode: 1 });
-    assert.equal(await stuckOn(unblocked.serialNumber), null);
+    // The next poll reports the corrected value: no longer stuck, and the offer is sent.
     assert.deepEqual(Object.keys(await unblocked.poll(t)), ['batchKeyFirmware']);
+    assert.equal(await stuckOn(unblocked.serialNumber), null);
     await unblocked.poll(t);
     assert.deepEqual((await view(rollout.id)).groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 8, failed: 2 });
     assert.equal((await acme.act(rollout.id, 'abort')).statusCode, 200);
