@@ -129,13 +129,19 @@ export async function groupCounts(db: Db, rolloutIds: readonly number[]): Promis
   return result;
 }
 
-/** Whether the member's OKM has polled at or after `since` (okm_polls.last_sync_time, which every poll writes): one probe of okm_polls' key. */
+/**
+ * Whether the member's OKM has polled at or after `since` (okm_polls.last_sync_time, which every
+ * poll writes; -1 when it never polled): one probe of okm_polls' key.
+ */
 const polledSince = (members: string, since: unknown) =>
-  sql<SqlBool>`exists (select 1 from okm_polls where okm_polls.serial_number = ${sql.ref(`${members}.serial_number`)} and okm_polls.last_sync_time >= ${since})`;
+  sql<SqlBool>`coalesce((select okm_polls.last_sync_time from okm_polls where okm_polls.serial_number = ${sql.ref(`${members}.serial_number`)}), -1) >= ${since}`;
 
-/** Whether the member's OKM is stuck on a resolver (okms.stuck_resolver, written by the poll that finds it so, SPEC section 15): one probe of okms' key. */
+/**
+ * Whether the member's OKM is stuck on a resolver (okms.stuck_resolver, written by the poll that
+ * finds it so, SPEC section 15): one probe of okms' key.
+ */
 const okmStuck = (members: string) =>
-  sql<SqlBool>`exists (select 1 from okms where okms.serial_number = ${sql.ref(`${members}.serial_number`)} and okms.stuck_resolver is not null)`;
+  sql<SqlBool>`(select okms.stuck_resolver from okms where okms.serial_number = ${sql.ref(`${members}.serial_number`)}) is not null`;
 
 /**
  * A member's state (model.MEMBER_STATES) as SQL over its rollout_members row (`members`, the
@@ -143,8 +149,10 @@ const okmStuck = (members: string) =>
  * for a member still scheduled in a started group, which is `silent` when its OKM has no poll
  * since that group started and `blocked` when it has but is stuck (a resolver before the
  * rollout's answers its polls, so the offer is never sent). Only those members cost a probe of
- * okm_polls and of okms, each by its key. The start times are the rollout's own numbers, written
- * as literals: the expression is the same text wherever it is used, as a GROUP BY needs.
+ * okm_polls and of okms, each by its key: the probes are scalar subqueries, not EXISTS, which
+ * PostgreSQL may turn into a hash of a whole table (every OKM's poll, every stuck OKM) when it
+ * expects many members to probe. The start times are the rollout's own numbers, written as
+ * literals: the expression is the same text wherever it is used, as a GROUP BY needs.
  */
 export function memberState(groupStartedAt: readonly number[], members = 'rollout_members'): RawBuilder<MemberState> {
   const status = sql.ref(`${members}.status`);
