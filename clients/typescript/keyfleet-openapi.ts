@@ -4124,7 +4124,7 @@ export interface operations {
                      * @description http or https URL
                      */
                     url: string;
-                    event_types: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
+                    event_types: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.stuck" | "okm.unstuck" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
                 };
             };
         };
@@ -4459,7 +4459,7 @@ export interface operations {
                      * @description http or https URL
                      */
                     url?: string;
-                    event_types?: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
+                    event_types?: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.stuck" | "okm.unstuck" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
                 };
             };
         };
@@ -6490,18 +6490,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -6518,6 +6520,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -6639,6 +6649,15 @@ export interface operations {
                     };
                     /** @description another operator must approve it before it starts (default false) */
                     approval_required?: boolean;
+                    /** @description the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
+                    retry_policy?: {
+                        /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                        offers: number;
+                        /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                        backoff_polls?: number[];
+                        /** @description the most polls an offer is held back */
+                        max_backoff_polls?: number;
+                    };
                 };
             };
         };
@@ -6676,18 +6695,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -6704,6 +6725,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -6851,18 +6880,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -6879,6 +6910,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -6957,8 +6996,8 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
-                /** @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout */
-                state?: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                /** @description scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started */
+                state?: "scheduled" | "blocked" | "silent" | "offered" | "updated" | "failed";
                 /** @description only the OKMs of this group (its index, from 0) */
                 group?: number;
                 /** @description rows per page, 1–500 */
@@ -6990,13 +7029,14 @@ export interface operations {
                             /** @description index of its group, from 0 */
                             group: number;
                             /**
-                             * @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout
+                             * @description scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started
                              * @enum {unknown}
                              */
-                            state: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                            state: "scheduled" | "blocked" | "silent" | "offered" | "updated" | "failed";
                             offered_at: string | null;
                             last_sync_time: string | null;
                             reported_version: string | null;
+                            blocked_by: string | null;
                         }[];
                         next_cursor: string | null;
                     };
@@ -7109,18 +7149,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7137,6 +7179,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7284,18 +7334,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7312,6 +7364,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7459,18 +7519,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7487,6 +7549,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7634,18 +7704,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7662,6 +7734,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7809,18 +7889,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7837,6 +7919,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7984,18 +8074,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -8012,6 +8104,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -8159,6 +8259,15 @@ export interface operations {
                     };
                     /** @description another operator must approve it before it starts (default false) */
                     approval_required?: boolean;
+                    /** @description the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
+                    retry_policy?: {
+                        /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                        offers: number;
+                        /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                        backoff_polls?: number[];
+                        /** @description the most polls an offer is held back */
+                        max_backoff_polls?: number;
+                    };
                 };
             };
         };
