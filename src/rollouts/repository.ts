@@ -312,12 +312,23 @@ export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CH
   }
 }
 
-/** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */
+/** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), finished ones with members not settled yet, and ready ones whose start time has come (approved, where that is required). */
 export async function rolloutsToSweep(db: Db, now: number, limit: number): Promise<RolloutRow[]> {
   return rolloutWithCustomer(db)
     .where((eb) =>
       eb.or([
         eb('rollouts.state', 'in', ['running', 'paused']),
+        // A finished rollout still offers its version: members it has not settled yet fail as in a running one.
+        eb.and([
+          eb('rollouts.state', '=', 'finished'),
+          eb.exists(
+            eb
+              .selectFrom('rollout_members')
+              .select(sql.lit(1).as('unsettled'))
+              .whereRef('rollout_members.rollout_id', '=', 'rollouts.id')
+              .where('rollout_members.status', 'in', ['scheduled', 'offered']),
+          ),
+        ]),
         eb.and([
           eb('rollouts.state', '=', 'ready'),
           eb('rollouts.start_at', '<=', now),

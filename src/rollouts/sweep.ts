@@ -37,7 +37,7 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
 /**
  * One pass over the rollouts with work, bounded by `limits`: scheduled starts whose time has
  * come (and that are approved where required), offers past their timeout and members silent or
- * blocked past it marked failed (paused rollouts too: their counts stay true), then the
+ * blocked past it marked failed (paused and finished rollouts too: their counts stay true), then the
  * thresholds of running ones. Safe with any number of processes sweeping one database.
  */
 export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
