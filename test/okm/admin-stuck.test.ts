@@ -68,7 +68,7 @@ forEachDatabase('stuck OKMs in the admin API', (kind) => {
     return response.json().data;
   };
   const serialsOf = (response: { json(): { data: { serial_number: string }[] } }) => response.json().data.map((okm) => okm.serial_number);
-  const listStuck = (token: string, query = '') => walkKeys({ t, token, url: `${OKMS}?state=stuck${query}`, keyOf: (okm) => okm.serial_number as string }, 1);
+  const listStuck = async (token: string, query = '') => (await walkKeys({ t, token, url: `${OKMS}?state=stuck${query}`, keyOf: (okm) => okm.serial_number as string }, 1)).map(String);
 
   test('an OKM sent one correction on 3 polls in a row without effect shows stuck: the resolver, since that poll, and the polls, counted on by each poll', async () => {
     const { token } = await newCustomer();
