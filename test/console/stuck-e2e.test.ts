@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { stuckReason } from '../../console/src/format.ts';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { fleetPassesSince, inStepReport, openConsole, PROJECT_ROOT, startConsoleServer, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
 
 const FLEET = ['OKM-STUCK-001', 'OKM-STUCK-002', 'OKM-STUCK-003', 'OKM-STUCK-004', 'OKM-STUCK-005'];
@@ -15,6 +16,9 @@ const TOOK_IT = 'OKM-STUCK-005';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(PROJECT_ROOT, 'docs/images') : undefined;
 
 const listedSerials = (page: Page) => page.getByTestId('okm-list').locator('tbody tr td:first-child a').allInnerTexts();
+/** Waits for the list to show exactly these OKMs: a new filter's page replaces the one shown before it. */
+const listShows = (page: Page, serials: string[]) =>
+  eventually(async () => JSON.stringify(await listedSerials(page)) === JSON.stringify(serials), 20_000, `the list of ${serials.join(', ')}`);
 
 /** SPEC section 15 in the console: the OKM page's "Stuck" badge and reason, the list's filter, the overview's count. */
 describe('console: stuck OKMs', { skip: browserTestSkip() }, () => {
@@ -54,9 +58,8 @@ describe('console: stuck OKMs', { skip: browserTestSkip() }, () => {
     assert.equal(await count.innerText(), String(STUCK.length));
     await count.click();
     await page.waitForURL(/\/console\/okms\?state=stuck$/);
-    await page.locator('[data-testid="okm-list"] tbody tr').nth(STUCK.length - 1).waitFor();
 
-    assert.deepEqual(await listedSerials(page), STUCK);
+    await listShows(page, STUCK);
     assert.equal(await page.getByLabel('State').inputValue(), 'stuck');
     const badges = page.getByTestId('okm-list').locator('tbody tr td:nth-child(5)');
     assert.deepEqual(await badges.allInnerTexts(), STUCK.map(() => 'Drifting\nStuck'));
@@ -64,11 +67,10 @@ describe('console: stuck OKMs', { skip: browserTestSkip() }, () => {
 
     // The filter is the list's own too.
     await page.getByRole('link', { name: 'Clear filters' }).click();
-    await page.locator('[data-testid="okm-list"] tbody tr').nth(FLEET.length - 1).waitFor();
+    await listShows(page, FLEET);
     await page.getByLabel('State').selectOption('stuck');
     await page.waitForURL(/state=stuck/);
-    await page.locator('[data-testid="okm-list"] tbody tr').nth(STUCK.length - 1).waitFor();
-    assert.deepEqual(await listedSerials(page), STUCK);
+    await listShows(page, STUCK);
     consolePage.assertNoProblems();
     await consolePage.close();
   });
