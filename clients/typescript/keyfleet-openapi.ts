@@ -6501,18 +6501,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -6529,6 +6531,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -6650,6 +6660,15 @@ export interface operations {
                     };
                     /** @description another operator must approve it before it starts (default false) */
                     approval_required?: boolean;
+                    /** @description the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
+                    retry_policy?: {
+                        /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                        offers: number;
+                        /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                        backoff_polls?: number[];
+                        /** @description the most polls an offer is held back */
+                        max_backoff_polls?: number;
+                    };
                 };
             };
         };
@@ -6687,18 +6706,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -6715,6 +6736,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -6862,18 +6891,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -6890,6 +6921,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -6968,8 +7007,8 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
-                /** @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout */
-                state?: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                /** @description scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started */
+                state?: "scheduled" | "blocked" | "silent" | "offered" | "updated" | "failed";
                 /** @description only the OKMs of this group (its index, from 0) */
                 group?: number;
                 /** @description rows per page, 1–500 */
@@ -7001,13 +7040,14 @@ export interface operations {
                             /** @description index of its group, from 0 */
                             group: number;
                             /**
-                             * @description scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout
+                             * @description scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started
                              * @enum {unknown}
                              */
-                            state: "scheduled" | "silent" | "offered" | "updated" | "failed";
+                            state: "scheduled" | "blocked" | "silent" | "offered" | "updated" | "failed";
                             offered_at: string | null;
                             last_sync_time: string | null;
                             reported_version: string | null;
+                            blocked_by: string | null;
                         }[];
                         next_cursor: string | null;
                     };
@@ -7120,18 +7160,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7148,6 +7190,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7295,18 +7345,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7323,6 +7375,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7470,18 +7530,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7498,6 +7560,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7645,18 +7715,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7673,6 +7745,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7820,18 +7900,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -7848,6 +7930,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -7995,18 +8085,20 @@ export interface operations {
                                  * @enum {unknown}
                                  */
                                 state: "waiting" | "running" | "paused" | "completed" | "aborted";
-                                /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                                 counts: {
                                     scheduled: number;
+                                    blocked: number;
                                     silent: number;
                                     offered: number;
                                     updated: number;
                                     failed: number;
                                 };
                             }[];
-                            /** @description OKMs of each state (scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
                                 scheduled: number;
+                                blocked: number;
                                 silent: number;
                                 offered: number;
                                 updated: number;
@@ -8023,6 +8115,14 @@ export interface operations {
                                 time_zone: string;
                             } | null;
                             approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
                             approved_by: string | null;
                             approved_at: string | null;
                             created_by: string;
@@ -8170,6 +8270,15 @@ export interface operations {
                     };
                     /** @description another operator must approve it before it starts (default false) */
                     approval_required?: boolean;
+                    /** @description the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
+                    retry_policy?: {
+                        /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                        offers: number;
+                        /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                        backoff_polls?: number[];
+                        /** @description the most polls an offer is held back */
+                        max_backoff_polls?: number;
+                    };
                 };
             };
         };

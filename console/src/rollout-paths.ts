@@ -4,7 +4,7 @@ import { href } from './paths.ts';
 export const rolloutHref = (id: number) => href(`/rollouts/${id}`);
 
 /** A rollout member's state, as the API's group counts and OKM list name it. */
-export type RolloutOkmState = 'updated' | 'offered' | 'failed' | 'scheduled' | 'silent';
+export type RolloutOkmState = 'updated' | 'offered' | 'failed' | 'scheduled' | 'blocked' | 'silent';
 
 /** The rollout's OKM list, of one state and one group (its index, from 0) when given: what a group count counts. */
 export function rolloutOkmsHref(id: number, filter: { state?: RolloutOkmState; group?: number } = {}): string {

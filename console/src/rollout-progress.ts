@@ -6,6 +6,8 @@
 /** Member counts of a group or of a whole rollout, as the API gives them. */
 export interface MemberCounts {
   scheduled: number;
+  /** Scheduled in a started group, polling, but stuck on a resolver: the offer is never sent. */
+  blocked: number;
   /** Scheduled in a started group, and no poll since the group started. */
   silent: number;
   offered: number;
@@ -36,7 +38,7 @@ export function parseGroupPercents(text: string): { percents: number[] } | { err
   return { percents };
 }
 
-export const memberCount = (counts: MemberCounts) => counts.scheduled + counts.silent + counts.offered + counts.updated + counts.failed;
+export const memberCount = (counts: MemberCounts) => counts.scheduled + counts.blocked + counts.silent + counts.offered + counts.updated + counts.failed;
 
 /** Whole percent of `part` in `whole`, rounded down (so 99.6 % is not shown as done); 0 of 0 is 0. */
 export const percentOf = (part: number, whole: number) => (whole === 0 ? 0 : Math.floor((part * 100) / whole));

@@ -1,19 +1,46 @@
 import type { Command } from 'commander';
-import { setCustomerTimeZone } from '../customers/repository.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { setCustomerRetryPolicy, setCustomerTimeZone } from '../customers/repository.ts';
+import { parseRetryPolicy, retryPolicyToWire, type RetryPolicy } from '../shared/retry-policy.ts';
+import { UsageError, commandGroup, openContext, printResult } from './context.ts';
+
+/** `--firmware-retry-policy`: a policy as JSON, or "default" for the fleet's (FIRMWARE_RETRY_POLICY). */
+function retryPolicyOption(text: string): RetryPolicy | null {
+  if (text === 'default') return null;
+  const policy = parseRetryPolicy(text);
+  if ('error' in policy) throw new UsageError(`--firmware-retry-policy: ${policy.error}`);
+  return policy;
+}
 
 export function register(program: Command): void {
   commandGroup(program, 'customer', 'manage customers (tenants)')
     .command('update')
     .description("change a customer's settings")
     .argument('<name>', 'customer name')
-    .requiredOption('--time-zone <zone>', 'IANA time zone of its stores (Europe/Berlin), for rollout maintenance windows; "UTC" for none')
+    .option('--time-zone <zone>', 'IANA time zone of its stores (Europe/Berlin), for rollout maintenance windows; "UTC" for none')
+    .option(
+      '--firmware-retry-policy <json>',
+      'retry policy of firmware offers to its OKMs, e.g. \'{"offers": 3, "backoff_polls": [1, 2, 4, 8], "max_backoff_polls": 32}\'; {"offers": 0}: strict seed order; "default": the fleet\'s',
+    )
     .option('--json', 'print one JSON object')
-    .action(async (name: string, options: { json?: boolean; timeZone: string }) => {
+    .action(async (name: string, options: { json?: boolean; timeZone?: string; firmwareRetryPolicy?: string }) => {
+      if (options.timeZone === undefined && options.firmwareRetryPolicy === undefined) throw new UsageError('expected --time-zone or --firmware-retry-policy');
+      const policy = options.firmwareRetryPolicy === undefined ? undefined : retryPolicyOption(options.firmwareRetryPolicy);
       const context = await openContext();
       try {
-        await setCustomerTimeZone(context.db, name, options.timeZone);
-        printResult(options.json, { name, time_zone: options.timeZone }, `name: ${name}\ntime_zone: ${options.timeZone}`);
+        if (options.timeZone !== undefined) await setCustomerTimeZone(context.db, name, options.timeZone);
+        if (policy !== undefined) await setCustomerRetryPolicy(context.db, name, policy);
+        const result = {
+          name,
+          ...(options.timeZone === undefined ? {} : { time_zone: options.timeZone }),
+          ...(policy === undefined ? {} : { firmware_retry_policy: policy && retryPolicyToWire(policy) }),
+        };
+        printResult(
+          options.json,
+          result,
+          Object.entries(result)
+            .map(([field, value]) => `${field}: ${typeof value === 'string' ? value : value === null ? 'default' : JSON.stringify(value)}`)
+            .join('\n'),
+        );
       } finally {
         await context.close();
       }

@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { Command } from 'commander';
 import type { Principal } from '../auth/guard.ts';
 import { rolloutEventSink } from '../rollouts/events.ts';
-import { memberTotal } from '../rollouts/model.ts';
+import { MEMBER_STATES, memberTotal } from '../rollouts/model.ts';
 import type { RolloutRequest } from '../rollouts/service.ts';
 import type { RolloutView } from '../rollouts/schemas.ts';
 import { commandGroup, openContext, printResult, UsageError, type CliContext } from './context.ts';
@@ -27,6 +27,12 @@ const bar = (part: number, whole: number, width = 20) => {
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
 };
 
+/** A rollout's own retry policy in words: "3 offers, then held back 1, 2, 4, 8 polls (at most 32)". */
+function retryPolicySentence(policy: NonNullable<RolloutView['retry_policy']>): string {
+  if (policy.offers === 0) return 'never held back (strict seed order)';
+  return `${policy.offers} offer${policy.offers === 1 ? '' : 's'}, then held back ${policy.backoff_polls.join(', ')} polls (at most ${policy.max_backoff_polls})`;
+}
+
 /** One line per group with a progress bar, then the totals: what a person reads at a glance. */
 export function rolloutTable(rollout: RolloutView): string {
   const header = [
@@ -34,18 +40,19 @@ export function rolloutTable(rollout: RolloutView): string {
     `thresholds: success ${rollout.success_threshold}%, error ${rollout.error_threshold}%, update timeout ${rollout.update_timeout}, auto advance ${rollout.auto_advance ? 'on' : 'off'}` +
       (rollout.maintenance_window ? `, window ${rollout.maintenance_window.from}-${rollout.maintenance_window.to} (${rollout.maintenance_window.time_zone})` : '') +
       (rollout.approval_required ? `, approval ${rollout.approved_by ? `by ${rollout.approved_by}` : 'pending'}` : ''),
+    ...(rollout.retry_policy === null ? [] : [`retry policy: ${retryPolicySentence(rollout.retry_policy)}`]),
     '',
   ];
-  const rows = [['group', 'percent', 'state', 'okms', 'scheduled', 'silent', 'offered', 'updated', 'failed', 'progress']];
+  const rows = [['group', 'percent', 'state', 'okms', ...MEMBER_STATES, 'progress']];
   rollout.groups.forEach((group, index) => {
-    const { scheduled, silent, offered, updated, failed } = group.counts;
-    rows.push([String(index + 1), `${group.percent}%`, group.state, String(group.okms), String(scheduled), String(silent), String(offered), String(updated), String(failed), `${bar(updated, group.okms)} ${group.okms === 0 ? 0 : Math.floor((updated * 100) / group.okms)}%`]);
+    rows.push([String(index + 1), `${group.percent}%`, group.state, String(group.okms), ...MEMBER_STATES.map((state) => String(group.counts[state])), `${bar(group.counts.updated, group.okms)} ${group.okms === 0 ? 0 : Math.floor((group.counts.updated * 100) / group.okms)}%`]);
   });
-  const { scheduled, silent, offered, updated, failed } = rollout.totals;
+  const { updated } = rollout.totals;
   const total = memberTotal(rollout.totals);
-  rows.push(['total', '', '', String(total), String(scheduled), String(silent), String(offered), String(updated), String(failed), `${bar(updated, total)} ${total === 0 ? 0 : Math.floor((updated * 100) / total)}%`]);
+  rows.push(['total', '', '', String(total), ...MEMBER_STATES.map((state) => String(rollout.totals[state])), `${bar(updated, total)} ${total === 0 ? 0 : Math.floor((updated * 100) / total)}%`]);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  const lines = rows.map((row) => row.map((cell, column) => (column >= 3 && column <= 7 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ').trimEnd());
+  const numeric = (column: number) => column >= 3 && column < 4 + MEMBER_STATES.length;
+  const lines = rows.map((row) => row.map((cell, column) => (numeric(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ').trimEnd());
   return [...header, ...lines].join('\n');
 }
 

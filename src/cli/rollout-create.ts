@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
 import { CreateRolloutBody } from '../rollouts/schemas.ts';
 import { createRollout } from '../rollouts/service.ts';
+import { parseRetryPolicy, retryPolicyToWire } from '../shared/retry-policy.ts';
 import { openContext, printResult, UsageError } from './context.ts';
 import { operatorRequest, rolloutGroup, rolloutTable } from './rollout-common.ts';
 
@@ -18,6 +19,7 @@ interface RolloutCreateOptions {
   approvalRequired?: boolean;
   onlyVersion?: string;
   serials?: string;
+  retryPolicy?: string;
   json?: boolean;
 }
 
@@ -25,6 +27,14 @@ const validateBody = validatorCompiler({ schema: CreateRolloutBody, method: 'POS
 
 const integerOption = (text: string | undefined) => (text === undefined ? undefined : /^-?\d+$/.test(text) ? Number(text) : text);
 const list = (text: string) => text.split(',').map((item) => item.trim());
+
+/** The --retry-policy JSON as the body's retry_policy, read as a setting is (parseRetryPolicy): its words name the field. */
+function retryPolicyOption(text: string | undefined) {
+  if (text === undefined) return {};
+  const policy = parseRetryPolicy(text);
+  if ('error' in policy) throw new UsageError(`--retry-policy: ${policy.error}`);
+  return { retry_policy: retryPolicyToWire(policy) };
+}
 
 /** The API's body from the command line; the API's schema judges it, so both refuse the same values with the same words. */
 function bodyOf(kind: string, version: string, options: RolloutCreateOptions): CreateRolloutBody {
@@ -41,6 +51,7 @@ function bodyOf(kind: string, version: string, options: RolloutCreateOptions): C
     ...(options.startAt === undefined ? {} : { start_at: options.startAt }),
     ...(window === undefined ? {} : { maintenance_window: { from: window[0] ?? '', to: window[1] ?? '' } }),
     ...(options.approvalRequired ? { approval_required: true } : {}),
+    ...retryPolicyOption(options.retryPolicy),
     ...(options.onlyVersion === undefined && options.serials === undefined
       ? {}
       : { filter: { ...(options.onlyVersion === undefined ? {} : { firmware_version: options.onlyVersion }), ...(options.serials === undefined ? {} : { serial_numbers: list(options.serials) }) } }),
@@ -69,6 +80,7 @@ export function register(program: Command): void {
     .option('--approval-required', 'another operator must approve it (keyfleet rollout approve, or POST /api/v1/rollouts/{id}/approve) before it starts')
     .option('--only-version <version>', 'only OKMs that last reported this version of the kind')
     .option('--serials <list>', 'only these OKMs (comma-separated serial numbers)')
+    .option('--retry-policy <json>', 'the retry policy of its offers, before the customer\'s and the fleet default: {"offers": 3, "backoff_polls": [1, 2, 4, 8], "max_backoff_polls": 32}')
     .option('--json', 'print one JSON object')
     .action(async (kind: string, version: string, options: RolloutCreateOptions) => {
       const body = bodyOf(kind, version, options);

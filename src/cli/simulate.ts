@@ -14,6 +14,7 @@ interface RawOptions {
   speed: string;
   duration?: string;
   refuseFirmware: string;
+  slowClock: string;
   offline: string;
   interruptDownloads: string;
   installCodeBase?: string;
@@ -68,6 +69,7 @@ export function simulationOptions(raw: RawOptions): SimulationOptions {
     speed,
     durationMs: raw.duration === undefined ? undefined : durationOption('--duration', raw.duration),
     refuseFirmwarePercent: percentOption('--refuse-firmware', raw.refuseFirmware),
+    slowClockPercent: percentOption('--slow-clock', raw.slowClock),
     offlinePercent: percentOption('--offline', raw.offline),
     interruptDownloadsPercent: percentOption('--interrupt-downloads', raw.interruptDownloads),
     installCodeBase: base,
@@ -80,7 +82,9 @@ export function simulationOptions(raw: RawOptions): SimulationOptions {
 function summaryText(summary: Summary): string {
   const times = ({ count, p50_ms, p99_ms, p50_simulated_s, p99_simulated_s }: Summary['convergence']['initial']) =>
     count === 0 ? 'none' : `${count} devices, p50 ${p50_ms} ms, p99 ${p99_ms} ms (device time p50 ${p50_simulated_s} s, p99 ${p99_simulated_s} s)`;
-  const { firmware, convergence } = summary;
+  const { firmware, convergence, refusers } = summary;
+  const refuserTimes = ({ count, p50_polls, p99_polls, max_polls, p50_simulated_s, p99_simulated_s }: Summary['refusers']['otherwise_in_step']) =>
+    count === 0 ? 'none' : `${count} devices, p50 ${p50_polls} polls, p99 ${p99_polls}, max ${max_polls} (device time p50 ${p50_simulated_s} s, p99 ${p99_simulated_s} s)`;
   return [
     `${summary.okms} virtual OKMs, ${summary.elapsed_s} s, ${summary.polls} polls (${summary.polls_per_second}/s)`,
     `in step: ${summary.in_step} (${summary.in_step_percent}%), refusing firmware: ${summary.refusing_firmware}, offline: ${summary.offline}`,
@@ -91,6 +95,8 @@ function summaryText(summary: Summary): string {
     `convergence after a change: ${times(convergence.after_change)}; still converging: ${convergence.still_converging}`,
     `firmware: installed ${firmware.installed}, downloads ${firmware.downloads} (resumed ${firmware.resumed}, interrupted ${firmware.interrupted}, ${firmware.bytes} bytes), ` +
       `not fetched (other host) ${firmware.external}, refused ${firmware.refused}, checksum failures ${firmware.checksum_failures}`,
+    `refusers: ${refusers.devices} devices, ${summary.refusing_firmware} refusing an offer now, ${summary.refusing_firmware_otherwise_in_step} of them otherwise in step; ` +
+      `other corrections applied ${refusers.corrections_applied}; every setting but firmware in step after: ${refuserTimes(refusers.otherwise_in_step)}`,
     `audit: ${summary.audit.posts} posts; poll lag p50 ${summary.poll_lag_ms.p50 ?? '-'} ms, p99 ${summary.poll_lag_ms.p99 ?? '-'} ms`,
   ].join('\n');
 }
@@ -105,8 +111,9 @@ export function register(program: Command): void {
     .option('--interval <seconds>', 'polling interval a device starts with, until the server corrects it', '150')
     .option('--speed <factor>', 'time compression: an interval of S seconds lasts S / factor', '1')
     .option('--duration <duration>', 'stop after this long (real time: 30s, 10m, 1h); default: until Ctrl-C')
-    .option('--until-in-step', 'stop as soon as every device is in step (or refuses an offered firmware)')
-    .option('--refuse-firmware <percent>', 'share of devices that never install offered firmware', '0%')
+    .option('--until-in-step', 'stop as soon as every device is in step or refusing an offered firmware (whatever its other settings)')
+    .option('--refuse-firmware <percent>', 'share of devices that never install offered firmware (they take every other correction)', '0%')
+    .option('--slow-clock <percent>', 'share of devices whose clock starts 10 minutes slow', '25%')
     .option('--offline <percent>', 'share of devices that go silent once, for 4 of their intervals', '0%')
     .option('--interrupt-downloads <percent>', 'share of devices whose first download of a file breaks halfway (then resumes with Range)', '0%')
     .option('--install-code-base <digits>', 'installer code of device i is base + i (default: random 8-digit codes)')

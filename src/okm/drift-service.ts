@@ -2,9 +2,12 @@ import type { Db } from '../db/database.ts';
 import { notFound } from '../http/errors.ts';
 import { checkOkmVisible, type OkmRequest } from './admin-service.ts';
 import { findMessage } from './messages-repository.ts';
-import { findPolledOkm, loadList, type PolledOkmSnapshot } from './poll-repository.ts';
+import { correctionRecordOf, findPolledOkm, loadList, type PolledOkmSnapshot } from './poll-repository.ts';
 import { desiredState, effectiveReleases, pinsOf, type PollSettings } from './poll-service.ts';
-import { findRolloutOffer, withRolloutOffer } from '../rollouts/poll-offer.ts';
+import { findRolloutOffer, rolloutRetryPolicy, withRolloutOffer } from '../rollouts/poll-offer.ts';
+import { findRetryPolicies } from '../customers/repository.ts';
+import type { RetryPolicy } from '../shared/retry-policy.ts';
+import { decidePoll } from './poll-verdict.ts';
 import { parseReported } from './reported.ts';
 import { RESOLVERS } from './resolvers/index.ts';
 import type { Correction, DesiredState } from './resolvers/types.ts';
@@ -22,19 +25,34 @@ interface Answer {
   correction: Correction | null;
 }
 
-/** What the OKM's next poll would be compared with: its row as a poll reads it, and the time of its last poll. */
-async function desiredFor(db: Db, settings: PollSettings, row: Snapshot, now: number): Promise<DesiredState> {
-  const [releases, rollout, message] = await Promise.all([
+/** What the OKM's next poll would be compared with: its row as a poll reads it, at the time of its last poll; and the offers the retry policy holds back on that poll. */
+async function desiredFor(db: Db, settings: PollSettings, row: Snapshot, now: number): Promise<{ desired: DesiredState; heldBack: ReadonlySet<string> }> {
+  const [releases, rollout, message, customerPolicies] = await Promise.all([
     effectiveReleases(db, row),
     row.rollout_id === null ? undefined : findRolloutOffer(db, row.rollout_id, row.serial_number, now),
     row.pending_message_id === null ? undefined : findMessage(db, row.pending_message_id),
+    row.offer_hold === null || row.customer_id === null ? new Map<number, RetryPolicy>() : findRetryPolicies(db, [row.customer_id]),
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
-  return desiredState(row, withRolloutOffer(releases, pinsOf(row), rollout), pendingMessage, settings, row.last_sync_time ?? now);
+  const desired = desiredState(row, withRolloutOffer(releases, pinsOf(row), rollout), pendingMessage, settings, row.last_sync_time ?? now);
+  if (row.offer_hold === null) return { desired, heldBack: new Set() };
+  // The poll's own decision, as the next poll would take it: one definition of what is held back.
+  const { heldBack } = decidePoll({
+    desired,
+    reported: reportedOf(row),
+    previous: correctionRecordOf(row),
+    poll: row.polls + 1,
+    now,
+    policyFor: (resolver) => rolloutRetryPolicy(rollout, resolver) ?? (row.customer_id === null ? undefined : customerPolicies.get(row.customer_id)) ?? settings.firmwareRetryPolicy,
+    stuckAfterPolls: settings.stuckAfterPolls,
+  });
+  return { desired, heldBack };
 }
 
+const reportedOf = (row: Snapshot) => parseReported(row.reported === null ? {} : (JSON.parse(row.reported) as Record<string, unknown>));
+
 function answersOf(desired: DesiredState, row: Snapshot): Answer[] {
-  const reported = parseReported(row.reported === null ? {} : (JSON.parse(row.reported) as Record<string, unknown>));
+  const reported = reportedOf(row);
   return RESOLVERS.map(({ name, resolve }) => ({ name, correction: resolve(desired, reported) ?? null }));
 }
 
@@ -46,7 +64,7 @@ function answersOf(desired: DesiredState, row: Snapshot): Answer[] {
  * the one sent is delivered and any correction now is the next message; and a configuration
  * changed after that poll, since what was sent may no longer be what is configured.
  */
-function verdictsOf(answers: Answer[], row: Snapshot): ResolverVerdict[] {
+function verdictsOf(answers: Answer[], row: Snapshot, heldBack: ReadonlySet<string>): ResolverVerdict[] {
   const lastCorrection = row.last_sync_time === null ? null : row.last_correction;
   const changedSincePoll = row.last_sync_time !== null && row.updated_at > row.last_sync_time;
   let nextFound = false;
@@ -54,7 +72,8 @@ function verdictsOf(answers: Answer[], row: Snapshot): ResolverVerdict[] {
     const sentOnLastPoll = name === lastCorrection;
     let verdict: ResolverVerdict['verdict'] = 'in_step';
     if (correction !== null) {
-      if (sentOnLastPoll && name !== 'message' && !changedSincePoll) verdict = 'sent';
+      if (heldBack.has(name)) verdict = 'held_back';
+      else if (sentOnLastPoll && name !== 'message' && !changedSincePoll) verdict = 'sent';
       else if (!nextFound) {
         verdict = 'next';
         nextFound = true;
@@ -86,14 +105,14 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
   const db: Db = request.db;
   const row = await snapshotOf(db, serialNumber);
   if (!row) throw notFound('OKM not found');
-  const polled = await desiredFor(db, request.settings, row, request.now);
+  const { desired: polled, heldBack } = await desiredFor(db, request.settings, row, request.now);
   // The lists themselves, not the poll's placeholders: a report shows the items a correction sends.
   const [assetList, usersAssets] = await Promise.all([
     polled.assetList && loadList(db, serialNumber, 'asset_list'),
     polled.usersAssets && loadList(db, serialNumber, 'users_assets'),
   ]);
-  const resolvers = verdictsOf(answersOf({ ...polled, assetList, usersAssets }, row), row);
-  const next: Correction | null = resolvers.find((verdict) => !verdict.in_step)?.correction ?? null;
+  const resolvers = verdictsOf(answersOf({ ...polled, assetList, usersAssets }, row), row, heldBack);
+  const next: Correction | null = resolvers.find((verdict) => !verdict.in_step && verdict.verdict !== 'held_back')?.correction ?? null;
   return {
     serial_number: serialNumber,
     in_step: next === null,
@@ -115,7 +134,8 @@ export async function expectedNextCorrections(db: Db, settings: PollSettings, se
     serialNumbers.map(async (serialNumber) => {
       const row = await snapshotOf(db, serialNumber);
       if (!row) return [];
-      const verdicts = verdictsOf(answersOf(await desiredFor(db, settings, row, now), row), row);
+      const { desired, heldBack } = await desiredFor(db, settings, row, now);
+      const verdicts = verdictsOf(answersOf(desired, row), row, heldBack);
       return [[serialNumber, nextOf(verdicts)?.name ?? null] as const];
     }),
   );

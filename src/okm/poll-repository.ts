@@ -411,7 +411,7 @@ export async function loadList(db: Db, serialNumber: string, column: 'asset_list
 }
 
 /** What a poll of the OKM would read, without recording one: for the drift report. */
-export interface PolledOkmSnapshot extends PolledOkmRow {
+export interface PolledOkmSnapshot extends CountedPollRow {
   reported: string | null;
   last_sync_time: number | null;
 }
@@ -420,7 +420,14 @@ export async function findPolledOkm(db: Db, serialNumber: string): Promise<Polle
   return db
     .selectFrom('okms')
     .leftJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number')
-    .select((eb) => [...POLLED_COLUMNS.map((column) => `okms.${column}` as const), 'okm_polls.reported', 'okm_polls.last_sync_time', oldestPendingMessageId(eb)])
+    .select((eb) => [
+      ...POLLED_COLUMNS.map((column) => `okms.${column}` as const),
+      'okm_polls.reported',
+      'okm_polls.last_sync_time',
+      eb.fn.coalesce('okm_polls.polls', eb.lit(0)).as('polls'),
+      oldestPendingMessageId(eb),
+    ])
     .where('okms.serial_number', '=', serialNumber)
-    .executeTakeFirst();
+    .executeTakeFirst()
+    .then((row) => row && { ...row, polls: Number(row.polls) });
 }

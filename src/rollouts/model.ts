@@ -12,14 +12,16 @@ export const emptyCounts = (): GroupCounts => ({ scheduled: 0, offered: 0, updat
 export const sizeOf = (counts: GroupCounts) => counts.scheduled + counts.offered + counts.updated + counts.failed;
 
 /**
- * What the API says of a member: its stored status, except that a member still scheduled in a
- * started group that has not polled since its group started is `silent` (SPEC section 13;
- * repository.memberState decides it). An offered, updated or failed member has polled since.
+ * What the API says of a member: its stored status, except for a member still scheduled in a
+ * started group (SPEC sections 13, 15; repository.memberState decides it): `silent` when its OKM
+ * has not polled since its group started, `blocked` when it has but is stuck on a resolver (one
+ * before the rollout's answers every poll, so the offer is never sent). An offered, updated or
+ * failed member has polled since.
  */
-export const MEMBER_STATES = ['scheduled', 'silent', 'offered', 'updated', 'failed'] as const;
+export const MEMBER_STATES = ['scheduled', 'blocked', 'silent', 'offered', 'updated', 'failed'] as const;
 export type MemberState = (typeof MEMBER_STATES)[number];
 export type StateCounts = Record<MemberState, number>;
-export const emptyStateCounts = (): StateCounts => ({ scheduled: 0, silent: 0, offered: 0, updated: 0, failed: 0 });
+export const emptyStateCounts = (): StateCounts => ({ scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 0 });
 /** The members counted, whatever their state. */
 export const memberTotal = (counts: StateCounts) => MEMBER_STATES.reduce((sum, state) => sum + counts[state], 0);
 

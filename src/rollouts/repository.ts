@@ -1,4 +1,4 @@
-import { sql, type Insertable, type RawBuilder, type Selectable, type Updateable } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
@@ -130,24 +130,44 @@ export async function groupCounts(db: Db, rolloutIds: readonly number[]): Promis
 }
 
 /**
- * A member's state (model.MEMBER_STATES) as SQL over its rollout_members row, given when each
- * started group of its rollout started: its status, or `silent` when it is still scheduled in a
- * started group and its OKM has no poll since that group started (okm_polls.last_sync_time,
- * which every poll writes). The start times are the rollout's own numbers, written as literals:
- * the expression is the same text wherever it is used, as a GROUP BY needs.
+ * Whether the member's OKM has polled at or after `since` (okm_polls.last_sync_time, which every
+ * poll writes; -1 when it never polled): one probe of okm_polls' key.
  */
-export function memberState(groupStartedAt: readonly number[]): RawBuilder<MemberState> {
-  if (groupStartedAt.length === 0) return sql<MemberState>`rollout_members.status`;
-  const startOfGroup = sql`case rollout_members.group_index ${sql.join(
+const polledSince = (members: string, since: unknown) =>
+  sql<SqlBool>`coalesce((select okm_polls.last_sync_time from okm_polls where okm_polls.serial_number = ${sql.ref(`${members}.serial_number`)}), -1) >= ${since}`;
+
+/**
+ * Whether the member's OKM is stuck on a resolver (okms.stuck_resolver, written by the poll that
+ * finds it so, SPEC section 15): one probe of okms' key.
+ */
+const okmStuck = (members: string) =>
+  sql<SqlBool>`(select okms.stuck_resolver from okms where okms.serial_number = ${sql.ref(`${members}.serial_number`)}) is not null`;
+
+/**
+ * A member's state (model.MEMBER_STATES) as SQL over its rollout_members row (`members`, the
+ * table or its alias), given when each started group of its rollout started: its status, except
+ * for a member still scheduled in a started group, which is `silent` when its OKM has no poll
+ * since that group started and `blocked` when it has but is stuck (a resolver before the
+ * rollout's answers its polls, so the offer is never sent). Only those members cost a probe of
+ * okm_polls and of okms, each by its key: the probes are scalar subqueries, not EXISTS, which
+ * PostgreSQL may turn into a hash of a whole table (every OKM's poll, every stuck OKM) when it
+ * expects many members to probe. The start times are the rollout's own numbers, written as
+ * literals: the expression is the same text wherever it is used, as a GROUP BY needs.
+ */
+export function memberState(groupStartedAt: readonly number[], members = 'rollout_members'): RawBuilder<MemberState> {
+  const status = sql.ref(`${members}.status`);
+  const groupIndex = sql.ref(`${members}.group_index`);
+  if (groupStartedAt.length === 0) return sql<MemberState>`${status}`;
+  const startOfGroup = sql`case ${groupIndex} ${sql.join(
     groupStartedAt.map((startedAt, group) => sql`when ${sql.lit(group)} then ${sql.lit(Math.trunc(startedAt))}`),
     sql` `,
   )} end`;
-  return sql<MemberState>`case when rollout_members.status = 'scheduled' and rollout_members.group_index < ${sql.lit(groupStartedAt.length)} and not exists (
-    select 1 from okm_polls where okm_polls.serial_number = rollout_members.serial_number and okm_polls.last_sync_time >= ${startOfGroup}
-  ) then 'silent' else rollout_members.status end`;
+  return sql<MemberState>`case when ${status} = 'scheduled' and ${groupIndex} < ${sql.lit(groupStartedAt.length)} then (
+    case when not ${polledSince(members, startOfGroup)} then 'silent' when ${okmStuck(members)} then 'blocked' else 'scheduled' end
+  ) else ${status} end`;
 }
 
-/** Per-group counts of the rollout's members by state (silent apart), for its view: group index → counts. */
+/** Per-group counts of the rollout's members by state (silent and blocked apart), for its view: group index → counts. */
 export async function groupStateCounts(db: Db, rolloutId: number, groupStartedAt: readonly number[]): Promise<Map<number, StateCounts>> {
   const state = memberState(groupStartedAt);
   const rows = await db
@@ -180,14 +200,16 @@ export interface RolloutOkmRow {
   offered_at: number | string | null;
   last_sync_time: number | string | null;
   reported_version: string | null;
+  /** The resolver (reply key) the OKM is stuck on; null: not stuck. */
+  stuck_resolver: string | null;
 }
 
 /**
  * One page of a rollout's OKMs, by serial number after the cursor's, with each one's state,
- * offer time, last poll and the version of the rollout's kind it last reported. With a state,
- * the page is a range of rollout_members_state_idx (rollout_id, status, serial_number,
- * group_index) entered at the cursor (scheduled and silent share the stored status
- * `scheduled`, told apart on the way); without one, of the primary key.
+ * offer time, last poll, the version of the rollout's kind it last reported and the resolver it
+ * is stuck on. With a state, the page is a range of rollout_members_state_idx (rollout_id,
+ * status, serial_number, group_index) entered at the cursor (scheduled, silent and blocked
+ * share the stored status `scheduled`, told apart on the way); without one, of the primary key.
  */
 export async function listRolloutOkms(
   db: Db,
@@ -207,6 +229,7 @@ export async function listRolloutOkms(
       'rollout_members.offered_at',
       'okm_polls.last_sync_time',
       `okms.${KIND_COLUMNS[rollout.kind].reported} as reported_version`,
+      'okms.stuck_resolver',
     ])
     .where('rollout_members.rollout_id', '=', rollout.id)
     .orderBy('rollout_members.serial_number')
@@ -289,55 +312,23 @@ export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CH
   }
 }
 
-/**
- * Marks as failed, at most `limit` at a time, the members still scheduled in a group that
- * started at least update_timeout ago whose OKM has not polled since (silent, SPEC §13): a
- * rollout whose OKMs went quiet still reaches a final state, by its error threshold or by
- * finishing. Offers do not depend on a member's status, so a failed member that polls again is
- * offered the version like the rest of its group, and counts as updated once it reports it.
- */
-export async function failSilentMembers(
-  db: Db,
-  rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms' | 'group_started_at' | 'current_group' | 'started_at'>,
-  now: number,
-  limit: number,
-): Promise<number> {
-  let failed = 0;
-  for (const [group, startedAt] of groupStarts(rollout).entries()) {
-    if (failed >= limit || startedAt + rollout.update_timeout_ms > now) continue;
-    const result = await db
-      .updateTable('rollout_members')
-      .set({ status: 'failed', status_changed_at: now })
-      .where('rollout_id', '=', rollout.id)
-      .where('status', '=', 'scheduled')
-      .where('serial_number', 'in', (eb) =>
-        eb
-          .selectFrom('rollout_members as m')
-          .select('m.serial_number')
-          .where('m.rollout_id', '=', rollout.id)
-          .where('m.status', '=', 'scheduled')
-          .where('m.group_index', '=', group)
-          .where((inner) =>
-            inner.not(
-              inner.exists(
-                inner.selectFrom('okm_polls').select(sql.lit(1).as('polled')).whereRef('okm_polls.serial_number', '=', 'm.serial_number').where('okm_polls.last_sync_time', '>=', startedAt),
-              ),
-            ),
-          )
-          .limit(limit - failed),
-      )
-      .executeTakeFirst();
-    failed += Number(result.numUpdatedRows);
-  }
-  return failed;
-}
-
-/** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), and ready ones whose start time has come (approved, where that is required). */
+/** Rollouts with work for the sweep: running and paused ones (offers time out while paused too), finished ones with members not settled yet, and ready ones whose start time has come (approved, where that is required). */
 export async function rolloutsToSweep(db: Db, now: number, limit: number): Promise<RolloutRow[]> {
   return rolloutWithCustomer(db)
     .where((eb) =>
       eb.or([
         eb('rollouts.state', 'in', ['running', 'paused']),
+        // A finished rollout still offers its version: members it has not settled yet fail as in a running one.
+        eb.and([
+          eb('rollouts.state', '=', 'finished'),
+          eb.exists(
+            eb
+              .selectFrom('rollout_members')
+              .select(sql.lit(1).as('unsettled'))
+              .whereRef('rollout_members.rollout_id', '=', 'rollouts.id')
+              .where('rollout_members.status', 'in', ['scheduled', 'offered']),
+          ),
+        ]),
         eb.and([
           eb('rollouts.state', '=', 'ready'),
           eb('rollouts.start_at', '<=', now),
@@ -351,28 +342,46 @@ export async function rolloutsToSweep(db: Db, now: number, limit: number): Promi
 }
 
 /**
- * Marks as failed, at most `limit` at a time, the offers older than the rollout's timeout
- * whose OKM has polled since the timeout ran out (still polling, not updating). The status is
- * checked again by the UPDATE itself, so two sweepers never count one OKM twice.
+ * Marks as failed, at most `limit`, the members of `status` that `expired` (over the alias `m`)
+ * picks. The status is checked again by the UPDATE itself, so two sweepers never count one OKM
+ * twice; the members are picked in a subquery because an UPDATE takes no LIMIT.
  */
-export async function failTimedOutOffers(db: Db, rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms'>, now: number, limit: number): Promise<number> {
-  const cutoff = now - rollout.update_timeout_ms;
+async function failMembers(db: Db, rolloutId: number, status: 'scheduled' | 'offered', expired: RawBuilder<SqlBool>, now: number, limit: number): Promise<number> {
+  if (limit <= 0) return 0;
   const result = await db
     .updateTable('rollout_members')
     .set({ status: 'failed', status_changed_at: now })
-    .where('rollout_id', '=', rollout.id)
-    .where('status', '=', 'offered')
+    .where('rollout_id', '=', rolloutId)
+    .where('status', '=', status)
     .where('serial_number', 'in', (eb) =>
-      eb
-        .selectFrom('rollout_members as m')
-        .innerJoin('okm_polls', 'okm_polls.serial_number', 'm.serial_number')
-        .select('m.serial_number')
-        .where('m.rollout_id', '=', rollout.id)
-        .where('m.status', '=', 'offered')
-        .where('m.offered_at', '<=', cutoff)
-        .where((inner) => inner('okm_polls.last_sync_time', '>=', inner(inner.ref('m.offered_at'), '+', rollout.update_timeout_ms)))
-        .limit(limit),
+      eb.selectFrom('rollout_members as m').select('m.serial_number').where('m.rollout_id', '=', rolloutId).where('m.status', '=', status).where(expired).limit(limit),
     )
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/**
+ * Marks as failed, at most `limit` in all, the members that had update_timeout to update and
+ * did not, so that every rollout reaches a final state, by its error threshold or by finishing
+ * (SPEC section 13): offers older than the timeout whose OKM has polled since the timeout ran
+ * out (still polling, not updating), and members still scheduled in a group that started at
+ * least update_timeout ago that are silent (no poll since it started) or blocked (stuck, see
+ * memberState). Offers do not depend on a member's status, so a failed member that polls again
+ * (or stops being stuck) is offered the version like the rest of its group, and counts as
+ * updated once it reports it.
+ */
+export async function failExpiredMembers(
+  db: Db,
+  rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms' | 'group_started_at' | 'current_group' | 'started_at'>,
+  now: number,
+  limit: number,
+): Promise<number> {
+  const timeout = rollout.update_timeout_ms;
+  let failed = await failMembers(db, rollout.id, 'offered', sql<SqlBool>`m.offered_at <= ${now - timeout} and ${polledSince('m', sql`m.offered_at + ${timeout}`)}`, now, limit);
+  for (const [group, startedAt] of groupStarts(rollout).entries()) {
+    if (startedAt + timeout > now) continue;
+    const silentOrBlocked = sql<SqlBool>`m.group_index = ${group} and (not ${polledSince('m', startedAt)} or ${okmStuck('m')})`;
+    failed += await failMembers(db, rollout.id, 'scheduled', silentOrBlocked, now, limit - failed);
+  }
+  return failed;
 }

@@ -3,6 +3,7 @@ import { FIRMWARE_KINDS, FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts
 import { cursorPageQueryProperties } from '../http/cursor-paging.ts';
 import { IsoTime, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
+import { RETRY_POLICY_SCHEMA } from '../shared/retry-policy.ts';
 import { GROUP_STATES, MEMBER_STATES, ROLLOUT_STATES } from './model.ts';
 
 export const MAX_GROUPS = 20;
@@ -50,6 +51,12 @@ export const CreateRolloutBody = Type.Object(
     start_at: Type.Optional(Type.String({ format: 'date-time', description: 'the rollout starts itself then (ISO 8601)' })),
     maintenance_window: Type.Optional(MaintenanceWindow),
     approval_required: Type.Optional(Type.Boolean({ description: 'another operator must approve it before it starts (default false)' })),
+    retry_policy: Type.Optional(
+      Type.Object(RETRY_POLICY_SCHEMA.properties, {
+        additionalProperties: false,
+        description: 'the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -75,7 +82,7 @@ export const CustomerOnlyQuery = Type.Object(
 export type CustomerOnlyQuery = Static<typeof CustomerOnlyQuery>;
 
 const MEMBER_STATE_DESCRIPTION =
-  'scheduled: not offered the version yet; silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout';
+  'scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started';
 
 const Counts = Type.Object(Object.fromEntries(MEMBER_STATES.map((state) => [state, Type.Integer()])) as Record<(typeof MEMBER_STATES)[number], ReturnType<typeof Type.Integer>>, {
   description: `OKMs of each state (${MEMBER_STATE_DESCRIPTION}); GET /api/v1/rollouts/{id}/okms?state= lists them`,
@@ -111,6 +118,7 @@ export const RolloutOkmView = Type.Object({
   offered_at: Nullable(Type.String({ format: 'date-time', description: 'when a poll was first answered with the version; null: not offered yet' })),
   last_sync_time: Nullable(Type.String({ format: 'date-time', description: 'its last poll; null: never polled' })),
   reported_version: Nullable(Type.String({ description: 'the version of the rollout’s kind it last reported' })),
+  blocked_by: Nullable(Type.String({ description: 'the resolver (reply key, e.g. cacheMode) a blocked OKM is stuck on; null unless blocked' })),
 });
 export type RolloutOkmView = Static<typeof RolloutOkmView>;
 
@@ -132,6 +140,9 @@ export const RolloutView = Type.Object({
   start_at: Nullable(IsoTime),
   maintenance_window: Nullable(Type.Object({ from: Type.String(), to: Type.String(), time_zone: Type.String() })),
   approval_required: Type.Boolean(),
+  retry_policy: Nullable(
+    Type.Required(RETRY_POLICY_SCHEMA, { description: 'the rollout’s own retry policy of its offers, complete; null: its OKMs’ customer’s, else the fleet default (FIRMWARE_RETRY_POLICY)' }),
+  ),
   approved_by: Nullable(Type.String()),
   approved_at: Nullable(IsoTime),
   created_by: Type.String(),

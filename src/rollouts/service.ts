@@ -5,6 +5,7 @@ import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from
 import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { formatDuration, parseDuration } from '../shared/duration.ts';
+import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicyWire } from '../shared/retry-policy.ts';
 import type { EmitFleetEvent, RolloutEventType } from './events.ts';
 import {
   assignGroups,
@@ -81,6 +82,7 @@ function toView(row: RolloutRow, groups: Map<number, StateCounts>): RolloutView 
         ? null
         : { from: formatClockTime(row.window_from), to: formatClockTime(row.window_to), time_zone: row.time_zone ?? (row.customer_id === null ? 'each OKM’s customer’s' : 'UTC') },
     approval_required: row.approval_required === 1,
+    retry_policy: row.retry_policy === null ? null : retryPolicyToWire(retryPolicyFromWire(JSON.parse(row.retry_policy) as RetryPolicyWire)),
     approved_by: row.approved_by,
     approved_at: iso(row.approved_at),
     created_by: row.created_by,
@@ -169,6 +171,8 @@ export async function createRollout(request: RolloutRequest, body: CreateRollout
       window_from: window?.from ?? null,
       window_to: window?.to ?? null,
       approval_required: body.approval_required ? 1 : 0,
+      // Stored complete: the rollout shows the policy its offers follow, whatever the built-in default becomes.
+      retry_policy: body.retry_policy === undefined ? null : JSON.stringify(retryPolicyToWire(retryPolicyFromWire(body.retry_policy))),
       approved_by: null,
       approved_at: null,
       created_by: request.principal.subject,
@@ -218,6 +222,7 @@ export async function listRolloutOkmViews(request: RolloutRequest, id: number, q
     offered_at: okm.offered_at === null ? null : iso(Number(okm.offered_at)),
     last_sync_time: okm.last_sync_time === null ? null : iso(Number(okm.last_sync_time)),
     reported_version: okm.reported_version,
+    blocked_by: okm.state === 'blocked' ? okm.stuck_resolver : null,
   }));
 }
 

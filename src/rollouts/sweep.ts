@@ -1,13 +1,13 @@
 import type { Db } from '../db/database.ts';
 import type { EmitFleetEvent } from './events.ts';
 import { emptyCounts, groupFailing, groupPassed } from './model.ts';
-import { failSilentMembers, failTimedOutOffers, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
+import { failExpiredMembers, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
 import { advanceRolloutFrom, pauseRunningRollout, startReadyRollout } from './service.ts';
 
 export interface SweepLimits {
   /** Rollouts looked at per sweep. */
   rollouts: number;
-  /** Offers marked failed per rollout per sweep. */
+  /** Members marked failed per rollout per sweep. */
   failures: number;
 }
 
@@ -36,10 +36,9 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
 
 /**
  * One pass over the rollouts with work, bounded by `limits`: scheduled starts whose time has
- * come (and that are approved where required), offers past their timeout and members silent
- * past it marked failed (paused rollouts too: their counts stay true), then the thresholds of
- * running ones. Safe
- * with any number of processes sweeping one database.
+ * come (and that are approved where required), offers past their timeout and members silent or
+ * blocked past it marked failed (paused and finished rollouts too: their counts stay true), then the
+ * thresholds of running ones. Safe with any number of processes sweeping one database.
  */
 export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
   for (const candidate of await rolloutsToSweep(db, now, limits.rollouts)) {
@@ -47,8 +46,7 @@ export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, l
       await startReadyRollout(db, candidate, now, emit, 'start_at');
       continue;
     }
-    await failTimedOutOffers(db, candidate, now, limits.failures);
-    await failSilentMembers(db, candidate, now, limits.failures);
+    await failExpiredMembers(db, candidate, now, limits.failures);
     if (candidate.state !== 'running') continue;
     const judged = await db.transaction().execute(async (tx) => {
       // Read again inside the transaction: another process may have moved it since the list.

@@ -16,6 +16,8 @@ export interface SimulationOptions {
   /** Real time the run lasts; undefined: until stopped (or in step with untilInStep). */
   durationMs: number | undefined;
   refuseFirmwarePercent: number;
+  /** Devices whose clock starts 10 minutes slow. */
+  slowClockPercent: number;
   offlinePercent: number;
   interruptDownloadsPercent: number;
   /** Installer code of device i is base + i, as many digits as base; undefined: random 8-digit codes. */
@@ -24,7 +26,7 @@ export interface SimulationOptions {
   concurrency: number;
   /** A device posts an audit record every this many polls while auditing is on; 0 never. */
   auditEvery: number;
-  /** End the run once every device is in step (or refuses an offered firmware). */
+  /** End the run once every device is in step or refusing an offered firmware (whatever its other settings). */
   untilInStep: boolean;
 }
 
@@ -72,11 +74,13 @@ function profiles(options: SimulationOptions): DeviceProfile[] {
   const refusing = chosen(options.okms, options.refuseFirmwarePercent, 0x5eed1);
   const offline = chosen(options.okms, options.offlinePercent, 0x5eed2);
   const interrupting = chosen(options.okms, options.interruptDownloadsPercent, 0x5eed3);
+  const slowClocks = chosen(options.okms, options.slowClockPercent, 0x5eed5);
   return Array.from({ length: options.okms }, (_, index) => ({
     index,
     serial: serialNumber(options.prefix, index, options.okms),
     installCode: installCode(options.installCodeBase, index),
     refusesFirmware: refusing.has(index),
+    slowClock: slowClocks.has(index),
     interruptsDownloads: interrupting.has(index),
     // After 3–10 polls: most devices are in step by then, so the silence is seen from in step.
     offlineAfterPolls: offline.has(index) ? 3 + (spread(index, 0x5eed4) % 8) : undefined,
@@ -142,12 +146,12 @@ class PollQueue {
 export function startSimulation(options: SimulationOptions): Simulation {
   const origin = new URL(options.url).origin;
   const startedAt = performance.now();
-  const stats = new SimulationStats(options.okms, options.speed, startedAt);
+  const devices = profiles(options).map((profile) => new VirtualOkm(profile, options.intervalSeconds));
+  const stats = new SimulationStats(options.okms, options.speed, startedAt, devices.filter((device) => device.profile.refusesFirmware).length);
   const http = new Pool(origin, { connections: options.concurrency, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 30_000 });
   const context: DeviceContext = { http, origin, stats, auditEvery: options.auditEvery };
   const realMs = (seconds: number) => (seconds * 1000) / options.speed;
   const queue = new PollQueue();
-  const devices = profiles(options).map((profile) => new VirtualOkm(profile, options.intervalSeconds));
   const firstRound = realMs(options.intervalSeconds);
   devices.forEach((device, index) => queue.push({ at: startedAt + (firstRound * index) / options.okms, device }));
 

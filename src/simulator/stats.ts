@@ -7,9 +7,18 @@
  * first poll answered with a correction after it was in step (a change); the next `{}` stops
  * it. The simulator cannot see when an operator changed something, only when a device
  * first hears of it, so the time is from that poll, which is at most one interval late.
+ *
+ * A device that refuses firmware (`--refuse-firmware`) never stops its clock while the server
+ * offers it firmware; how far its other settings got is counted apart (`refusers`): the first
+ * {} it gets while refusing (a poll on which the retry policy held the offer back and nothing
+ * else differed) means every setting but firmware is in step.
  */
 
-/** How the last answer left a device: the fleet's in-step share is counted from these. */
+/**
+ * How the last answer left a device: the fleet's in-step share is counted from these.
+ * `refusing_firmware`: the server has a firmware offer for it that it refused, whatever
+ * other corrections it is taking meanwhile.
+ */
 export type DeviceState = 'new' | 'in_step' | 'drifting' | 'refusing_firmware';
 
 const LAG_SAMPLES_KEPT = 10_000;
@@ -32,9 +41,19 @@ export interface Snapshot {
   in_step: number;
   in_step_percent: number;
   refusing_firmware: number;
+  /** Of those, how many have every other setting in step (they were answered {} since their last other correction). */
+  refusing_firmware_otherwise_in_step: number;
   offline: number;
   corrections: Record<string, number>;
   errors: Record<string, number>;
+}
+
+/** Convergence times that are also counted in polls. */
+export interface PollPercentiles extends Percentiles {
+  /** Polls from the one that started the clock to the one that stopped it, both counted. */
+  p50_polls: number | null;
+  p99_polls: number | null;
+  max_polls: number | null;
 }
 
 export interface Summary extends Omit<Snapshot, 'polls_per_second'> {
@@ -43,6 +62,14 @@ export interface Summary extends Omit<Snapshot, 'polls_per_second'> {
   convergence: { initial: Percentiles; after_change: Percentiles; still_converging: number };
   firmware: { installed: number; downloads: number; resumed: number; interrupted: number; bytes: number; external: number; refused: number; checksum_failures: number };
   audit: { posts: number; records: number };
+  refusers: {
+    /** Devices of the fleet that refuse firmware (`--refuse-firmware`). */
+    devices: number;
+    /** Corrections other than firmware they applied. */
+    corrections_applied: number;
+    /** Per refusing device, from the poll that started its clock to its first {} while refusing: every setting but firmware in step. */
+    otherwise_in_step: PollPercentiles;
+  };
   /** How late polls started after they were due: near 0 unless the simulator (or the server) cannot keep up. */
   poll_lag_ms: { p50: number | null; p99: number | null };
 }
@@ -66,6 +93,8 @@ export class SimulationStats {
   offline = 0;
   readonly firmware = { installed: 0, downloads: 0, resumed: 0, interrupted: 0, bytes: 0, external: 0, refused: 0, checksum_failures: 0 };
   readonly audit = { posts: 0, records: 0 };
+  readonly refusers = { otherwiseInStep: 0, correctionsApplied: 0 };
+  private readonly refuserConvergence: { ms: number; polls: number }[] = [];
   private readonly initialConvergence: number[] = [];
   private readonly changeConvergence: number[] = [];
   private readonly lags: number[] = [];
@@ -76,6 +105,7 @@ export class SimulationStats {
     private readonly okms: number,
     private readonly speed: number,
     private readonly startedAt: number,
+    private readonly refuserDevices = 0,
   ) {
     this.states.set('new', okms);
     this.lastSnapshot = { at: startedAt, polls: 0 };
@@ -104,6 +134,11 @@ export class SimulationStats {
     (afterChange ? this.changeConvergence : this.initialConvergence).push(durationMs);
   }
 
+  /** A refusing device was answered {} for the first time since its clock started, after `polls` polls. */
+  refuserOtherwiseInStep(durationMs: number, polls: number): void {
+    this.refuserConvergence.push({ ms: durationMs, polls });
+  }
+
   lag(ms: number): void {
     this.lags[this.lagIndex++ % LAG_SAMPLES_KEPT] = Math.round(ms);
   }
@@ -124,6 +159,7 @@ export class SimulationStats {
       convergence: { initial: this.percentiles(this.initialConvergence), after_change: this.percentiles(this.changeConvergence), still_converging: stillConverging },
       firmware: { ...this.firmware },
       audit: { ...this.audit },
+      refusers: { devices: this.refuserDevices, corrections_applied: this.refusers.correctionsApplied, otherwise_in_step: this.pollPercentiles(this.refuserConvergence) },
       poll_lag_ms: { p50: percentile(lags, 0.5), p99: percentile(lags, 0.99) },
     };
   }
@@ -138,9 +174,20 @@ export class SimulationStats {
       in_step: inStep,
       in_step_percent: Math.round((inStep / this.okms) * 1000) / 10,
       refusing_firmware: this.count('refusing_firmware'),
+      refusing_firmware_otherwise_in_step: this.refusers.otherwiseInStep,
       offline: this.offline,
       corrections: sortedEntries(this.corrections),
       errors: sortedEntries(this.errors),
+    };
+  }
+
+  private pollPercentiles(samples: readonly { ms: number; polls: number }[]): PollPercentiles {
+    const polls = samples.map((sample) => sample.polls).sort((a, b) => a - b);
+    return {
+      ...this.percentiles(samples.map((sample) => sample.ms)),
+      p50_polls: percentile(polls, 0.5),
+      p99_polls: percentile(polls, 0.99),
+      max_polls: polls.length === 0 ? null : polls[polls.length - 1]!,
     };
   }
 
@@ -167,7 +214,10 @@ export function countsText(counts: Record<string, number>): string {
 
 /** One line for the progress display. */
 export function progressLine(snapshot: Snapshot): string {
-  const extras = [snapshot.refusing_firmware > 0 && `refusing firmware ${snapshot.refusing_firmware}`, snapshot.offline > 0 && `offline ${snapshot.offline}`].filter(Boolean);
+  const extras = [
+    snapshot.refusing_firmware > 0 && `refusing firmware ${snapshot.refusing_firmware} (otherwise in step ${snapshot.refusing_firmware_otherwise_in_step})`,
+    snapshot.offline > 0 && `offline ${snapshot.offline}`,
+  ].filter(Boolean);
   return (
     `${snapshot.elapsed_s.toFixed(1)} s | ${snapshot.polls_per_second} polls/s | in step ${snapshot.in_step_percent}% (${snapshot.in_step}/${snapshot.okms})` +
     `${extras.length > 0 ? ` | ${extras.join(', ')}` : ''} | corrections: ${countsText(snapshot.corrections)} | errors: ${countsText(snapshot.errors)}`

@@ -1,6 +1,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Correction } from '../okm/resolvers/types.ts';
+import { DEFAULT_RETRY_POLICY } from '../shared/retry-policy.ts';
 import { firmwareOffers, parametersAfter, type FirmwareOfferReply, type FirmwareParameter } from './device.ts';
 import type { DeviceState, SimulationStats } from './stats.ts';
 
@@ -8,9 +9,16 @@ import type { DeviceState, SimulationStats } from './stats.ts';
 export const BOOTSTRAP_PATH = '/embeddedv1/kas/config';
 /** What a device reports before anyone corrected it. */
 export const FACTORY_FIRMWARE = '1.0.0';
-/** Devices whose clock starts this far behind (one in CLOCK_SKEW_EVERY), so that the date-time resolver has work. */
+/** Devices whose clock starts this far behind (`--slow-clock`), so that the date-time resolver has work. */
 export const CLOCK_SKEW_MS = -600_000;
-const CLOCK_SKEW_EVERY = 4;
+/**
+ * A refuser takes the server to have dropped the offers it refused once this many polls in a
+ * row brought none: the default retry policy holds an offer back for at most
+ * `maxBackoffPolls` polls, so a longer gap means the offer was withdrawn (rollout paused or
+ * aborted, latest changed back). Under a policy with a longer cap a refuser reads as in step
+ * during its long holds, until the next offer.
+ */
+export const REFUSAL_LAPSES_AFTER_POLLS = DEFAULT_RETRY_POLICY.maxBackoffPolls + 1;
 const MIN_INTERVAL_S = 5;
 const MAX_INTERVAL_S = 3600;
 
@@ -20,6 +28,8 @@ export interface DeviceProfile {
   serial: string;
   installCode: string;
   refusesFirmware: boolean;
+  /** Its clock starts CLOCK_SKEW_MS off. */
+  slowClock: boolean;
   /** Cuts its first download of each file halfway, then resumes it with a Range request. */
   interruptsDownloads: boolean;
   /** Goes silent once, after this many polls; undefined: never. */
@@ -73,6 +83,18 @@ export class VirtualOkm {
   /** Silent for a while (OFFLINE_INTERVALS of its intervals). */
   offline = false;
   private beenInStep = false;
+  /** The poll (count of polls answered) on which the convergence clock started. */
+  private changeStartPoll = 0;
+  /**
+   * The kinds of firmware it refused an offer of that the server still holds for it, as far
+   * as it can tell. Non-empty: the device is `refusing_firmware`.
+   */
+  private readonly refused = new Set<FirmwareParameter>();
+  private pollsWithoutOffer = 0;
+  /** While refusing: answered {} since its last other correction, so every setting but firmware is in step. */
+  private otherwiseInStep = false;
+  /** While refusing: that moment has been counted for this convergence clock. */
+  private otherwiseInStepCounted = false;
   private configPath: string | undefined;
   private readonly parameters: Record<string, unknown>;
   private clockOffsetMs: number;
@@ -85,7 +107,7 @@ export class VirtualOkm {
     readonly profile: DeviceProfile,
     private readonly defaultIntervalSeconds: number,
   ) {
-    this.clockOffsetMs = profile.index % CLOCK_SKEW_EVERY === 0 ? CLOCK_SKEW_MS : 0;
+    this.clockOffsetMs = profile.slowClock ? CLOCK_SKEW_MS : 0;
     this.parameters = {
       kasFirmware: FACTORY_FIRMWARE,
       batchKeyFirmware: FACTORY_FIRMWARE,
@@ -156,6 +178,12 @@ export class VirtualOkm {
   private async handle(answer: Correction | null, context: DeviceContext, startedAt: number, now: () => number): Promise<void> {
     const { stats } = context;
     const resolver = answer === null ? undefined : Object.keys(answer)[0];
+    const offers = answer === null ? [] : firmwareOffers(answer);
+    if (this.profile.refusesFirmware) this.noteOffers(offers, stats);
+    if (this.refused.size > 0) {
+      await this.handleWhileRefusing(answer, resolver, offers.length > 0, context, startedAt, now);
+      return;
+    }
     if (answer !== null && resolver === undefined) {
       stats.inStepAnswers++;
       if (this.changeStartedAt !== undefined) stats.converged(now() - this.changeStartedAt, this.beenInStep);
@@ -164,24 +192,86 @@ export class VirtualOkm {
       this.moveTo('in_step', stats);
       return;
     }
-    this.changeStartedAt ??= startedAt;
+    this.startClock(startedAt);
     if (answer === null || resolver === undefined) {
       stats.enrolled++;
       return;
     }
     stats.correction(resolver);
-    const offers = firmwareOffers(answer);
-    if (offers.length > 0 && this.profile.refusesFirmware) {
-      stats.firmware.refused++;
-      this.moveTo('refusing_firmware', stats);
+    this.moveTo('drifting', stats);
+    await this.apply(answer, offers, context);
+  }
+
+  /**
+   * What a refuser makes of this poll's offers: each one refused is remembered until the
+   * server has gone REFUSAL_LAPSES_AFTER_POLLS polls without offering any firmware.
+   */
+  private noteOffers(offers: [FirmwareParameter, FirmwareOfferReply][], stats: SimulationStats): void {
+    if (offers.length > 0) {
+      this.pollsWithoutOffer = 0;
+      for (const [name] of offers) this.refused.add(name);
       return;
     }
-    this.moveTo('drifting', stats);
-    const changes = parametersAfter(answer);
-    for (const [name, offer] of offers) {
-      delete changes[name];
-      await this.install(name, offer, context);
+    if (this.refused.size === 0 || ++this.pollsWithoutOffer < REFUSAL_LAPSES_AFTER_POLLS) return;
+    this.refused.clear();
+    if (this.otherwiseInStep) stats.refusers.otherwiseInStep--;
+    this.otherwiseInStep = false;
+  }
+
+  /**
+   * A refuser stays `refusing_firmware` while the server still has an offer for it: it turns
+   * the offer down and applies every other correction, which the retry policy sends on the
+   * polls it holds the offer back. A {} on such a poll is the only sign a device gets that
+   * everything but its firmware is in step; its convergence clock keeps running.
+   */
+  private async handleWhileRefusing(
+    answer: Correction | null,
+    resolver: string | undefined,
+    offered: boolean,
+    context: DeviceContext,
+    startedAt: number,
+    now: () => number,
+  ): Promise<void> {
+    const { stats } = context;
+    this.startClock(startedAt);
+    this.moveTo('refusing_firmware', stats);
+    if (answer === null) {
+      stats.enrolled++;
+      return;
     }
+    if (resolver === undefined) {
+      stats.inStepAnswers++;
+      if (!this.otherwiseInStep) stats.refusers.otherwiseInStep++;
+      this.otherwiseInStep = true;
+      if (!this.otherwiseInStepCounted && this.changeStartedAt !== undefined) {
+        stats.refuserOtherwiseInStep(now() - this.changeStartedAt, this.pollsAnswered - this.changeStartPoll + 1);
+        this.otherwiseInStepCounted = true;
+      }
+      return;
+    }
+    stats.correction(resolver);
+    if (offered) {
+      stats.firmware.refused++;
+    } else {
+      stats.refusers.correctionsApplied++;
+      if (this.otherwiseInStep) stats.refusers.otherwiseInStep--;
+      this.otherwiseInStep = false;
+    }
+    await this.apply(answer, [], context);
+  }
+
+  private startClock(startedAt: number): void {
+    if (this.changeStartedAt !== undefined) return;
+    this.changeStartedAt = startedAt;
+    this.changeStartPoll = this.pollsAnswered;
+    this.otherwiseInStepCounted = false;
+  }
+
+  /** Takes a correction: installs the firmware `install` lists, drops any other offer, applies the rest. */
+  private async apply(answer: Correction, install: [FirmwareParameter, FirmwareOfferReply][], context: DeviceContext): Promise<void> {
+    const changes = parametersAfter(answer);
+    for (const [name] of firmwareOffers(answer)) delete changes[name];
+    for (const [name, offer] of install) await this.install(name, offer, context);
     if (isInteger(changes.kasDateTime)) this.clockOffsetMs = changes.kasDateTime - Date.now();
     delete changes.kasDateTime;
     Object.assign(this.parameters, changes);

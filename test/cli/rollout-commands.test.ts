@@ -61,11 +61,11 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
     ]);
     assert.equal(shown.exitCode, 0, shown.stderr);
     assert.match(shown.stdout, /^rollout \d+: kas 2\.0 for acme, running\n/);
-    assert.match(shown.stdout, /^group +percent +state +okms +scheduled +silent +offered +updated +failed +progress$/m);
+    assert.match(shown.stdout, /^group +percent +state +okms +scheduled +blocked +silent +offered +updated +failed +progress$/m);
     // None of the OKMs has polled since its group started: all silent.
-    assert.match(shown.stdout, /^1 +10% +completed +3 +0 +3 +0 +0 +0 +\[\.{20}\] 0%$/m);
-    assert.match(shown.stdout, /^2 +100% +running +27 +0 +27 +0 +0 +0 +\[\.{20}\] 0%$/m);
-    assert.match(shown.stdout, /^total +30 +0 +30 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^1 +10% +completed +3 +0 +0 +3 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^2 +100% +running +27 +0 +0 +27 +0 +0 +0 +\[\.{20}\] 0%$/m);
+    assert.match(shown.stdout, /^total +30 +0 +0 +30 +0 +0 +0 +\[\.{20}\] 0%$/m);
     assert.deepEqual(JSON.parse(listed.stdout).rollouts.map((item: { id: number }) => item.id), [rollout.id]);
     assert.equal(JSON.parse(aborted.stdout).rollout.state, 'aborted');
     assert.deepEqual([resumeAborted.exitCode, resumeAborted.stderr], [4, `keyfleet: rollout ${id} is aborted: it cannot be resumed\n`]);
@@ -134,9 +134,9 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
 
     assert.equal(shown.exitCode, 0, shown.stderr);
     // The two members left scheduled have not polled since their group started: silent.
-    assert.match(shown.stdout, /^1 +20% +completed +2 +0 +0 +0 +1 +1 +\[#{10}\.{10}\] 50%$/m);
-    assert.match(shown.stdout, /^2 +100% +running +8 +0 +2 +3 +2 +1 +\[#{5}\.{15}\] 25%$/m);
-    assert.match(shown.stdout, /^total +10 +0 +2 +3 +3 +2 +\[#{6}\.{14}\] 30%$/m);
+    assert.match(shown.stdout, /^1 +20% +completed +2 +0 +0 +0 +0 +1 +1 +\[#{10}\.{10}\] 50%$/m);
+    assert.match(shown.stdout, /^2 +100% +running +8 +0 +0 +2 +3 +2 +1 +\[#{5}\.{15}\] 25%$/m);
+    assert.match(shown.stdout, /^total +10 +0 +0 +2 +3 +3 +2 +\[#{6}\.{14}\] 30%$/m);
     assert.equal((await keyfleet('rollout', 'abort', id)).exitCode, 0);
   });
 
@@ -162,5 +162,29 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
     assert.deepEqual([run.exitCode, run.stderr], [2, "keyfleet: groups[1].percent: must be greater than the previous group's (10): percents are cumulative\n"]);
     assert.equal(badWindow.exitCode, 2);
     assert.match(badWindow.stderr, /^keyfleet: maintenance_window\.to: /);
+  });
+
+  test('rollout create --retry-policy stores the policy complete and show prints it; a bad one is exit 2 naming the field', async () => {
+    const serials = await freshOkms('CLI-RETRY', 2);
+    const created = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--serials', serials.join(','), '--retry-policy', '{"offers": 2, "backoff_polls": [5]}', '--json');
+    assert.equal(created.exitCode, 0, created.stderr);
+    const { rollout } = JSON.parse(created.stdout);
+    assert.deepEqual(rollout.retry_policy, { offers: 2, backoff_polls: [5], max_backoff_polls: 32 });
+    const shown = await keyfleet('rollout', 'show', String(rollout.id));
+    assert.match(shown.stdout, /^retry policy: 2 offers, then held back 5 polls \(at most 32\)$/m);
+
+    const refused: [string, string][] = [
+      ['{"offers": -1}', 'keyfleet: --retry-policy: offers: must be >= 0\n'],
+      ['{"offers": 3, "backoff_polls": [0]}', 'keyfleet: --retry-policy: backoff_polls.0: must be >= 1\n'],
+      ['{"offers": 3, "colour": "red"}', 'keyfleet: --retry-policy: colour: not a field of the policy\n'],
+    ];
+    for (const [policy, stderr] of refused) {
+      const run = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--serials', serials.join(','), '--retry-policy', policy);
+      assert.deepEqual([run.exitCode, run.stderr], [2, stderr], policy);
+    }
+    const notJson = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--retry-policy', 'offers=3');
+    assert.equal(notJson.exitCode, 2);
+    assert.match(notJson.stderr, /^keyfleet: --retry-policy: expected a JSON object/);
+    assert.equal((await keyfleet('rollout', 'abort', String(rollout.id))).exitCode, 0);
   });
 });

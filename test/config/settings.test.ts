@@ -59,6 +59,10 @@ describe('settings', () => {
       [{ ACL_MAX_USERS: '0' }, 'ACL_MAX_USERS'],
       [{ ACL_MAX_USERS: 'many' }, 'ACL_MAX_USERS'],
       [{ ACL_MAX_LOCKS: '10001' }, 'ACL_MAX_LOCKS'],
+      [{ FIRMWARE_RETRY_POLICY: '{"offers": 1.5}' }, 'FIRMWARE_RETRY_POLICY'],
+      [{ FIRMWARE_RETRY_POLICY: '{"backoff_polls": [1]}' }, 'FIRMWARE_RETRY_POLICY'],
+      [{ FIRMWARE_RETRY_POLICY: 'off' }, 'FIRMWARE_RETRY_POLICY'],
+      [{ STUCK_AFTER_POLLS: '0' }, 'STUCK_AFTER_POLLS'],
     ];
     for (const [env, variable] of cases) {
       const error = errorFor(env);
@@ -66,6 +70,12 @@ describe('settings', () => {
       assert.equal(error.variable, variable);
       assert.match(error.message, new RegExp(`^${variable}: `));
     }
+  });
+
+  test('the firmware retry policy is the SPEC\'s default unless FIRMWARE_RETRY_POLICY says otherwise; what it leaves out is the default\'s', () => {
+    assert.deepEqual(loadSettings({}).firmwareRetryPolicy, { offers: 3, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
+    assert.deepEqual(loadSettings({ FIRMWARE_RETRY_POLICY: '{"offers": 0}' }).firmwareRetryPolicy, { offers: 0, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
+    assert.equal(loadSettings({}).stuckAfterPolls, 3);
   });
 
   test('MASTER_KEY is accepted as 64 hex digits or as base64 of 32 bytes', () => {

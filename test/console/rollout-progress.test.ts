@@ -35,18 +35,20 @@ test('a progress percentage is rounded down, so a group is never shown done befo
 });
 
 test('the bar segments are the shares of updated, failed and offered members, and say so in words', () => {
-  const shares = progressShares({ scheduled: 0, silent: 0, offered: 5, updated: 12, failed: 3 });
+  const shares = progressShares({ scheduled: 0, blocked: 0, silent: 0, offered: 5, updated: 12, failed: 3 });
 
   assert.deepEqual([shares.updated, shares.failed, shares.offered], [60, 15, 25]);
   assert.equal(shares.summary, '12 of 20 updated (60 %), 3 failed');
-  assert.equal(progressShares({ scheduled: 0, silent: 0, offered: 0, updated: 0, failed: 0 }).summary, '0 of 0 updated (0 %)');
+  assert.equal(progressShares({ scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 0 }).summary, '0 of 0 updated (0 %)');
+  // Blocked members are members: they count in the whole the shares are of.
+  assert.equal(progressShares({ scheduled: 0, blocked: 4, silent: 0, offered: 0, updated: 12, failed: 4 }).summary, '12 of 20 updated (60 %), 4 failed');
 });
 
 test('the bar segments never add up to more than the whole bar', () => {
   const count = fc.integer({ min: 0, max: 1_000_000 });
   fc.assert(
-    fc.property(count, count, count, count, count, (scheduled, silent, offered, updated, failed) => {
-      const shares = progressShares({ scheduled, silent, offered, updated, failed });
+    fc.property(count, count, count, count, count, count, (scheduled, blocked, silent, offered, updated, failed) => {
+      const shares = progressShares({ scheduled, blocked, silent, offered, updated, failed });
       assert.ok(shares.updated + shares.failed + shares.offered <= 100 + 1e-9);
       assert.ok(shares.updated >= 0 && shares.failed >= 0 && shares.offered >= 0);
     }),

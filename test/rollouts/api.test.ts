@@ -38,8 +38,8 @@ forEachDatabase('rollouts API', (kind) => {
     assert.deepEqual(
       rollout.groups.map((group: { okms: number; state: string; counts: unknown }) => [group.okms, group.state, group.counts]),
       [
-        [2, 'waiting', { scheduled: 2, silent: 0, offered: 0, updated: 0, failed: 0 }],
-        [18, 'waiting', { scheduled: 18, silent: 0, offered: 0, updated: 0, failed: 0 }],
+        [2, 'waiting', { scheduled: 2, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 0 }],
+        [18, 'waiting', { scheduled: 18, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 0 }],
       ],
     );
     assert.deepEqual([rollout.success_threshold, rollout.error_threshold, rollout.update_timeout, rollout.auto_advance, rollout.current_group], [95, 5, '1h', true, null]);

@@ -14,6 +14,8 @@ export class SimulatedOkm {
   readonly parameters: DeviceParameters;
   /** Every KAS firmware version it was offered. */
   readonly offers: string[] = [];
+  /** Reply keys whose corrections it does not carry out (a device that never takes them gets stuck on them). */
+  readonly ignores = new Set<string>();
 
   constructor(
     readonly serialNumber: string,
@@ -33,6 +35,7 @@ export class SimulatedOkm {
     if (offered) this.offers.push(offered.version);
     const changes = parametersAfter(correction);
     if (offered && this.refusesUpdates) delete changes.kasFirmware;
+    for (const key of this.ignores) delete changes[key];
     Object.assign(this.parameters, changes);
     return correction;
   }

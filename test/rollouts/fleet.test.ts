@@ -60,12 +60,12 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
     let before = offerCounts(fleet);
     await pollAll(t, fleet);
     assert.deepEqual(offeredIn(fleet, before).sort(), firstGroup, 'only the first group is offered 2.0; the others keep the fleet latest');
-    assert.deepEqual((await view(created.id)).groups[0]!.counts, { scheduled: 0, silent: 0, offered: 10, updated: 0, failed: 0 });
+    assert.deepEqual((await view(created.id)).groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 0, offered: 10, updated: 0, failed: 0 });
 
     await pollAll(t, fleet);
     await sweep(recorder.emit);
     const afterFirst = await view(created.id);
-    assert.deepEqual(afterFirst.groups[0]!.counts, { scheduled: 0, silent: 0, offered: 0, updated: 10, failed: 0 });
+    assert.deepEqual(afterFirst.groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 10, failed: 0 });
     assert.equal(afterFirst.current_group, 1);
 
     before = offerCounts(fleet);
@@ -79,7 +79,7 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
 
     const finished = await view(created.id);
     assert.equal(finished.state, 'finished');
-    assert.deepEqual(finished.totals, { scheduled: 0, silent: 0, offered: 0, updated: 1000, failed: 0 });
+    assert.deepEqual(finished.totals, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 1000, failed: 0 });
     assert.deepEqual(recorder.events.map((event) => [event.type, event.data.group ?? null]), [
       ['rollout.group_started', 1],
       ['rollout.group_started', 2],
@@ -103,7 +103,7 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
     const paused = await view(rollout.id);
     assert.equal(paused.state, 'paused');
     assert.equal(paused.state_reason, 'error_threshold');
-    assert.deepEqual(paused.groups[0]!.counts, { scheduled: 0, silent: 0, offered: 0, updated: 0, failed: 20 });
+    assert.deepEqual(paused.groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 20 });
     assert.deepEqual(recorder.events, [
       { type: 'rollout.paused', customerId, data: { rollout_id: rollout.id, customer: 'acme', kind: 'kas', version: '2.0', reason: 'error_threshold', group: 0, failed: 20 } },
     ]);
@@ -123,20 +123,20 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
 
     await sweep();
     const waiting = await view(rollout.id);
-    assert.deepEqual(waiting.groups[0]!.counts, { scheduled: 0, silent: 4, offered: 0, updated: 16, failed: 0 });
+    assert.deepEqual(waiting.groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 4, offered: 0, updated: 16, failed: 0 });
     assert.equal(waiting.state, 'running');
     mock.timers.tick(61_000);
     await sweep();
 
     const judged = await view(rollout.id);
-    assert.deepEqual(judged.groups[0]!.counts, { scheduled: 0, silent: 0, offered: 0, updated: 16, failed: 4 });
+    assert.deepEqual(judged.groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 16, failed: 4 });
     assert.equal(judged.state, 'paused');
     assert.equal(judged.state_reason, 'error_threshold');
     await act(rollout.id, 'resume');
     await quiet[0]!.poll(t);
     assert.deepEqual(quiet[0]!.offers, ['2.0']);
     await quiet[0]!.poll(t);
-    assert.deepEqual((await view(rollout.id)).groups[0]!.counts, { scheduled: 0, silent: 0, offered: 0, updated: 17, failed: 3 });
+    assert.deepEqual((await view(rollout.id)).groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 17, failed: 3 });
     await act(rollout.id, 'abort');
   });
   test('abort: from the next poll on no OKM that has not updated is offered the version; aborting again changes nothing', async () => {

@@ -77,9 +77,9 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     await device(offered!).poll(t);
 
     const view = (await acme.get(rollout.id)).json().data as RolloutView;
-    assert.deepEqual(view.groups[0]!.counts, { scheduled: 0, silent: 3, offered: 2, updated: 1, failed: 0 });
-    assert.deepEqual(view.groups[1]!.counts, { scheduled: 6, silent: 0, offered: 0, updated: 0, failed: 0 }, 'a group that has not started has no silent OKM');
-    assert.deepEqual(view.totals, { scheduled: 6, silent: 3, offered: 2, updated: 1, failed: 0 });
+    assert.deepEqual(view.groups[0]!.counts, { scheduled: 0, blocked: 0, silent: 3, offered: 2, updated: 1, failed: 0 });
+    assert.deepEqual(view.groups[1]!.counts, { scheduled: 6, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 0 }, 'a group that has not started has no silent OKM');
+    assert.deepEqual(view.totals, { scheduled: 6, blocked: 0, silent: 3, offered: 2, updated: 1, failed: 0 });
     const byState = async (state: string) => (await listed(`?state=${state}`)).map((okm) => okm.serial_number);
     assert.deepEqual(await byState('silent'), [...silent].sort());
     const [silentOkm] = await listed('?state=silent');
@@ -92,7 +92,7 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     await device(refusing!).poll(t);
     await sweepRollouts(t.db, recordingEmitter().emit, Date.now());
     const swept = (await acme.get(rollout.id)).json().data as RolloutView;
-    assert.deepEqual(swept.totals, { scheduled: 6, silent: 0, offered: 1, updated: 1, failed: 4 });
+    assert.deepEqual(swept.totals, { scheduled: 6, blocked: 0, silent: 0, offered: 1, updated: 1, failed: 4 });
     assert.deepEqual(await byState('silent'), []);
     assert.deepEqual(await byState('updated'), [updating]);
     assert.deepEqual(await byState('failed'), [refusing!, ...silent].sort());
@@ -156,7 +156,7 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
   test('a bad parameter is a 400 naming it; without a token a 401 comes first', async () => {
     const refused: [string, string][] = [
       ['?state=late', 'state'],
-      ['?state=blocked', 'state'],
+      ['?state=stuck', 'state'],
       ['?group=-1', 'group'],
       ['?group=2', 'group'],
       ['?group=one', 'group'],

@@ -58,7 +58,7 @@ describe('two rollout sweepers racing on one PostgreSQL database', async () => {
       ['rollout.group_started', 2],
       ['rollout.finished', null],
     ]);
-    assert.deepEqual((await view(rollout.id)).totals, { scheduled: 0, silent: 0, offered: 0, updated: 100, failed: 0 });
+    assert.deepEqual((await view(rollout.id)).totals, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 100, failed: 0 });
   });
 
   test('offers past their timeout are each counted failed once, none lost, and the rollout pauses once', { skip }, async () => {
@@ -84,7 +84,7 @@ describe('two rollout sweepers racing on one PostgreSQL database', async () => {
 
     assert.ok(passes < 40, `the totals still changed after ${passes} passes: ${JSON.stringify(totals)}`);
     const paused = await view(rollout.id);
-    assert.deepEqual(paused.totals, { scheduled: 0, silent: 0, offered: 0, updated: 0, failed: 60 });
+    assert.deepEqual(paused.totals, { scheduled: 0, blocked: 0, silent: 0, offered: 0, updated: 0, failed: 60 });
     assert.equal(paused.state, 'paused');
     assert.deepEqual(recorder.events.map((event) => event.type), ['rollout.paused']);
   });

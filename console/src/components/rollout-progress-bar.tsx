@@ -17,7 +17,7 @@ export function RolloutProgressBar({ label, counts, compact = false }: { label: 
         aria-valuemax={100}
         aria-valuenow={percentOf(counts.updated, total)}
         aria-valuetext={shares.summary}
-        title={`${shares.summary}; ${counts.offered.toLocaleString('en')} offered, ${counts.scheduled.toLocaleString('en')} not offered yet, ${counts.silent.toLocaleString('en')} silent`}
+        title={`${shares.summary}; ${counts.offered.toLocaleString('en')} offered, ${counts.scheduled.toLocaleString('en')} not offered yet, ${counts.blocked.toLocaleString('en')} blocked, ${counts.silent.toLocaleString('en')} silent`}
       >
         <span class="progress-updated" style={{ width: `${shares.updated}%` }} />
         <span class="progress-failed" style={{ width: `${shares.failed}%` }} />

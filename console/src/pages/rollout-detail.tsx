@@ -40,6 +40,7 @@ const COUNT_WORDS: [RolloutOkmState, string][] = [
   ['offered', 'offered'],
   ['failed', 'failed'],
   ['scheduled', 'not offered yet'],
+  ['blocked', 'blocked (stuck on an earlier correction)'],
   ['silent', 'silent (no poll since the group started)'],
 ];
 
@@ -182,6 +183,8 @@ export function RolloutDetailPage() {
             <dd>{filterSentence(shown.filter)}</dd>
             <dt>Maintenance window</dt>
             <dd>{shown.maintenance_window === null ? 'none: any time' : `${shown.maintenance_window.from}–${shown.maintenance_window.to} (${shown.maintenance_window.time_zone})`}</dd>
+            <dt>Retry policy</dt>
+            <dd>{retryPolicySentence(shown.retry_policy)}</dd>
             <dt>Starts by itself</dt>
             <dd>{shown.start_at === null ? 'no' : <LocalTime value={shown.start_at} />}</dd>
             <dt>Approval</dt>
@@ -230,6 +233,13 @@ const REASONS: Record<string, string> = {
 function stateSentence(rollout: Rollout): string {
   const reason = rollout.state_reason ?? '';
   return reason === 'operator' ? `${rollout.state === 'running' ? 'started' : rollout.state} by an operator` : (REASONS[reason] ?? reason);
+}
+
+/** The rollout's own retry policy of its offers, in words; without one, whose applies. */
+function retryPolicySentence(policy: Rollout['retry_policy']): string {
+  if (policy === null) return 'the customer’s, else the fleet default';
+  if (policy.offers === 0) return 'never held back (strict seed order)';
+  return `${policy.offers} offer${policy.offers === 1 ? '' : 's'} not taken, then held back ${policy.backoff_polls.join(', ')} polls (at most ${policy.max_backoff_polls})`;
 }
 
 function filterSentence(filter: Rollout['filter']): string {

@@ -19,6 +19,7 @@ export const ROLLOUT_OKM_STATES: { state: RolloutOkmState; label: string }[] = [
   { state: 'offered', label: 'Offered' },
   { state: 'failed', label: 'Failed' },
   { state: 'scheduled', label: 'Not offered yet' },
+  { state: 'blocked', label: 'Blocked' },
   { state: 'silent', label: 'Silent' },
 ];
 const stateOf = (value: string | undefined) => ROLLOUT_OKM_STATES.find((entry) => entry.state === value);
@@ -85,6 +86,12 @@ export function RolloutOkmsPage() {
         </div>
       </form>
       {state === 'silent' && <p class="muted small">Silent: not offered the version yet, and no poll since its group started: the OKM may be off line.</p>}
+      {state === 'blocked' && (
+        <p class="muted small">
+          Blocked: the OKM polls, but it is stuck on an earlier correction (sent on several polls in a row without effect), so the version is never offered. Each counts as failed once the
+          update timeout has passed since its group started. Its page shows what it reports against what it is told.
+        </p>
+      )}
       {okms.error !== undefined && <ErrorState error={okms.error} retry={okms.reload} />}
       {okms.data === undefined && okms.error === undefined && <Loading what="Loading the rollout's OKMs" />}
       {okms.data !== undefined && okms.error === undefined && (
@@ -120,6 +127,12 @@ export function RolloutOkmsPage() {
                         <td class="num">{okm.group + 1}</td>
                         <td>
                           <span class={`badge badge-member-${entry.state}`}>{entry.label}</span>
+                          {okm.blocked_by !== null && (
+                            <span class="small" data-testid="blocked-by">
+                              {' '}
+                              by <code>{okm.blocked_by}</code>
+                            </span>
+                          )}
                         </td>
                         <td>{okm.offered_at === null ? <span class="muted">not yet</span> : <LocalTime value={okm.offered_at} />}</td>
                         <td>

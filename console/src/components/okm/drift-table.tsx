@@ -4,7 +4,7 @@ import { LocalTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
 
 /** The verdict column's words for each drift verdict. */
-const VERDICT_LABELS = { sent: 'Sent on the last poll', next: 'Will be sent next', later: 'Will be sent later' } as const;
+const VERDICT_LABELS = { sent: 'Sent on the last poll', next: 'Will be sent next', later: 'Will be sent later', held_back: 'Held back by the retry policy' } as const;
 
 /**
  * Configured and reported values side by side, one row per resolver in the seed's order (the
