@@ -3315,10 +3315,10 @@ export interface operations {
                                     [key: string]: unknown;
                                 } | null;
                                 /**
-                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one
+                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (SPEC section 15)
                                  * @enum {unknown}
                                  */
-                                verdict: "in_step" | "sent" | "next" | "later";
+                                verdict: "in_step" | "sent" | "next" | "later" | "held_back";
                                 /** @description its correction is the one the last poll sent (last_correction) */
                                 sent_on_last_poll: boolean;
                             }[];
