@@ -350,7 +350,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Fleet counts: in step, drifting, overdue, never polled; corrections waiting by resolver; firmware versions */
+        /** Fleet counts: in step, drifting, overdue, never polled, stuck; corrections waiting by resolver; firmware versions */
         get: operations["getFleetSummary"];
         put?: never;
         post?: never;
@@ -905,6 +905,15 @@ export interface components {
             device_token_issued_at: string | null;
             /** @description polled before, but not for 3 × effective_polling_interval */
             overdue: boolean;
+            /** @description sent one correction on 3 polls in a row (STUCK_AFTER_POLLS) and still reporting the value it was told to change, as of its last poll: a poll clears it once the OKM reports the corrected value or is sent another. null: not stuck */
+            stuck: {
+                /** @description reply key of the resolver whose correction the OKM does not take (e.g. pollingInterval) */
+                resolver: string;
+                /** @description when a poll found it stuck, epoch milliseconds */
+                since: number;
+                /** @description its polls, up to the last, that were sent that correction without effect */
+                polls: number;
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2037,8 +2046,8 @@ export interface operations {
                 firmware_version?: string;
                 /** @description admin only: only OKMs that belong to no customer */
                 unassigned?: boolean;
-                /** @description only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), overdue (polled before but not for 3 effective polling intervals), never_polled */
-                state?: "in_step" | "drifting" | "overdue" | "never_polled";
+                /** @description only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null) */
+                state?: "in_step" | "drifting" | "overdue" | "never_polled" | "stuck";
                 /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
                 serial_prefix?: string;
                 /** @description only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections` */
@@ -3306,10 +3315,10 @@ export interface operations {
                                     [key: string]: unknown;
                                 } | null;
                                 /**
-                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one
+                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (SPEC section 15)
                                  * @enum {unknown}
                                  */
-                                verdict: "in_step" | "sent" | "next" | "later";
+                                verdict: "in_step" | "sent" | "next" | "later" | "held_back";
                                 /** @description its correction is the one the last poll sent (last_correction) */
                                 sent_on_last_poll: boolean;
                             }[];
@@ -3413,6 +3422,8 @@ export interface operations {
                                 overdue: number;
                                 /** @description never polled: neither in step nor drifting */
                                 never_polled: number;
+                                /** @description sent the same correction on 3 polls in a row without effect (most are drifting), as the last fleet pass counted them */
+                                stuck: number;
                             };
                             /** @description admin tokens only: OKMs waiting to be accepted */
                             pending?: number;

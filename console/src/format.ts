@@ -48,11 +48,46 @@ export function okmShownState(okm: { last_sync_time: string | null; last_correct
 
 export type OkmShownState = OkmState | 'due';
 
-export const STATE_LABELS: Record<OkmShownState | 'overdue' | 'sent', string> = {
+export const STATE_LABELS: Record<OkmShownState | 'overdue' | 'stuck' | 'sent', string> = {
   in_step: 'In step',
   drifting: 'Drifting',
   due: 'Correction due',
   never_polled: 'Never polled',
   overdue: 'Overdue',
+  stuck: 'Stuck',
   sent: 'Sent on the last poll',
 };
+
+/** The OKM record's `stuck` (SPEC section 15). */
+export interface StuckOkm {
+  resolver: string;
+  /** Epoch ms. */
+  since: number;
+  polls: number;
+}
+
+/** Where and how to write times: the browser's own unless a test fixes them. */
+export interface TimeStyle {
+  locale?: string;
+  timeZone?: string;
+}
+
+/**
+ * "sent pollingInterval on 5 polls in a row without effect, since 14:02": why an OKM is stuck.
+ * The time of day alone on the day it is shown; with the date on another day, so that an OKM
+ * stuck for days does not read as stuck since this afternoon.
+ */
+export function stuckReason(stuck: StuckOkm, now: number, style: TimeStyle = {}): string {
+  const { locale, timeZone } = style;
+  const dateOf = (epochMs: number, options: Intl.DateTimeFormatOptions) => new Date(epochMs).toLocaleDateString(locale, { timeZone, ...options });
+  const sameDay = dateOf(stuck.since, {}) === dateOf(now, {});
+  const sameYear = dateOf(stuck.since, { year: 'numeric' }) === dateOf(now, { year: 'numeric' });
+  const time = new Date(stuck.since).toLocaleString(locale, {
+    timeZone,
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    ...(sameDay ? {} : { day: 'numeric', month: 'short', ...(sameYear ? {} : { year: 'numeric' }) }),
+  });
+  return `sent ${stuck.resolver} on ${stuck.polls} ${stuck.polls === 1 ? 'poll' : 'polls'} in a row without effect, since ${time}`;
+}

@@ -22,7 +22,7 @@ export const REPLY_KEYS = (Object.keys(REPLY_KEY_ORDER) as ReplyKey[]).sort((a, 
 
 /** The OKM list's filters as they stand in the console's URL and go to GET /api/v1/okms. Pure: unit-tested. */
 export interface ListFilters {
-  state?: 'in_step' | 'drifting' | 'overdue' | 'never_polled';
+  state?: (typeof STATES)[number];
   serial_prefix?: string;
   firmware_version?: string;
   customer?: string;
@@ -34,7 +34,9 @@ export interface ListFilters {
   subscriber_url?: string;
 }
 
-const STATES = ['in_step', 'drifting', 'overdue', 'never_polled'] as const;
+/** The API's states; a record, so that the compiler checks it against the API's list. */
+const STATE_NAMES: Record<NonNullable<OkmListFilters['state']>, true> = { in_step: true, drifting: true, overdue: true, never_polled: true, stuck: true };
+const STATES = Object.keys(STATE_NAMES) as (keyof typeof STATE_NAMES)[];
 const oneOf = <T extends string>(values: readonly T[], value: string | undefined): T | undefined => (values as readonly string[]).includes(value ?? '') ? (value as T) : undefined;
 const text = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
 const flag = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : undefined);

@@ -466,7 +466,7 @@ export interface FleetSummarySnapshotTable {
   never_polled: number;
   /** 1: the OKMs the pass found overdue (overdue_at > 0). */
   overdue: number;
-  /** How many of the group's OKMs are stuck. */
+  /** 1: the OKMs stuck (okms.stuck_resolver set). */
   stuck: ColumnType<number, number | undefined, number>;
   okms: number;
 }

@@ -3,9 +3,21 @@ import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
-import { fleetStateCondition, type FleetState } from './fleet-states.ts';
+import { fleetStateCondition, isStuck, type FleetState } from './fleet-states.ts';
 import type { Okm } from './model.ts';
+import { correctionRecordOf } from './poll-repository.ts';
+import { pollsSentWithoutEffect } from './poll-verdict.ts';
 import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
+
+/** Why an OKM is stuck (SPEC section 15): the resolver whose correction it does not take. */
+export interface OkmStuck {
+  /** The resolver's reply key. */
+  resolver: string;
+  /** When the poll found it stuck, epoch ms. */
+  since: number;
+  /** The polls, up to its last, that were sent that correction without effect. */
+  polls: number;
+}
 
 /** An OKM with the name of the customer it belongs to and the ACL linked to it. */
 export interface OwnedOkm {
@@ -13,6 +25,8 @@ export interface OwnedOkm {
   customerName: string | null;
   /** The ACL whose locks and users are this OKM's asset lists, if one is linked. */
   aclId: string | null;
+  /** null: not stuck. */
+  stuck: OkmStuck | null;
 }
 
 export interface OkmListFilter {
@@ -64,24 +78,38 @@ const selectOwnedOkms = (db: Db) =>
     .leftJoin('customers', 'customers.id', 'okms.customer_id')
     .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
     .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-    .select(['customers.name as customer_name', 'acls.id as acl_id', 'acl_contents.locks as acl_locks', 'acl_contents.users as acl_users']);
+    .select(['customers.name as customer_name', 'acls.id as acl_id', 'acl_contents.locks as acl_locks', 'acl_contents.users as acl_users', 'okm_polls.polls']);
 
 type OwnedOkmRow = OkmRow & {
   customer_name: string | null;
   acl_id: string | null;
   acl_locks: string | null;
   acl_users: string | null;
+  /** okm_polls.polls: the number of the OKM's last poll; null: it never polled. */
+  polls: number | null;
 };
 
+/**
+ * The stuck columns as the poll wrote them, with the polls sent the correction counted the
+ * poll's own way up to the last one (okm_polls.polls moves on every poll; the okms row does not).
+ */
+function stuckOf(row: OwnedOkmRow): OkmStuck | null {
+  if (!isStuck(row)) return null;
+  const record = correctionRecordOf(row);
+  const resolver = row.stuck_resolver!;
+  return { resolver, since: Number(row.stuck_since), polls: pollsSentWithoutEffect(record, resolver, Number(row.polls ?? 0)) };
+}
+
 /** A linked OKM's lists are its ACL's locks and users. */
-function toOwnedOkm({ customer_name, acl_id, acl_locks, acl_users, ...row }: OwnedOkmRow): OwnedOkm {
+function toOwnedOkm(row: OwnedOkmRow): OwnedOkm {
+  const { customer_name, acl_id, acl_locks, acl_users } = row;
   const okm = toOkm(row);
   if (acl_id !== null) {
     okm.assetList = JSON.parse(acl_locks!) as unknown[];
     okm.usersAssets = JSON.parse(acl_users!) as unknown[];
     okm.usersAssetsJson = acl_users!;
   }
-  return { okm, customerName: customer_name, aclId: acl_id };
+  return { okm, customerName: customer_name, aclId: acl_id, stuck: stuckOf(row) };
 }
 
 /**

@@ -45,7 +45,7 @@ const OKM_NOT_FOUND = 'OKM not found';
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
-export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPollingInterval: number): OkmRecord {
+export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleetPollingInterval: number): OkmRecord {
   const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
   return {
     serial_number: okm.serialNumber,
@@ -68,6 +68,7 @@ export function toOkmRecord({ okm, customerName, aclId }: OwnedOkm, fleetPolling
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
     overdue: isOverdue(okm),
+    stuck: stuck === null ? null : { resolver: stuck.resolver, since: stuck.since, polls: stuck.polls },
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),
   };

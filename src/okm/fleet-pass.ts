@@ -3,7 +3,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { FleetSummarySnapshotTable } from '../db/schema.ts';
 import { emitFleetEvents } from '../webhooks/fleet-events.ts';
-import { MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from './fleet-states.ts';
+import { isStuck, MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from './fleet-states.ts';
 
 /**
  * The fleet pass: what is derived from the whole fleet is computed here, off the poll's path.
@@ -62,7 +62,7 @@ export class FleetCounts {
       wireless_key_firmware_version: okm.wireless_key_firmware_version,
       never_polled: overdueAt === NEVER_POLLED ? 1 : 0,
       overdue: overdueAt !== null && overdueAt > NEVER_POLLED ? 1 : 0,
-      stuck: okm.stuck_resolver === null ? 0 : 1,
+      stuck: isStuck(okm) ? 1 : 0,
     };
     const key = JSON.stringify(Object.values(group));
     const counted = this.#groups.get(key);

@@ -1,18 +1,23 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 
 /**
- * The states of the fleet summary (SPEC section 11), which the OKM list filters on too: in
- * step (the last poll was answered {}), drifting (it was answered with a correction), never
- * polled (neither), and overdue (polled before but not for MISSED_INTERVALS_UNTIL_OVERDUE
- * effective polling intervals), which counts across in step and drifting.
+ * The states of the fleet summary (SPEC sections 11 and 15), which the OKM list filters on
+ * too. Three divide the fleet: in step (the last poll was answered {}), drifting (it was
+ * answered with a correction) and never polled (neither). Two count across them: overdue
+ * (polled before but not for MISSED_INTERVALS_UNTIL_OVERDUE effective polling intervals) and
+ * stuck (sent one correction on stuckAfterPolls polls in a row without taking it,
+ * src/okm/poll-verdict.ts). A stuck OKM is most often drifting, but one whose firmware offer
+ * the retry policy holds back may be answered {} meanwhile, and is then in step and stuck.
  *
  * Every state is a column of the okms row that changes only when the state does, never on a
- * steady poll: last_correction (written when the verdict changes) and overdue_at (0 until the
- * first poll; set by the fleet pass when it finds the OKM silent, cleared by its next poll).
- * Overdue is therefore as fresh as the fleet pass (src/okm/fleet-pass.ts): an OKM is marked
- * within one pass of passing its due time (docs/okm-admin-api.md says how long that is).
+ * steady poll: last_correction (written when the verdict changes), stuck_resolver (written
+ * when the OKM becomes stuck or stops being so) and overdue_at (0 until the first poll; set by
+ * the fleet pass when it finds the OKM silent, cleared by its next poll). Overdue is therefore
+ * as fresh as the fleet pass (src/okm/fleet-pass.ts): an OKM is marked within one pass of
+ * passing its due time (docs/okm-admin-api.md says how long that is). Stuck is as of the
+ * OKM's last poll, like drifting.
  */
-export const FLEET_STATES = ['in_step', 'drifting', 'overdue', 'never_polled'] as const;
+export const FLEET_STATES = ['in_step', 'drifting', 'overdue', 'never_polled', 'stuck'] as const;
 export type FleetState = (typeof FLEET_STATES)[number];
 
 /** An OKM is overdue when it has polled before but not for this many effective polling intervals. */
@@ -26,12 +31,17 @@ export function isOverdue(okm: { overdueAt: number | null }): boolean {
   return okm.overdueAt !== null && okm.overdueAt > NEVER_POLLED;
 }
 
+/** See above: the poll found the OKM stuck on a resolver, and no poll has found it otherwise since. */
+export function isStuck(okm: { stuck_resolver: string | null }): boolean {
+  return okm.stuck_resolver !== null;
+}
+
 /**
  * The state as a condition on the okms row. Each is read through an index of its own where the
- * state is rare (never polled, drifting, overdue: partial indexes), or walks the serial number
- * order where it is common. `overdue` is written as its partial index's condition so that
- * SQLite uses that index, and so is NULL where overdue_at is: a negation must coalesce it
- * (admin-repository.ts does).
+ * state is rare (never polled, drifting, overdue, stuck: partial indexes), or walks the serial
+ * number order where it is common. `overdue` and `stuck` are written as their partial indexes'
+ * conditions so that SQLite uses those indexes; `overdue` is NULL where overdue_at is, so a
+ * negation must coalesce it (admin-repository.ts does).
  */
 export function fleetStateCondition(state: FleetState): RawBuilder<SqlBool> {
   switch (state) {
@@ -43,5 +53,7 @@ export function fleetStateCondition(state: FleetState): RawBuilder<SqlBool> {
       return sql<SqlBool>`okms.last_correction is not null`;
     case 'overdue':
       return sql<SqlBool>`okms.overdue_at > ${sql.lit(NEVER_POLLED)}`;
+    case 'stuck':
+      return sql<SqlBool>`okms.stuck_resolver is not null`;
   }
 }

@@ -12,6 +12,8 @@ export interface SummaryGroup {
   neverPolled: number;
   /** Those the fleet pass found overdue. */
   overdue: number;
+  /** Those stuck (okms.stuck_resolver set) when the fleet pass read them. */
+  stuck: number;
 }
 
 export interface SummaryScope {
@@ -35,6 +37,7 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
       okms,
       neverPolled: Number(row.never_polled) === 1 ? okms : 0,
       overdue: Number(row.overdue) === 1 ? okms : 0,
+      stuck: Number(row.stuck) === 1 ? okms : 0,
     };
   });
 }

@@ -13,7 +13,7 @@ const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: requireScopes('okm:read'),
       schema: {
         operationId: 'getFleetSummary',
-        summary: 'Fleet counts: in step, drifting, overdue, never polled; corrections waiting by resolver; firmware versions',
+        summary: 'Fleet counts: in step, drifting, overdue, never polled, stuck; corrections waiting by resolver; firmware versions',
         querystring: FleetQuery,
         response: { 200: resourceResponse(FleetSummary), '4xx': ErrorResponse },
       },

@@ -26,22 +26,23 @@ function newestFirst(a: VersionCount, b: VersionCount): number {
 }
 
 /**
- * SPEC section 11. An OKM is in step when its last poll was answered {} (last_correction
+ * SPEC sections 11 and 15. An OKM is in step when its last poll was answered {} (last_correction
  * null), drifting when a resolver corrected it (last_correction set), and never polled apart
- * from both; overdue counts across them (fleet-states.ts). The counts are those of the last
- * complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
+ * from both; overdue and stuck count across them (fleet-states.ts). The counts are those of the
+ * last complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
  */
 export async function fleetSummary(request: SummaryRequest): Promise<FleetSummary> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
   const scope: SummaryScope = acting === null ? {} : { customerId: acting.id };
   const [groups, pending] = await Promise.all([summaryGroups(request.db, scope), request.principal.isAdmin ? countPendingOkms(request.db) : undefined]);
-  const okms = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0 };
+  const okms = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 };
   const corrections: Record<string, number> = {};
   const versionCounts = Object.fromEntries(FIRMWARE_KINDS.map((kind) => [kind, new Map<string, number>()])) as Record<FirmwareKind, Map<string, number>>;
   for (const group of groups) {
     okms.total += group.okms;
     okms.overdue += group.overdue;
     okms.never_polled += group.neverPolled;
+    okms.stuck += group.stuck;
     if (group.lastCorrection === null) okms.in_step += group.okms - group.neverPolled;
     else {
       okms.drifting += group.okms;

@@ -32,6 +32,7 @@ export const READ_ONLY_OKM_FIELDS = [
   'last_correction',
   'device_token_issued_at',
   'overdue',
+  'stuck',
   'created_at',
   'updated_at',
 ] as const;
@@ -71,7 +72,7 @@ export const OkmListQuery = Type.Object(
     state: Type.Optional(
       Type.Enum([...FLEET_STATES], {
         description:
-          'only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), overdue (polled before but not for 3 effective polling intervals), never_polled',
+          'only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null)',
       }),
     ),
     serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
@@ -183,6 +184,17 @@ export const OkmRecord = Type.Object({
   ),
   device_token_issued_at: Nullable({ ...IsoTime, description: 'when its current device token was issued; null: it has none' }),
   overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
+  stuck: {
+    ...Nullable(
+      Type.Object({
+        resolver: Type.String({ description: 'reply key of the resolver whose correction the OKM does not take (e.g. pollingInterval)' }),
+        since: Type.Integer({ description: 'when a poll found it stuck, epoch milliseconds' }),
+        polls: Type.Integer({ minimum: 0, description: 'its polls, up to the last, that were sent that correction without effect' }),
+      }),
+    ),
+    description:
+      'sent one correction on 3 polls in a row (STUCK_AFTER_POLLS) and still reporting the value it was told to change, as of its last poll: a poll clears it once the OKM reports the corrected value or is sent another. null: not stuck',
+  },
   created_at: IsoTime,
   updated_at: IsoTime,
   next_correction: Type.Optional(
@@ -299,6 +311,7 @@ export const FleetSummary = Type.Object({
     drifting: Type.Integer({ description: 'the last poll was answered with a correction (last_correction set)' }),
     overdue: Type.Integer({ description: 'polled before, but not for 3 × the effective polling interval (in step or drifting)' }),
     never_polled: Type.Integer({ description: 'never polled: neither in step nor drifting' }),
+    stuck: Type.Integer({ description: 'sent the same correction on 3 polls in a row without effect (most are drifting), as the last fleet pass counted them' }),
   }),
   pending: Type.Optional(Type.Integer({ description: 'admin tokens only: OKMs waiting to be accepted' })),
   corrections: Type.Record(Type.String(), Type.Integer(), { description: 'drifting OKMs by the reply key of their last correction' }),

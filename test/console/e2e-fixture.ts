@@ -170,8 +170,11 @@ export function device(server: ConsoleServer, serial: string, firmware = '1.0.0'
 
 export interface FleetSpec {
   customers: string[];
-  /** OKMs per customer, and how many of them are drifting, overdue, never polled (the rest in step). */
-  perCustomer: { okms: number; drifting: number; overdue: number; neverPolled: number };
+  /**
+   * OKMs per customer, and how many of them are drifting, overdue, never polled (the rest in
+   * step), and of the drifting ones how many are stuck on their last correction (none if left out).
+   */
+  perCustomer: { okms: number; drifting: number; overdue: number; neverPolled: number; stuck?: number };
   /** Serial numbers begin with this and the customer's name. */
   prefix?: string;
   now?: number;
@@ -218,13 +221,14 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
   const pick = <T>(values: readonly T[]) => values[Math.floor(random() ** 1.6 * values.length)]!;
   for (const name of spec.customers) {
     const customer = await createCustomer(db, name);
-    const { okms, drifting, overdue, neverPolled } = spec.perCustomer;
+    const { okms, drifting, overdue, neverPolled, stuck = 0 } = spec.perCustomer;
     const rows = Array.from({ length: okms }, (_unused, index) => {
       // States spread over the serial numbers (7 919 is a prime: the ranks are a permutation).
       const rank = (index * 7919) % okms;
       const isNeverPolled = rank < neverPolled;
       const isOverdue = !isNeverPolled && rank < neverPolled + overdue;
       const isDrifting = !isNeverPolled && !isOverdue && rank < neverPolled + overdue + drifting;
+      const isStuck = isDrifting && rank < neverPolled + overdue + stuck;
       const lastSync = isNeverPolled ? null : isOverdue ? now - (3 * interval + 600 + Math.floor(random() * 86_400)) * 1000 : now - Math.floor(random() * interval * 1000);
       const serial = `${spec.prefix ?? 'OKM'}-${name.toUpperCase()}-${String(index + 1).padStart(5, '0')}`;
       const okm = {
@@ -241,11 +245,19 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
         created_at: now - 30 * 86_400_000,
         updated_at: now - 30 * 86_400_000,
       };
+      // A stuck OKM's record as its polls leave it (src/okm/poll-verdict.ts): its last correction
+      // sent on the last `sentOn` of its `polls` polls, stuck since the third of those. Only the
+      // stuck draw numbers, so that a fleet without any is the one seeded before they existed.
+      const polls = 500;
+      const sentOn = isStuck ? 3 + Math.floor(random() ** 2 * 60) : 0;
+      const stuckColumns = isStuck
+        ? { correction_digest: 'seeded', correction_since_poll: polls - sentOn + 1, stuck_resolver: okm.last_correction, stuck_since: lastSync! - (sentOn - 3) * interval * 1000 }
+        : {};
       // What its last poll left, in its poll row: a report in step with what the seed configures,
       // but for the value its last correction was about, so that its drift report reads as a real one.
       const reported = lastSync === null ? undefined : { ...inStepReported(lastSync, interval, okm.firmware_version), ...(okm.last_correction === null ? {} : driftedReport(okm.last_correction, lastSync)) };
-      const poll = lastSync === null ? undefined : { serial_number: serial, last_sync_time: lastSync, last_ip: `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`, reported: JSON.stringify(reported) };
-      return { okm, poll };
+      const poll = lastSync === null ? undefined : { serial_number: serial, last_sync_time: lastSync, last_ip: `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`, reported: JSON.stringify(reported), polls };
+      return { okm: { ...okm, ...stuckColumns }, poll };
     });
     for (let start = 0; start < rows.length; start += 500) {
       const slice = rows.slice(start, start + 500);

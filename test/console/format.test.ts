@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { okmShownState, okmState, relativeTime } from '../../console/src/format.ts';
+import { okmShownState, okmState, relativeTime, stuckReason } from '../../console/src/format.ts';
 import { decodeClaims, tokenFromFragment } from '../../console/src/session-token.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -33,6 +33,18 @@ test('shown with what the next poll sends, an OKM in step at its last poll has a
   assert.equal(okmShownState({ last_sync_time: polled, last_correction: 'cacheMode' }, null), 'drifting');
   assert.equal(okmShownState({ last_sync_time: polled, last_correction: 'cacheMode' }, 'pollingInterval'), 'drifting');
   assert.equal(okmShownState({ last_sync_time: null, last_correction: null }, 'auditUrl'), 'never_polled');
+});
+
+test('a stuck OKM’s reason names the resolver, the polls and since when: the time alone that day, with the date before, and the year in another', () => {
+  const berlin = { locale: 'en-GB', timeZone: 'Europe/Berlin' };
+  const stuck = { resolver: 'pollingInterval', polls: 5 };
+  const reason = (since: string) => stuckReason({ ...stuck, since: Date.parse(since) }, NOW, berlin);
+
+  assert.equal(reason('2026-11-22T11:02:00Z'), 'sent pollingInterval on 5 polls in a row without effect, since 12:02');
+  assert.equal(reason('2026-11-21T23:30:00Z'), 'sent pollingInterval on 5 polls in a row without effect, since 00:30', 'the same day in Berlin, not in UTC');
+  assert.equal(reason('2026-11-20T13:02:00Z'), 'sent pollingInterval on 5 polls in a row without effect, since 20 Nov, 14:02');
+  assert.equal(reason('2025-12-31T13:02:00Z'), 'sent pollingInterval on 5 polls in a row without effect, since 31 Dec 2025, 14:02');
+  assert.equal(stuckReason({ resolver: 'kasFirmware', polls: 1, since: NOW }, NOW, berlin), 'sent kasFirmware on 1 poll in a row without effect, since 13:00');
 });
 
 const jwt = (payload: object) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;

@@ -70,6 +70,7 @@ test('the OKM list filters survive the URL both ways; what is not understood is 
   assert.deepEqual(filtersFromQuery({ state: 'asleep', overdue: 'maybe', serial_prefix: '  ', unassigned: 'yes', last_correction: 'kasdatetime', subscriber_url: ' ' }), {});
   // The list has neither a sort nor numbered pages any more: an old bookmark's are dropped, its filters kept.
   assert.deepEqual(filtersFromQuery({ state: 'drifting', sort: '-last_sync_time', page: '3' }), { state: 'drifting' });
+  for (const state of ['in_step', 'drifting', 'overdue', 'never_polled', 'stuck'] as const) assert.deepEqual(filtersFromQuery({ state }), { state }, state);
   assert.equal(queryFromFilters({}), '');
 });
 

@@ -9,7 +9,7 @@ import { ROLLOUT_SCREENSHOT_SETTINGS, shootRolloutEventPages } from './screensho
 
 /**
  * `npm run console:screenshots` (UPDATE_SCREENSHOTS=1): a realistic fleet (3 500 OKMs of five
- * customers, several firmware versions, some drifting, overdue and never polled, failing
+ * customers, several firmware versions, some drifting (a few of them stuck), overdue and never polled, failing
  * subscribers) and a PNG of every console page at 1280×800, under docs/images/.
  */
 const update = process.env.UPDATE_SCREENSHOTS === '1';
@@ -49,7 +49,7 @@ test('screenshots of the rollouts and events pages over a fleet with rollouts pa
 async function shootEverything(server: ConsoleServer) {
   await seedFleet(server.database, {
     customers: ['acme', 'globex', 'initech', 'umbrella', 'wayne'],
-    perCustomer: { okms: 700, drifting: 64, overdue: 23, neverPolled: 11 },
+    perCustomer: { okms: 700, drifting: 64, overdue: 23, neverPolled: 11, stuck: 7 },
   });
   const adminUrl = await server.signInUrl();
   const admin = tokenOf(adminUrl);

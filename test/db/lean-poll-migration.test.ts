@@ -304,13 +304,13 @@ forEachDatabase('migration 0023_lean_poll', (kind) => {
     const rows = await fleetRows(db);
     const summary = (await call(t, 'GET', '/api/v1/fleet/summary', { token: admin })).json().data;
     assert.deepEqual(comparableSummary(summary), countSummary(rows, dueBefore(passNow, settings.fleetPollingInterval)));
-    assert.deepEqual(summary.okms, { total: 8, in_step: 7, drifting: 1, overdue: 2, never_polled: 0 });
+    assert.deepEqual(summary.okms, { total: 8, in_step: 7, drifting: 1, overdue: 2, never_polled: 0, stuck: 0 });
     assert.equal(summary.pending, 2);
     assert.deepEqual(summary.firmware.kas, [
       { version: '2.1.0', okms: 1 },
       { version: '2.0.0', okms: 6 },
     ]);
     const ofAcme = (await call(t, 'GET', '/api/v1/fleet/summary?customer=acme', { token: admin })).json().data.okms;
-    assert.deepEqual(ofAcme, { total: 5, in_step: 4, drifting: 1, overdue: 1, never_polled: 0 });
+    assert.deepEqual(ofAcme, { total: 5, in_step: 4, drifting: 1, overdue: 1, never_polled: 0, stuck: 0 });
   });
 });

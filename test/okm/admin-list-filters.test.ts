@@ -111,7 +111,7 @@ forEachDatabase('OKM list filters', (kind) => {
     assert.deepEqual(await inState('in_step'), [`${prefix}-B`, `${prefix}-D`]);
     assert.deepEqual(await inState('drifting'), [`${prefix}-C`, `${prefix}-E`]);
     assert.deepEqual(await inState('overdue'), [`${prefix}-D`, `${prefix}-E`]);
-    assert.deepEqual(summary, { total: 5, never_polled: 1, in_step: 2, drifting: 2, overdue: 2 });
+    assert.deepEqual(summary, { total: 5, never_polled: 1, in_step: 2, drifting: 2, overdue: 2, stuck: 0 });
   });
 
   test('state combines with the other filters', async () => {

@@ -30,6 +30,9 @@ describe('OKM list pages on SQLite are index range seeks, at the first, a middle
       // One in ten never polled; of the others, a few the fleet pass marked overdue.
       overdue_at: index % 10 === 0 ? NEVER_POLLED : index % 17 === 0 || index % 23 === 0 ? now : null,
       last_correction: index % 2 === 0 ? 'kasDateTime' : null,
+      // One in ten stuck, all of them drifting and polled.
+      stuck_resolver: index % 10 === 4 ? 'kasDateTime' : null,
+      stuck_since: index % 10 === 4 ? now : null,
       firmware_version: ['2.1.0', '2.2.0', '2.3.0'][index % 3]!,
       created_at: 0,
       updated_at: 0,
@@ -94,6 +97,8 @@ describe('OKM list pages on SQLite are index range seeks, at the first, a middle
     ["a customer's, state=never_polled", () => ({ customerId, state: 'never_polled' }), 'okms_customer_never_polled_idx'],
     ['state=overdue', () => ({ state: 'overdue' }), 'okms_marked_overdue_idx'],
     ["a customer's, overdue=true", () => ({ customerId, overdue: true }), 'okms_customer_marked_overdue_idx'],
+    ['state=stuck', () => ({ state: 'stuck' }), 'okms_stuck_idx'],
+    ["a customer's, state=stuck", () => ({ customerId, state: 'stuck' }), 'okms_customer_stuck_idx'],
   ];
 
   for (const [name, filter, index] of RANGES) {

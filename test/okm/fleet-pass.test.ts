@@ -186,14 +186,14 @@ forEachDatabase('fleet pass', (kind) => {
     await createOkm(t, admin, serial, {}, `?customer=${customer}`);
     await runPass(start + 1);
     const summaryOf = async () => (await call(t, 'GET', `${SUMMARY}?customer=${customer}`, { token: admin })).json().data.okms;
-    assert.deepEqual(await summaryOf(), { total: 1, in_step: 0, drifting: 0, overdue: 0, never_polled: 1 });
+    assert.deepEqual(await summaryOf(), { total: 1, in_step: 0, drifting: 0, overdue: 0, never_polled: 1, stuck: 0 });
 
     await pollAt(serial, start + 2, { pollingInterval: FLEET_INTERVAL_S });
     mock.timers.setTime(start + 3);
-    assert.deepEqual(await summaryOf(), { total: 1, in_step: 0, drifting: 0, overdue: 0, never_polled: 1 });
+    assert.deepEqual(await summaryOf(), { total: 1, in_step: 0, drifting: 0, overdue: 0, never_polled: 1, stuck: 0 });
 
     await runPass(start + 4);
-    assert.deepEqual(await summaryOf(), { total: 1, in_step: 1, drifting: 0, overdue: 0, never_polled: 0 });
+    assert.deepEqual(await summaryOf(), { total: 1, in_step: 1, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 });
   });
 
   test('after any mix of OKMs and polls, the summary (operator\'s, one customer\'s, a customer token\'s) and the marks equal those counted from the tables', async () => {
@@ -314,7 +314,7 @@ forEachDatabase('fleet pass', (kind) => {
     const summary = (await call(t, 'GET', SUMMARY, { token: await adminToken() })).json().data;
     assert.deepEqual(comparableSummary(summary), countSummary(rows, dueBefore(passNow, FLEET_INTERVAL_S)));
     const ofCustomer = (await call(t, 'GET', `${SUMMARY}?customer=${customer.name}`, { token: await adminToken() })).json().data.okms;
-    assert.deepEqual(ofCustomer, { total: count, in_step: count - Math.ceil(count / 3), drifting: 0, overdue: silent.length, never_polled: Math.ceil(count / 3) });
+    assert.deepEqual(ofCustomer, { total: count, in_step: count - Math.ceil(count / 3), drifting: 0, overdue: silent.length, never_polled: Math.ceil(count / 3), stuck: 0 });
     await releaseLease(t.db, pass.holder);
   });
 

@@ -17,6 +17,8 @@ export interface FleetRow {
   polling_interval: number | null;
   overdue_at: number | null;
   last_sync_time: number | null;
+  /** The resolver the poll found it stuck on; null: not stuck. */
+  stuck_resolver: string | null;
 }
 
 export async function fleetRows(db: Db, customerId?: number): Promise<FleetRow[]> {
@@ -32,6 +34,7 @@ export async function fleetRows(db: Db, customerId?: number): Promise<FleetRow[]
       'okms.wireless_key_firmware_version',
       'okms.polling_interval',
       'okms.overdue_at',
+      'okms.stuck_resolver',
       'okm_polls.last_sync_time',
     ]);
   if (customerId !== undefined) query = query.where('okms.customer_id', '=', customerId);
@@ -58,7 +61,7 @@ export const dueBefore = (passNow: number, fleetPollingInterval: number) => (row
   !neverPolled(row) && row.last_sync_time !== null && dueTime(row, fleetPollingInterval) < passNow;
 
 export interface CountedSummary {
-  okms: { total: number; in_step: number; drifting: number; overdue: number; never_polled: number };
+  okms: { total: number; in_step: number; drifting: number; overdue: number; never_polled: number; stuck: number };
   corrections: Record<string, number>;
   /** Each kind's versions, sorted by version (the order the API gives is tested apart). */
   firmware: Record<'kas' | 'batch_key' | 'wireless_key', { version: string; okms: number }[]>;
@@ -66,12 +69,13 @@ export interface CountedSummary {
 
 /** The summary of these OKMs (SPEC section 11), those `overdue` says counted overdue. */
 export function countSummary(rows: readonly FleetRow[], overdue: (row: FleetRow) => boolean): CountedSummary {
-  const okms = { total: rows.length, in_step: 0, drifting: 0, overdue: 0, never_polled: 0 };
+  const okms = { total: rows.length, in_step: 0, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 };
   const corrections: Record<string, number> = {};
   const versions = { kas: new Map<string, number>(), batch_key: new Map<string, number>(), wireless_key: new Map<string, number>() };
   for (const row of rows) {
     if (overdue(row)) okms.overdue++;
     if (neverPolled(row)) okms.never_polled++;
+    if (row.stuck_resolver !== null) okms.stuck++;
     if (row.last_correction !== null) {
       okms.drifting++;
       corrections[row.last_correction] = (corrections[row.last_correction] ?? 0) + 1;

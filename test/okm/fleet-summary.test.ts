@@ -6,7 +6,7 @@ import { call, createOkm, runFleetPass, uniqueSerial } from './admin-helpers.ts'
 import { freezeServerClock, poll, SERVER_TIME } from './config-helpers.ts';
 
 const SUMMARY = '/api/v1/fleet/summary';
-const EMPTY_OKMS = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0 };
+const EMPTY_OKMS = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 };
 
 forEachDatabase('fleet summary', (kind) => {
   let t: TestApp;
@@ -50,7 +50,7 @@ forEachDatabase('fleet summary', (kind) => {
 
     assert.equal(response.statusCode, 200);
     assert.deepEqual(response.json().data, {
-      okms: { total: 4, in_step: 1, drifting: 2, overdue: 0, never_polled: 1 },
+      okms: { total: 4, in_step: 1, drifting: 2, overdue: 0, never_polled: 1, stuck: 0 },
       corrections: { kasDateTime: 1, pollingInterval: 1 },
       firmware: {
         kas: [
@@ -73,8 +73,8 @@ forEachDatabase('fleet summary', (kind) => {
     await runFleetPass(t, dueAt + 1);
     const pastIt = (await summary(acme.token)).json().data.okms;
 
-    assert.deepEqual(atDueTime, { total: 4, in_step: 1, drifting: 2, overdue: 0, never_polled: 1 });
-    assert.deepEqual(pastIt, { total: 4, in_step: 1, drifting: 2, overdue: 3, never_polled: 1 });
+    assert.deepEqual(atDueTime, { total: 4, in_step: 1, drifting: 2, overdue: 0, never_polled: 1, stuck: 0 });
+    assert.deepEqual(pastIt, { total: 4, in_step: 1, drifting: 2, overdue: 3, never_polled: 1, stuck: 0 });
   });
 
   test("another customer sees nothing of it, and may not ask for it by name", async () => {

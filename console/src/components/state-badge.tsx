@@ -1,4 +1,4 @@
-import { okmShownState, STATE_LABELS } from '../format.ts';
+import { okmShownState, STATE_LABELS, stuckReason, type StuckOkm } from '../format.ts';
 
 type BadgeKind = keyof typeof STATE_LABELS;
 
@@ -12,10 +12,17 @@ export function Badge({ kind, label = STATE_LABELS[kind], title }: { kind: Badge
 
 /**
  * An OKM's state as the fleet summary counts it (as of its last poll), and "Overdue" beside it
- * when it has stopped polling. Given `next`, what the next poll is expected to send (the drift
- * report's or the list's), an OKM in step at its last poll with a correction due says so.
+ * when it has stopped polling, "Stuck" when it does not take a correction. Given `next`, what
+ * the next poll is expected to send (the drift report's or the list's), an OKM in step at its
+ * last poll with a correction due says so.
  */
-export function OkmStateBadge({ okm, next }: { okm: { last_sync_time: string | null; last_correction: string | null; overdue: boolean }; next?: string | null }) {
+export function OkmStateBadge({
+  okm,
+  next,
+}: {
+  okm: { last_sync_time: string | null; last_correction: string | null; overdue: boolean; stuck: StuckOkm | null };
+  next?: string | null;
+}) {
   const state = okmShownState(okm, next);
   const title =
     state === 'drifting'
@@ -27,6 +34,7 @@ export function OkmStateBadge({ okm, next }: { okm: { last_sync_time: string | n
     <span class="badges">
       <Badge kind={state} title={title} />
       {okm.overdue && <Badge kind="overdue" title="polled before, but not for 3 × its polling interval" />}
+      {okm.stuck && <Badge kind="stuck" title={stuckReason(okm.stuck, Date.now())} />}
     </span>
   );
 }

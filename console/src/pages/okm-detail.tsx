@@ -10,6 +10,7 @@ import { DriftTable } from '../components/okm/drift-table.tsx';
 import { MessagesPanel } from '../components/okm/messages-panel.tsx';
 import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
 import { OkmStateBadge } from '../components/state-badge.tsx';
+import { stuckReason } from '../format.ts';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
@@ -40,7 +41,7 @@ export function OkmDetailPage() {
   const pendingMessages = waiting.data?.data.length ?? 0;
   // The badge and the drift card read one answer, the drift report's, so that they cannot disagree.
   const expectedNext = report === undefined ? undefined : (report.resolvers.find((resolver) => resolver.verdict === 'next')?.name ?? null);
-  const badgeOkm = record && (report === undefined ? record : { last_sync_time: report.last_poll_at, last_correction: report.last_correction, overdue: record.overdue });
+  const badgeOkm = record && (report === undefined ? record : { last_sync_time: report.last_poll_at, last_correction: report.last_correction, overdue: record.overdue, stuck: record.stuck });
   return (
     <section>
       <p class="breadcrumb">
@@ -61,6 +62,11 @@ export function OkmDetailPage() {
       {record === undefined && okm.error === undefined && <Loading what="Loading the OKM" />}
       {record !== undefined && (
         <>
+          {record.stuck && (
+            <p class="notice notice-stuck" data-testid="stuck-reason">
+              <strong>Stuck:</strong> {stuckReason(record.stuck, Date.now())}.
+            </p>
+          )}
           <dl class="kv card section facts">
             <dt>Customer</dt>
             <dd>{record.customer ?? <span class="muted">none</span>}</dd>

@@ -68,6 +68,7 @@ export function OkmsPage() {
             <option value="drifting">Drifting</option>
             <option value="overdue">Overdue</option>
             <option value="never_polled">Never polled</option>
+            <option value="stuck">Stuck</option>
           </select>
         </div>
         <div class="field">

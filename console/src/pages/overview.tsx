@@ -121,6 +121,7 @@ export function OverviewPage() {
             <Stat label="Drifting" value={data.okms.drifting} tone="drifting" link={okmsLink('?state=drifting')} />
             <Stat label="Overdue" value={data.okms.overdue} tone="overdue" link={okmsLink('?overdue=true')} />
             <Stat label="Never polled" value={data.okms.never_polled} tone="never-polled" link={okmsLink('?state=never_polled')} />
+            <Stat label="Stuck" value={data.okms.stuck} tone="stuck" link={okmsLink('?state=stuck')} />
             {data.pending !== undefined && <Stat label="Pending acceptance" value={data.pending} tone="pending" link={href('/pending-okms')} />}
           </div>
 
