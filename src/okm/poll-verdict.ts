@@ -63,7 +63,9 @@ export interface PollVerdict {
 
 export type StuckEvent = { type: 'okm.unstuck'; stuck: Stuck; polls: number } | { type: 'okm.stuck'; stuck: Stuck; polls: number };
 
-const NO_HOLDS = new Set<string>();
+const NO_HOLDS: ReadonlySet<string> = new Set<string>();
+const IN_STEP: Correction = Object.freeze({});
+const STEADY: PollVerdict = Object.freeze({ answer: IN_STEP, heldBack: NO_HOLDS, record: NOTHING_RECORDED, changed: false, events: [] });
 
 /** A correction's identity, short: what the device is told, whatever the poll's time. */
 export function correctionDigest(key: string, correction: Correction): string {
@@ -101,7 +103,9 @@ export function decidePoll(context: PollContext): PollVerdict {
   const { desired, reported, previous, poll, now, policyFor, stuckAfterPolls } = context;
   let holds = previous.holds.length === 0 ? [] : standingHolds(context);
   const heldBack = holds.length === 0 ? NO_HOLDS : new Set(holds.filter((hold) => poll < hold.resumeAtPoll).map((hold) => hold.resolver));
-  const answer = resolve(desired, reported, heldBack) ?? {};
+  const answer = resolve(desired, reported, heldBack) ?? IN_STEP;
+  // The steady poll of an OKM in step, most of the fleet's: nothing to count, nothing to write.
+  if (previous === NOTHING_RECORDED && heldBack === NO_HOLDS && answer === IN_STEP) return STEADY;
   const correction = correctionKey(answer);
   const digest = correction === null ? null : correctionDigest(correction, answer);
   const continues = correction !== null && correction === previous.correction && digest === previous.digest && previous.sincePoll !== null;
