@@ -60,9 +60,10 @@ function answersOf(desired: DesiredState, row: Snapshot): Answer[] {
  * Each answer in view of the last poll. The resolvers judge the values the device reported
  * *before* that poll's answer, so the correction it was sent still shows as out of step until
  * the device reports again; it is taken as applied ("sent"), and the next poll is expected to
- * send the first other correction. Two exceptions make it due again: a buffered message, since
- * the one sent is delivered and any correction now is the next message; and a configuration
- * changed after that poll, since what was sent may no longer be what is configured.
+ * send the first other correction. Three exceptions make it due again: a buffered message, since
+ * the one sent is delivered and any correction now is the next message; a configuration
+ * changed after that poll, since what was sent may no longer be what is configured; and an
+ * OKM stuck on it, which has shown on polls in a row that it does not take it.
  */
 function verdictsOf(answers: Answer[], row: Snapshot, heldBack: ReadonlySet<string>): ResolverVerdict[] {
   const lastCorrection = row.last_sync_time === null ? null : row.last_correction;
@@ -73,7 +74,8 @@ function verdictsOf(answers: Answer[], row: Snapshot, heldBack: ReadonlySet<stri
     let verdict: ResolverVerdict['verdict'] = 'in_step';
     if (correction !== null) {
       if (heldBack.has(name)) verdict = 'held_back';
-      else if (sentOnLastPoll && name !== 'message' && !changedSincePoll) verdict = 'sent';
+      // A stuck OKM has shown that it does not take what it is sent: expected again, not taken as applied.
+      else if (sentOnLastPoll && name !== 'message' && !changedSincePoll && name !== row.stuck_resolver) verdict = 'sent';
       else if (!nextFound) {
         verdict = 'next';
         nextFound = true;

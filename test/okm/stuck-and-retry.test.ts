@@ -77,6 +77,20 @@ forEachDatabase('stuck OKMs and the firmware retry policy', (kind) => {
     );
   });
 
+  test('the drift report of a stuck OKM expects its correction again on the next poll, not taken as applied', async () => {
+    const serial = await enrolledOkm('STUCK-DRIFT');
+    await answersTo(t, serial, () => ({ ...inStep(t), pollingInterval: 300 }), 2);
+    const notYet = (await call(t, 'GET', `${OKMS}/${serial}/drift`, { token: tokens.acmeRead })).json().data;
+    await answersTo(t, serial, () => ({ ...inStep(t), pollingInterval: 300 }), 1);
+
+    const stuck = (await call(t, 'GET', `${OKMS}/${serial}/drift`, { token: tokens.acmeRead })).json().data;
+
+    const verdictOf = (report: { resolvers: { name: string; verdict: string }[] }) => report.resolvers.find((resolver) => resolver.name === 'pollingInterval')!.verdict;
+    assert.equal(verdictOf(notYet), 'sent');
+    assert.equal(verdictOf(stuck), 'next');
+    assert.deepEqual(stuck.expected_next, { pollingInterval: t.settings.fleetPollingInterval });
+  });
+
   test('a stuck OKM\'s further polls leave its okms row as it was', async () => {
     const serial = await enrolledOkm('STUCK-STEADY');
     await answersTo(t, serial, () => ({ ...inStep(t), pollingInterval: 300 }), 3);
