@@ -55,6 +55,10 @@ await forEachBenchDatabase(options, async (database) => {
   const requests = requestPaths(settings.configPath, OKM_COUNT).map(pollRequestOf);
   /** Bytes PostgreSQL has written to its WAL so far (the whole server's). */
   const walBytes = async () => Number((await sql<{ bytes: string }>`select pg_current_wal_lsn() - '0/0' as bytes`.execute(db)).rows[0]!.bytes);
+  /** A transaction id: every row written after it has a younger xmin. */
+  const currentXid = async () => (await sql<{ xid: string }>`select pg_current_xact_id()::text as xid`.execute(db)).rows[0]!.xid;
+  /** okms rows written since the transaction `xid` (a steady poll writes none). */
+  const okmsWrittenSince = async (xid: string) => Number((await sql<{ written: string }>`select count(*) as written from okms where age(xmin) < age(xid(${xid}::xid8))`.execute(db)).rows[0]!.written);
   /** Transactions committed in this database so far (PostgreSQL's statistics, which lag by up to a second). */
   const commits = async () => Number((await sql<{ commits: string }>`select xact_commit as commits from pg_stat_database where datname = current_database()`.execute(db)).rows[0]!.commits);
   let next = 0;
@@ -85,6 +89,7 @@ await forEachBenchDatabase(options, async (database) => {
   const pgBefore = database.name === 'postgres' ? postgresCpuSeconds() : 0;
   const walBefore = database.name === 'postgres' ? await walBytes() : 0;
   const commitsBefore = database.name === 'postgres' ? await commits() : 0;
+  const xidBefore = database.name === 'postgres' ? await currentXid() : '';
   const started = performance.now();
   const count = await round(DURATION_MS);
   const seconds = (performance.now() - started) / 1000;
@@ -93,6 +98,7 @@ await forEachBenchDatabase(options, async (database) => {
   const wal = database.name === 'postgres' ? (await walBytes()) - walBefore : 0;
   if (database.name === 'postgres') await new Promise((resolve) => setTimeout(resolve, 1100));
   const committed = database.name === 'postgres' ? (await commits()) - commitsBefore : 0;
+  const okmsWritten = database.name === 'postgres' ? await okmsWrittenSince(xidBefore) : 0;
   if (session) {
     const { profile } = await session.post('Profiler.stop');
     fs.mkdirSync(options['cpu-prof']!, { recursive: true });
@@ -101,7 +107,7 @@ await forEachBenchDatabase(options, async (database) => {
   }
   const perPoll = (value: number) => Math.round((value / count) * 1e6);
   console.log(
-    `${database.name}: ${Math.round(count / seconds)} polls/s, CPU per poll ${perPoll(cpu)} µs` + (database.name === 'postgres' ? ` + PostgreSQL ${perPoll(pgCpu)} µs, ${Math.round(wal / count)} WAL bytes, ${(count / committed).toFixed(1)} polls per transaction` : ''),
+    `${database.name}: ${Math.round(count / seconds)} polls/s, CPU per poll ${perPoll(cpu)} µs` + (database.name === 'postgres' ? ` + PostgreSQL ${perPoll(pgCpu)} µs, ${Math.round(wal / count)} WAL bytes, ${(count / committed).toFixed(1)} polls per transaction, ${((okmsWritten / count) * 1000).toFixed(1)} okms rows written per 1000 polls (each counted once)` : ''),
   );
   await db.destroy();
 });

@@ -91,3 +91,16 @@ export function stuckReason(stuck: StuckOkm, now: number, style: TimeStyle = {})
   });
   return `sent ${stuck.resolver} on ${stuck.polls} ${stuck.polls === 1 ? 'poll' : 'polls'} in a row without effect, since ${time}`;
 }
+
+/**
+ * Under a drift row whose correction the last poll sent too, though it is not the row marked
+ * sent (`verdict` next, later or held back): why it is due again. A new message waits behind
+ * the one sent; a firmware offer not taken is held back by the retry policy; the OKM stuck on
+ * this resolver did not apply it; otherwise the configuration changed after that poll.
+ */
+export function sentOnLastPollNote(resolver: { name: string; verdict: string }, stuckResolver: string | null): string {
+  if (resolver.name === 'message') return 'An earlier message was sent on the last poll.';
+  if (resolver.verdict === 'held_back') return 'Offered on the last poll and not taken; the retry policy skips it on the next polls.';
+  if (resolver.name === stuckResolver) return 'Also sent on the last poll, without effect: the OKM is stuck on it.';
+  return 'Also sent on the last poll; the configuration changed since.';
+}

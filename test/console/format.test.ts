@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { okmShownState, okmState, relativeTime, stuckReason } from '../../console/src/format.ts';
+import { okmShownState, okmState, relativeTime, sentOnLastPollNote, stuckReason } from '../../console/src/format.ts';
 import { decodeClaims, tokenFromFragment } from '../../console/src/session-token.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -64,4 +64,12 @@ test('a sign-in URL’s fragment gives its token', () => {
   assert.equal(tokenFromFragment('#other=1&token=abc'), 'abc');
   assert.equal(tokenFromFragment(''), null);
   assert.equal(tokenFromFragment('#token='), null);
+});
+
+test('a correction sent on the last poll and due again says why: a newer message, the retry policy, a stuck OKM, or a configuration changed since', () => {
+  assert.equal(sentOnLastPollNote({ name: 'message', verdict: 'next' }, null), 'An earlier message was sent on the last poll.');
+  assert.equal(sentOnLastPollNote({ name: 'kasFirmware', verdict: 'held_back' }, 'kasFirmware'), 'Offered on the last poll and not taken; the retry policy skips it on the next polls.');
+  assert.equal(sentOnLastPollNote({ name: 'pollingInterval', verdict: 'next' }, 'pollingInterval'), 'Also sent on the last poll, without effect: the OKM is stuck on it.');
+  assert.equal(sentOnLastPollNote({ name: 'pollingInterval', verdict: 'next' }, 'cacheMode'), 'Also sent on the last poll; the configuration changed since.');
+  assert.equal(sentOnLastPollNote({ name: 'cacheMode', verdict: 'later' }, null), 'Also sent on the last poll; the configuration changed since.');
 });

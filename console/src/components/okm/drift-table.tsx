@@ -1,4 +1,5 @@
 import type { DriftReport, OkmRecord } from '../../api/client.ts';
+import { sentOnLastPollNote } from '../../format.ts';
 import { resolverValues } from '../../resolver-values.ts';
 import { LocalTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
@@ -47,7 +48,9 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
                     </>
                   )}
                   {resolver.sent_on_last_poll && resolver.verdict !== 'sent' && (
-                    <div class="muted small">{resolver.name === 'message' ? 'An earlier message was sent on the last poll.' : 'Also sent on the last poll; the configuration changed since.'}</div>
+                    <div class="muted small" data-testid="sent-on-last-poll">
+                      {sentOnLastPollNote(resolver, okm.stuck?.resolver ?? null)}
+                    </div>
                   )}
                 </td>
               </tr>
