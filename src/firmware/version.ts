@@ -2,9 +2,19 @@
 export const FIRMWARE_VERSION_PATTERN = '^(0|[1-9][0-9]{0,8})(\\.(0|[1-9][0-9]{0,8})){0,3}$';
 const VERSION = new RegExp(FIRMWARE_VERSION_PATTERN);
 
-export function parseFirmwareVersion(text: string | undefined): number[] | undefined {
-  if (text === undefined || !VERSION.test(text)) return undefined;
-  return text.split('.').map(Number);
+/** Versions parsed so far: every poll parses the versions it reports and those it may be offered, nearly always the same few. */
+const parsedVersions = new Map<string, readonly number[] | undefined>();
+/** Bounds the memory a device reporting ever new versions can take; the cache starts over when full. */
+const PARSED_VERSIONS_KEPT = 1024;
+
+/** The parts of a dotted version, or undefined when `text` is not one; the array returned is shared and frozen. */
+export function parseFirmwareVersion(text: string | undefined): readonly number[] | undefined {
+  if (text === undefined) return undefined;
+  if (parsedVersions.has(text)) return parsedVersions.get(text);
+  const parts = VERSION.test(text) ? Object.freeze(text.split('.').map(Number)) : undefined;
+  if (parsedVersions.size >= PARSED_VERSIONS_KEPT) parsedVersions.clear();
+  parsedVersions.set(text, parts);
+  return parts;
 }
 
 /** Compares part by part, missing parts counting as 0: 2.10.0 > 2.9.9, and 2.1 = 2.1.0. */
