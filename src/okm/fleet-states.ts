@@ -6,14 +6,14 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
  * answered with a correction) and never polled (neither). Two count across them: overdue
  * (polled before but not for MISSED_INTERVALS_UNTIL_OVERDUE effective polling intervals) and
  * stuck (sent one correction on stuckAfterPolls polls in a row without taking it,
- * src/okm/poll-verdict.ts). A stuck OKM is most often drifting, but one whose firmware offer
+ * src/device/poll-verdict.ts). A stuck OKM is most often drifting, but one whose firmware offer
  * the retry policy holds back may be answered {} meanwhile, and is then in step and stuck.
  *
  * Every state is a column of the okms row that changes only when the state does, never on a
  * steady poll: last_correction (written when the verdict changes), stuck_resolver (written
  * when the OKM becomes stuck or stops being so) and overdue_at (0 until the first poll; set by
  * the fleet pass when it finds the OKM silent, cleared by its next poll). Overdue is therefore
- * as fresh as the fleet pass (src/okm/fleet-pass.ts): an OKM is marked within one pass of
+ * as fresh as the fleet pass (src/fleet/fleet-pass.ts): an OKM is marked within one pass of
  * passing its due time (docs/okm-admin-api.md says how long that is). Stuck is as of the
  * OKM's last poll, like drifting.
  */

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { NOTHING_RECORDED, decidePoll, pollsSentWithoutEffect, type CorrectionRecord, type PollVerdict } from '../../src/okm/poll-verdict.ts';
-import type { ReportedState } from '../../src/okm/reported.ts';
-import { resolve } from '../../src/okm/resolvers/index.ts';
-import type { DesiredState } from '../../src/okm/resolvers/types.ts';
+import { decidePoll, type PollVerdict } from '../../src/device/poll-verdict.ts';
+import { NOTHING_RECORDED, pollsSentWithoutEffect, type CorrectionRecord } from '../../src/okm/correction-record.ts';
+import type { ReportedState } from '../../src/device/reported.ts';
+import { resolve } from '../../src/device/resolvers/index.ts';
+import type { DesiredState } from '../../src/device/resolvers/types.ts';
 import { DEFAULT_RETRY_POLICY, backoffPolls, type RetryPolicy } from '../../src/shared/retry-policy.ts';
 import { applyCorrection, firmwareOffers } from '../../src/simulator/device.ts';
 import { anyDesiredState, anyReportedState } from './resolvers/arbitraries.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import type { ReportedState } from '../../../src/okm/reported.ts';
-import type { DesiredState } from '../../../src/okm/resolvers/types.ts';
+import type { ReportedState } from '../../../src/device/reported.ts';
+import type { DesiredState } from '../../../src/device/resolvers/types.ts';
 import { canonicalDigest } from '../../../src/shared/canonical-json.ts';
 import { desiredState, firmwareOffer, SERVER_TIME } from './fixtures.ts';
 

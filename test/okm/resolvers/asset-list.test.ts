@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { canonicalDigest } from '../../../src/shared/canonical-json.ts';
-import { assetList } from '../../../src/okm/resolvers/asset-list.ts';
+import { assetList } from '../../../src/device/resolvers/asset-list.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const items = [{ serial: 'L-2', slot: 1 }, 'L-1'];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { auditUrl } from '../../../src/okm/resolvers/audit-url.ts';
+import { auditUrl } from '../../../src/device/resolvers/audit-url.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const desired = desiredState({ auditUrl: '/api/v1/audit' });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { batchKeyFirmware } from '../../../src/okm/resolvers/batch-key-firmware.ts';
+import { batchKeyFirmware } from '../../../src/device/resolvers/batch-key-firmware.ts';
 import { desiredState, firmwareOffer, reportInSync } from './fixtures.ts';
 
 const desired = desiredState({ firmware: { ...desiredState().firmware, batch_key: firmwareOffer('2.10.0') } });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bufferedMessage } from '../../../src/okm/resolvers/buffered-message.ts';
+import { bufferedMessage } from '../../../src/device/resolvers/buffered-message.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 test('when a message is pending, it is sent with its id, type and payload', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cacheMode } from '../../../src/okm/resolvers/cache-mode.ts';
+import { cacheMode } from '../../../src/device/resolvers/cache-mode.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const configured = desiredState({ cacheMode: 2 });

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { resolve } from '../../../src/okm/resolvers/index.ts';
-import type { DesiredState } from '../../../src/okm/resolvers/types.ts';
+import { resolve } from '../../../src/device/resolvers/index.ts';
+import type { DesiredState } from '../../../src/device/resolvers/types.ts';
 import { anyDesiredState, anyReportedState } from './arbitraries.ts';
 import { canonicalDigest } from '../../../src/shared/canonical-json.ts';
 import { applyCorrection } from '../../../src/simulator/device.ts';
 import { desiredState, firmwareOffer, reportInSync, SEED_ORDER, SERVER_TIME } from './fixtures.ts';
-import type { ReportedState } from '../../../src/okm/reported.ts';
+import type { ReportedState } from '../../../src/device/reported.ts';
 
 const everythingConfigured = desiredState({
   pendingMessage: { id: 1, type: 'delete-assets', payload: null },

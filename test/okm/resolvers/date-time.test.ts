@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { dateTime } from '../../../src/okm/resolvers/date-time.ts';
+import { dateTime } from '../../../src/device/resolvers/date-time.ts';
 import { desiredState, reportInSync, SERVER_TIME } from './fixtures.ts';
 
 const desired = desiredState();

@@ -1,6 +1,6 @@
 import { parseFirmwareVersion } from '../../../src/firmware/version.ts';
-import type { ReportedState } from '../../../src/okm/reported.ts';
-import type { DesiredState, FirmwareOffer } from '../../../src/okm/resolvers/types.ts';
+import type { ReportedState } from '../../../src/device/reported.ts';
+import type { DesiredState, FirmwareOffer } from '../../../src/device/resolvers/types.ts';
 
 /** The reply key that names each resolver, in the seed's order (SPEC section 4): written out, not read from the code. */
 export const SEED_ORDER = [

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kasFirmware } from '../../../src/okm/resolvers/kas-firmware.ts';
+import { kasFirmware } from '../../../src/device/resolvers/kas-firmware.ts';
 import { desiredState, firmwareOffer, reportInSync } from './fixtures.ts';
 
 const desired = desiredState({ firmware: { ...desiredState().firmware, kas: firmwareOffer('2.10.0') } });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { keyCheckoutWindow } from '../../../src/okm/resolvers/key-checkout-window.ts';
+import { keyCheckoutWindow } from '../../../src/device/resolvers/key-checkout-window.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const configured = desiredState({ keyCheckoutWindow: { time: 30, contact: 'closed' } });

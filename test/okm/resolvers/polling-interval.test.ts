@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pollingInterval } from '../../../src/okm/resolvers/polling-interval.ts';
+import { pollingInterval } from '../../../src/device/resolvers/polling-interval.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const reporting = (effective: number, reported: number | undefined) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { retailConfig } from '../../../src/okm/resolvers/retail-config.ts';
+import { retailConfig } from '../../../src/device/resolvers/retail-config.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const auditing = desiredState({ auditingEnabled: true });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { canonicalDigest } from '../../../src/shared/canonical-json.ts';
-import { usersAssets } from '../../../src/okm/resolvers/users-assets.ts';
+import { usersAssets } from '../../../src/device/resolvers/users-assets.ts';
 import { desiredState, reportInSync } from './fixtures.ts';
 
 const items = [{ serial: 'L-2', slot: 1 }, 'L-1'];

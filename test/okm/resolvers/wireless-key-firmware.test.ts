@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { wirelessKeyFirmware } from '../../../src/okm/resolvers/wireless-key-firmware.ts';
+import { wirelessKeyFirmware } from '../../../src/device/resolvers/wireless-key-firmware.ts';
 import { desiredState, firmwareOffer, reportInSync } from './fixtures.ts';
 
 const desired = desiredState({ firmware: { ...desiredState().firmware, wireless_key: firmwareOffer('2.10.0') } });

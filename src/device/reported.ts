@@ -1,4 +1,4 @@
-import type { ReportedValues } from './model.ts';
+import type { ReportedValues } from '../okm/model.ts';
 
 /**
  * What the device says about itself, read leniently from its query string: a parameter

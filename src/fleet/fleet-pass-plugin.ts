@@ -6,7 +6,7 @@ import { lastFleetPassAt } from './fleet-summary-repository.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The fleet pass of this process (src/okm/fleet-pass.ts); tests and operators' tools may run one at once. */
+    /** The fleet pass of this process (src/fleet/fleet-pass.ts); tests and operators' tools may run one at once. */
     fleetPass: FleetPassRunner;
   }
 }

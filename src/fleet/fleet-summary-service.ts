@@ -2,7 +2,7 @@ import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Db } from '../db/database.ts';
 import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import { summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
-import { countPendingOkms } from './pending-repository.ts';
+import { countPendingOkms } from '../okm/pending-repository.ts';
 import type { FleetSummary } from './schemas.ts';
 
 export interface SummaryRequest {
@@ -28,7 +28,7 @@ function newestFirst(a: VersionCount, b: VersionCount): number {
 /**
  * SPEC sections 11 and 15. An OKM is in step when its last poll was answered {} (last_correction
  * null), drifting when a resolver corrected it (last_correction set), and never polled apart
- * from both; overdue and stuck count across them (fleet-states.ts). The counts are those of the
+ * from both; overdue and stuck count across them (src/okm/fleet-states.ts). The counts are those of the
  * last complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
  */
 export async function fleetSummary(request: SummaryRequest): Promise<FleetSummary> {

@@ -3,7 +3,7 @@ import { principalOf, requireScopes } from '../auth/guard.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { driftReport } from './drift-service.ts';
 import { CustomerQuery, SerialParams } from '../http/request-schemas.ts';
-import { DriftReport } from './schemas.ts';
+import { DriftReport } from './drift-schemas.ts';
 
 /** GET /api/v1/okms/{serial}/drift (SPEC section 11), mounted under /api/v1/okms. */
 const okmDriftRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,8 +1,9 @@
 import type { Db } from '../db/database.ts';
 import { notFound } from '../http/errors.ts';
-import { checkOkmVisible, type OkmRequest } from './admin-service.ts';
-import { findMessage } from './messages-repository.ts';
-import { correctionRecordOf, findPolledOkm, loadList, type PolledOkmSnapshot } from './poll-repository.ts';
+import { checkOkmVisible, type OkmRequest } from '../okm/admin-service.ts';
+import { findMessage } from '../okm/messages-repository.ts';
+import { findPolledOkm, loadList, type PolledOkmSnapshot } from './poll-repository.ts';
+import { correctionRecordOf } from '../okm/correction-record.ts';
 import { desiredState, effectiveReleases, pinsOf, type PollSettings } from './poll-service.ts';
 import { findRolloutOffer, rolloutRetryPolicy, withRolloutOffer } from '../rollouts/poll-offer.ts';
 import { findRetryPolicies } from '../customers/repository.ts';
@@ -11,7 +12,8 @@ import { decidePoll } from './poll-verdict.ts';
 import { parseReported } from './reported.ts';
 import { RESOLVERS } from './resolvers/index.ts';
 import type { Correction, DesiredState } from './resolvers/types.ts';
-import type { DriftReport, ResolverVerdict } from './schemas.ts';
+import type { DriftReport, ResolverVerdict } from './drift-schemas.ts';
+import type { PollCorrections } from '../okm/admin-routes.ts';
 
 /** The OKM as a poll reads it, and when its configuration last changed. */
 interface Snapshot extends PolledOkmSnapshot {
@@ -143,3 +145,9 @@ export async function expectedNextCorrections(db: Db, settings: PollSettings, se
   );
   return new Map(keys.flat());
 }
+
+/** The poll's corrections as the OKM list shows them (src/app.ts hands them to the admin routes). */
+export const pollCorrections: PollCorrections = {
+  names: RESOLVERS.map((resolver) => resolver.name),
+  expectedNext: expectedNextCorrections,
+};

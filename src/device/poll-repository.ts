@@ -3,12 +3,13 @@ import type { Db } from '../db/database.ts';
 import type { Database, FirmwareReleasesTable, OkmPollsTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
-import { UNCONFIGURED_OKM } from './model.ts';
+import { UNCONFIGURED_OKM } from '../okm/model.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import { settingsColumns } from './repository.ts';
+import { settingsColumns } from '../okm/repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
 import { emitFleetEvent, emitFleetEvents } from '../webhooks/fleet-events.ts';
-import { NOTHING_RECORDED, type CorrectionRecord, type OfferHold, type StuckEvent } from './poll-verdict.ts';
+import type { StuckEvent } from './poll-verdict.ts';
+import { correctionColumns, type CorrectionRecord } from '../okm/correction-record.ts';
 
 /** okms.status_urls of an OKM without subscribers. */
 export const NO_STATUS_URLS = '[]';
@@ -45,7 +46,7 @@ export interface PolledOkmRow {
   customer_id: number | null;
   /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
   last_correction: string | null;
-  /** With last_correction, what the poll's CorrectionRecord is read from (src/okm/poll-verdict.ts). */
+  /** With last_correction, what the poll's CorrectionRecord is read from (src/okm/correction-record.ts). */
   correction_digest: string | null;
   correction_since_poll: number | null;
   offer_hold: string | null;
@@ -253,30 +254,6 @@ export async function emitEndOfSilence(db: Db, { serialNumber, previousOverdueAt
       : { type: 'okm.back_online', customerId: okm.customer_id, data: { ...data, overdue_since: new Date(previousOverdueAt).toISOString() } },
     now,
   );
-}
-
-/** The okms columns of a CorrectionRecord: the one mapping of both statement forms. */
-export const correctionColumns = (record: CorrectionRecord) => ({
-  last_correction: record.correction,
-  correction_digest: record.digest,
-  correction_since_poll: record.sincePoll,
-  offer_hold: record.holds.length === 0 ? null : JSON.stringify(record.holds),
-  stuck_resolver: record.stuck?.resolver ?? null,
-  stuck_since: record.stuck?.since ?? null,
-});
-
-/** The CorrectionRecord an OKM's row holds (most rows: nothing). */
-export function correctionRecordOf(
-  row: Pick<PolledOkmRow, 'last_correction' | 'correction_digest' | 'correction_since_poll' | 'offer_hold' | 'stuck_resolver' | 'stuck_since'>,
-): CorrectionRecord {
-  if (row.last_correction === null && row.offer_hold === null && row.stuck_resolver === null) return NOTHING_RECORDED;
-  return {
-    correction: row.last_correction,
-    digest: row.correction_digest,
-    sincePoll: row.correction_since_poll === null ? null : Number(row.correction_since_poll),
-    holds: row.offer_hold === null ? [] : (JSON.parse(row.offer_hold) as OfferHold[]),
-    stuck: row.stuck_resolver === null ? null : { resolver: row.stuck_resolver, since: Number(row.stuck_since) },
-  };
 }
 
 const recordCorrectionQuery = precompiledQuery<never, [string, string | null, string | null, number | null, string | null, string | null, number | null]>(

@@ -5,12 +5,11 @@ import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { createWriteBatcher } from '../db/write-batcher.ts';
 import { downloadUrl, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import type { CacheMode } from './model.ts';
-import { keyCheckoutWindowOf } from './repository.ts';
+import type { CacheMode } from '../okm/model.ts';
+import { keyCheckoutWindowOf } from '../okm/repository.ts';
 import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
 import {
   NO_STATUS_URLS,
-  correctionRecordOf,
   emitStuckEvents,
   fleetLatestReleasesForPoll,
   loadList,
@@ -23,6 +22,7 @@ import { findRolloutOffers, recordRolloutProgress, rolloutProgress, rolloutRetry
 import { findRetryPolicies } from '../customers/repository.ts';
 import type { RetryPolicy } from '../shared/retry-policy.ts';
 import { decidePoll, type PollContext, type PollVerdict } from './poll-verdict.ts';
+import { correctionRecordOf } from '../okm/correction-record.ts';
 import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
 import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';

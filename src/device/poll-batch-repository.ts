@@ -5,8 +5,8 @@ import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { FirmwareReleasesTable } from '../db/schema.ts';
 import { findRelease, toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
-import { findMessage, markMessageDelivered } from './messages-repository.ts';
-import { countAnotherCall, emitPending, recordPendingCall } from './pending-repository.ts';
+import { findMessage, markMessageDelivered } from '../okm/messages-repository.ts';
+import { countAnotherCall, emitPending, recordPendingCall } from '../okm/pending-repository.ts';
 import {
   emitEndOfSilence,
   emitEnrolled,
@@ -15,7 +15,6 @@ import {
   NO_STATUS_URLS,
   okmPollUpsert,
   polledColumns,
-  correctionColumns,
   recordCorrection,
   recordEndOfSilence,
   recordPoll,
@@ -26,7 +25,7 @@ import {
   type SilencedOkm,
 } from './poll-repository.ts';
 import type { PendingMessage } from './resolvers/types.ts';
-import type { CorrectionRecord } from './poll-verdict.ts';
+import { correctionColumns, type CorrectionRecord } from '../okm/correction-record.ts';
 
 /** One poll of a batch; no two polls given to one call have the same serial number. */
 export interface ObservedPoll {

@@ -3,7 +3,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { FleetSummarySnapshotTable } from '../db/schema.ts';
 import { emitFleetEvents } from '../webhooks/fleet-events.ts';
-import { isStuck, MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from './fleet-states.ts';
+import { isStuck, MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from '../okm/fleet-states.ts';
 
 /**
  * The fleet pass: what is derived from the whole fleet is computed here, off the poll's path.
@@ -12,7 +12,7 @@ import { isStuck, MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from './fleet-s
  *
  * - marks the OKMs that have not polled for MISSED_INTERVALS_UNTIL_OVERDUE effective polling
  *   intervals as overdue (okms.overdue_at) and emits okm.overdue for each, once: the next poll
- *   clears the mark and emits okm.back_online (poll-repository.ts);
+ *   clears the mark and emits okm.back_online (src/device/poll-repository.ts);
  * - counts the OKMs by customer, state (stuck too: the poll writes that) and reported firmware versions, and when the walk is
  *   complete replaces the fleet summary's snapshot with those counts in one transaction.
  *

@@ -3,40 +3,7 @@ import type { ReportedState } from './reported.ts';
 import { RESOLVERS, correctionKey, resolve, resolverNamed } from './resolvers/index.ts';
 import type { Correction, DesiredState } from './resolvers/types.ts';
 import { backoffPolls, type RetryPolicy } from '../shared/retry-policy.ts';
-
-/** The retry policy's state for one firmware offer the OKM did not take. */
-export interface OfferHold {
-  /** The resolver (reply key) whose offer is held back. */
-  resolver: string;
-  /** The offer's identity: a new version (another digest) starts afresh. */
-  digest: string;
-  /** Rounds of offers made so far. */
-  rounds: number;
-  /** Polls answered with the offer so far, over every round. */
-  offered: number;
-  /** The poll number (okm_polls.polls) from which the offer is made again. */
-  resumeAtPoll: number;
-}
-
-export interface Stuck {
-  resolver: string;
-  /** When the OKM became stuck, epoch ms. */
-  since: number;
-}
-
-/** What an OKM's row records about the answers to its polls, written only when it changes. */
-export interface CorrectionRecord {
-  /** The last poll's correction: its reply key and identity (null: answered {}). */
-  correction: string | null;
-  digest: string | null;
-  /** The number of the first of the polls in a row that were sent that correction. */
-  sincePoll: number | null;
-  /** One per firmware offer the retry policy holds back or has held back. */
-  holds: readonly OfferHold[];
-  stuck: Stuck | null;
-}
-
-export const NOTHING_RECORDED: CorrectionRecord = { correction: null, digest: null, sincePoll: null, holds: [], stuck: null };
+import { NOTHING_RECORDED, pollsSentWithoutEffect, type CorrectionRecord, type OfferHold, type Stuck } from '../okm/correction-record.ts';
 
 export interface PollContext {
   desired: DesiredState;
@@ -80,16 +47,6 @@ function standingHolds({ previous, desired, reported, policyFor }: PollContext):
     const correction = resolverNamed(hold.resolver)?.resolve(desired, reported);
     return correction !== undefined && correctionDigest(hold.resolver, correction) === hold.digest;
   });
-}
-
-/**
- * How many polls an OKM has been sent a correction without taking it: the polls of the current
- * run of it, since its last hold's resumption, plus the offers of earlier rounds.
- */
-export function pollsSentWithoutEffect(record: Pick<CorrectionRecord, 'correction' | 'sincePoll' | 'holds'>, resolver: string, poll: number): number {
-  const hold = record.holds.find((candidate) => candidate.resolver === resolver);
-  const run = record.correction === resolver && record.sincePoll !== null && record.sincePoll >= (hold?.resumeAtPoll ?? 0) ? poll - record.sincePoll + 1 : 0;
-  return (hold?.offered ?? 0) + run;
 }
 
 /**

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 
 /**
  * The device's query parameters on the config poll (seed "GET /config"), documented only:
- * they are read leniently (src/okm/reported.ts), so a missing, repeated or malformed value is
+ * they are read leniently (src/device/reported.ts), so a missing, repeated or malformed value is
  * unknown and its resolver corrects it, never a 4xx (SPEC §4). None may carry a constraint.
  */
 const unknownIfMalformed = 'A missing or malformed value counts as unknown (never a 4xx) and the resolver for it corrects it.';

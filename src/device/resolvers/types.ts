@@ -1,5 +1,5 @@
 import type { FirmwareKind } from '../../firmware/version.ts';
-import type { CacheMode, KeyCheckoutWindow } from '../model.ts';
+import type { CacheMode, KeyCheckoutWindow } from '../../okm/model.ts';
 import type { ReportedState } from '../reported.ts';
 
 export interface PendingMessage {
