@@ -6,7 +6,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { customerOwner } from '../../src/webhooks/secrets.ts';
 import { FAST_WEBHOOKS, Receiver } from '../webhooks/helpers.ts';
 import { createFleetEndpoint, verifiedFleetEvents } from '../webhooks/fleet-event-helpers.ts';
-import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
+import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
 import { addRelease, poll, type DeviceParameters } from './config-helpers.ts';
 
 /** What an unconfigured OKM's device reports when nothing needs correcting (KAS 2.10.0 is the fleet's latest). */

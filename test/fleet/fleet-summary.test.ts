@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { call, createOkm, runFleetPass, uniqueSerial } from './admin-helpers.ts';
-import { freezeServerClock, poll, SERVER_TIME } from './config-helpers.ts';
+import { call, createOkm, runFleetPass, uniqueSerial } from '../okm/admin-helpers.ts';
+import { freezeServerClock, poll, SERVER_TIME } from '../device/config-helpers.ts';
 
 const SUMMARY = '/api/v1/fleet/summary';
 const EMPTY_OKMS = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 };

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { after, before, mock, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
+import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
 import { addRelease, freezeServerClock, poll, SERVER_TIME } from './config-helpers.ts';
 import { SEED_ORDER } from './resolvers/fixtures.ts';
 

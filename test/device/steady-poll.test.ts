@@ -12,7 +12,7 @@ import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { createOkm, uniqueSerial } from './admin-helpers.ts';
+import { createOkm, uniqueSerial } from '../okm/admin-helpers.ts';
 import { poll } from './config-helpers.ts';
 
 /** A statement that writes rows (also inside a WITH): what it names after INSERT INTO, UPDATE or DELETE FROM. */

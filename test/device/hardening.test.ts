@@ -6,7 +6,7 @@ import { listPendingOkms } from '../../src/okm/pending-repository.ts';
 import { acceptPendingOkm } from '../../src/okm/pending-service.ts';
 import { findOkm, insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { OKMS, call, createOkm, issueTokens, type Tokens } from './admin-helpers.ts';
+import { OKMS, call, createOkm, issueTokens, type Tokens } from '../okm/admin-helpers.ts';
 import { auditRecordCount, auditRecordsOf, newSerial, poll } from './config-helpers.ts';
 
 const PENDING = '/api/v1/pending-okms';

@@ -9,8 +9,8 @@ import { createFleetPass, FLEET_PASS, FLEET_PASS_LEASE_MS, FLEET_PASS_STEP, rele
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { call, createOkm, OKMS, uniqueSerial } from './admin-helpers.ts';
-import { poll, SERVER_TIME } from './config-helpers.ts';
+import { call, createOkm, OKMS, uniqueSerial } from '../okm/admin-helpers.ts';
+import { poll, SERVER_TIME } from '../device/config-helpers.ts';
 import { comparableSummary, countSummary, dueBefore, fleetRows, pendingCount, type FleetRow } from './fleet-summary-helpers.ts';
 
 const SUMMARY = '/api/v1/fleet/summary';
