@@ -11,6 +11,7 @@ import {
   emitEndOfSilence,
   emitEnrolled,
   enrolledOkmRow,
+  enrolledPollRow,
   enrolOkm,
   NO_STATUS_URLS,
   okmPollUpsert,
@@ -181,13 +182,17 @@ function setBased(rowSet: RowSet): PollStatements {
       .select('written.polls'),
   );
 
-  // One statement enrols the batch's unknown OKMs: their okms rows (unique-index entries taken
-  // in serial order, so two batches enrolling the same OKMs wait rather than deadlock), their
-  // poll rows, and their serial numbers taken off the pending list. It returns those inserted.
+  // One statement enrols the batch's unknown OKMs (enrolledOkmRow, enrolledPollRow): their okms
+  // rows (unique-index entries taken in serial order, so two batches enrolling the same OKMs wait
+  // rather than deadlock), their poll rows, and their serial numbers taken off the pending list.
+  // It returns those inserted. The rows' columns that do not come from the poll are the
+  // definitions' own values.
   const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(8, (db, placeholders) => {
-    const template = enrolledOkmRow('', { now: 0, ip: '', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '', installCode: null });
+    const observation: PollObservation = { now: 0, ip: '', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '', installCode: null };
     const fromPoll = ['serial_number', 'created_at', 'updated_at', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version'];
-    const fixed = Object.entries(template).filter(([column]) => !fromPoll.includes(column));
+    const fixed = Object.entries(enrolledOkmRow('', observation)).filter(([column]) => !fromPoll.includes(column));
+    const pollRowFromPoll = ['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code'];
+    const pollRowFixed = Object.entries(enrolledPollRow('', observation)).filter(([column]) => !pollRowFromPoll.includes(column));
     return db
       .with('poll', (db) => db.selectFrom(pollRowSet(rowSet, placeholders)).selectAll())
       .with('inserted', (db) =>
@@ -214,12 +219,19 @@ function setBased(rowSet: RowSet): PollStatements {
       .with('polled', (db) =>
         db
           .insertInto('okm_polls')
-          .columns(['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code', 'status_queued_at', 'polls'])
+          .columns([...(pollRowFromPoll as 'serial_number'[]), ...(pollRowFixed.map(([column]) => column) as 'polls'[])])
           .expression((eb) =>
             eb
               .selectFrom('poll')
               .innerJoin('inserted', 'inserted.serial_number', 'poll.serial')
-              .select(['poll.serial', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code', sql<number | null>`null`.as('status_queued_at'), sql<number>`1`.as('polls')]),
+              .select([
+                'poll.serial',
+                'poll.now',
+                'poll.ip',
+                'poll.reported_values',
+                'poll.new_install_code',
+                ...pollRowFixed.map(([column, value]) => sql.lit(value as number | null).as(column)),
+              ]),
           ),
       )
       .with('unpended', (db) => db.deleteFrom('pending_okms').where('serial_number', 'in', (eb) => eb.selectFrom('inserted').select('inserted.serial_number')))

@@ -3,7 +3,9 @@ import type { Db } from '../db/database.ts';
 import type { Database, FirmwareReleasesTable, OkmPollsTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
+import { NEVER_POLLED } from '../okm/fleet-states.ts';
 import { UNCONFIGURED_OKM } from '../okm/model.ts';
+import { forgetPendingOkms } from '../okm/pending-repository.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { settingsColumns } from '../okm/repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
@@ -249,7 +251,7 @@ export async function emitEndOfSilence(db: Db, { serialNumber, previousOverdueAt
   const data = okmEventData(serialNumber, now, ip, okm.firmware_version);
   await emitFleetEvent(
     db,
-    previousOverdueAt === 0
+    previousOverdueAt === NEVER_POLLED
       ? { type: 'okm.enrolled', customerId: okm.customer_id, data }
       : { type: 'okm.back_online', customerId: okm.customer_id, data: { ...data, overdue_since: new Date(previousOverdueAt).toISOString() } },
     now,
@@ -313,7 +315,15 @@ export async function emitStuckEvents(db: Db, polls: readonly StuckEvents[]): Pr
   if (events.length > 0) await emitFleetEvents(db, events, polls[0]!.now);
 }
 
-/** The okms row of an OKM its first poll enrols: no customer, nothing configured, the versions it reported. */
+/**
+ * An unknown OKM's enrolment by its first poll (auto-enrol on): the okms row below, the
+ * okm_polls row of that poll, its serial number taken off the pending list, and okm.enrolled.
+ * enrolOkm writes it for one poll, the set-based statement of poll-batch-repository.ts for a
+ * batch, both from these definitions. An OKM created without a poll (admin API, accepted from
+ * pending) is never polled until its first poll, which emits okm.enrolled (emitEndOfSilence).
+ */
+
+/** The okms row of an OKM its first poll enrols: no customer, nothing configured, the versions it reported, polled. */
 export const enrolledOkmRow = (serialNumber: string, observation: PollObservation): Insertable<OkmsTable> => ({
   ...(settingsColumns(UNCONFIGURED_OKM) as Insertable<OkmsTable>),
   serial_number: serialNumber,
@@ -326,11 +336,10 @@ export const enrolledOkmRow = (serialNumber: string, observation: PollObservatio
   overdue_at: null,
 });
 
-/**
- * Inserts an unknown OKM with this poll recorded (its okms row, its okm_polls row; a serial
- * number that waited as pending while auto-enrol was off is taken off that list) and emits
- * okm.enrolled; false when it already exists (a concurrent first poll).
- */
+/** The okm_polls row of an enrolling poll: no status mark, since the OKM has no subscribers yet. */
+export const enrolledPollRow = (serialNumber: string, observation: PollObservation): Insertable<OkmPollsTable> => okmPollRow(serialNumber, observation, null);
+
+/** Enrols an unknown OKM by this poll (see enrolledOkmRow); false when it already exists (a concurrent first poll). */
 export async function enrolOkm(db: Db, serialNumber: string, observation: PollObservation): Promise<boolean> {
   const result = await db
     .insertInto('okms')
@@ -339,15 +348,10 @@ export async function enrolOkm(db: Db, serialNumber: string, observation: PollOb
     .executeTakeFirst();
   const enrolled = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
   if (!enrolled) return false;
-  await db.insertInto('okm_polls').values(okmPollRow(serialNumber, observation, null)).execute();
+  await db.insertInto('okm_polls').values(enrolledPollRow(serialNumber, observation)).execute();
   await forgetPendingOkms(db, [serialNumber]);
   await emitEnrolled(db, serialNumber, observation);
   return true;
-}
-
-/** Takes OKMs just created off the pending list: a serial number is pending or an OKM, never both. */
-export async function forgetPendingOkms(db: Db, serialNumbers: readonly string[]): Promise<void> {
-  if (serialNumbers.length > 0) await db.deleteFrom('pending_okms').where('serial_number', 'in', serialNumbers).execute();
 }
 
 /** okm.enrolled for an OKM its first poll has just inserted. */

@@ -5,7 +5,7 @@ import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { createWriteBatcher } from '../db/write-batcher.ts';
 import { downloadUrl, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import type { CacheMode } from '../okm/model.ts';
+import { effectivePollingInterval, type CacheMode } from '../okm/model.ts';
 import { keyCheckoutWindowOf } from '../okm/repository.ts';
 import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
 import {
@@ -191,9 +191,6 @@ function offer(release: FirmwareRelease | undefined, settings: PollSettings): Fi
   return { version: release.version, parts, url: downloadUrl(release, settings), sha256: release.sha256 };
 }
 
-/** The effective interval is always 5–3600 s, whatever a database row holds. */
-const clampPollingInterval = (seconds: number) => Math.min(3600, Math.max(5, seconds));
-
 export function desiredState(
   row: PolledOkmRow,
   releases: Partial<Record<FirmwareKind, FirmwareRelease>>,
@@ -215,7 +212,7 @@ export function desiredState(
     assetList: row.asset_list_digest === null ? null : { digest: row.asset_list_digest, items: new StoredList('asset_list') },
     usersAssets: row.users_assets_digest === null ? null : { digest: row.users_assets_digest, items: new StoredList('users_assets') },
     auditUrl: settings.auditUrl,
-    pollingInterval: clampPollingInterval(row.polling_interval ?? settings.fleetPollingInterval),
+    pollingInterval: effectivePollingInterval(row.polling_interval, settings.fleetPollingInterval),
   };
 }
 

@@ -3,7 +3,8 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { FleetSummarySnapshotTable } from '../db/schema.ts';
 import { emitFleetEvents } from '../webhooks/fleet-events.ts';
-import { isStuck, MISSED_INTERVALS_UNTIL_OVERDUE, NEVER_POLLED } from '../okm/fleet-states.ts';
+import { MISSED_INTERVALS_UNTIL_OVERDUE, stateFactsOf } from '../okm/fleet-states.ts';
+import { effectivePollingInterval } from '../okm/model.ts';
 
 /**
  * The fleet pass: what is derived from the whole fleet is computed here, off the poll's path.
@@ -29,9 +30,6 @@ export const FLEET_PASS_STEP = 2_000;
 /** How long a lease lasts without a renewal: a process that stalls or dies longer than this loses the pass to another. */
 export const FLEET_PASS_LEASE_MS = 60_000;
 
-/** The effective polling interval, as the poll clamps it (5–3600 s). */
-const effectiveInterval = (own: number | null, fleet: number) => Math.min(3600, Math.max(5, own ?? fleet));
-
 /** A group of OKMs alike, as the fleet summary counts them: a row of fleet_summary_snapshot. */
 export type SnapshotGroup = { [Column in keyof FleetSummarySnapshotTable]: Selectable<FleetSummarySnapshotTable>[Column] };
 
@@ -54,15 +52,16 @@ export class FleetCounts {
   readonly #groups = new Map<string, SnapshotGroup>();
 
   add(okm: Omit<SnapshotGroup, 'okms' | 'never_polled' | 'overdue' | 'stuck'> & { stuck_resolver: string | null }, overdueAt: number | null): void {
+    const facts = stateFactsOf({ ...okm, overdue_at: overdueAt });
     const group = {
       customer_id: okm.customer_id === null ? null : Number(okm.customer_id),
-      last_correction: okm.last_correction,
+      last_correction: facts.lastCorrection,
       firmware_version: okm.firmware_version,
       batch_key_firmware_version: okm.batch_key_firmware_version,
       wireless_key_firmware_version: okm.wireless_key_firmware_version,
-      never_polled: overdueAt === NEVER_POLLED ? 1 : 0,
-      overdue: overdueAt !== null && overdueAt > NEVER_POLLED ? 1 : 0,
-      stuck: isStuck(okm) ? 1 : 0,
+      never_polled: facts.neverPolled ? 1 : 0,
+      overdue: facts.overdue ? 1 : 0,
+      stuck: facts.stuck ? 1 : 0,
     };
     const key = JSON.stringify(Object.values(group));
     const counted = this.#groups.get(key);
@@ -125,7 +124,7 @@ export async function fleetPassStep(db: Db, settings: FleetPassSettings, after: 
     const okms: PassedOkm[] = await query.execute();
     if (okms.length === 0) return undefined;
 
-    const dueOf = (okm: PassedOkm) => Number(okm.last_sync_time) + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * effectiveInterval(okm.polling_interval, settings.fleetPollingInterval);
+    const dueOf = (okm: PassedOkm) => Number(okm.last_sync_time) + MISSED_INTERVALS_UNTIL_OVERDUE * 1000 * effectivePollingInterval(okm.polling_interval, settings.fleetPollingInterval);
     const silent = okms.filter((okm) => okm.overdue_at === null && okm.last_sync_time !== null && dueOf(okm) < now);
     const marked = new Set(await markOverdue(tx, silent, settings, now));
     const events = silent
@@ -154,6 +153,7 @@ export async function fleetPassStep(db: Db, settings: FleetPassSettings, after: 
 async function markOverdue(db: Db, silent: readonly PassedOkm[], settings: FleetPassSettings, now: number): Promise<string[]> {
   if (silent.length === 0) return [];
   const interval = sql<number>`coalesce(okms.polling_interval, ${settings.fleetPollingInterval})`;
+  // effectivePollingInterval, in SQL.
   const clamped = sql<number>`case when ${interval} < 5 then 5 when ${interval} > 3600 then 3600 else ${interval} end`;
   const rows = await db
     .updateTable('okms')

@@ -1,19 +1,15 @@
 import type { Db } from '../db/database.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
+import type { StateFacts } from '../okm/fleet-states.ts';
 import { FLEET_PASS } from './fleet-pass.ts';
 
-/** The OKMs of one customer (or of all) that share a last correction, a state and the three reported firmware versions. */
+/** The OKMs of one customer (or of all) that share the facts of their state and the three reported firmware versions. */
 export interface SummaryGroup {
-  /** null: OKMs whose last poll was answered {} or that never polled. */
-  lastCorrection: string | null;
+  /** As the fleet pass read them: overdue as it found them, stuck as their last poll left them. */
+  facts: StateFacts;
   /** The versions last reported (kasFirmware, batchKeyFirmware, wirelessKeyFirmware); null: none. */
   versions: Record<FirmwareKind, string | null>;
   okms: number;
-  neverPolled: number;
-  /** Those the fleet pass found overdue. */
-  overdue: number;
-  /** Those stuck (okms.stuck_resolver set) when the fleet pass read them. */
-  stuck: number;
 }
 
 export interface SummaryScope {
@@ -29,17 +25,11 @@ export async function summaryGroups(db: Db, scope: SummaryScope): Promise<Summar
   let query = db.selectFrom('fleet_summary_snapshot').selectAll();
   if (scope.customerId !== undefined) query = query.where('customer_id', '=', scope.customerId);
   const rows = await query.execute();
-  return rows.map((row) => {
-    const okms = Number(row.okms);
-    return {
-      lastCorrection: row.last_correction,
-      versions: { kas: row.firmware_version, batch_key: row.batch_key_firmware_version, wireless_key: row.wireless_key_firmware_version },
-      okms,
-      neverPolled: Number(row.never_polled) === 1 ? okms : 0,
-      overdue: Number(row.overdue) === 1 ? okms : 0,
-      stuck: Number(row.stuck) === 1 ? okms : 0,
-    };
-  });
+  return rows.map((row) => ({
+    facts: { lastCorrection: row.last_correction, neverPolled: Number(row.never_polled) === 1, overdue: Number(row.overdue) === 1, stuck: Number(row.stuck) === 1 },
+    versions: { kas: row.firmware_version, batch_key: row.batch_key_firmware_version, wireless_key: row.wireless_key_firmware_version },
+    okms: Number(row.okms),
+  }));
 }
 
 /** When the fleet pass last completed (the summary's age); null: never yet. */

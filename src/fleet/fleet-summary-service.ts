@@ -2,6 +2,7 @@ import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Db } from '../db/database.ts';
 import { compareFirmwareVersions, FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import { summaryGroups, type SummaryScope } from './fleet-summary-repository.ts';
+import { FLEET_STATES, isInState } from '../okm/fleet-states.ts';
 import { countPendingOkms } from '../okm/pending-repository.ts';
 import type { FleetSummary } from './schemas.ts';
 
@@ -26,10 +27,9 @@ function newestFirst(a: VersionCount, b: VersionCount): number {
 }
 
 /**
- * SPEC sections 11 and 15. An OKM is in step when its last poll was answered {} (last_correction
- * null), drifting when a resolver corrected it (last_correction set), and never polled apart
- * from both; overdue and stuck count across them (src/okm/fleet-states.ts). The counts are those of the
- * last complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
+ * SPEC sections 11 and 15: the OKMs in each state (src/okm/fleet-states.ts), the drifting ones
+ * by their last correction, and the versions reported. The counts are those of the last
+ * complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
  */
 export async function fleetSummary(request: SummaryRequest): Promise<FleetSummary> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
@@ -40,14 +40,9 @@ export async function fleetSummary(request: SummaryRequest): Promise<FleetSummar
   const versionCounts = Object.fromEntries(FIRMWARE_KINDS.map((kind) => [kind, new Map<string, number>()])) as Record<FirmwareKind, Map<string, number>>;
   for (const group of groups) {
     okms.total += group.okms;
-    okms.overdue += group.overdue;
-    okms.never_polled += group.neverPolled;
-    okms.stuck += group.stuck;
-    if (group.lastCorrection === null) okms.in_step += group.okms - group.neverPolled;
-    else {
-      okms.drifting += group.okms;
-      corrections[group.lastCorrection] = (corrections[group.lastCorrection] ?? 0) + group.okms;
-    }
+    for (const state of FLEET_STATES) if (isInState(state, group.facts)) okms[state] += group.okms;
+    const { lastCorrection } = group.facts;
+    if (lastCorrection !== null) corrections[lastCorrection] = (corrections[lastCorrection] ?? 0) + group.okms;
     for (const kind of FIRMWARE_KINDS) {
       const version = group.versions[kind];
       if (version !== null) versionCounts[kind].set(version, (versionCounts[kind].get(version) ?? 0) + group.okms);

@@ -16,6 +16,11 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
  * as fresh as the fleet pass (src/fleet/fleet-pass.ts): an OKM is marked within one pass of
  * passing its due time (docs/okm-admin-api.md says how long that is). Stuck is as of the
  * OKM's last poll, like drifting.
+ *
+ * Each state is defined here twice, side by side: as SQL on the okms row for the lists
+ * (fleetStateCondition), and in memory for rows already read (stateFactsOf and isInState: the
+ * fleet pass keeps each group's facts, the fleet summary counts the states from them).
+ * test/okm/fleet-states.test.ts checks that the two agree.
  */
 export const FLEET_STATES = ['in_step', 'drifting', 'overdue', 'never_polled', 'stuck'] as const;
 export type FleetState = (typeof FLEET_STATES)[number];
@@ -27,13 +32,54 @@ export const MISSED_INTERVALS_UNTIL_OVERDUE = 3;
 export const NEVER_POLLED = 0;
 
 /** See above: the fleet pass has found the OKM silent, and it has not polled since. */
-export function isOverdue(okm: { overdueAt: number | null }): boolean {
-  return okm.overdueAt !== null && okm.overdueAt > NEVER_POLLED;
+export function isOverdue(overdueAt: number | null): boolean {
+  return overdueAt !== null && overdueAt > NEVER_POLLED;
 }
 
 /** See above: the poll found the OKM stuck on a resolver, and no poll has found it otherwise since. */
 export function isStuck(okm: { stuck_resolver: string | null }): boolean {
   return okm.stuck_resolver !== null;
+}
+
+/** The columns of the okms row an OKM's state is read from. */
+export interface StateColumns {
+  last_correction: string | null;
+  overdue_at: number | null;
+  stuck_resolver: string | null;
+}
+
+/**
+ * What decides an OKM's states: its last correction, and whether it never polled, is overdue and
+ * is stuck. The fleet pass's snapshot keeps these for each group of OKMs alike.
+ */
+export interface StateFacts {
+  lastCorrection: string | null;
+  neverPolled: boolean;
+  overdue: boolean;
+  stuck: boolean;
+}
+
+export const stateFactsOf = (okm: StateColumns): StateFacts => ({
+  lastCorrection: okm.last_correction,
+  neverPolled: okm.overdue_at === NEVER_POLLED,
+  overdue: isOverdue(okm.overdue_at),
+  stuck: isStuck(okm),
+});
+
+/** Whether an OKM is in the state: fleetStateCondition below, for an OKM already read. */
+export function isInState(state: FleetState, okm: StateFacts): boolean {
+  switch (state) {
+    case 'never_polled':
+      return okm.neverPolled;
+    case 'in_step':
+      return okm.lastCorrection === null && !okm.neverPolled;
+    case 'drifting':
+      return okm.lastCorrection !== null;
+    case 'overdue':
+      return okm.overdue;
+    case 'stuck':
+      return okm.stuck;
+  }
 }
 
 /**
