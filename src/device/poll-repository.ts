@@ -11,7 +11,7 @@ import { settingsColumns } from '../okm/repository.ts';
 import type { ConfiguredList } from './resolvers/types.ts';
 import { emitFleetEvent, emitFleetEvents } from '../webhooks/fleet-events.ts';
 import type { StuckEvent } from './poll-verdict.ts';
-import { correctionColumns, type CorrectionRecord } from '../okm/correction-record.ts';
+import { correctionColumns, type CorrectionColumns, type CorrectionRecord } from '../okm/correction-record.ts';
 
 /** okms.status_urls of an OKM without subscribers. */
 export const NO_STATUS_URLS = '[]';
@@ -30,8 +30,12 @@ export interface PollObservation {
   installCode: string | null;
 }
 
-/** The desired-state columns a poll needs (list digests, not the lists) and the oldest undelivered message. */
-export interface PolledOkmRow {
+/**
+ * The desired-state columns a poll needs (list digests, not the lists), the oldest undelivered
+ * message, and the columns its CorrectionRecord is read from: the poll writes its own record
+ * only when it differs.
+ */
+export interface PolledOkmRow extends CorrectionColumns {
   cache_mode: number | null;
   key_checkout_window_time: number | null;
   key_checkout_window_contact: string | null;
@@ -46,14 +50,6 @@ export interface PolledOkmRow {
   /** JSON array of the subscriber URLs of status events. */
   status_urls: string;
   customer_id: number | null;
-  /** The reply key of the previous poll's correction: the poll writes its own only when it differs. */
-  last_correction: string | null;
-  /** With last_correction, what the poll's CorrectionRecord is read from (src/okm/correction-record.ts). */
-  correction_digest: string | null;
-  correction_since_poll: number | null;
-  offer_hold: string | null;
-  stuck_resolver: string | null;
-  stuck_since: number | null;
   /** Non-null when the poll ends a silence the fleet pass recorded, or is the OKM's first (0). */
   overdue_at: number | null;
   /** The rollout whose offer applies to this OKM; null (most OKMs): none, and nothing more to read. */
