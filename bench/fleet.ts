@@ -5,14 +5,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
-import { createFleetPass } from '../src/okm/fleet-pass.ts';
+import { createFleetPass } from '../src/fleet/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
-import { parseReported, reportedValues } from '../src/okm/reported.ts';
+import { parseReported, reportedValues } from '../src/device/reported.ts';
 import { loadSettings } from '../src/config/settings.ts';
-import { correctionColumns, type PolledOkmRow } from '../src/okm/poll-repository.ts';
-import { desiredState, type PollSettings } from '../src/okm/poll-service.ts';
-import { NOTHING_RECORDED, decidePoll } from '../src/okm/poll-verdict.ts';
+import type { PolledOkmRow } from '../src/device/poll-repository.ts';
+import { desiredState, type PollSettings } from '../src/device/poll-service.ts';
+import { decidePoll } from '../src/device/poll-verdict.ts';
+import { correctionColumns, NOTHING_RECORDED } from '../src/okm/correction-record.ts';
 import { settingsColumns } from '../src/okm/repository.ts';
 import { canonicalDigest } from '../src/shared/canonical-json.ts';
 import type { Db } from '../src/db/database.ts';

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { openDatabase, dialectFor } from '../src/db/database.ts';
 import { loadSettings } from '../src/config/settings.ts';
-import { createPollHandler, type PollRequest } from '../src/okm/poll-service.ts';
+import { createPollHandler, type PollRequest } from '../src/device/poll-service.ts';
 import { requestPaths, seedFleet } from './fleet.ts';
 import { cpuSecondsOf, forEachBenchDatabase, postgresCpuSeconds } from './harness.ts';
 

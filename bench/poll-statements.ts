@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { dialectFor } from '../src/db/database.ts';
 import type { DialectStrategy } from '../src/db/dialects/strategy.ts';
-import { createPollHandler, type PollRequest } from '../src/okm/poll-service.ts';
+import { createPollHandler, type PollRequest } from '../src/device/poll-service.ts';
 import { POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet } from './fleet.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median, withDb } from './harness.ts';
 

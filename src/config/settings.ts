@@ -35,7 +35,7 @@ export interface Settings {
   /** How often a server process sweeps the rollouts (timeouts, thresholds, scheduled starts), in ms; 0: never (another process does). */
   rolloutSweepIntervalMs: number;
   /**
-   * The pause between two fleet passes (overdue marks, the fleet summary: src/okm/fleet-pass.ts),
+   * The pause between two fleet passes (overdue marks, the fleet summary: src/fleet/fleet-pass.ts),
    * in ms; 0: this process runs none (another does). One process at a time runs the pass.
    */
   fleetPassIntervalMs: number;

@@ -94,7 +94,7 @@ export interface OkmsTable {
   correction_digest: ColumnType<string | null, string | null | undefined, string | null>;
   /** okm_polls.polls of the first of the polls in a row that were sent the last correction. */
   correction_since_poll: ColumnType<number | null, number | null | undefined, number | null>;
-  /** JSON OfferHold: the retry policy's state for a firmware offer the OKM did not take (src/okm/poll-verdict.ts). */
+  /** JSON OfferHold: the retry policy's state for a firmware offer the OKM did not take (src/okm/correction-record.ts). */
   offer_hold: ColumnType<string | null, string | null | undefined, string | null>;
   /** The reply key of the resolver the OKM is stuck on (SPEC section 15); null: not stuck. */
   stuck_resolver: ColumnType<string | null, string | null | undefined, string | null>;
@@ -347,7 +347,7 @@ export interface DataKeysTable {
 }
 
 /** Failed claims of one serial number in the current window; pruned once expires_at has passed. */
-/** Failed claims of a serial number by every customer, in the window that started at the first (claim-policy.ts). */
+/** Failed claims of a serial number by every customer, in the window that started at the first (src/okm/claim-policy.ts). */
 export interface OkmClaimFailuresTable {
   serial_number: string;
   failures: number;
@@ -455,7 +455,7 @@ export interface RolloutMembersTable {
   status_changed_at: number | null;
 }
 
-/** A group of OKMs alike, as the last complete fleet pass counted them (src/okm/fleet-pass.ts). */
+/** A group of OKMs alike, as the last complete fleet pass counted them (src/fleet/fleet-pass.ts). */
 export interface FleetSummarySnapshotTable {
   customer_id: number | null;
   last_correction: string | null;

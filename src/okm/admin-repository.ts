@@ -5,8 +5,7 @@ import type { Database } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { fleetStateCondition, isStuck, type FleetState } from './fleet-states.ts';
 import type { Okm } from './model.ts';
-import { correctionRecordOf } from './poll-repository.ts';
-import { pollsSentWithoutEffect } from './poll-verdict.ts';
+import { correctionRecordOf, pollsSentWithoutEffect } from './correction-record.ts';
 import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
 
 /** Why an OKM is stuck (SPEC section 15): the resolver whose correction it does not take. */

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
 import { Type } from 'typebox';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
@@ -21,7 +23,6 @@ import {
   type OkmRequest,
 } from './admin-service.ts';
 import { claimOkm } from './claim-service.ts';
-import { expectedNextCorrections } from './drift-service.ts';
 import { issueDeviceToken, toDeviceTokenRecord } from './device-tokens.ts';
 import {
   AuditRecordView,
@@ -31,12 +32,29 @@ import {
   MessageBody,
   MessageListQuery,
   MessageRecord,
-  OkmListQuery,
   OkmPatchBody,
   OkmRecord,
   OkmSettingsBody,
+  okmListQuery,
   READ_ONLY_OKM_FIELDS,
 } from './schemas.ts';
+
+/**
+ * What the OKM list shows of the poll's corrections, which the device protocol defines
+ * (src/device/): the names a last_correction filter may give, and what each OKM's next poll is
+ * expected to send. src/app.ts passes them in, so that okm/, which the device protocol builds
+ * on, does not import it back.
+ */
+export interface PollCorrections {
+  /** The resolvers' reply keys, in the poll's order. */
+  names: readonly string[];
+  /** The reply key of the correction each OKM's next poll is expected to send; null: none. */
+  expectedNext(db: Db, settings: Settings, serialNumbers: readonly string[], now: number): Promise<Map<string, string | null>>;
+}
+
+export interface OkmAdminRoutesOptions {
+  corrections: PollCorrections;
+}
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -55,7 +73,7 @@ async function rejectReadOnlyFields(request: FastifyRequest): Promise<void> {
 }
 
 /** The OKM admin API, mounted at /api/v1/okms. */
-const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
+const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (app, { corrections }) => {
   const canRead = requireScopes('okm:read');
   const canWrite = requireScopes('okm:read', 'okm:write');
   const canAdminister = requireScopes('admin');
@@ -77,14 +95,14 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listOkms',
         summary: 'List OKMs',
         description: 'By serial number, a page at a time: pass each page\'s next_cursor as ?cursor= for the next. The filters combine.',
-        querystring: OkmListQuery,
+        querystring: okmListQuery(corrections.names),
         response: { 200: cursorPageResponse(OkmRecord, `The OKMs that match, by serial number. ${NO_TOTAL} The fleet summary (GET /api/v1/fleet/summary) counts the OKMs of each state.`), ...errorResponses },
       },
     },
     async (request, reply) => {
       const okms = await listOkmRecords(okmRequest(request, request.query.customer), request.query);
       if (request.query.next_correction) {
-        const next = await expectedNextCorrections(app.db, app.settings, okms.items.map((okm) => okm.serial_number), Date.now());
+        const next = await corrections.expectedNext(app.db, app.settings, okms.items.map((okm) => okm.serial_number), Date.now());
         okms.items = okms.items.map((okm) => ({ ...okm, next_correction: next.get(okm.serial_number) ?? null }));
       }
       return sendCursorPage(request, reply, MESSAGES.fetched, okms);

@@ -67,7 +67,7 @@ export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleet
     firmware_version: okm.firmwareVersion,
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
-    overdue: isOverdue(okm),
+    overdue: isOverdue(okm.overdueAt),
     stuck: stuck === null ? null : { resolver: stuck.resolver, since: stuck.since, polls: stuck.polls },
     created_at: iso(okm.createdAt),
     updated_at: iso(okm.updatedAt),

@@ -49,6 +49,12 @@ export interface Okm extends OkmSettings {
   updatedAt: number;
 }
 
+/**
+ * The polling interval an OKM is told to keep (the poll's pollingInterval) and is judged
+ * overdue by, in seconds: its own, else the fleet's, always within 5–3600 whatever a row holds.
+ */
+export const effectivePollingInterval = (own: number | null, fleet: number): number => Math.min(3600, Math.max(5, own ?? fleet));
+
 export const UNCONFIGURED_OKM: OkmSettings = {
   cacheMode: null,
   keyCheckoutWindow: null,

@@ -116,6 +116,11 @@ export async function takePendingOkm(db: Db, serialNumber: string): Promise<Pend
   return row && toPendingOkm(row);
 }
 
+/** Takes OKMs just created off the pending list: a serial number is pending or an OKM, never both. */
+export async function forgetPendingOkms(db: Db, serialNumbers: readonly string[]): Promise<void> {
+  if (serialNumbers.length > 0) await db.deleteFrom('pending_okms').where('serial_number', 'in', serialNumbers).execute();
+}
+
 export async function isPendingOkm(db: Db, serialNumber: string): Promise<boolean> {
   const row = await db
     .selectFrom('pending_okms')

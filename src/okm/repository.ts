@@ -4,6 +4,8 @@ import type { OkmsTable } from '../db/schema.ts';
 import { canonicalDigest } from '../shared/canonical-json.ts';
 import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
 import { forgetRemovedStatusUrls } from '../webhooks/queue-repository.ts';
+import { NEVER_POLLED } from './fleet-states.ts';
+import { forgetPendingOkms } from './pending-repository.ts';
 
 /** What a poll last recorded of an OKM (okm_polls), each null while it has never polled. */
 export interface LastPollColumns {
@@ -117,7 +119,10 @@ export async function findOkm(db: Db, serialNumber: string): Promise<Okm | undef
   return row && toOkm(row);
 }
 
-/** Inserts an OKM; returns false when the serial number is already taken. */
+/**
+ * Inserts an OKM created without a poll: never polled until its first poll, which enrols it
+ * (okm.enrolled). Returns false when the serial number is already taken.
+ */
 export async function insertOkm(
   db: Db,
   serialNumber: string,
@@ -131,12 +136,12 @@ export async function insertOkm(
     customer_id: customerId,
     created_at: now,
     updated_at: now,
+    overdue_at: NEVER_POLLED,
   };
   const result = await db.insertInto('okms').values(row).onConflict((oc) => oc.column('serial_number').doNothing()).executeTakeFirst();
   const inserted = Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
   if (inserted) {
-    // A serial number is pending or an OKM, never both.
-    await db.deleteFrom('pending_okms').where('serial_number', '=', serialNumber).execute();
+    await forgetPendingOkms(db, [serialNumber]);
     await setSubscriberUrls(db, serialNumber, settings.statusUrls);
   }
   return inserted;

@@ -3,7 +3,6 @@ import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
 import { AsSent } from '../http/json-texts.ts';
 import { FLEET_STATES } from './fleet-states.ts';
-import { RESOLVERS } from './resolvers/index.ts';
 import { customerPageQueryProperties } from '../http/request-schemas.ts';
 import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, isSerialNumber, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
@@ -63,42 +62,47 @@ export const MessageListQuery = Type.Object(
 );
 export type MessageListQuery = Static<typeof MessageListQuery>;
 
-export const OkmListQuery = Type.Object(
-  {
-    ...customerPageQueryProperties,
-    overdue: Type.Optional(Type.Boolean({ description: 'only OKMs that are (true) or are not (false) overdue' })),
-    firmware_version: Type.Optional(FreeText({ minLength: 1, maxLength: 64, description: 'only OKMs that last reported this version' })),
-    unassigned: Type.Optional(Type.Boolean({ description: 'admin only: only OKMs that belong to no customer' })),
-    state: Type.Optional(
-      Type.Enum([...FLEET_STATES], {
-        description:
-          'only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null)',
-      }),
-    ),
-    serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
-    last_correction: Type.Optional(
-      Type.Enum(
-        RESOLVERS.map((resolver) => resolver.name),
-        { description: 'only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections`' },
+/**
+ * The OKM list's query. `correctionNames` are the resolvers' reply keys, which the device
+ * protocol defines (admin-routes.ts says how they get here): what last_correction may hold.
+ */
+export const okmListQuery = (correctionNames: readonly string[]) =>
+  Type.Object(
+    {
+      ...customerPageQueryProperties,
+      overdue: Type.Optional(Type.Boolean({ description: 'only OKMs that are (true) or are not (false) overdue' })),
+      firmware_version: Type.Optional(FreeText({ minLength: 1, maxLength: 64, description: 'only OKMs that last reported this version' })),
+      unassigned: Type.Optional(Type.Boolean({ description: 'admin only: only OKMs that belong to no customer' })),
+      state: Type.Optional(
+        Type.Enum([...FLEET_STATES], {
+          description:
+            'only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null)',
+        }),
       ),
-    ),
-    subscriber_url: Type.Optional(
-      Type.String({
-        format: 'uri',
-        pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
-        maxLength: MAX_STATUS_URL_LENGTH,
-        description: 'only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored',
-      }),
-    ),
-    next_correction: Type.Optional(
-      Type.Boolean({
-        description: 'true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each)',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-export type OkmListQuery = Static<typeof OkmListQuery>;
+      serial_prefix: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -)' })),
+      last_correction: Type.Optional(
+        Type.Enum(
+          [...correctionNames],
+          { description: 'only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections`' },
+        ),
+      ),
+      subscriber_url: Type.Optional(
+        Type.String({
+          format: 'uri',
+          pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+          maxLength: MAX_STATUS_URL_LENGTH,
+          description: 'only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored',
+        }),
+      ),
+      next_correction: Type.Optional(
+        Type.Boolean({
+          description: 'true: each OKM also carries next_correction, what its next poll is expected to send (a drift report per OKM: a few more reads for each)',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+export type OkmListQuery = Static<ReturnType<typeof okmListQuery>>;
 
 /** PUT body: the whole desired configuration; an absent field is "not configured". */
 export const OkmSettingsBody = Type.Object(
@@ -266,55 +270,3 @@ export const DeviceTokenRecord = Type.Object({
   issued_at: IsoTime,
 });
 export type DeviceTokenRecord = Static<typeof DeviceTokenRecord>;
-
-const CorrectionBody = Type.Record(Type.String(), Type.Unknown(), { description: 'a config reply body, keyed by the device parameters it sets' });
-
-export const ResolverVerdict = Type.Object({
-  name: Type.String({ description: "the resolver's reply key, as in last_correction (message, kasFirmware, kasDateTime, …)" }),
-  in_step: Type.Boolean(),
-  correction: Nullable(CorrectionBody),
-  verdict: Type.Enum(['in_step', 'sent', 'next', 'later', 'held_back'], {
-    description:
-      'in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (SPEC section 15)',
-  }),
-  sent_on_last_poll: Type.Boolean({ description: "its correction is the one the last poll sent (last_correction)" }),
-});
-export type ResolverVerdict = Static<typeof ResolverVerdict>;
-
-/** GET /api/v1/okms/{serial}/drift (SPEC section 11). */
-export const DriftReport = Type.Object({
-  serial_number: Type.String({ description: 'the OKM the report is about' }),
-  in_step: Type.Boolean({ description: 'no resolver would correct the device' }),
-  next: Nullable({ ...CorrectionBody, description: 'the body the next poll would get from the reported values (offers the retry policy holds back passed over); null: {}' }),
-  resolvers: Type.Array(ResolverVerdict, { description: "every resolver's verdict, in the seed's order" }),
-  last_poll_at: Nullable({ ...IsoTime, description: 'when the OKM last polled (its last_sync_time); null: never' }),
-  last_correction: Nullable(
-    Type.String({ description: "the reply key of the correction the last poll sent, as the OKM's last_correction; null: it was answered {}, or never polled" }),
-  ),
-  expected_next: Nullable({
-    ...CorrectionBody,
-    description:
-      'the body the next poll is expected to send: that of the resolver whose verdict is next; null: {}. Unlike next, it takes the correction the last poll sent as applied',
-  }),
-});
-export type DriftReport = Static<typeof DriftReport>;
-
-const VersionCounts = Type.Array(Type.Object({ version: Type.String(), okms: Type.Integer() }), {
-  description: 'OKMs by the version they last reported, newest first',
-});
-
-/** GET /api/v1/fleet/summary (SPEC section 11). */
-export const FleetSummary = Type.Object({
-  okms: Type.Object({
-    total: Type.Integer(),
-    in_step: Type.Integer({ description: 'polled, and the last poll was answered {} (last_correction null)' }),
-    drifting: Type.Integer({ description: 'the last poll was answered with a correction (last_correction set)' }),
-    overdue: Type.Integer({ description: 'polled before, but not for 3 × the effective polling interval (in step or drifting)' }),
-    never_polled: Type.Integer({ description: 'never polled: neither in step nor drifting' }),
-    stuck: Type.Integer({ description: 'sent the same correction on 3 polls in a row without effect (most are drifting), as the last fleet pass counted them' }),
-  }),
-  pending: Type.Optional(Type.Integer({ description: 'admin tokens only: OKMs waiting to be accepted' })),
-  corrections: Type.Record(Type.String(), Type.Integer(), { description: 'drifting OKMs by the reply key of their last correction' }),
-  firmware: Type.Object({ kas: VersionCounts, batch_key: VersionCounts, wireless_key: VersionCounts }),
-});
-export type FleetSummary = Static<typeof FleetSummary>;

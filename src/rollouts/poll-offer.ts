@@ -3,8 +3,8 @@ import type { Db } from '../db/database.ts';
 import type { FirmwareReleasesTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
 import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import type { ReportedState } from '../okm/reported.ts';
-import type { Correction } from '../okm/resolvers/types.ts';
+import type { ReportedState } from '../device/reported.ts';
+import type { Correction } from '../device/resolvers/types.ts';
 import { retryPolicyFromWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';
 import { withinWindow, type MemberStatus } from './model.ts';
 

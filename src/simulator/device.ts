@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
-import type { ReportedState } from '../okm/reported.ts';
-import type { Correction } from '../okm/resolvers/types.ts';
+import type { ReportedState } from '../device/reported.ts';
+import type { Correction } from '../device/resolvers/types.ts';
 
 export const FIRMWARE_PARAMETERS = ['kasFirmware', 'batchKeyFirmware', 'wirelessKeyFirmware'] as const;
 export type FirmwareParameter = (typeof FIRMWARE_PARAMETERS)[number];

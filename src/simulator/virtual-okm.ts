@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { Correction } from '../okm/resolvers/types.ts';
+import type { Correction } from '../device/resolvers/types.ts';
 import { DEFAULT_RETRY_POLICY } from '../shared/retry-policy.ts';
 import { firmwareOffers, parametersAfter, type FirmwareOfferReply, type FirmwareParameter } from './device.ts';
 import type { DeviceState, SimulationStats } from './stats.ts';

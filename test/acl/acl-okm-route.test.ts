@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { newSerial } from '../okm/config-helpers.ts';
+import { newSerial } from '../device/config-helpers.ts';
 import { ACLS, call, createOkm, issueAclTokens, sampleAcl, type AclTokens } from './helpers.ts';
 
 const NOT_FOUND = { error_code: 'NOT_FOUND', error_msg: 'Access control list not found' };

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { canonicalDigest } from '../../src/shared/canonical-json.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { newSerial, poll, type DeviceParameters } from '../okm/config-helpers.ts';
+import { newSerial, poll, type DeviceParameters } from '../device/config-helpers.ts';
 import { parametersAfter } from '../../src/simulator/device.ts';
 import { claim, claimedOkm } from '../okm/admin-helpers.ts';
 import { ACLS, OKMS, call, createOkm, devicePoll, issueAclTokens, sampleAcl, type AclBodyFixture, type AclTokens } from './helpers.ts';

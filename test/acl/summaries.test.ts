@@ -4,7 +4,7 @@ import { findCustomerByName } from '../../src/customers/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { cursorListContract, fetchPage, textKeyAt, walkKeys, type CursorListFixture } from '../helpers/cursor-lists.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { newSerial } from '../okm/config-helpers.ts';
+import { newSerial } from '../device/config-helpers.ts';
 import { ACLS, call, createOkm, issueAclTokens, sampleAcl, type AclTokens } from './helpers.ts';
 
 const SUMMARIES = '/api/v1/acl-summaries';

@@ -4,7 +4,7 @@ import { insertOkm } from '../../src/okm/repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
-import { addRelease } from '../okm/config-helpers.ts';
+import { addRelease } from '../device/config-helpers.ts';
 import { createRollout } from '../../src/rollouts/service.ts';
 
 forEachDatabase('keyfleet rollout and customer time zones', (kind) => {

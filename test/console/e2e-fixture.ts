@@ -245,7 +245,7 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
         created_at: now - 30 * 86_400_000,
         updated_at: now - 30 * 86_400_000,
       };
-      // A stuck OKM's record as its polls leave it (src/okm/poll-verdict.ts): its last correction
+      // A stuck OKM's record as its polls leave it (src/device/poll-verdict.ts): its last correction
       // sent on the last `sentOn` of its `polls` polls, stuck since the third of those. Only the
       // stuck draw numbers, so that a fleet without any is the one seeded before they existed.
       const polls = 500;

@@ -36,8 +36,8 @@ import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from '../helpers/databases.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { call, OKMS } from '../okm/admin-helpers.ts';
-import { poll } from '../okm/config-helpers.ts';
-import { comparableSummary, countSummary, dueBefore, fleetRows } from '../okm/fleet-summary-helpers.ts';
+import { poll } from '../device/config-helpers.ts';
+import { comparableSummary, countSummary, dueBefore, fleetRows } from '../fleet/fleet-summary-helpers.ts';
 
 const BEFORE_0023 = [
   initial, pki, apiKeys, dlock, acl, statusEvents, okmHardening, statusFanOut, dataKeys, okmClaims, okmLastCorrection, fleetEvents, rollouts, listPaging,
@@ -233,7 +233,7 @@ forEachDatabase('migration 0023_lean_poll', (kind) => {
     assert.deepEqual(await triggersOf(old, kind), []);
     if (kind === 'postgres') {
       assert.deepEqual(await plpgsqlFunctionsOf(old), []);
-      // Room on each page of okm_polls for a poll's next row version: a HOT update (test/okm/steady-poll.test.ts).
+      // Room on each page of okm_polls for a poll's next row version: a HOT update (test/device/steady-poll.test.ts).
       const { rows } = await sql<{ reloptions: string[] | null }>`SELECT reloptions FROM pg_class WHERE oid = 'okm_polls'::regclass`.execute(old);
       assert.deepEqual(rows[0]?.reloptions, ['fillfactor=60']);
     }

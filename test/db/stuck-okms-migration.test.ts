@@ -10,7 +10,7 @@ import { createKeyRing } from '../../src/key-ring.ts';
 import { buildServer } from '../../src/server.ts';
 import { forEachDatabase } from '../helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { poll } from '../okm/config-helpers.ts';
+import { poll } from '../device/config-helpers.ts';
 
 const FIRST_NEW = '0028_stuck_okms';
 const names = Object.keys(MIGRATIONS);

@@ -6,7 +6,7 @@ import { ACLS, sampleAcl } from '../acl/helpers.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestApiKey, issueTestToken } from '../helpers/tokens.ts';
 import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
-import { auditRecordCount } from '../okm/config-helpers.ts';
+import { auditRecordCount } from '../device/config-helpers.ts';
 
 function depthOf(value: unknown): number {
   if (Array.isArray(value)) return 1 + Math.max(0, ...value.map(depthOf));

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { poll } from './config-helpers.ts';
+import { poll } from '../device/config-helpers.ts';
 import { OKMS, call, createOkm, devicePoll, issueTokens, setLastPoll, uniqueSerial, type Tokens } from './admin-helpers.ts';
 
 let customers = 0;

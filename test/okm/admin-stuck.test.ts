@@ -4,7 +4,7 @@ import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { walkKeys } from '../helpers/cursor-lists.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { OKMS, call, createOkm, runFleetPass, uniqueSerial } from './admin-helpers.ts';
-import { addRelease, freezeServerClock, poll, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';
+import { addRelease, freezeServerClock, poll, SERVER_TIME, type DeviceParameters } from '../device/config-helpers.ts';
 
 const SUMMARY = '/api/v1/fleet/summary';
 /** Between one poll and the next: the fleet's default polling interval. */

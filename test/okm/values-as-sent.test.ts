@@ -5,7 +5,7 @@ import { jsonNestingDepth, MAX_JSON_DEPTH } from '../../src/http/json-bodies.ts'
 import { canonicalDigest } from '../../src/shared/canonical-json.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from './admin-helpers.ts';
-import { poll } from './config-helpers.ts';
+import { poll } from '../device/config-helpers.ts';
 
 /**
  * Free-form JSON that the docs say comes back "as sent" (users_assets, message payloads, audit

@@ -4,7 +4,7 @@ import { insertOkm } from '../../src/okm/repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestCustomer, issueTestToken } from '../helpers/tokens.ts';
-import { addRelease } from '../okm/config-helpers.ts';
+import { addRelease } from '../device/config-helpers.ts';
 import { api, customerWriter } from './fleet-helpers.ts';
 
 const GROUPS = [{ percent: 10 }, { percent: 100 }];

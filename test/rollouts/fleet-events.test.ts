@@ -7,7 +7,7 @@ import { customerOwner } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { issueTokens } from '../okm/admin-helpers.ts';
-import { addRelease } from '../okm/config-helpers.ts';
+import { addRelease } from '../device/config-helpers.ts';
 import { createFleetEndpoint, verifiedFleetEvents } from '../webhooks/fleet-event-helpers.ts';
 import { FAST_WEBHOOKS, Receiver } from '../webhooks/helpers.ts';
 import { api, createFleet, customerWriter, pollAll } from './fleet-helpers.ts';

@@ -3,7 +3,7 @@ import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import type { RolloutEvent } from '../../src/rollouts/events.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
-import { poll, type DeviceParameters } from '../okm/config-helpers.ts';
+import { poll, type DeviceParameters } from '../device/config-helpers.ts';
 import { parametersAfter } from '../../src/simulator/device.ts';
 
 /**

@@ -6,7 +6,7 @@ import { sweepRollouts } from '../../src/rollouts/sweep.ts';
 import type { RolloutView } from '../../src/rollouts/schemas.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
-import { addRelease } from '../okm/config-helpers.ts';
+import { addRelease } from '../device/config-helpers.ts';
 import { api, createFleet, customerWriter, pollAll, recordingEmitter, type SimulatedOkm } from './fleet-helpers.ts';
 
 // 12:00 in Berlin (CET, UTC+1): outside a 22:00–06:00 maintenance window there.

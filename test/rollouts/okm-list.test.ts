@@ -5,7 +5,7 @@ import type { RolloutView } from '../../src/rollouts/schemas.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { walkKeys } from '../helpers/cursor-lists.ts';
 import { createTestCustomer, issueTestToken } from '../helpers/tokens.ts';
-import { addRelease } from '../okm/config-helpers.ts';
+import { addRelease } from '../device/config-helpers.ts';
 import { api, createFleet, customerWriter, recordingEmitter, type SimulatedOkm } from './fleet-helpers.ts';
 
 interface ListedOkm {

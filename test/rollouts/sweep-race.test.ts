@@ -7,7 +7,7 @@ import type { RolloutView } from '../../src/rollouts/schemas.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { unavailableReason } from '../helpers/databases.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
-import { addRelease } from '../okm/config-helpers.ts';
+import { addRelease } from '../device/config-helpers.ts';
 import { api, createFleet, customerWriter, pollAll, recordingEmitter } from './fleet-helpers.ts';
 
 // Several processes sweep one PostgreSQL database: here, two connections pools of one process.

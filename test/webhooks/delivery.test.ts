@@ -8,7 +8,7 @@ import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { EndlessBodyServer, type EndlessAnswer } from '../helpers/endless-body-server.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { call, issueTokens, type Tokens } from '../okm/admin-helpers.ts';
-import { newSerial, poll } from '../okm/config-helpers.ts';
+import { newSerial, poll } from '../device/config-helpers.ts';
 import { ENDPOINTS, createFleetEndpoint, type DeliveryLogEntry } from './fleet-event-helpers.ts';
 import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { newSerial, poll } from '../okm/config-helpers.ts';
+import { newSerial, poll } from '../device/config-helpers.ts';
 import { FAST_WEBHOOKS, Receiver, subscribe } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { TableNode, UpdateQueryNode, type KyselyPlugin } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
-import { createFleetPass, releaseLease } from '../../src/okm/fleet-pass.ts';
+import { createFleetPass, releaseLease } from '../../src/fleet/fleet-pass.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { insertEndpoint } from '../../src/webhooks/endpoints-repository.ts';

@@ -4,7 +4,7 @@ import { DEPLOYMENT_OWNER, customerOwner } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { OKMS, call, createOkm, issueTokens, runFleetPass, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
-import { poll } from '../okm/config-helpers.ts';
+import { poll } from '../device/config-helpers.ts';
 import { ENDPOINTS, createFleetEndpoint, verifiedFleetEvents, type DeliveryLogEntry, type FleetEventBody } from './fleet-event-helpers.ts';
 import { FAST_WEBHOOKS, Receiver, rebindingResolver } from './helpers.ts';
 

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { claimDueEvents, countPendingEvents, deliveryLog, fanOutQueuedStatuses, listDeliveryFailures, recordAttempts, type ClaimedEvent } from '../../src/webhooks/queue-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { newSerial, poll } from '../okm/config-helpers.ts';
+import { newSerial, poll } from '../device/config-helpers.ts';
 import { subscribe } from './helpers.ts';
 
 const URL_A = 'http://receiver-a.example/events';

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
-import { newSerial, poll } from '../okm/config-helpers.ts';
+import { newSerial, poll } from '../device/config-helpers.ts';
 import { customerOwner, DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
 import { FAST_WEBHOOKS, Receiver, subscribe, testDispatcher, type ReceivedEvent } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';

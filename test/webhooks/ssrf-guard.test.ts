@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { createDeliveryAgent, isForbiddenAddress } from '../../src/webhooks/ssrf-guard.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { OKMS, call, createOkm, issueTokens, uniqueSerial, type Tokens } from '../okm/admin-helpers.ts';
-import { newSerial, poll } from '../okm/config-helpers.ts';
+import { newSerial, poll } from '../device/config-helpers.ts';
 import { FAST_WEBHOOKS, Receiver, rebindingResolver, subscribe } from './helpers.ts';
 import { eventually } from '../helpers/eventually.ts';
 

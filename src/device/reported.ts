@@ -1,0 +1,86 @@
+import type { ReportedValues } from '../okm/model.ts';
+
+/**
+ * What the device says about itself, read leniently from its query string: a parameter
+ * that is missing, repeated or malformed is undefined ("unknown"), never an error, so that
+ * the resolver for it sends the right value.
+ */
+export interface ReportedState {
+  kasFirmware: string | undefined;
+  kasDateTime: number | undefined;
+  retailCfg: number | undefined;
+  configUrl: string | undefined;
+  auditUrl: string | undefined;
+  assetList: string | undefined;
+  usersAssets: string | undefined;
+  batchKeyFirmware: string | undefined;
+  wirelessKeyFirmware: string | undefined;
+  keyCheckoutWindowTime: number | undefined;
+  keyCheckoutWindowContact: string | undefined;
+  installCode: string | undefined;
+  cacheMode: number | undefined;
+  pollingInterval: number | undefined;
+}
+
+export const REPORTED_PARAMETERS = [
+  'kasFirmware',
+  'kasDateTime',
+  'retailCfg',
+  'configUrl',
+  'auditUrl',
+  'assetList',
+  'usersAssets',
+  'batchKeyFirmware',
+  'wirelessKeyFirmware',
+  'keyCheckoutWindowTime',
+  'keyCheckoutWindowContact',
+  'installCode',
+  'cacheMode',
+  'pollingInterval',
+] as const satisfies readonly (keyof ReportedState)[];
+
+/** Longest stored reported value; the values are for display, and a device has no reason to send more. */
+export const REPORTED_VALUE_MAX_LENGTH = 256;
+export const FIRMWARE_VERSION_MAX_LENGTH = 64;
+
+// Plain decimal integers only: "1e99", "5.0", " 5" and "0x10" are unknown, and an epoch in
+// milliseconds still fits a double exactly.
+const INTEGER = /^-?\d{1,15}$/;
+const INSTALL_CODE = /^\d{5,20}$/;
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+function integer(value: unknown): number | undefined {
+  return typeof value === 'string' && INTEGER.test(value) ? Number(value) : undefined;
+}
+
+/** Reads the device's parameters from a parsed query string (values are strings, or arrays when repeated). */
+export function parseReported(query: Record<string, unknown>): ReportedState {
+  const installCode = text(query.installCode);
+  return {
+    kasFirmware: text(query.kasFirmware),
+    kasDateTime: integer(query.kasDateTime),
+    retailCfg: integer(query.retailCfg),
+    configUrl: text(query.configUrl),
+    auditUrl: text(query.auditUrl),
+    assetList: text(query.assetList),
+    usersAssets: text(query.usersAssets),
+    batchKeyFirmware: text(query.batchKeyFirmware),
+    wirelessKeyFirmware: text(query.wirelessKeyFirmware),
+    keyCheckoutWindowTime: integer(query.keyCheckoutWindowTime),
+    keyCheckoutWindowContact: text(query.keyCheckoutWindowContact),
+    installCode: installCode !== undefined && INSTALL_CODE.test(installCode) ? installCode : undefined,
+    cacheMode: integer(query.cacheMode),
+    pollingInterval: integer(query.pollingInterval),
+  };
+}
+
+/** The known parameters as sent, for the dashboard: single values only, each cut to a bounded length. */
+export function reportedValues(query: Record<string, unknown>): ReportedValues {
+  const values: ReportedValues = {};
+  for (const name of REPORTED_PARAMETERS) {
+    const value = query[name];
+    if (typeof value === 'string') values[name] = value.slice(0, REPORTED_VALUE_MAX_LENGTH);
+  }
+  return values;
+}
