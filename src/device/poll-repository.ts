@@ -375,11 +375,20 @@ export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record
 /** A configured list as stored now (on the OKM, or on the ACL linked to it), with its digest; null when it is no longer configured. */
 export async function loadList(db: Db, serialNumber: string, column: 'asset_list' | 'users_assets'): Promise<ConfiguredList | null> {
   const [digestColumn, aclColumn] = column === 'asset_list' ? (['asset_list_digest', 'locks'] as const) : (['users_assets_digest', 'users'] as const);
+  // The linked ACL's list as a subquery (an OKM has at most one ACL): SQLite ran the same read
+  // as a two-table LEFT JOIN four times slower (17 against 4 µs a poll, 100 000 OKMs).
   const row = await db
     .selectFrom('okms')
-    .leftJoin('acls', 'acls.okm_serial', 'okms.serial_number')
-    .leftJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-    .select([`okms.${column} as own_items`, `okms.${digestColumn} as digest`, `acl_contents.${aclColumn} as acl_items`])
+    .select((eb) => [
+      `okms.${column} as own_items`,
+      `okms.${digestColumn} as digest`,
+      eb
+        .selectFrom('acls')
+        .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+        .select(`acl_contents.${aclColumn}`)
+        .whereRef('acls.okm_serial', '=', 'okms.serial_number')
+        .as('acl_items'),
+    ])
     .where('okms.serial_number', '=', serialNumber)
     .executeTakeFirst();
   const items = row?.own_items ?? row?.acl_items ?? null;
