@@ -1,79 +1,98 @@
 /**
- * The floor of a steady SQLite poll on this host: what any server costs that answers the poll
- * over HTTP and keeps keyfleet's durability, measured beside keyfleet and a bare node:http
- * server in rotating rounds. The floor server is node:http and better-sqlite3 and nothing
- * else: it takes the serial number from the path and the reported values from the query,
- * and, for the polls that arrive in one event-loop turn (up to 64, as keyfleet batches them),
- * in one transaction reads each OKM's desired settings and upserts its poll row, then answers
- * `{}` once the transaction has committed. Same database file (a copy of one seeded fleet),
- * same pragmas and the same background checkpoint worker as keyfleet: it has no framework, no
- * resolvers, no rate limits, no logging and no metrics. What keyfleet costs above it is the
- * part its own code can still win back; the floor itself is the host's.
+ * The floor of a steady poll on this host: what any server costs that answers the poll over
+ * HTTP with keyfleet's durability, measured beside keyfleet and a bare node:http server in
+ * rotating rounds. The floor server is node:http and the database driver and nothing else: it
+ * takes the serial number from the path and the reported values from the query, records the
+ * polls that arrive in one event-loop turn together (up to 64, as keyfleet batches them) and
+ * answers `{}` once they are committed:
+ * - SQLite: in one transaction, each OKM's settings read and its poll row upserted, with
+ *   keyfleet's pragmas and background checkpoint worker;
+ * - PostgreSQL: one statement for the batch (the upsert of the poll rows and the read of the
+ *   settings, by arrays), a prepared statement, at most two batches at a time and
+ *   synchronous_commit off, as keyfleet's poll transactions run.
+ * It has no framework, no resolvers, no rate limits, no logging and no metrics. What keyfleet
+ * costs above it is the part its own code can still win back; the floor itself is the host's.
+ * Each server has its own copy of one seeded fleet.
  *
- *   npm run bench:poll-floor -- [--rounds 4] [--duration 10] [--connections 100] [--okms 100000]
+ *   npm run bench:poll-floor -- [--sqlite] [--postgres] [--rounds 4] [--duration 10]
+ *                               [--connections 100] [--okms 100000]
  *
- * Prints each round's CPU per poll (server process, all threads, from /proc) and the medians:
- * the floor as a multiple of bare, keyfleet as a multiple of the floor.
+ * Prints each round's CPU per poll (server process, all threads, from /proc; on PostgreSQL
+ * also the postgres processes') and the medians: the floor as a multiple of bare, keyfleet
+ * as a multiple of the floor. With neither --sqlite nor --postgres, SQLite only.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestPaths, seedFleet } from './fleet.ts';
-import { REPO_ROOT, buildServer, freePort, measure, median, pathsLoad, startBare, startKeyfleet, stop, waitUntilServing, type Figures } from './harness.ts';
+import {
+  BENCH_OPTIONS,
+  REPO_ROOT,
+  buildServer,
+  freePort,
+  measure,
+  median,
+  pathsLoad,
+  startBare,
+  startKeyfleet,
+  stop,
+  waitUntilServing,
+  withFreshDatabase,
+  type BenchDatabase,
+  type Figures,
+} from './harness.ts';
 
 const { values: options } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '4' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '100' },
-    okms: { type: 'string', default: '100000' },
-  },
+  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, okms: { type: 'string', default: '100000' } },
 });
 const ROUNDS = Number(options.rounds);
 const OKM_COUNT = Number(options.okms);
 
 /**
- * The floor server. The SQL is written out here rather than taken from keyfleet's queries: it
- * is the least a poll must read and write, and keyfleet's own statements are what it is
- * compared with. The pragmas are keyfleet's (src/db/dialects/sqlite.ts).
+ * What both floor servers share: the HTTP side and the batching. `recordBatch(polls)` sets
+ * each poll's `known` and settles once the batch is committed; BATCHES_AT_ONCE batches run at
+ * a time, and a batch holds each serial number once (a second poll of one waits for the next).
  */
-const FLOOR_SERVER = `
-import http from 'node:http';
-import { createRequire } from 'node:module';
-const require = createRequire(process.env.FLOOR_ROOT + '/package.json');
-const SQLite = require('better-sqlite3');
-const { checkpointInBackground } = await import(process.env.FLOOR_ROOT + '/dist/src/db/dialects/sqlite-checkpointer.js');
-const file = process.env.FLOOR_DB;
-const database = new SQLite(file);
-database.pragma('journal_mode = WAL');
-database.pragma('synchronous = NORMAL');
-database.pragma('foreign_keys = ON');
-database.pragma('busy_timeout = 5000');
-database.pragma('mmap_size = ' + 2 ** 31);
-checkpointInBackground(database, file);
-const read = database.prepare(\`SELECT cache_mode, key_checkout_window_time, key_checkout_window_contact, auditing_enabled,
-  asset_list_digest, users_assets_digest, polling_interval, kas_firmware, batch_key_firmware, wireless_key_firmware, status_urls
-  FROM okms WHERE serial_number = ?\`);
-const upsert = database.prepare(\`INSERT INTO okm_polls (serial_number, last_sync_time, polls, last_ip, reported)
-  VALUES (?, ?, 1, ?, ?)
-  ON CONFLICT (serial_number) DO UPDATE SET polls = okm_polls.polls + 1, last_sync_time = excluded.last_sync_time,
-  last_ip = excluded.last_ip, reported = excluded.reported RETURNING polls\`);
-const record = database.transaction((polls) => {
-  for (const poll of polls) poll.known = read.get(poll.serialNumber) !== undefined && upsert.get(poll.serialNumber, poll.now, poll.ip, poll.reported) !== undefined;
-});
+const FLOOR_HTTP = `
 const MAX_BATCH = 64;
 let queue = [];
+let running = 0;
+function takeBatch() {
+  const batch = [];
+  const serials = new Set();
+  const rest = [];
+  for (const poll of queue) {
+    if (batch.length < MAX_BATCH && !serials.has(poll.serialNumber)) {
+      serials.add(poll.serialNumber);
+      batch.push(poll);
+    } else rest.push(poll);
+  }
+  queue = rest;
+  return batch;
+}
 function flush() {
-  const batch = queue.slice(0, MAX_BATCH);
-  queue = queue.slice(MAX_BATCH);
-  if (queue.length > 0) setImmediate(flush);
-  record(batch);
-  for (const poll of batch) {
-    poll.response.writeHead(poll.known ? 200 : 404, { 'content-type': 'application/json; charset=utf-8' });
-    poll.response.end(poll.known ? '{}' : '{"error":"OKM not found"}');
+  while (queue.length > 0 && running < BATCHES_AT_ONCE) {
+    const batch = takeBatch();
+    running += 1;
+    Promise.resolve(recordBatch(batch)).then(
+      () => {
+        for (const poll of batch) {
+          poll.response.writeHead(poll.known ? 200 : 404, { 'content-type': 'application/json; charset=utf-8' });
+          poll.response.end(poll.known ? '{}' : '{"error":"OKM not found"}');
+        }
+      },
+      (error) => {
+        for (const poll of batch) {
+          poll.response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+          poll.response.end(JSON.stringify({ error: String(error) }));
+        }
+      },
+    ).finally(() => {
+      running -= 1;
+      flush();
+    });
   }
 }
 http
@@ -86,67 +105,148 @@ http
     if (queue.length === 1) setImmediate(flush);
   })
   .listen(Number(process.env.PORT), '127.0.0.1');
-process.on('SIGTERM', () => {
-  database.close();
+process.on('SIGTERM', async () => {
+  await close();
   process.exit(0);
 });
 `;
 
-/** Starts the floor server on the fleet in `dataDir`; ready once it answers a poll of `readyPath`. */
-async function startFloor(dataDir: string, readyPath: string): Promise<{ port: number; child: ChildProcess }> {
+/** What each floor server's script begins with: the drivers come from this checkout's node_modules. */
+const FLOOR_PRELUDE = `
+import http from 'node:http';
+import { createRequire } from 'node:module';
+const require = createRequire(process.env.FLOOR_ROOT + '/package.json');
+`;
+
+/** The settings a poll decides from (desired values and list digests), written out here: the least a poll reads. */
+const SETTINGS = `cache_mode, key_checkout_window_time, key_checkout_window_contact, auditing_enabled, asset_list_digest,
+  users_assets_digest, polling_interval, kas_firmware, batch_key_firmware, wireless_key_firmware, status_urls`;
+
+/** keyfleet's pragmas (src/db/dialects/sqlite.ts) and checkpoint worker; the statements run synchronously, one batch at a time. */
+const SQLITE_FLOOR = `
+const SQLite = require('better-sqlite3');
+const { checkpointInBackground } = await import(process.env.FLOOR_ROOT + '/dist/src/db/dialects/sqlite-checkpointer.js');
+const file = process.env.FLOOR_DATABASE;
+const database = new SQLite(file);
+database.pragma('journal_mode = WAL');
+database.pragma('synchronous = NORMAL');
+database.pragma('foreign_keys = ON');
+database.pragma('busy_timeout = 5000');
+database.pragma('mmap_size = ' + 2 ** 31);
+checkpointInBackground(database, file);
+const read = database.prepare(\`SELECT ${SETTINGS} FROM okms WHERE serial_number = ?\`);
+const upsert = database.prepare(\`INSERT INTO okm_polls (serial_number, last_sync_time, polls, last_ip, reported) VALUES (?, ?, 1, ?, ?)
+  ON CONFLICT (serial_number) DO UPDATE SET polls = okm_polls.polls + 1, last_sync_time = excluded.last_sync_time,
+  last_ip = excluded.last_ip, reported = excluded.reported RETURNING polls\`);
+const BATCHES_AT_ONCE = 1;
+const recordBatch = database.transaction((polls) => {
+  for (const poll of polls) poll.known = read.get(poll.serialNumber) !== undefined && upsert.get(poll.serialNumber, poll.now, poll.ip, poll.reported) !== undefined;
+});
+const close = async () => database.close();
+`;
+
+/** One prepared statement a batch, on a pool of two connections (keyfleet's batchesAtOnce), synchronous_commit off. */
+const POSTGRES_FLOOR = `
+const pg = require('pg');
+const url = new URL(process.env.FLOOR_DATABASE);
+url.searchParams.set('options', (url.searchParams.get('options') ?? '') + ' -c synchronous_commit=off');
+const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+const BATCHES_AT_ONCE = 2;
+const text = \`WITH input AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS i(serial_number, now, ip, reported)),
+  polled AS (
+    INSERT INTO okm_polls AS p (serial_number, last_sync_time, polls, last_ip, reported)
+    SELECT i.serial_number, i.now, 1, i.ip, i.reported FROM input i JOIN okms o ON o.serial_number = i.serial_number
+    ON CONFLICT (serial_number) DO UPDATE SET polls = p.polls + 1, last_sync_time = excluded.last_sync_time,
+      last_ip = excluded.last_ip, reported = excluded.reported
+    RETURNING p.serial_number, p.polls)
+  SELECT o.serial_number, ${SETTINGS.replace(/(\w+)/g, 'o.$1')}, polled.polls FROM polled JOIN okms o ON o.serial_number = polled.serial_number\`;
+async function recordBatch(polls) {
+  const { rows } = await pool.query({
+    name: 'floor_poll',
+    text,
+    values: [polls.map((poll) => poll.serialNumber), polls.map((poll) => poll.now), polls.map((poll) => poll.ip), polls.map((poll) => poll.reported)],
+  });
+  const known = new Set(rows.map((row) => row.serial_number));
+  for (const poll of polls) poll.known = known.has(poll.serialNumber);
+}
+const close = () => pool.end();
+`;
+
+/** Starts the floor server of `database`; ready once it answers a poll of `readyPath`. */
+async function startFloor(database: BenchDatabase, readyPath: string): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--input-type=module', '-e', FLOOR_SERVER], {
-    env: { ...process.env, PORT: String(port), FLOOR_ROOT: REPO_ROOT, FLOOR_DB: path.join(dataDir, 'keyfleet.sqlite') },
+  const script = FLOOR_PRELUDE + (database.name === 'sqlite' ? SQLITE_FLOOR : POSTGRES_FLOOR) + FLOOR_HTTP;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      FLOOR_ROOT: REPO_ROOT,
+      FLOOR_DATABASE: database.name === 'sqlite' ? path.join(database.env.DATA_DIR!, 'keyfleet.sqlite') : database.env.DATABASE_URL!,
+    },
     stdio: 'inherit',
   });
   await waitUntilServing(`http://127.0.0.1:${port}${readyPath}`, child);
   return { port, child };
 }
 
-buildServer();
-const floorDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-floor-'));
-const keyfleetDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-floor-'));
-await seedFleet({ DATA_DIR: floorDir }, OKM_COUNT);
-fs.cpSync(floorDir, keyfleetDir, { recursive: true });
-const paths = requestPaths('/api/v1/config', OKM_COUNT);
-const load = pathsLoad(paths, Number(options.connections), Number(options.duration));
+/** The rounds on one database: bare, the floor and keyfleet, each on its own copy of the fleet. */
+async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchDatabase): Promise<void> {
+  const { name } = floorDatabase;
+  await seedFleet(floorDatabase.env, OKM_COUNT);
+  if (name === 'sqlite') fs.cpSync(floorDatabase.env.DATA_DIR!, keyfleetDatabase.env.DATA_DIR!, { recursive: true });
+  else await seedFleet(keyfleetDatabase.env, OKM_COUNT);
+  const paths = requestPaths('/api/v1/config', OKM_COUNT);
+  const load = pathsLoad(paths, Number(options.connections), Number(options.duration));
+  const postgres = name === 'postgres';
 
-const bare = await startBare();
-const floor = await startFloor(floorDir, paths[0]!);
-const keyfleet = await startKeyfleet({ DATA_DIR: keyfleetDir }, { built: true });
-try {
-  const targets = [
-    { name: 'bare node:http', ...bare },
-    { name: 'floor (node:http + better-sqlite3)', ...floor },
-    { name: 'keyfleet sqlite', ...keyfleet },
-  ];
-  // One warm-up each, then the rounds: each target measured once a round, the order rotating.
-  for (const target of targets) await measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child });
-  const rounds: Figures[][] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const figures = new Map<string, Figures>();
-    for (let turn = 0; turn < targets.length; turn++) {
-      const target = targets[(turn + round) % targets.length]!;
-      figures.set(target.name, await measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child }));
+  // Each server is stopped at the end, also when a later one fails to start.
+  const started: ChildProcess[] = [];
+  const keep = <T extends { child: ChildProcess }>(server: T) => (started.push(server.child), server);
+  try {
+    const bare = keep(await startBare());
+    const floor = keep(await startFloor(floorDatabase, paths[0]!));
+    const keyfleet = keep(await startKeyfleet(keyfleetDatabase.env, { built: true }));
+    const targets = [
+      { name: 'bare node:http', ...bare },
+      { name: `floor ${name}`, ...floor },
+      { name: `keyfleet ${name}`, ...keyfleet },
+    ];
+    const measureTarget = (target: (typeof targets)[number]) =>
+      measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child, postgres: postgres && target !== targets[0] });
+    // One warm-up each, then the rounds: each target measured once a round, the order rotating.
+    for (const target of targets) await measureTarget(target);
+    const rounds: [Figures, Figures, Figures][] = [];
+    // CPU per poll: the server's, and on PostgreSQL the database's added.
+    const cpu = (entry: Figures) => entry.cpuMicrosPerRequest! + (entry.postgresCpuMicrosPerRequest ?? 0);
+    const cpuText = (entry: Figures) => (entry.postgresCpuMicrosPerRequest === undefined ? `${Math.round(cpu(entry))} µs` : `${Math.round(entry.cpuMicrosPerRequest!)} + PostgreSQL ${Math.round(entry.postgresCpuMicrosPerRequest)} µs`);
+    for (let round = 0; round < ROUNDS; round++) {
+      const figures = new Map<string, Figures>();
+      for (let turn = 0; turn < targets.length; turn++) {
+        const target = targets[(turn + round) % targets.length]!;
+        figures.set(target.name, await measureTarget(target));
+      }
+      const [bareFigures, floorFigures, keyfleetFigures] = targets.map((target) => figures.get(target.name)!) as [Figures, Figures, Figures];
+      rounds.push([bareFigures, floorFigures, keyfleetFigures]);
+      console.log(
+        `${name} round ${round + 1}: bare ${Math.round(cpu(bareFigures))} µs; floor ${cpuText(floorFigures)} (${(cpu(floorFigures) / cpu(bareFigures)).toFixed(2)} × bare, ` +
+          `${Math.round(floorFigures.requestsPerSecond)} polls/s, p99 ${floorFigures.p99} ms, non-2xx ${floorFigures.non2xx}); keyfleet ${cpuText(keyfleetFigures)} ` +
+          `(${(cpu(keyfleetFigures) / cpu(floorFigures)).toFixed(2)} × floor, ${Math.round(keyfleetFigures.requestsPerSecond)} polls/s, p99 ${keyfleetFigures.p99} ms, non-2xx ${keyfleetFigures.non2xx})`,
+      );
     }
-    const [bareFigures, floorFigures, keyfleetFigures] = targets.map((target) => figures.get(target.name)!) as [Figures, Figures, Figures];
-    rounds.push([bareFigures, floorFigures, keyfleetFigures]);
-    const cpu = (entry: Figures) => entry.cpuMicrosPerRequest!;
-    console.log(
-      `round ${round + 1}: bare ${Math.round(cpu(bareFigures))} µs; floor ${Math.round(cpu(floorFigures))} µs (${(cpu(floorFigures) / cpu(bareFigures)).toFixed(2)} × bare, ` +
-        `${Math.round(floorFigures.requestsPerSecond)} polls/s, p99 ${floorFigures.p99} ms); keyfleet ${Math.round(cpu(keyfleetFigures))} µs (${(cpu(keyfleetFigures) / cpu(floorFigures)).toFixed(2)} × floor, ` +
-        `${Math.round(keyfleetFigures.requestsPerSecond)} polls/s, p99 ${keyfleetFigures.p99} ms)`,
-    );
+    const cpuOf = (index: number) => rounds.map((figures) => cpu(figures[index]!));
+    const ratioOf = (index: number, to: number) => rounds.map((figures) => cpu(figures[index]!) / cpu(figures[to]!));
+    console.log(`\n${name}: medians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections${postgres ? ' (CPU: server + PostgreSQL)' : ''}:`);
+    console.log(`  bare node:http: ${Math.round(median(cpuOf(0)))} µs a request`);
+    console.log(`  floor: ${Math.round(median(cpuOf(1)))} µs a poll, ${median(ratioOf(1, 0)).toFixed(2)} × bare`);
+    console.log(`  keyfleet: ${Math.round(median(cpuOf(2)))} µs a poll, ${median(ratioOf(2, 1)).toFixed(2)} × floor, ${median(ratioOf(2, 0)).toFixed(2)} × bare`);
+    const above = rounds.map((figures) => cpu(figures[2]) - cpu(figures[1]));
+    console.log(`  keyfleet − floor, per round: ${above.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(above))} µs\n`);
+  } finally {
+    await Promise.all(started.map(stop));
   }
-  const cpuOf = (index: number) => rounds.map((figures) => figures[index]!.cpuMicrosPerRequest!);
-  const ratioOf = (index: number, to: number) => rounds.map((figures) => figures[index]!.cpuMicrosPerRequest! / figures[to]!.cpuMicrosPerRequest!);
-  console.log(`\nmedians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections:`);
-  console.log(`  bare node:http: ${Math.round(median(cpuOf(0)))} µs a request`);
-  console.log(`  floor: ${Math.round(median(cpuOf(1)))} µs a poll, ${median(ratioOf(1, 0)).toFixed(2)} × bare`);
-  console.log(`  keyfleet: ${Math.round(median(cpuOf(2)))} µs a poll, ${median(ratioOf(2, 1)).toFixed(2)} × floor, ${median(ratioOf(2, 0)).toFixed(2)} × bare`);
-  const above = rounds.map((figures) => figures[2]!.cpuMicrosPerRequest! - figures[1]!.cpuMicrosPerRequest!);
-  console.log(`  keyfleet − floor, per round: ${above.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(above))} µs`);
-} finally {
-  await Promise.all([stop(bare.child), stop(floor.child), stop(keyfleet.child)]);
-  for (const dir of [floorDir, keyfleetDir]) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+buildServer();
+for (const name of options.postgres ? (options.sqlite ? (['sqlite', 'postgres'] as const) : (['postgres'] as const)) : (['sqlite'] as const)) {
+  await withFreshDatabase(name, (floorDatabase) => withFreshDatabase(name, (keyfleetDatabase) => compare(floorDatabase, keyfleetDatabase)));
 }
