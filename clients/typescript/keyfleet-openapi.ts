@@ -903,6 +903,11 @@ export interface components {
             firmware_version: string | null;
             last_correction: string | null;
             device_token_issued_at: string | null;
+            /**
+             * @description where the fleet summary counts the OKM and which state= list holds it: never_polled until its first poll (an OKM accepted from pending calls included), then drifting when its last poll was answered with a correction, else in_step
+             * @enum {unknown}
+             */
+            state: "never_polled" | "drifting" | "in_step";
             /** @description polled before, but not for 3 × effective_polling_interval */
             overdue: boolean;
             /** @description sent one correction on 3 polls in a row (STUCK_AFTER_POLLS) and still reporting the value it was told to change, as of its last poll: a poll clears it once the OKM reports the corrected value or is sent another. null: not stuck */
@@ -3324,6 +3329,11 @@ export interface operations {
                             }[];
                             last_poll_at: string | null;
                             last_correction: string | null;
+                            /**
+                             * @description where the fleet summary counts the OKM and which state= list holds it: never_polled until its first poll (an OKM accepted from pending calls included), then drifting when its last poll was answered with a correction, else in_step
+                             * @enum {unknown}
+                             */
+                            state: "never_polled" | "drifting" | "in_step";
                             expected_next: {
                                 [key: string]: unknown;
                             } | null;

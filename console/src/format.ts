@@ -27,23 +27,17 @@ export function localTime(iso: string): string {
   return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
+/** The OKM record's and the drift report's `state`: where the fleet summary counts the OKM and which state= list holds it. */
 export type OkmState = 'never_polled' | 'drifting' | 'in_step';
-
-/** As the fleet summary counts them (SPEC 11): never polled apart; drifting when the last poll was corrected. */
-export function okmState(okm: { last_sync_time: string | null; last_correction: string | null }): OkmState {
-  if (okm.last_sync_time === null) return 'never_polled';
-  return okm.last_correction === null ? 'in_step' : 'drifting';
-}
 
 /**
  * The state to show when what the next poll is expected to send is known as well (`next`: its
- * reply key, null for none): as okmState, except that an OKM whose last poll was answered {}
- * but whose next poll will correct it (its configuration changed since) is not in step but
- * has a correction due. Undefined `next` (not known): okmState.
+ * reply key, null for none): the OKM's state, except that an OKM whose last poll was answered
+ * {} but whose next poll will correct it (its configuration changed since) is not in step but
+ * has a correction due. Undefined `next` (not known): the state.
  */
-export function okmShownState(okm: { last_sync_time: string | null; last_correction: string | null }, next: string | null | undefined): OkmShownState {
-  const state = okmState(okm);
-  return state === 'in_step' && next !== undefined && next !== null ? 'due' : state;
+export function okmShownState(okm: { state: OkmState }, next: string | null | undefined): OkmShownState {
+  return okm.state === 'in_step' && next !== undefined && next !== null ? 'due' : okm.state;
 }
 
 export type OkmShownState = OkmState | 'due';

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { IsoTime, Nullable } from '../http/schemas.ts';
+import { OkmState } from '../okm/schemas.ts';
 
 const CorrectionBody = Type.Record(Type.String(), Type.Unknown(), { description: 'a config reply body, keyed by the device parameters it sets' });
 
@@ -25,6 +26,7 @@ export const DriftReport = Type.Object({
   last_correction: Nullable(
     Type.String({ description: "the reply key of the correction the last poll sent, as the OKM's last_correction; null: it was answered {}, or never polled" }),
   ),
+  state: OkmState,
   expected_next: Nullable({
     ...CorrectionBody,
     description:

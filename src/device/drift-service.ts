@@ -3,6 +3,7 @@ import { notFound } from '../http/errors.ts';
 import { checkOkmVisible, type OkmRequest } from '../okm/admin-service.ts';
 import { findMessage } from '../okm/messages-repository.ts';
 import { findPolledOkm, loadList, type PolledOkmSnapshot } from './poll-repository.ts';
+import { dividingStateOf, stateFactsOf } from '../okm/fleet-states.ts';
 import { correctionRecordOf } from '../okm/correction-record.ts';
 import { desiredState, effectiveReleases, pinsOf, type PollSettings } from './poll-service.ts';
 import { findRolloutOffer, rolloutRetryPolicy, withRolloutOffer } from '../rollouts/poll-offer.ts';
@@ -124,6 +125,7 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
     resolvers,
     last_poll_at: row.last_sync_time === null ? null : new Date(row.last_sync_time).toISOString(),
     last_correction: row.last_sync_time === null ? null : row.last_correction,
+    state: dividingStateOf(stateFactsOf(row)),
     expected_next: nextOf(resolvers)?.correction ?? null,
   };
 }

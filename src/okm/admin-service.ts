@@ -16,7 +16,7 @@ import { renderFieldPath } from '../http/validation.ts';
 import type { PageQuery } from '../http/request-schemas.ts';
 import { unlinkAclOfOkm } from './acl-link.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
-import { isOverdue } from './fleet-states.ts';
+import { dividingStateOf, isOverdue, stateFactsOf } from './fleet-states.ts';
 import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
 import { listMessages, MESSAGE_PAGES, queueMessage, type OkmMessage } from './messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
@@ -67,6 +67,7 @@ export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleet
     firmware_version: okm.firmwareVersion,
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
+    state: dividingStateOf(stateFactsOf({ last_correction: okm.lastCorrection, overdue_at: okm.overdueAt, stuck_resolver: stuck?.resolver ?? null })),
     overdue: isOverdue(okm.overdueAt),
     stuck: stuck === null ? null : { resolver: stuck.resolver, since: stuck.since, polls: stuck.polls },
     created_at: iso(okm.createdAt),

@@ -82,6 +82,15 @@ export function isInState(state: FleetState, okm: StateFacts): boolean {
   }
 }
 
+/** The states that divide the fleet: every OKM is in exactly one of them. */
+export const DIVIDING_STATES = ['never_polled', 'drifting', 'in_step'] as const satisfies readonly FleetState[];
+export type DividingState = (typeof DIVIDING_STATES)[number];
+
+/** Which of the dividing states an OKM is in: the one whose list it is in (isInState) and which the fleet summary counts it under. */
+export function dividingStateOf(okm: StateFacts): DividingState {
+  return DIVIDING_STATES.find((state) => isInState(state, okm)) ?? 'in_step';
+}
+
 /**
  * The state as a condition on the okms row. Each is read through an index of its own where the
  * state is rare (never polled, drifting, overdue, stuck: partial indexes), or walks the serial

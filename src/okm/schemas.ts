@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
 import { AsSent } from '../http/json-texts.ts';
-import { FLEET_STATES } from './fleet-states.ts';
+import { DIVIDING_STATES, FLEET_STATES } from './fleet-states.ts';
 import { customerPageQueryProperties } from '../http/request-schemas.ts';
 import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, isSerialNumber, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
@@ -165,6 +165,12 @@ export const OkmPatchBody = Type.Object(
 );
 export type OkmPatchBody = Static<typeof OkmPatchBody>;
 
+/** An OKM's dividing state (src/okm/fleet-states.ts), in the OKM record and the drift report. */
+export const OkmState = Type.Enum([...DIVIDING_STATES], {
+  description:
+    'where the fleet summary counts the OKM and which state= list holds it: never_polled until its first poll (an OKM accepted from pending calls included), then drifting when its last poll was answered with a correction, else in_step',
+});
+
 export const OkmRecord = Type.Object({
   serial_number: Type.String(),
   customer: Nullable(Type.String()),
@@ -187,6 +193,7 @@ export const OkmRecord = Type.Object({
     Type.String({ description: 'reply key of the resolver that answered the last poll (e.g. kasFirmware); null: answered {} (in step), or never polled' }),
   ),
   device_token_issued_at: Nullable({ ...IsoTime, description: 'when its current device token was issued; null: it has none' }),
+  state: OkmState,
   overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
   stuck: {
     ...Nullable(

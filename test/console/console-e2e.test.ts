@@ -185,6 +185,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await page.getByLabel('State').selectOption('never_polled');
     await page.waitForURL(/state=never_polled/);
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="okm-list"] tbody tr').length === 5);
+    const neverPolledBadges = await page.locator('[data-testid="okm-list"] tbody tr .badges').allInnerTexts();
     const filteredPager = await pager.count();
     const pagerText = await page.locator('.pager').allInnerTexts();
     const sortBy = await page.getByLabel('Sort by').count();
@@ -196,6 +197,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.equal(nextOnLast, true);
     assert.deepEqual(backToSecond, second);
     assert.deepEqual(backToFirst, first);
+    assert.deepEqual(neverPolledBadges, Array(5).fill('Never polled'), "each row shows the record's state, the one its list filters on");
     assert.equal(filteredPager, 0, 'five never-polled OKMs fit one page: no pager');
     assert.deepEqual(pagerText, []);
     assert.equal(sortBy, 0, 'no Sort by: the list is by serial number');

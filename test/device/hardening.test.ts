@@ -203,6 +203,24 @@ forEachDatabase('auto-enrol off (OKM_AUTO_ENROL=false)', (kind) => {
     assert.equal(asAcme.statusCode, 200);
   });
 
+  test('an OKM accepted from its pending calls is never polled until its next poll: its record, its drift report and the never_polled list say so alike', async () => {
+    const serial = newSerial('HRD');
+    await poll(t, serial);
+    const accepted = await call(t, 'POST', `${PENDING}/${serial}/accept`, { token: tokens.admin });
+    const neverPolled = async () => (await call(t, 'GET', `${OKMS}?state=never_polled&limit=100`, { token: tokens.admin })).json().data.map((okm: { serial_number: string }) => okm.serial_number);
+
+    assert.equal(accepted.json().data.state, 'never_polled');
+    assert.notEqual(accepted.json().data.last_sync_time, null, 'its pending calls are on record');
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/drift`, { token: tokens.admin })).json().data.state, 'never_polled');
+    assert.ok((await neverPolled()).includes(serial));
+
+    await poll(t, serial);
+    const { state } = (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.admin })).json().data;
+    assert.notEqual(state, 'never_polled');
+    assert.equal((await call(t, 'GET', `${OKMS}/${serial}/drift`, { token: tokens.admin })).json().data.state, state);
+    assert.ok(!(await neverPolled()).includes(serial));
+  });
+
   test('POST …/accept without a body accepts the OKM for no customer', async () => {
     const serial = newSerial('HRD');
     await poll(t, serial);

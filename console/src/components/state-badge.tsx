@@ -1,4 +1,4 @@
-import { okmShownState, STATE_LABELS, stuckReason, type StuckOkm } from '../format.ts';
+import { okmShownState, STATE_LABELS, stuckReason, type OkmState, type StuckOkm } from '../format.ts';
 
 type BadgeKind = keyof typeof STATE_LABELS;
 
@@ -20,7 +20,7 @@ export function OkmStateBadge({
   okm,
   next,
 }: {
-  okm: { last_sync_time: string | null; last_correction: string | null; overdue: boolean; stuck: StuckOkm | null };
+  okm: { state: OkmState; last_correction: string | null; overdue: boolean; stuck: StuckOkm | null };
   next?: string | null;
 }) {
   const state = okmShownState(okm, next);

@@ -41,7 +41,7 @@ export function OkmDetailPage() {
   const pendingMessages = waiting.data?.data.length ?? 0;
   // The badge and the drift card read one answer, the drift report's, so that they cannot disagree.
   const expectedNext = report === undefined ? undefined : (report.resolvers.find((resolver) => resolver.verdict === 'next')?.name ?? null);
-  const badgeOkm = record && (report === undefined ? record : { last_sync_time: report.last_poll_at, last_correction: report.last_correction, overdue: record.overdue, stuck: record.stuck });
+  const badgeOkm = record && (report === undefined ? record : { state: report.state, last_correction: report.last_correction, overdue: record.overdue, stuck: record.stuck });
   return (
     <section>
       <p class="breadcrumb">
