@@ -8,8 +8,8 @@
  * - SQLite: in one transaction, each OKM's settings read and its poll row upserted, with
  *   keyfleet's pragmas and background checkpoint worker;
  * - PostgreSQL: one statement for the batch (the upsert of the poll rows and the read of the
- *   settings, by arrays), a prepared statement, at most two batches at a time and
- *   synchronous_commit off, as keyfleet's poll transactions run.
+ *   settings, by arrays), a prepared statement, at most two batches at a time, each commit
+ *   durable (synchronous_commit on), as keyfleet's poll transactions run.
  * It has no framework, no resolvers, no rate limits, no logging and no metrics. What keyfleet
  * costs above it is the part its own code can still win back; the floor itself is the host's.
  * Each server has its own copy of one seeded fleet.
@@ -145,12 +145,10 @@ const recordBatch = database.transaction((polls) => {
 const close = async () => database.close();
 `;
 
-/** One prepared statement a batch, on a pool of two connections (keyfleet's batchesAtOnce), synchronous_commit off. */
+/** One prepared statement a batch, its own transaction, on a pool of two connections (keyfleet's batchesAtOnce). */
 const POSTGRES_FLOOR = `
 const pg = require('pg');
-const url = new URL(process.env.FLOOR_DATABASE);
-url.searchParams.set('options', (url.searchParams.get('options') ?? '') + ' -c synchronous_commit=off');
-const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+const pool = new pg.Pool({ connectionString: process.env.FLOOR_DATABASE, max: 2 });
 const BATCHES_AT_ONCE = 2;
 const text = \`WITH input AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS i(serial_number, now, ip, reported)),
   polled AS (

@@ -372,25 +372,37 @@ export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record
   return Object.fromEntries(rows.map((row) => [row.kind, toRelease(row)]));
 }
 
-/** A configured list as stored now (on the OKM, or on the ACL linked to it), with its digest; null when it is no longer configured. */
-export async function loadList(db: Db, serialNumber: string, column: 'asset_list' | 'users_assets'): Promise<ConfiguredList | null> {
+type ListColumn = 'asset_list' | 'users_assets';
+
+/**
+ * The read of one configured list: the OKM's own, its digest, and the linked ACL's as a
+ * subquery (an OKM has at most one ACL; SQLite ran the same read as a two-table LEFT JOIN four
+ * times slower, 17 against 4 µs). Precompiled, so that PostgreSQL plans it once per connection:
+ * planned on every call it cost 0.38 ms of planning for 0.05 ms of execution.
+ */
+const listQuery = (column: ListColumn) => {
   const [digestColumn, aclColumn] = column === 'asset_list' ? (['asset_list_digest', 'locks'] as const) : (['users_assets_digest', 'users'] as const);
-  // The linked ACL's list as a subquery (an OKM has at most one ACL): SQLite ran the same read
-  // as a two-table LEFT JOIN four times slower (17 against 4 µs a poll, 100 000 OKMs).
-  const row = await db
-    .selectFrom('okms')
-    .select((eb) => [
-      `okms.${column} as own_items`,
-      `okms.${digestColumn} as digest`,
-      eb
-        .selectFrom('acls')
-        .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
-        .select(`acl_contents.${aclColumn}`)
-        .whereRef('acls.okm_serial', '=', 'okms.serial_number')
-        .as('acl_items'),
-    ])
-    .where('okms.serial_number', '=', serialNumber)
-    .executeTakeFirst();
+  return precompiledQuery<{ own_items: string | null; digest: string | null; acl_items: string | null }, [string]>(1, (db, [serialNumber]) =>
+    db
+      .selectFrom('okms')
+      .select((eb) => [
+        `okms.${column} as own_items`,
+        `okms.${digestColumn} as digest`,
+        eb
+          .selectFrom('acls')
+          .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+          .select(`acl_contents.${aclColumn}`)
+          .whereRef('acls.okm_serial', '=', 'okms.serial_number')
+          .as('acl_items'),
+      ])
+      .where('okms.serial_number', '=', serialNumber as string),
+  );
+};
+const LIST_QUERIES: Record<ListColumn, ReturnType<typeof listQuery>> = { asset_list: listQuery('asset_list'), users_assets: listQuery('users_assets') };
+
+/** A configured list as stored now (on the OKM, or on the ACL linked to it), with its digest; null when it is no longer configured. */
+export async function loadList(db: Db, serialNumber: string, column: ListColumn): Promise<ConfiguredList | null> {
+  const [row] = (await LIST_QUERIES[column](db, serialNumber)).rows;
   const items = row?.own_items ?? row?.acl_items ?? null;
   const digest = row?.digest ?? null;
   return items === null || digest === null ? null : { items: JSON.parse(items) as unknown[], digest };
