@@ -49,6 +49,7 @@ forEachDatabase('OKM admin API routes', (kind) => {
       last_correction: null,
       firmware_version: null,
       device_token_issued_at: null,
+      state: 'never_polled',
       overdue: false,
       stuck: null,
     });
