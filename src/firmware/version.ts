@@ -6,10 +6,12 @@ const VERSION = new RegExp(FIRMWARE_VERSION_PATTERN);
 const parsedVersions = new Map<string, readonly number[] | undefined>();
 /** Bounds the memory a device reporting ever new versions can take; the cache starts over when full. */
 const PARSED_VERSIONS_KEPT = 1024;
+/** The longest text FIRMWARE_VERSION_PATTERN matches (four parts of nine digits): a longer one is no version, and is not kept. */
+const LONGEST_VERSION = 4 * 9 + 3;
 
 /** The parts of a dotted version, or undefined when `text` is not one; the array returned is shared and frozen. */
 export function parseFirmwareVersion(text: string | undefined): readonly number[] | undefined {
-  if (text === undefined) return undefined;
+  if (text === undefined || text.length > LONGEST_VERSION) return undefined;
   if (parsedVersions.has(text)) return parsedVersions.get(text);
   const parts = VERSION.test(text) ? Object.freeze(text.split('.').map(Number)) : undefined;
   if (parsedVersions.size >= PARSED_VERSIONS_KEPT) parsedVersions.clear();

@@ -9,7 +9,7 @@ const parsedAfresh = (text: string) => (new RegExp(FIRMWARE_VERSION_PATTERN).tes
 const versionLike = fc.oneof(
   fc.array(fc.nat({ max: 2_000_000_000 }), { minLength: 1, maxLength: 5 }).map((parts) => parts.join('.')),
   fc.string({ maxLength: 12 }),
-  fc.constantFrom('', '.', '1.', '01', '1..2', '1.2.3.4.5', ' 1', '1e3', '2.10.0'),
+  fc.constantFrom('', '.', '1.', '01', '1..2', '1.2.3.4.5', ' 1', '1e3', '2.10.0', '999999999.999999999.999999999.999999999', `${'1'.repeat(40)}`, `1.${'0'.repeat(60)}`),
 );
 
 test('a version parses the same however often it is asked, also after more distinct texts than the cache keeps', () => {
