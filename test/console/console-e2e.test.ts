@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
-import { inStepReport, seedFleet, startConsoleServer, tokenOf, watchConsole, type ConsoleServer } from './e2e-fixture.ts';
+import { inStepReport, listedSerials, seedFleet, startConsoleServer, tokenOf, watchConsole, type ConsoleServer } from './e2e-fixture.ts';
 
 /**
  * The console in Chromium against `keyfleet serve` on a temp database and a real port, signed
@@ -76,7 +76,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await page.getByLabel('KAS firmware').fill('9.9.9');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/firmware_version=9\.9\.9/);
-    await page.locator(`[data-testid="okm-list"] a:text-is("${DRIFTING}")`).waitFor();
+    assert.deepEqual(await listedSerials(page, 'okm-list', [DRIFTING]), [DRIFTING]);
     const firmwareRows = await page.locator('[data-testid="okm-list"] tbody tr').allInnerTexts();
 
     assert.equal(globexRows, 6);

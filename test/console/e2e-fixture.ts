@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import type { Browser, Page, Request } from 'playwright-core';
 import { loadSettings } from '../../src/config/settings.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
@@ -360,6 +361,23 @@ export async function watchConsole(browser: Browser, base: string, viewport = { 
     assertNoProblems: () => assert.deepEqual(problems, [], 'console errors or failed requests'),
     close: () => context.close(),
   };
+}
+
+/**
+ * The serials a console table (`data-testid` `table`) links in its first column, read until they
+ * are `expected` or `timeoutMs` has passed, whichever is first. A list whose filter changed keeps
+ * its previous rows until the new page has loaded, then briefly shows none; one read right after
+ * the URL changes can catch either. What it last read is returned, so a wrong list still fails the
+ * caller's assertion with its diff.
+ */
+export async function listedSerials(page: Page, table: string, expected: readonly string[], timeoutMs = 15_000): Promise<string[]> {
+  const links = page.getByTestId(table).locator('tbody tr td:first-child a');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const shown = await links.allInnerTexts();
+    if (Date.now() > deadline || isDeepStrictEqual(shown, expected)) return shown;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** A new browser page (see watchConsole) signed in with `signInUrl`. */

@@ -2,16 +2,14 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
-import { device, openConsole, PROJECT_ROOT, startConsoleServer, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
+import { device, listedSerials, openConsole, PROJECT_ROOT, startConsoleServer, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
 
 const FLEET = Array.from({ length: 5 }, (_, index) => `OKM-BLOCKED-${String(index + 1).padStart(3, '0')}`);
 const BLOCKED = FLEET.slice(0, 2);
 /** Set (UPDATE_SCREENSHOTS=1 with this file): the screenshots of the pages it visits are written to docs/images. */
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(PROJECT_ROOT, 'docs/images') : undefined;
-
-const listedSerials = (page: Page) => page.getByTestId('rollout-okm-list').locator('tbody tr td:first-child a').allInnerTexts();
 
 /**
  * A rollout group's blocked OKMs (SPEC §13, §15): stuck on a correction before the rollout's, so
@@ -72,7 +70,7 @@ describe('console: a rollout’s blocked OKMs', { skip: browserTestSkip() }, () 
     await page.waitForURL(new RegExp(`/console/rollouts/${rolloutId}/okms\\?group=0&state=blocked$`));
     await page.getByRole('heading', { name: `Rollout #${rolloutId}: Blocked OKMs of group 1` }).waitFor();
     await page.locator('[data-testid="rollout-okm-list"] tbody tr').nth(BLOCKED.length - 1).waitFor();
-    assert.deepEqual(await listedSerials(page), BLOCKED);
+    assert.deepEqual(await listedSerials(page, 'rollout-okm-list', BLOCKED), BLOCKED);
     const states = await page.getByTestId('rollout-okm-list').locator('tbody tr td:nth-child(3)').allInnerTexts();
     assert.deepEqual(states, BLOCKED.map(() => 'Blocked by cacheMode'));
     assert.deepEqual(await page.getByTestId('rollout-okm-list').locator('tbody tr td:nth-child(4)').allInnerTexts(), BLOCKED.map(() => 'not yet'));
@@ -84,7 +82,7 @@ describe('console: a rollout’s blocked OKMs', { skip: browserTestSkip() }, () 
     await page.getByLabel('State').selectOption('updated');
     await page.waitForURL(/state=updated$/);
     await page.locator('[data-testid="rollout-okm-list"] tbody tr').nth(FLEET.length - BLOCKED.length - 1).waitFor();
-    assert.deepEqual(await listedSerials(page), FLEET.slice(BLOCKED.length));
+    assert.deepEqual(await listedSerials(page, 'rollout-okm-list', FLEET.slice(BLOCKED.length)), FLEET.slice(BLOCKED.length));
     assert.equal(await page.getByTestId('blocked-by').count(), 0);
     consolePage.assertNoProblems();
     await consolePage.close();
