@@ -34,7 +34,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     await server?.stop();
   });
 
-  test('the URL of `keyfleet console` signs in, leaves no token in the address bar, loads under 500 KB, and the overview counts the seeded fleet', async () => {
+  test('the URL of `keyfleet console` signs in, leaves no token in the address bar, loads under 500 KB, and the overview counts the seeded fleet', async (context) => {
     const { page, assertNoProblems, close } = await watchConsole(browser, server.base);
     const consoleBytes: Promise<number>[] = [];
     page.on('response', (answer) => {
@@ -53,6 +53,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.ok(await page.locator('.chart-box canvas').first().isVisible(), 'the firmware chart is drawn');
     // SPEC 12's budget (bench/RESULTS.md): the console's own files, uncompressed.
     assert.ok(firstLoad > 100_000 && firstLoad < 500_000, `first load ${firstLoad} bytes`);
+    context.diagnostic(`console first load: ${firstLoad} bytes`);
     assertNoProblems();
     await close();
   });

@@ -86,7 +86,6 @@ describe('console: every number is a link to the OKMs behind it', { skip: browse
 
     await page.getByTestId('corrections-pollingInterval').click();
     await page.waitForURL(/\/console\/okms\?last_correction=pollingInterval$/);
-    await page.getByTestId('okm-list').waitFor();
     assert.deepEqual(await listedSerials(page, 'okm-list', DRIFTING), DRIFTING);
     assert.equal(await page.getByLabel('Sent on the last poll').inputValue(), 'pollingInterval');
     if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, 'console-okms-by-correction.png') });
@@ -94,7 +93,6 @@ describe('console: every number is a link to the OKMs behind it', { skip: browse
     await page.goBack();
     await page.getByTestId('failing-subscriber-okms').click();
     await page.waitForURL((url) => url.pathname === '/console/okms' && url.searchParams.get('subscriber_url') === FAILING_URL);
-    await page.locator('[data-testid="okm-list"] tbody tr').nth(SUBSCRIBED.length - 1).waitFor();
     assert.deepEqual(await listedSerials(page, 'okm-list', SUBSCRIBED), SUBSCRIBED);
     assert.equal(await page.getByLabel('Status subscriber URL').inputValue(), FAILING_URL);
 
@@ -102,7 +100,6 @@ describe('console: every number is a link to the OKMs behind it', { skip: browse
     await page.getByRole('link', { name: 'Clear filters' }).click();
     await page.getByLabel('Sent on the last poll').selectOption('pollingInterval');
     await page.waitForURL(/last_correction=pollingInterval/);
-    await page.locator('[data-testid="okm-list"] tbody tr').nth(DRIFTING.length - 1).waitFor();
     assert.deepEqual(await listedSerials(page, 'okm-list', DRIFTING), DRIFTING);
     consolePage.assertNoProblems();
     await consolePage.close();
@@ -119,7 +116,6 @@ describe('console: every number is a link to the OKMs behind it', { skip: browse
     await group1.getByRole('link', { name: `${silent.length} silent` }).click();
     await page.waitForURL(new RegExp(`/console/rollouts/${rolloutId}/okms\\?group=0&state=silent$`));
     await page.getByRole('heading', { name: `Rollout #${rolloutId}: Silent OKMs of group 1` }).waitFor();
-    await page.getByTestId('rollout-okm-list').waitFor();
     assert.deepEqual(await listedSerials(page, 'rollout-okm-list', silent), silent);
     assert.deepEqual(await page.getByTestId('rollout-okm-list').locator('tbody tr td:nth-child(4)').allInnerTexts(), silent.map(() => 'not yet'));
     if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, 'console-rollout-okms.png') });
@@ -127,7 +123,6 @@ describe('console: every number is a link to the OKMs behind it', { skip: browse
     await page.getByRole('link', { name: 'Back to the rollout' }).click();
     await group1.getByRole('link', { name: '1 updated' }).click();
     await page.waitForURL(new RegExp(`/okms\\?group=0&state=updated$`));
-    await page.getByTestId('rollout-okm-list').waitFor();
     assert.deepEqual(await listedSerials(page, 'rollout-okm-list', [updated]), [updated]);
     const row = page.getByTestId('rollout-okm-list').locator('tbody tr').first();
     assert.equal(await row.locator('td:nth-child(3)').innerText(), 'Updated');
