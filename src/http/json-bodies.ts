@@ -52,6 +52,16 @@ declare module 'fastify' {
   }
 }
 
+const BYTE_ORDER_MARK = 0xfeff;
+
+/**
+ * The text without a leading byte-order mark. RFC 8259 §8.1 lets a parser ignore one, and
+ * Windows tools write it; it is dropped here, once for every JSON body, so that the parsed
+ * value and the text routes keep as sent (request.jsonText) start at the same character.
+ * A mark anywhere else is bad JSON.
+ */
+export const withoutByteOrderMark = (text: string): string => (text.charCodeAt(0) === BYTE_ORDER_MARK ? text.slice(1) : text);
+
 /** Media types whose bodies are JSON documents. */
 export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'];
 
@@ -87,7 +97,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
     // calls do) send it on DELETE too, with nothing after it: that is no body, not bad JSON.
     if (body.length === 0 && request.method === 'DELETE') return done(null, undefined);
     if (!isUtf8(body)) return done(badRequest('body: not valid UTF-8'));
-    const text = body.toString('utf8');
+    const text = withoutByteOrderMark(body.toString('utf8'));
     if (jsonNestingDepth(text) > MAX_JSON_DEPTH) return done(badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels`));
     request.jsonText = text;
     parseJson(request, text, (error, parsed) => {

@@ -100,3 +100,55 @@ forEachDatabase('numbers in JSON bodies that cannot be kept exactly', (kind) => 
     assert.deepEqual(response.json(), { status: 400, msg: 'base64: a number that cannot be kept exactly (non-finite)' });
   });
 });
+
+forEachDatabase('a JSON body that starts with a UTF-8 byte-order mark', (kind) => {
+  let t: TestApp;
+  let tokens: Tokens;
+  let acl: string;
+  before(async () => {
+    t = await buildTestApp(kind);
+    tokens = await issueTokens(t);
+    acl = await issueTestToken(t, { customer: 'acme', scopes: ['acl:read', 'acl:create', 'acl:delete'] });
+  });
+  after(() => t.close());
+
+  const BOM = '\uFEFF';
+  const sendWithBom = (method: 'PUT' | 'PATCH' | 'POST', url: string, body: string, token?: string) =>
+    t.app.inject({
+      method,
+      url,
+      payload: Buffer.from(BOM + body, 'utf8'),
+      headers: { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    });
+
+  test('is read as if the mark were not there on every route that keeps part of its body as sent, and what is stored has no mark', async () => {
+    const serial = uniqueSerial('BOM');
+    const aclBody = { ...sampleAcl('acme'), user_data: { note: 'kept as sent', n: 1.0 } };
+    const cases: [string, () => Promise<{ statusCode: number; body: string }>][] = [
+      ['PUT an OKM with users_assets', () => sendWithBom('PUT', `${OKMS}/${serial}?customer=acme`, '{"users_assets":[{"v":1.0}]}', tokens.admin)],
+      ['PATCH an OKM with users_assets', () => sendWithBom('PATCH', `${OKMS}/${serial}`, '{"users_assets":[{"v":2.0}]}', tokens.acmeWrite)],
+      ['POST a message with a payload', () => sendWithBom('POST', `${OKMS}/${serial}/messages`, '{"type":"notice","payload":{"n":1.0}}', tokens.acmeWrite)],
+      ['POST an ACL with user_data', () => sendWithBom('POST', ACLS, JSON.stringify(aclBody).replace('"n":1', '"n":1.0'), acl)],
+      ['POST device audit records', () => sendWithBom('POST', `${t.settings.auditUrl}/${serial}`, '[{"v":1.0}]')],
+    ];
+    const failures: string[] = [];
+    for (const [what, send] of cases) {
+      const response = await send();
+      if (response.statusCode >= 300) failures.push(`${what}: ${response.statusCode} ${response.body.slice(0, 200)}`);
+    }
+
+    assert.deepEqual(failures, []);
+    const okm = await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeWrite });
+    assert.match(okm.body, /"users_assets":\[\{"v":2\.0\}\]/);
+    const stored = await call(t, 'GET', `${ACLS}/${aclBody.id}`, { token: acl });
+    assert.match(stored.body, /"user_data":\{"note":"kept as sent","n":1\.0\}/);
+    assert.doesNotMatch(okm.body + stored.body, /\uFEFF/);
+    assert.equal(await auditRecordCount(t.db, serial), 1);
+  });
+
+  test('a mark anywhere but first is not skipped: the body is bad JSON, a 400', async () => {
+    const response = await t.app.inject({ method: 'POST', url: ACLS, payload: `{${BOM}"id":1}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${acl}` } });
+
+    assert.equal(response.statusCode, 400, response.body);
+  });
+});

@@ -171,13 +171,14 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
     assert.deepEqual(unexplained, []);
   });
 
-  test('bad JSON, a wrong type or a nasty string in every field of every body: no 5xx, every 4xx a JSON message', async () => {
+  test('bad JSON, a byte-order mark, a wrong type or a nasty string in every field of every body: no 5xx, every 4xx a JSON message', async () => {
     for (const operation of inFuzzOrder()) {
       for (const text of BAD_JSON) await send(operation, `bad JSON ${JSON.stringify(text)}`, { payload: text, contentType: 'application/json' });
       const schema = jsonSchemaOf(operation);
       if (!schema) continue;
       const base = baseBody(operation);
       await sendJson(operation, 'the sample body', base);
+      await send(operation, 'the sample body after a byte-order mark', { payload: `\uFEFF${JSON.stringify(base)}`, contentType: 'application/json' });
       for (const value of WRONG_TYPED) await sendJson(operation, `body ${JSON.stringify(value)}`, value);
       for (const leaf of leavesOf(schema)) {
         const at = leaf.path.join('.');
