@@ -120,8 +120,10 @@ export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeyS
           requiredClaims: ['exp'],
         }));
       } catch (error) {
-        // Our own keys are read from the database: while it is down the answer is its 503, not a 401.
-        if (isDatabaseUnavailable(error)) throw error;
+        // Our own keys are read from the database: a failure to read them is the server's (the
+        // 503 of an unavailable database, or a 500), never the token's: a client that drops its
+        // token on a 401 would sign its user out because the database blinked.
+        if (isDatabaseUnavailable(error) || (issuer === settings.jwtIssuer && !(error instanceof errors.JOSEError))) throw error;
         if (!(error instanceof errors.JOSEError) || error instanceof errors.JWKSTimeout) {
           log.warn({ err: error, issuer }, 'could not fetch the JWKS of a trusted token issuer');
         }

@@ -4,19 +4,37 @@ import type { FastifyBaseLogger } from 'fastify';
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /**
- * PostgreSQL SQLSTATEs of a server that is shutting down, starting, restarting, failing over or
- * ending sessions (https://www.postgresql.org/docs/current/errcodes-appendix.html): class 08
- * (connection exception) is matched by prefix.
+ * PostgreSQL SQLSTATE classes (the first two characters, https://www.postgresql.org/docs/current/errcodes-appendix.html)
+ * in which every code means the database cannot serve now, whatever the statement: the
+ * request may succeed once it is back, so it is a 503, never a 500 or a credential failure.
+ */
+const UNAVAILABLE_SQLSTATE_CLASSES = new Set([
+  '08', // connection exception: the connection failed or was lost
+  '28', // invalid authorization: the deployment's own database role may not log in (NOLOGIN, a changed password)
+  '53', // insufficient resources: too many connections (per server, role or database), disk full, out of memory
+  '57', // operator intervention: shutdown, pg_terminate_backend, starting up, database dropped, statement_timeout
+  '58', // system error: an I/O error of the server
+]);
+
+/**
+ * Single SQLSTATEs of an unavailable database outside those classes. keyfleet's statements
+ * raise none of them otherwise: it uses no currval (55000), names no other database (3D000),
+ * and writes only on a primary (25006).
  */
 const UNAVAILABLE_SQLSTATES = new Set([
-  '57P01', // admin_shutdown: pg_ctl stop -m fast, pg_terminate_backend
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now: starting up, shutting down, in recovery
-  '57P05', // idle_session_timeout
+  '55000', // object_not_in_prerequisite_state: the database does not accept connections (ALLOW_CONNECTIONS false)
+  '3D000', // invalid_catalog_name: the database does not exist (renamed or dropped away)
+  '25006', // read_only_sql_transaction: connected to a standby, as after a failover
   '25P03', // idle_in_transaction_session_timeout
-  '53300', // too_many_connections
-  '57014', // query_canceled: statement_timeout
 ]);
+
+/**
+ * SQLite result codes (better-sqlite3's `code`, the primary code or an extended one that
+ * starts with it) of a database file that cannot be used now: locked by another process past
+ * busy_timeout, an I/O error, a file that cannot be opened, a full disk. Not SQLITE_CORRUPT or
+ * a constraint: those are no outage.
+ */
+const UNAVAILABLE_SQLITE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|PROTOCOL|NOMEM)(_|$)/;
 
 /** node-postgres reports these without a code. */
 const DRIVER_MESSAGES = [
@@ -27,6 +45,11 @@ const DRIVER_MESSAGES = [
   /^Query read timeout/,
 ];
 
+function isUnavailableCode(code: string): boolean {
+  if (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SQLITE_CODES.test(code)) return true;
+  return /^[0-9A-Z]{5}$/.test(code) && UNAVAILABLE_SQLSTATE_CLASSES.has(code.slice(0, 2));
+}
+
 /**
  * True when `error` says the database is unavailable rather than that the request or the code
  * is wrong: the request may succeed once the database is back, so it is answered 503, not 500.
@@ -34,7 +57,7 @@ const DRIVER_MESSAGES = [
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  if (typeof code === 'string' && isUnavailableCode(code)) return true;
   if (DRIVER_MESSAGES.some((pattern) => pattern.test(error.message))) return true;
   if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return isDatabaseUnavailable(error.cause, depth + 1);

@@ -5,6 +5,8 @@ export interface Relay {
   port: number;
   /** Closes every connection and refuses new ones: a database that is down. */
   cut(): Promise<void>;
+  /** Resets every open connection, in the middle of whatever it carried, and goes on relaying new ones. */
+  reset(): void;
   /** Passes nothing on either way, new connections included, and says nothing: a network partition. */
   silence(): void;
   /** Ends the partition. */
@@ -41,6 +43,9 @@ export async function relayToPostgres(): Promise<Relay> {
   return {
     port: (server.address() as net.AddressInfo).port,
     cut: close,
+    reset: () => {
+      for (const socket of sockets) socket.resetAndDestroy();
+    },
     silence: () => void (silent = true),
     heal: () => void (silent = false),
     close,

@@ -13,16 +13,11 @@ import { createKeyRing } from '../../src/key-ring.ts';
 import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { REQUEST_BOUND_MS, aclBody, assertCleanUnavailable, pause, send, timeUntil, unexpectedAnswers, type Answer } from '../helpers/outage-load.ts';
 import { clusterUnavailableReason, startThrowawayCluster, type ThrowawayCluster } from '../helpers/postgres-cluster.ts';
 import { freePort, serveProcess, spawnKeyfleet, stopProcess, waitUntilServing, type ServerProcess } from '../helpers/server-process.ts';
 import { FAST_WEBHOOKS, Receiver, insertOkmsWithQueuedStatus, subscribe } from '../webhooks/helpers.ts';
 
-/**
- * What "never a hang" means here: every request answers within this bound, outage or not.
- * keyfleet gives up opening a PostgreSQL connection after 5 s (CONNECT_TIMEOUT_MS); a stopped
- * server refuses connections at once, so during these outages requests fail in milliseconds.
- */
-const REQUEST_BOUND_MS = 6_000;
 /** /readyz must be 200 again this soon after the database accepts connections. */
 const READY_AGAIN_WITHIN_MS = 5_000;
 /** How long each outage lasts, under load. */
@@ -30,57 +25,6 @@ const OUTAGE_MS = 1_500;
 const POLL_WORKERS = 3;
 const ACL_WORKERS = 2;
 const POLL_SERIALS = 12;
-
-type Family = 'poll' | 'acl' | 'dlock';
-
-interface Answer {
-  family: Family;
-  /** HTTP status, or why there was none. */
-  status: number | 'timeout' | 'network';
-  body: unknown;
-  startedAt: number;
-  ms: number;
-}
-
-async function send(family: Family, url: string, init: RequestInit = {}): Promise<Answer> {
-  const started = Date.now();
-  try {
-    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_BOUND_MS) });
-    const text = await response.text();
-    return { family, status: response.status, body: text === '' ? undefined : JSON.parse(text), startedAt: started, ms: Date.now() - started };
-  } catch (error) {
-    const status = (error as Error).name === 'TimeoutError' ? 'timeout' : 'network';
-    return { family, status, body: String(error), startedAt: started, ms: Date.now() - started };
-  }
-}
-
-const aclBody = (id: string) =>
-  JSON.stringify({
-    id,
-    customer: 'outage',
-    users: [{ user_id: 1, pin_hash: 'abc123', auth_time: 1, sounder: false, sounder_delay: 0, sounder_duration: 0, sounder_volume: 0, permissions: [1] }],
-    locks: ['LOCK-1'],
-  });
-
-/** A 503 in the shape of its route family, with the database named as the cause. */
-function assertCleanUnavailable(answer: Answer): void {
-  if (answer.family === 'dlock') {
-    assert.deepEqual(Object.keys(answer.body as object).sort(), ['msg', 'status'], JSON.stringify(answer));
-    assert.equal((answer.body as { status: number }).status, 503);
-  } else {
-    assert.deepEqual(Object.keys(answer.body as object).sort(), ['error_code', 'error_msg'], JSON.stringify(answer));
-    assert.equal((answer.body as { error_code: string }).error_code, 'DATABASE_UNAVAILABLE');
-  }
-}
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `url` every 25 ms until it answers `status`; the milliseconds that took. */
-async function timeUntil(url: string, status: number, timeoutMs: number): Promise<number> {
-  const started = Date.now();
-  await eventually(async () => (await send('poll', url)).status === status, timeoutMs, `${url} answering ${status}`);
-  return Date.now() - started;
-}
 
 const skip = clusterUnavailableReason();
 
@@ -126,7 +70,7 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
       for (const serial of serials) await send('poll', `${base}${settings.configPath}/${serial}`);
       for (const serial of serials) await subscribe(db, serial, [receiver.url('/load')]);
 
-      const answers: (Answer & { serial?: string })[] = [];
+      const answers: Answer[] = [];
       const acknowledgedAcls: string[] = [];
       const pollLoad = async (worker: number) => {
         for (let index = worker; running; index += POLL_WORKERS) {
@@ -140,7 +84,7 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
           const answer = await send('acl', `${base}/api/v1/acls`, {
             method: 'POST',
             headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-            body: aclBody(id),
+            body: aclBody(id, 'outage'),
           });
           answers.push(answer);
           if (answer.status === 201) acknowledgedAcls.push(id);
@@ -191,7 +135,7 @@ describe('PostgreSQL outages: the database stops and starts again under load', {
       await Promise.all(loads);
       console.log(JSON.stringify({ outages: figures, requests: answers.length, aclsAcknowledged: acknowledgedAcls.length }));
 
-      const unexpected = answers.filter((answer) => typeof answer.status !== 'number' || (answer.status >= 300 && answer.status !== 503));
+      const unexpected = unexpectedAnswers(answers);
       assert.deepEqual(unexpected.slice(0, 5), [], `${unexpected.length} answers neither 2xx nor 503`);
       for (const answer of answers.filter((each) => each.status === 503)) assertCleanUnavailable(answer);
       assert.ok(Math.max(...answers.map((answer) => answer.ms)) < REQUEST_BOUND_MS);
