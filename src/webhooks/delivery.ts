@@ -12,7 +12,10 @@ export interface StatusEvent extends WebhookEvent {
   data: { serial_number: string; last_sync_time: string; last_ip: string; firmware_version: string | null };
 }
 
-/** How one attempt ended: 2xx, 410 (the subscriber wants no more), or anything else (retried). */
+/**
+ * How one attempt ended: a 2xx whose body ended within its bounds, 410 (the subscriber wants no
+ * more), or anything else (retried).
+ */
 export type AttemptResult =
   | { kind: 'delivered'; statusCode: number }
   | { kind: 'gone'; statusCode: 410 }
@@ -44,6 +47,8 @@ function rawHeader(rawHeaders: readonly Buffer[], name: string): string | undefi
 interface Answer {
   statusCode: number;
   retryAfter: string | undefined;
+  /** Why the body was not read to its end and the connection was dropped; undefined when it ended. */
+  bodyDropped: string | undefined;
 }
 
 /**
@@ -51,6 +56,9 @@ interface Answer {
  * deadline: a body that trickles holds the connection no longer than this.
  */
 export const BODY_GRACE_MS = 1_000;
+
+const BODY_TOO_LONG = `the body was longer than ${MAX_ANSWER_BYTES / 1024} KiB: the connection was dropped`;
+const BODY_TOO_SLOW = `the body did not end within ${BODY_GRACE_MS} ms of the headers: the connection was dropped`;
 /** One timer for the body graces of every attempt of the process (see DeadlineQueue). */
 const bodyDeadlines = new DeadlineQueue(BODY_GRACE_MS);
 
@@ -63,16 +71,16 @@ class AnswerDropped extends Error {
 
 /**
  * One POST through the agent, answered with its status once the body has ended, or once
- * MAX_ANSWER_BYTES of it or BODY_GRACE_MS have passed (then the connection is dropped);
- * rejected when the deadline passes before the headers. The body is never kept. undici's
- * dispatch with a plain handler: its `request` builds a body stream, an async resource and
- * abort listeners per call, a third of a dispatcher's CPU per event.
+ * MAX_ANSWER_BYTES of it or BODY_GRACE_MS have passed (then the connection is dropped, and the
+ * answer says why); rejected when the deadline passes before the headers. The body is never
+ * kept. undici's dispatch with a plain handler: its `request` builds a body stream, an async
+ * resource and abort listeners per call, a third of a dispatcher's CPU per event.
  */
 function post(agent: Agent, url: string, headers: Record<string, string>, body: string, deadlines: DeadlineQueue): Promise<Answer> {
   return new Promise((resolve, reject) => {
     let abortRequest: ((reason: Error) => void) | undefined;
     let expiredWith: Error | undefined;
-    /** Set with the headers: from then on the status decides, whatever becomes of the body. */
+    /** Set with the headers: from then on the attempt ends with an answer, whatever becomes of the body. */
     let answer: Answer | undefined;
     let bytesRead = 0;
     let settled = false;
@@ -87,11 +95,13 @@ function post(agent: Agent, url: string, headers: Record<string, string>, body: 
     };
     /** Ends the attempt with the status already in, and closes the connection (undici destroys the socket of an aborted request). */
     const drop = (why: string) => {
+      if (settled) return;
+      answer!.bodyDropped = why;
       settle();
       abortRequest?.(new AnswerDropped(why));
     };
     const deadline = deadlines.start((reason) => {
-      if (answer) return drop(reason.message);
+      if (answer) return drop(`the body did not end within the ${deadlines.timeoutMs} ms of the attempt: the connection was dropped`);
       expiredWith = reason;
       abortRequest?.(reason);
       settle(reason);
@@ -106,23 +116,24 @@ function post(agent: Agent, url: string, headers: Record<string, string>, body: 
         },
         onHeaders(code, rawHeaders) {
           if (code < 200) return true;
-          answer = { statusCode: code, retryAfter: code >= 300 ? rawHeader(rawHeaders, 'retry-after') : undefined };
-          bodyDeadline = bodyDeadlines.start(() => drop(`the body did not end within ${BODY_GRACE_MS} ms`));
+          answer = { statusCode: code, retryAfter: code >= 300 ? rawHeader(rawHeaders, 'retry-after') : undefined, bodyDropped: undefined };
+          bodyDeadline = bodyDeadlines.start(() => drop(BODY_TOO_SLOW));
           return true;
         },
         onData(chunk) {
           // Nothing of the body is used: a short one is read to its end so that the connection
-          // serves the next attempt; past MAX_ANSWER_BYTES the status decides and it is dropped.
+          // serves the next attempt; past MAX_ANSWER_BYTES no more is read and it is dropped.
           bytesRead += chunk.length;
           if (bytesRead <= MAX_ANSWER_BYTES) return true;
-          drop(`the body is longer than ${MAX_ANSWER_BYTES} bytes`);
+          drop(BODY_TOO_LONG);
           return false;
         },
         onComplete() {
           settle();
         },
         onError(error) {
-          // After the headers (the body cut short by either side) the status still decides.
+          // After the headers, a body that the subscriber cut short cost nothing more than a
+          // short one: the status decides (a drop by keyfleet has settled the attempt already).
           settle(error);
         },
       },
@@ -132,8 +143,18 @@ function post(agent: Agent, url: string, headers: Record<string, string>, body: 
 
 /**
  * POSTs one signed event (a status event or a fleet event). Redirects are not followed (a 3xx
- * is a failed attempt), the whole exchange has the deadlines' timeout, and the status code
- * alone decides the outcome: at most MAX_ANSWER_BYTES of the body are read, and discarded.
+ * is a failed attempt), the whole exchange has the deadlines' timeout, and the body is never
+ * used: at most MAX_ANSWER_BYTES of it are read, and discarded.
+ *
+ * A 2xx is delivered only if its body also ended within MAX_ANSWER_BYTES and BODY_GRACE_MS.
+ * An answer that went past either is a failed attempt, whatever its status, so that the retry
+ * schedule spaces the next ones out: counted as delivered, it would be sent the OKM's next
+ * status at once, every poll, each time on a new connection (this one was dropped) and with
+ * 64 KiB read or a lane held for a second, which is what such a subscriber costs keyfleet.
+ * That holds for a body that trickles as well as for one too long: a subscriber is asked to
+ * end its answer promptly, and a trickling one would otherwise hold one of its host's lanes
+ * for BODY_GRACE_MS per event, at the fleet's polling rate. A 410 stops deliveries whatever
+ * its body, which is what costs least.
  */
 export async function postStatusEvent(
   agent: Agent,
@@ -146,7 +167,7 @@ export async function postStatusEvent(
   const body = JSON.stringify(event);
   const timestamp = Math.floor(now / 1000);
   try {
-    const { statusCode, retryAfter } = await post(
+    const { statusCode, retryAfter, bodyDropped } = await post(
       agent,
       url,
       {
@@ -159,12 +180,13 @@ export async function postStatusEvent(
       body,
       deadlines,
     );
-    if (statusCode >= 200 && statusCode < 300) return { kind: 'delivered', statusCode };
     if (statusCode === 410) return { kind: 'gone', statusCode };
+    if (statusCode >= 200 && statusCode < 300 && bodyDropped === undefined) return { kind: 'delivered', statusCode };
+    const status = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
     return {
       kind: 'failed',
       statusCode,
-      error: statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`,
+      error: bodyDropped === undefined ? status : `${status}; ${bodyDropped}`,
       retryAfterMs: parseRetryAfter(retryAfter, Date.now()),
     };
   } catch (error) {
