@@ -7,7 +7,7 @@ import { registerDrainAnswer } from './http/draining.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodies } from './http/json-bodies.ts';
 import rateLimitsPlugin from './http/rate-limits.ts';
-import { registerRequestIdHeader } from './http/request-log.ts';
+import { registerRequestActor, registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
 import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';
@@ -82,6 +82,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   app.decorate('keyRing', options.keyRing);
   registerErrorHandling(app);
   registerRequestIdHeader(app);
+  registerRequestActor(app);
   registerDrainAnswer(app);
   registerJsonBodies(app);
 

@@ -1,3 +1,4 @@
+import { SESSION_REFRESH_TOKENS } from './auth/sessions.ts';
 import { SIGNING_PRIVATE_KEYS } from './auth/signing-keys.ts';
 import type { Db } from './db/database.ts';
 import { DEPLOYMENT_SECRET } from './dlock/key-certificate.ts';
@@ -22,6 +23,7 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
   LOCK_KEYS,
   WEBHOOK_SECRETS,
   PREVIOUS_WEBHOOK_SECRETS,
+  SESSION_REFRESH_TOKENS,
 ];
 
 /** The key ring of a process: its data keys, unwrapped with the master key, over every sealed column. Tests shorten the timing. */

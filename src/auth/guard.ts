@@ -4,17 +4,33 @@ import type { Db } from '../db/database.ts';
 import { bearerCredential } from '../http/bearer.ts';
 import { badRequest, forbidden, unauthorized } from '../http/errors.ts';
 import { documentSecurity } from '../http/openapi.ts';
+import type { Actor } from './actor.ts';
 
-export type Scope = 'acl:read' | 'acl:create' | 'acl:delete' | 'okm:read' | 'okm:write' | 'lock:read' | 'admin';
+export type Scope =
+  | 'acl:read'
+  | 'acl:create'
+  | 'acl:delete'
+  | 'okm:read'
+  | 'okm:write'
+  | 'lock:read'
+  | 'firmware:write'
+  | 'rollout:write'
+  | 'rollout:approve'
+  | 'audit:read'
+  | 'admin';
 
-/** Who a verified bearer token stands for. */
+/** Who a verified credential (a bearer token, a session cookie) stands for. */
 export interface Principal {
+  /** Who acts, as the records of who did what name them (a rollout's creator and approver). */
   subject: string;
-  /** The only customer the token may act for; null for an operator (admin) token that names none. */
+  actor: Actor;
+  /** The only customer the principal may act for; null: every customer (an operator token, a fleet-wide role). */
   customer: { id: number; name: string } | null;
   scopes: ReadonlySet<string>;
   /** Has the `admin` scope: every scope, acting for any customer. */
   isAdmin: boolean;
+  /** A person's roles (src/auth/roles.ts), in the role table's order; absent for tokens. */
+  roles?: readonly string[];
 }
 
 declare module 'fastify' {
@@ -23,9 +39,28 @@ declare module 'fastify' {
   }
 }
 
-function bearerToken(request: FastifyRequest): string {
+/**
+ * Verifies the request's credential: a bearer token, or else the session cookie of a person
+ * signed in through the OpenID Provider (src/auth/sessions.ts).
+ */
+export interface CredentialCheck {
+  /** The principal of the request's session cookie, or undefined when it carries none. Throws a 401 for an ended, expired or unknown session. */
+  sessionPrincipal(request: FastifyRequest): Promise<Principal | undefined>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    credentialCheck: CredentialCheck;
+  }
+}
+
+async function verifiedPrincipal(request: FastifyRequest): Promise<Principal> {
   const bearer = bearerCredential(request.headers.authorization);
-  if (bearer.ok) return bearer.credential;
+  if (bearer.ok) return request.server.tokenVerifier.verify(bearer.credential);
+  if (bearer.reason === 'missing') {
+    const fromSession = await request.server.credentialCheck.sessionPrincipal(request);
+    if (fromSession) return fromSession;
+  }
   throw unauthorized(bearer.reason === 'missing' ? 'Missing bearer token' : 'Authorization header is not a Bearer token');
 }
 
@@ -38,9 +73,10 @@ function bearerToken(request: FastifyRequest): string {
 export function requireScopes(...scopes: Scope[]): preHandlerAsyncHookHandler {
   return documentSecurity(
     async function guard(request) {
-      const principal = await request.server.tokenVerifier.verify(bearerToken(request));
+      const principal = await verifiedPrincipal(request);
       if (!principal.isAdmin && !scopes.every((scope) => principal.scopes.has(scope))) throw forbidden();
       request.principal = principal;
+      request.actor = principal.actor;
     },
     { jwt: scopes },
   );
@@ -55,7 +91,7 @@ export function principalOf(request: FastifyRequest): Principal {
 /**
  * The customer a request acts for. Customer-bound token: requestedName absent or equal → its
  * customer; different → 403 "Token may not act for customer <name>".
- * Admin token: requestedName absent → null (all customers); present → that customer, or 400
+ * Admin or fleet-wide principal: requestedName absent → null (all customers); present → that customer, or 400
  * "customer: unknown customer <name>" if it does not exist.
  */
 export async function actingCustomer(
@@ -63,14 +99,13 @@ export async function actingCustomer(
   principal: Principal,
   requestedName?: string,
 ): Promise<{ id: number; name: string } | null> {
-  if (principal.isAdmin) {
+  if (principal.isAdmin || principal.customer === null) {
     if (requestedName === undefined) return null;
     const customer = await findCustomerByName(db, requestedName);
     if (!customer) throw badRequest(`customer: unknown customer ${requestedName}`);
     return customer;
   }
   const own = principal.customer;
-  if (!own) throw new Error('a non-admin principal always has a customer');
   if (requestedName !== undefined && requestedName !== own.name) throw forbidden(`Token may not act for customer ${requestedName}`);
   return own;
 }

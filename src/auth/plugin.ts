@@ -1,6 +1,15 @@
+import { createHmac } from 'node:crypto';
 import fp from 'fastify-plugin';
-import type { FastifyInstance } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
+import createCsrfTokens from '@fastify/csrf';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { tokenRevocations } from './api-tokens.ts';
+import { createOidcClient } from './oidc.ts';
+import oidcRoutes from './oidc-routes.ts';
+import peopleRoutes from './people-routes.ts';
+import { currentBindings } from './role-bindings.ts';
+import { SESSION_COOKIE, sessionCheck } from './sessions.ts';
 import { ensureActiveSigningKey, loadOwnKeySet } from './signing-keys.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 
@@ -10,12 +19,43 @@ declare module 'fastify' {
   }
 }
 
-/** The deployment's signing key, its public JWKS, and the token verifier that requireScopes uses. */
+/**
+ * The anti-CSRF secret of a session: derived from the cookie's secret, so that each session has
+ * its own and nothing more is stored; @fastify/csrf makes and checks the tokens.
+ */
+const csrfSecretOf = (sessionSecret: string) => createHmac('sha256', sessionSecret).update('keyfleet anti-CSRF').digest('base64url');
+
+/**
+ * Who a request is: the deployment's signing key and public JWKS, the token verifier, and
+ * people signed in through the OpenID Provider with their sessions (SPEC section 17).
+ */
 async function authPlugin(app: FastifyInstance): Promise<void> {
   await ensureActiveSigningKey(app.db, app.keyRing);
   const ownKeys = await loadOwnKeySet(app.db);
-  app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log));
+  app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log, tokenRevocations(app.db)));
   app.decorateRequest('principal', undefined);
+
+  await app.register(fastifyCookie);
+  const csrf = createCsrfTokens();
+  const sessionSecretOf = (request: FastifyRequest) => {
+    const secret = request.cookies[SESSION_COOKIE];
+    return secret === undefined || secret === '' ? undefined : secret;
+  };
+  const csrfTokenValid = (request: FastifyRequest) => {
+    const secret = sessionSecretOf(request);
+    const token = request.headers['x-csrf-token'];
+    return secret !== undefined && typeof token === 'string' && csrf.verify(csrfSecretOf(secret), token);
+  };
+  const csrfTokenFor = (request: FastifyRequest) => {
+    const secret = sessionSecretOf(request);
+    return secret !== undefined && request.principal?.actor.kind === 'person' ? csrf.create(csrfSecretOf(secret)) : undefined;
+  };
+  const oidc = app.settings.oidc && createOidcClient(app.settings.oidc);
+  const bindings = currentBindings(app.db);
+  const sessions = sessionCheck({ db: app.db, keyRing: app.keyRing, settings: app.settings, bindings, oidc, csrfTokenValid, log: app.log });
+  app.decorate('credentialCheck', sessions);
+  await app.register(oidcRoutes, { oidc, bindings, forgetSession: sessions.forget });
+  await app.register(peopleRoutes, { csrfTokenFor });
 
   // Documentation only: each key type has its own members (RFC 7517), sent as jose exports them.
   const Jwks = Type.Object({ keys: Type.Array(Type.Object({ kty: Type.String(), kid: Type.String(), alg: Type.String() }, { additionalProperties: true })) });

@@ -15,12 +15,37 @@ import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { badRequest, unauthorized } from '../http/errors.ts';
+import type { Actor } from './actor.ts';
+import { recordToken, type TokenRevocations } from './api-tokens.ts';
+import { FLEET_ONLY_SCOPES } from './roles.ts';
 import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
 import { fetchAtMost } from '../shared/outside-answers.ts';
 
-export const KNOWN_SCOPES: readonly Scope[] = ['acl:read', 'acl:create', 'acl:delete', 'okm:read', 'okm:write', 'lock:read', 'admin'];
+export const KNOWN_SCOPES: readonly Scope[] = [
+  'acl:read',
+  'acl:create',
+  'acl:delete',
+  'okm:read',
+  'okm:write',
+  'lock:read',
+  'firmware:write',
+  'rollout:write',
+  'rollout:approve',
+  'audit:read',
+  'admin',
+];
+
+/**
+ * Rollouts were written and approved with okm:write before they had scopes of their own: a
+ * token's okm:write still grants them, so that tokens issued then keep their meaning. A
+ * person's scopes come from the role table alone (src/auth/roles.ts).
+ */
+const SCOPES_IMPLIED_FOR_TOKENS: Readonly<Record<string, readonly Scope[]>> = { 'okm:write': ['rollout:write', 'rollout:approve'] };
+
+/** The longest a token may live: every token expires, and a lost one is revoked by its id. */
+export const MAX_TOKEN_TTL_SECONDS = 366 * 24 * 3600;
 
 const ACCEPTED_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'];
 
@@ -31,10 +56,16 @@ export interface TokenRequest {
   ttlSeconds: number;
   /** `sub`: who acts (an operator's name, for the records of who did what); default admin or customer:<name>. */
   subject?: string;
+  /** What the token is for, as lists show it; default its subject. */
+  name?: string;
+  /** Who issues it, as the registry records it (the command line's OS user, an admin's actor). */
+  issuedBy?: string;
 }
 
 export interface IssuedToken {
   token: string;
+  /** The token's id (`jti`): what lists show and revocation names. */
+  id: string;
   /** Epoch seconds. */
   expiresAt: number;
 }
@@ -53,6 +84,10 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (request.customer !== undefined && request.scopes.includes('admin')) {
     throw badRequest('scope: admin is not for a customer token: an admin token acts for every customer; issue it without --customer');
   }
+  const fleetOnly = request.scopes.filter((scope) => FLEET_ONLY_SCOPES.has(scope));
+  if (request.customer !== undefined && fleetOnly.length > 0) {
+    throw badRequest(`scope: ${fleetOnly.join(', ')} acts on the whole fleet and is not for a customer token`);
+  }
   if (request.customer !== undefined && !(await findCustomerByName(db, request.customer))) {
     throw badRequest(`customer: unknown customer ${request.customer}`);
   }
@@ -62,11 +97,30 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (!Number.isInteger(request.ttlSeconds) || request.ttlSeconds <= 0) {
     throw badRequest(`ttl: expected a positive number of seconds, got ${request.ttlSeconds}`);
   }
+  if (request.ttlSeconds > MAX_TOKEN_TTL_SECONDS) {
+    throw badRequest(`ttl: at most ${MAX_TOKEN_TTL_SECONDS / 86_400} days (${MAX_TOKEN_TTL_SECONDS} s), got ${request.ttlSeconds} s: every token expires`);
+  }
+  if (request.name !== undefined && !/^[^\x00-\x1f\x7f]{1,128}$/.test(request.name)) {
+    throw badRequest('name: expected 1-128 characters without control characters');
+  }
 
   await ensureActiveSigningKey(db, keyRing);
   const signingKey = await loadActiveSigningKey(db, keyRing);
   const issuedAt = Math.floor(Date.now() / 1000);
   const expiresAt = issuedAt + request.ttlSeconds;
+  const id = randomUUID();
+  const subject = request.subject ?? (request.customer === undefined ? 'admin' : `customer:${request.customer}`);
+  const customer = request.customer === undefined ? undefined : await findCustomerByName(db, request.customer);
+  await recordToken(db, {
+    id,
+    name: request.name ?? subject,
+    subject,
+    customer_id: customer?.id ?? null,
+    scopes: request.scopes.join(' '),
+    created_at: issuedAt * 1000,
+    expires_at: expiresAt * 1000,
+    issuedBy: request.issuedBy ?? 'system:keyfleet',
+  });
   const token = await new SignJWT({
     scope: request.scopes.join(' '),
     ...(request.customer === undefined ? {} : { customer: request.customer }),
@@ -74,12 +128,12 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
     .setProtectedHeader({ alg: signingKey.algorithm, kid: signingKey.kid, typ: 'JWT' })
     .setIssuer(settings.jwtIssuer)
     .setAudience(settings.jwtAudience)
-    .setSubject(request.subject ?? (request.customer === undefined ? 'admin' : `customer:${request.customer}`))
+    .setSubject(subject)
     .setIssuedAt(issuedAt)
     .setExpirationTime(expiresAt)
-    .setJti(randomUUID())
+    .setJti(id)
     .sign(signingKey.privateKey);
-  return { token, expiresAt };
+  return { token, id, expiresAt };
 }
 
 export interface TokenVerifier {
@@ -96,7 +150,7 @@ interface TrustedIssuer {
  * Verifies the deployment's own tokens against its public keys, and external identity
  * providers' tokens against their JWKS URLs; the token's (unverified) `iss` picks which.
  */
-export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeySet, log: FastifyBaseLogger): TokenVerifier {
+export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeySet, log: FastifyBaseLogger, revocations: TokenRevocations): TokenVerifier {
   const trustedIssuers = new Map<string, TrustedIssuer>();
   for (const external of settings.jwtExternalIssuers) {
     // A JWKS is a few KiB: at most 64 KiB of the answer is read (SPEC §16), within jose's 5 s timeout.
@@ -129,7 +183,9 @@ export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeyS
         }
         throw unauthorized(describeVerificationFailure(error));
       }
-      return principalFrom(db, payload);
+      const ownToken = issuer === settings.jwtIssuer;
+      if (ownToken && typeof payload.jti === 'string' && (await revocations.isRevoked(payload.jti))) throw unauthorized('Token has been revoked');
+      return principalFrom(db, payload, ownToken);
     },
   };
 }
@@ -189,16 +245,20 @@ function scopesFrom(payload: JWTPayload): Set<string> {
   return scopes;
 }
 
-async function principalFrom(db: Db, payload: JWTPayload): Promise<Principal> {
+async function principalFrom(db: Db, payload: JWTPayload, ownToken: boolean): Promise<Principal> {
   const scopes = scopesFrom(payload);
+  for (const [scope, implied] of Object.entries(SCOPES_IMPLIED_FOR_TOKENS)) if (scopes.has(scope)) for (const each of implied) scopes.add(each);
   const isAdmin = scopes.has('admin');
+  const subject = payload.sub ?? '';
+  // A token of ours is named by its id; another issuer's by its subject there.
+  const actor: Actor = { kind: 'token', id: ownToken && typeof payload.jti === 'string' ? payload.jti : `${payload.iss}#${subject}`, name: subject };
   const customerName = payload.customer;
   if (customerName === undefined) {
     if (!isAdmin) throw unauthorized('Token names no customer and lacks the admin scope');
-    return { subject: payload.sub ?? '', customer: null, scopes, isAdmin };
+    return { subject, actor, customer: null, scopes, isAdmin };
   }
   if (typeof customerName !== 'string') throw unauthorized('Token claim customer must be a string');
   const customer = await findCustomerByName(db, customerName);
   if (!customer) throw unauthorized(`Token customer ${customerName} does not exist`);
-  return { subject: payload.sub ?? '', customer, scopes, isAdmin };
+  return { subject, actor, customer, scopes, isAdmin };
 }

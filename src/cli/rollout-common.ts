@@ -11,7 +11,7 @@ export const rolloutGroup = (program: Command) => commandGroup(program, 'rollout
 
 /** The CLI acts as an operator: admin, named after the account that runs it (a rollout records who created it). */
 export function operatorRequest(context: CliContext, customerName?: string): RolloutRequest {
-  const principal: Principal = { subject: `cli:${os.userInfo().username}`, customer: null, scopes: new Set(['admin']), isAdmin: true };
+  const principal: Principal = { subject: `cli:${os.userInfo().username}`, actor: { kind: 'cli', id: os.userInfo().username, name: os.userInfo().username }, customer: null, scopes: new Set(['admin']), isAdmin: true };
   return { db: context.db, principal, customerName, now: Date.now(), emit: rolloutEventSink };
 }
 

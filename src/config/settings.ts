@@ -76,6 +76,30 @@ export interface Settings {
   aclMaxUsers: number;
   /** Most locks one ACL may hold (and so permissions per user). */
   aclMaxLocks: number;
+  /** Single sign-on through the company's OpenID Provider (SPEC section 17); undefined: not set up. */
+  oidc: OidcSettings | undefined;
+  /** A session ends after this long without a request, in ms. */
+  sessionIdleMs: number;
+  /** A session ends this long after its sign-in whatever happens, in ms. */
+  sessionLifetimeMs: number;
+  /** A session's IdP groups (and so its role) are read from the provider again after this long, in ms. */
+  sessionRefreshMs: number;
+}
+
+export interface OidcSettings {
+  issuer: string;
+  clientId: string;
+  /** Undefined for a public client (PKCE alone). */
+  clientSecret: string | undefined;
+  tokenEndpointAuth: 'client_secret_basic' | 'client_secret_post';
+  /** Space-separated. */
+  scopes: string;
+  /** The ID token claim that lists the person's groups. */
+  groupsClaim: string;
+  /** Whether an http: issuer is accepted (local trials and tests). */
+  allowHttp: boolean;
+  /** PUBLIC_BASE_URL + /auth/oidc/callback. */
+  redirectUri: string;
 }
 
 const DEVICE_TOKEN_MODES = ['off', 'required'] as const;
@@ -221,6 +245,53 @@ function retryPolicy(env: Env): RetryPolicy {
   return policy;
 }
 
+const TOKEN_ENDPOINT_AUTH = ['client_secret_basic', 'client_secret_post'] as const;
+
+/** OIDC_* settings; undefined when OIDC_ISSUER is not set. Every mistake is named at start. */
+function oidc(env: Env, publicBaseUrl: string | undefined): OidcSettings | undefined {
+  const issuer = env.OIDC_ISSUER;
+  if (issuer === undefined || issuer === '') {
+    const stray = ['OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'].find((name) => env[name]);
+    if (stray) throw new SettingsError(stray, 'is set but OIDC_ISSUER is not: set both to enable single sign-on, or neither');
+    return undefined;
+  }
+  const allowHttp = boolean(env, 'OIDC_ALLOW_HTTP', false);
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new SettingsError('OIDC_ISSUER', `expected the provider's issuer URL (https://…), got "${issuer}"`);
+  }
+  if (url.protocol === 'http:' && !allowHttp) {
+    throw new SettingsError('OIDC_ISSUER', 'an http: issuer sends ID tokens and codes in the clear; use https, or set OIDC_ALLOW_HTTP=true for a local trial');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new SettingsError('OIDC_ISSUER', `expected an https: URL, got "${issuer}"`);
+  const clientId = env.OIDC_CLIENT_ID;
+  if (!clientId) throw new SettingsError('OIDC_CLIENT_ID', 'is required with OIDC_ISSUER: the client id keyfleet is registered under at the provider');
+  if (!publicBaseUrl) {
+    throw new SettingsError('PUBLIC_BASE_URL', 'is required with OIDC_ISSUER: the provider sends people back to PUBLIC_BASE_URL/auth/oidc/callback');
+  }
+  const scopes = text(env, 'OIDC_SCOPES', 'openid email profile offline_access');
+  if (!scopes.split(' ').includes('openid')) throw new SettingsError('OIDC_SCOPES', `must include openid, got "${scopes}"`);
+  return {
+    issuer,
+    clientId,
+    clientSecret: env.OIDC_CLIENT_SECRET || undefined,
+    tokenEndpointAuth: oneOf(env, 'OIDC_TOKEN_ENDPOINT_AUTH', TOKEN_ENDPOINT_AUTH, 'client_secret_basic'),
+    scopes,
+    groupsClaim: text(env, 'OIDC_GROUPS_CLAIM', 'groups'),
+    allowHttp,
+    redirectUri: new URL('/auth/oidc/callback', publicBaseUrl).toString(),
+  };
+}
+
+function duration(env: Env, name: string, fallback: string, minMs: number, maxMs: number): number {
+  const value = env[name] === undefined || env[name] === '' ? fallback : env[name]!;
+  const ms = parseDuration(value);
+  if (ms === undefined || ms < minMs || ms > maxMs) throw new SettingsError(name, `expected a duration from ${minMs / 1000} s to ${maxMs / 3_600_000} h such as 30m or 12h, got "${value}"`);
+  return ms;
+}
+
 /** Reads and validates the settings; throws a SettingsError naming the first bad variable. */
 export function loadSettings(env: Env = process.env): Settings {
   const publicBaseUrl = env.PUBLIC_BASE_URL ? httpUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL) : undefined;
@@ -280,5 +351,9 @@ export function loadSettings(env: Env = process.env): Settings {
     requestTimeoutSeconds,
     aclMaxUsers: integer(env, 'ACL_MAX_USERS', 5000, 1, 100_000),
     aclMaxLocks: integer(env, 'ACL_MAX_LOCKS', 1000, 1, 10_000),
+    oidc: oidc(env, publicBaseUrl),
+    sessionIdleMs: duration(env, 'SESSION_IDLE_TIMEOUT', '30m', 60_000, 24 * 3_600_000),
+    sessionLifetimeMs: duration(env, 'SESSION_LIFETIME', '12h', 60_000, 30 * 24 * 3_600_000),
+    sessionRefreshMs: duration(env, 'SESSION_REFRESH', '5m', 1_000, 24 * 3_600_000),
   };
 }

@@ -38,6 +38,11 @@ export interface Database {
   okm_subscriber_urls: OkmSubscriberUrlsTable;
   fleet_summary_snapshot: FleetSummarySnapshotTable;
   background_passes: BackgroundPassesTable;
+  people: PeopleTable;
+  role_bindings: RoleBindingsTable;
+  sessions: SessionsTable;
+  sign_in_attempts: SignInAttemptsTable;
+  api_tokens: ApiTokensTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -477,4 +482,77 @@ export interface BackgroundPassesTable {
   holder: string | null;
   lease_expires_at: number;
   completed_at: number | null;
+}
+
+/** A person who signed in through the OpenID Provider (SPEC section 17). */
+export interface PeopleTable {
+  id: Generated<number> & Id;
+  /** The provider's issuer and the person's `sub` there: who the person is. */
+  issuer: string;
+  subject: string;
+  /** From the ID token at the last sign-in. */
+  email: string | null;
+  name: string | null;
+  created_at: number;
+  signed_in_at: number;
+}
+
+/** What a role binding binds: an IdP group (OIDC_GROUPS_CLAIM), a person's email, or a person's subject. */
+export type RoleBindingKind = 'group' | 'email' | 'subject';
+
+export interface RoleBindingsTable {
+  id: string;
+  kind: RoleBindingKind;
+  value: string;
+  role: string;
+  /** The one customer the role is for; null: every customer. */
+  customer_id: number | null;
+  created_at: number;
+  /** The actor who made it (src/auth/actor.ts). */
+  created_by: string;
+}
+
+export interface SessionsTable {
+  /** SHA-256 (hex) of the secret in the session cookie. */
+  id: string;
+  person_id: number;
+  /** JSON array of the person's IdP groups at the last sign-in or refresh. */
+  groups: string;
+  /** The provider's refresh token, sealed under the data keys (associated data `session-refresh:<id>`); null when it gave none. */
+  refresh_token_sealed: string | null;
+  created_at: number;
+  /** When a request last used it (written at most once a minute): the idle timeout counts from here. */
+  seen_at: number;
+  /** When the groups were last read from the provider. */
+  refreshed_at: number;
+  /** The absolute end of the session. */
+  expires_at: number;
+  /** When it was signed out or revoked; null while it lasts. */
+  ended_at: number | null;
+  ended_by: string | null;
+}
+
+/** A sign-in between the redirect to the provider and its callback. */
+export interface SignInAttemptsTable {
+  /** SHA-256 (hex) of the `state` sent to the provider. */
+  id: string;
+  nonce: string;
+  code_verifier: string;
+  /** The console path to show once signed in. */
+  return_to: string;
+  created_at: number;
+}
+
+/** A token signed by `keyfleet token issue` (its `jti`), so that it can be listed and revoked. */
+export interface ApiTokensTable {
+  id: string;
+  name: string;
+  subject: string;
+  customer_id: number | null;
+  /** Space-separated. */
+  scopes: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  revoked_by: string | null;
 }

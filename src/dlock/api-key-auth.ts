@@ -33,6 +33,7 @@ export function requireApiKeyReading<Row extends ApiKeyRow>(lookupFor: (request:
       const result = await checkApiKey(request.server.db, bearer.credential, Date.now(), lookupFor(request));
       if (!result.ok) throw unauthorized(result.reason === 'malformed' ? MALFORMED_KEY : INVALID_KEY);
       request.apiKeyOwner = result.owner;
+      request.actor = { kind: 'api_key', id: result.owner.keyId, name: `API key ${result.owner.keyId} of ${result.owner.customer}` };
       request.apiKeyRow = result.row;
     },
     { apiKey: [] },

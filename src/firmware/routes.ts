@@ -66,7 +66,8 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addContentTypeParser(OCTET_STREAM, (_request, payload, done) => done(null, payload));
 
   const canRead = requireScopes('okm:read');
-  const canAdminister = requireScopes('admin');
+  // The catalog is the fleet's: firmware:write is granted only for every customer (src/auth/roles.ts).
+  const canWrite = requireScopes('firmware:write');
 
   app.get(
     '/',
@@ -79,7 +80,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/',
-    { onRequest: canAdminister, schema: { operationId: 'addFirmwareUrl', summary: 'Add a release served from a URL', body: UrlReleaseBody, response: { 201: resourceResponse(ReleaseView), ...errorResponses } } },
+    { onRequest: canWrite, schema: { operationId: 'addFirmwareUrl', summary: 'Add a release served from a URL', body: UrlReleaseBody, response: { 201: resourceResponse(ReleaseView), ...errorResponses } } },
     async (request, reply) => {
       const release = await addUrlRelease(app.db, app.settings, request.body, Date.now());
       return reply.code(201).send({ message: MESSAGES.created, data: release });
@@ -89,7 +90,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:kind/latest',
     {
-      onRequest: canAdminister,
+      onRequest: canWrite,
       schema: { operationId: 'setLatestFirmware', summary: 'Set the fleet-wide latest release of a kind', params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
     },
     async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, request.params.kind, request.body.version) }),
@@ -98,7 +99,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:kind/:version',
     {
-      onRequest: canAdminister,
+      onRequest: canWrite,
       preValidation: requireOctetStream,
       config: { openapi: UPLOAD },
       schema: { operationId: 'uploadFirmware', summary: 'Upload a release file (application/octet-stream)', params: ReleaseParams, response: { 201: resourceResponse(ReleaseView), ...errorResponses } },
@@ -121,7 +122,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(
     '/:kind/:version',
-    { onRequest: canAdminister, schema: { operationId: 'deleteFirmware', summary: 'Delete a release', params: ReleaseParams, response: { 204: Type.Null(), ...errorResponses } } },
+    { onRequest: canWrite, schema: { operationId: 'deleteFirmware', summary: 'Delete a release', params: ReleaseParams, response: { 204: Type.Null(), ...errorResponses } } },
     async (request, reply) => {
       await removeRelease(app.db, request.params.kind, request.params.version);
       return reply.code(204).send(null);

@@ -51,6 +51,17 @@ export function redactUrl(url: string): string {
  * up every DEVICE_CALL_SUMMARY_MS (calls by status, slowest), so that a fleet's log at the
  * default level stays readable and costs next to nothing. Errors are always logged.
  */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Who made the request, once its credential is verified (SPEC section 17: a person, an API
+     * token, a DLock API key): written in the request's log line. Set by the capability that
+     * verifies the credential; the shape is the auth capability's Actor.
+     */
+    actor: { kind: string; id: string; name: string } | undefined;
+  }
+}
+
 export class RequestLogController extends LogController {
   #deviceCalls = 0;
   #deviceStatuses: Record<string, number> = {};
@@ -66,6 +77,7 @@ export class RequestLogController extends LogController {
       req: { method: request.method, url: redactUrl(request.url), route: request.routeOptions?.url, remoteAddress: request.ip },
       res: { statusCode: reply.statusCode },
       responseTime: Math.round(reply.elapsedTime * 10) / 10,
+      ...(request.actor === undefined ? {} : { actor: request.actor }),
     };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else if (deviceCall) reply.log.debug(line, 'request completed');
@@ -110,4 +122,9 @@ export function registerRequestIdHeader(app: FastifyInstance): void {
     reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });
+}
+
+/** request.actor, empty until a credential is verified. */
+export function registerRequestActor(app: FastifyInstance): void {
+  app.decorateRequest('actor', undefined);
 }

@@ -39,7 +39,8 @@ const ACTIONS: { path: string; operationId: string; summary: string; action: Act
 /** Firmware rollouts (SPEC section 13), mounted at /api/v1/rollouts. */
 const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, options) => {
   const canRead = requireScopes('okm:read');
-  const canWrite = requireScopes('okm:read', 'okm:write');
+  const canWrite = requireScopes('okm:read', 'rollout:write');
+  const canApprove = requireScopes('okm:read', 'rollout:approve');
 
   const rolloutRequest = (request: FastifyRequest, customerName?: string): RolloutRequest => ({
     db: app.db,
@@ -101,7 +102,7 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     app.post(
       `/:id/${path}`,
       {
-        onRequest: canWrite,
+        onRequest: path === 'approve' ? canApprove : canWrite,
         schema: { operationId, summary, params: RolloutParams, querystring: CustomerOnlyQuery, response: { 200: resourceResponse(RolloutView), ...errorResponses } },
       },
       async (request) => ({ message: MESSAGES.updated, data: await action(rolloutRequest(request, request.query.customer), request.params.id) }),

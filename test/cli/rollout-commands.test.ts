@@ -75,7 +75,7 @@ forEachDatabase('keyfleet rollout and customer time zones', (kind) => {
   test('rollout approve: approves a rollout another operator created, as cli:<account>, and again with the approval as it stands; its own rollout is refused (exit 4), an unknown one is exit 3, a malformed id exit 2', async () => {
     const okm = (await store.db.selectFrom('okms').select('serial_number').where('serial_number', 'like', 'CLI-ROLLOUT-%').orderBy('serial_number').limit(2).execute()).map((row) => row.serial_number);
     const byAlice = await createRollout(
-      { db: store.db, principal: { subject: 'alice', customer: null, scopes: new Set(['admin']), isAdmin: true }, customerName: 'acme', now: Date.now(), emit: async () => {} },
+      { db: store.db, principal: { subject: 'alice', actor: { kind: 'token', id: 'alice', name: 'alice' }, customer: null, scopes: new Set(['admin']), isAdmin: true }, customerName: 'acme', now: Date.now(), emit: async () => {} },
       { kind: 'kas', version: '2.0', customer: 'acme', groups: [{ percent: 100 }], approval_required: true, filter: { serial_numbers: [okm[0]!] } },
     );
     const ownCreated = await keyfleet('rollout', 'create', 'kas', '2.0', '--customer', 'acme', '--groups', '100', '--serials', okm[1]!, '--approval-required', '--json');

@@ -1,0 +1,291 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../db/database.ts';
+import { forbidden, unauthorized } from '../http/errors.ts';
+import type { KeyRing } from '../secrets/key-ring.ts';
+import { open, seal } from '../secrets/sealed-box.ts';
+import { sealedColumn } from '../secrets/sealed-columns.ts';
+import type { FreshCopy } from '../shared/fresh-copy.ts';
+import type { Actor } from './actor.ts';
+import type { CredentialCheck, Principal } from './guard.ts';
+import { ProviderUnavailableError, type OidcClient, type ProviderIdentity } from './oidc.ts';
+import { grantOf, type Grant, type RoleBinding } from './role-bindings.ts';
+
+/**
+ * Sessions of people signed in through the OpenID Provider (SPEC section 17): a row on the
+ * server per session, found by the SHA-256 of the secret in an HttpOnly cookie. A process
+ * re-reads a session's row at most SESSION_MAX_AGE_MS after it last did, so that a revocation
+ * applies on every process within that, and the role from the bindings as they are at most
+ * BINDINGS_MAX_AGE_MS ago: a request of a session costs a map lookup, not a query.
+ */
+
+export const SESSION_COOKIE = 'keyfleet_session';
+/** How stale a process's copy of a session row may be: a revocation or sign-out applies within this. */
+export const SESSION_MAX_AGE_MS = 1_000;
+/** `seen_at` (the idle timeout's start) is written at most this often, so that a session's requests do not each write. */
+const SEEN_WRITE_INTERVAL_MS = 60_000;
+/** A refresh that failed because the provider was down is tried again after this. */
+const REFRESH_RETRY_MS = 30_000;
+/** Sessions a process keeps in memory; past it the oldest are read again when used. */
+const MAX_CACHED_SESSIONS = 10_000;
+
+const refreshTokenData = (id: string) => `session-refresh:${id}`;
+
+/** The sealed refresh tokens, for master-key rotation (src/key-ring.ts lists it). */
+export const SESSION_REFRESH_TOKENS = sealedColumn({ table: 'sessions', column: 'refresh_token_sealed', key: 'id', reads: ['id'], associatedData: (row) => refreshTokenData(row.id as string) });
+
+/** The session id (what the database keys) of a cookie's secret. */
+export const sessionIdOf = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+export interface Person {
+  id: number;
+  issuer: string;
+  subject: string;
+  email: string | null;
+  name: string | null;
+}
+
+/** Records the person of a sign-in (made at the first), with their email and name as the provider gives them now. */
+export async function upsertPerson(db: Db, identity: ProviderIdentity, now: number): Promise<Person> {
+  const values = { email: identity.email, name: identity.name, signed_in_at: now };
+  await db
+    .insertInto('people')
+    .values({ issuer: identity.issuer, subject: identity.subject, created_at: now, ...values })
+    .onConflict((conflict) => conflict.columns(['issuer', 'subject']).doUpdateSet(values))
+    .execute();
+  const row = await db.selectFrom('people').select(['id', 'issuer', 'subject', 'email', 'name']).where('issuer', '=', identity.issuer).where('subject', '=', identity.subject).executeTakeFirstOrThrow();
+  return { ...row, id: Number(row.id) };
+}
+
+/** Starts a session; the secret is for the cookie only (the database keeps its hash). */
+export async function startSession(db: Db, keyRing: KeyRing, settings: Settings, person: Person, identity: ProviderIdentity, now: number): Promise<{ secret: string; expiresAt: number }> {
+  const secret = randomBytes(32).toString('base64url');
+  const id = sessionIdOf(secret);
+  const expiresAt = now + settings.sessionLifetimeMs;
+  await db
+    .insertInto('sessions')
+    .values({
+      id,
+      person_id: person.id,
+      groups: JSON.stringify(identity.groups),
+      refresh_token_sealed: identity.refreshToken === undefined ? null : await seal(keyRing, identity.refreshToken, refreshTokenData(id)),
+      created_at: now,
+      seen_at: now,
+      refreshed_at: now,
+      expires_at: expiresAt,
+      ended_at: null,
+      ended_by: null,
+    })
+    .execute();
+  return { secret, expiresAt };
+}
+
+/** Ends a session (sign-out, revocation); an ended one stays as it was. */
+export async function endSession(db: Db, id: string, { now, by }: { now: number; by: string }): Promise<boolean> {
+  const result = await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('id', '=', id).where('ended_at', 'is', null).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export interface SessionView {
+  /** A short public handle of the session (the first 16 hex digits of its id), what revocation names. */
+  id: string;
+  person: { id: number; email: string | null; name: string | null; subject: string };
+  created_at: string;
+  seen_at: string;
+  expires_at: string;
+  ended_at: string | null;
+}
+
+/** The public handle: enough to name a session, never enough to open it (the id is itself a hash). */
+export const sessionHandle = (id: string) => id.slice(0, 16);
+
+const iso = (ms: number) => new Date(Number(ms)).toISOString();
+
+/** Sessions that have not ended or expired, newest first; of one person when `personId` is given. */
+export async function listSessions(db: Db, { now, personId }: { now: number; personId?: number }): Promise<SessionView[]> {
+  let query = db
+    .selectFrom('sessions')
+    .innerJoin('people', 'people.id', 'sessions.person_id')
+    .select(['sessions.id', 'people.id as person_id', 'people.email', 'people.name', 'people.subject', 'sessions.created_at', 'sessions.seen_at', 'sessions.expires_at', 'sessions.ended_at'])
+    .where('sessions.ended_at', 'is', null)
+    .where('sessions.expires_at', '>', now)
+    .orderBy('sessions.created_at', 'desc')
+    .orderBy('sessions.id');
+  if (personId !== undefined) query = query.where('sessions.person_id', '=', personId);
+  return (await query.execute()).map((row) => ({
+    id: sessionHandle(row.id),
+    person: { id: Number(row.person_id), email: row.email, name: row.name, subject: row.subject },
+    created_at: iso(row.created_at),
+    seen_at: iso(row.seen_at),
+    expires_at: iso(row.expires_at),
+    ended_at: null,
+  }));
+}
+
+/** Ends every session of the person (offboarding) or the one session with that handle; the count ended. */
+export async function revokeSessions(db: Db, target: { personId: number } | { handle: string }, { now, by }: { now: number; by: string }): Promise<number> {
+  let query = db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('ended_at', 'is', null);
+  query = 'personId' in target ? query.where('person_id', '=', target.personId) : query.where('id', 'like', `${target.handle}%`);
+  return Number((await query.executeTakeFirst()).numUpdatedRows);
+}
+
+interface CachedSession {
+  id: string;
+  person: Person;
+  groups: string[];
+  refreshTokenSealed: string | null;
+  seenAt: number;
+  refreshedAt: number;
+  expiresAt: number;
+  endedAt: number | null;
+  /** When this process read the row. */
+  readAt: number;
+  /** The principal of the grant computed from `bindings`, reused while they are the same copy. */
+  principal?: { bindings: readonly RoleBinding[]; value: Principal | Error };
+  /** No refresh before this (the provider was down at the last try). */
+  refreshNotBefore?: number;
+}
+
+export interface SessionCheckOptions {
+  db: Db;
+  keyRing: KeyRing;
+  settings: Settings;
+  bindings: FreshCopy<RoleBinding[]>;
+  /** The provider, to read a session's groups again; undefined without OIDC settings (no session can start then). */
+  oidc: OidcClient | undefined;
+  /** Whether the request carries a valid anti-CSRF token (src/auth/plugin.ts). */
+  csrfTokenValid(request: FastifyRequest): boolean;
+  log: FastifyBaseLogger;
+  clock?: () => number;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The principal of a person's grant, or the error that refuses it. */
+function principalOfGrant(person: Person, grant: Grant): Principal | Error {
+  if (!grant.ok) return forbidden(`Your session gives no access: ${grant.reason}`);
+  const actor: Actor = { kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject };
+  return {
+    subject: `person:${person.email ?? person.subject}`,
+    actor,
+    customer: grant.customer,
+    scopes: grant.scopes,
+    isAdmin: grant.scopes.has('admin'),
+    roles: grant.roles,
+  };
+}
+
+/** The CredentialCheck of session cookies, with a per-process cache of the sessions in use. */
+export function sessionCheck(options: SessionCheckOptions): CredentialCheck & { forget(id: string): void } {
+  const { db, keyRing, settings, bindings, oidc, log } = options;
+  const clock = options.clock ?? Date.now;
+  const cache = new Map<string, CachedSession>();
+  const refreshing = new Map<string, Promise<void>>();
+
+  async function readSession(id: string, now: number): Promise<CachedSession | undefined> {
+    const row = await db
+      .selectFrom('sessions')
+      .innerJoin('people', 'people.id', 'sessions.person_id')
+      .select(['sessions.id', 'sessions.groups', 'sessions.refresh_token_sealed', 'sessions.seen_at', 'sessions.refreshed_at', 'sessions.expires_at', 'sessions.ended_at', 'people.id as person_id', 'people.issuer', 'people.subject', 'people.email', 'people.name'])
+      .where('sessions.id', '=', id)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const previous = cache.get(id);
+    const session: CachedSession = {
+      id,
+      person: { id: Number(row.person_id), issuer: row.issuer, subject: row.subject, email: row.email, name: row.name },
+      groups: JSON.parse(row.groups) as string[],
+      refreshTokenSealed: row.refresh_token_sealed,
+      seenAt: Number(row.seen_at),
+      refreshedAt: Number(row.refreshed_at),
+      expiresAt: Number(row.expires_at),
+      endedAt: row.ended_at === null ? null : Number(row.ended_at),
+      readAt: now,
+      ...(previous?.refreshNotBefore === undefined ? {} : { refreshNotBefore: previous.refreshNotBefore }),
+    };
+    if (cache.size >= MAX_CACHED_SESSIONS) cache.delete(cache.keys().next().value!);
+    cache.set(id, session);
+    return session;
+  }
+
+  /** Reads the person's groups from the provider again; ends the session if the provider no longer knows it. */
+  async function refresh(session: CachedSession, now: number): Promise<void> {
+    if (!oidc || session.refreshTokenSealed === null) {
+      // Without a refresh token the groups cannot be read again: the person signs in again.
+      await endSession(db, session.id, { now, by: 'system:session-refresh' });
+      return;
+    }
+    try {
+      const refreshToken = (await open(keyRing, session.refreshTokenSealed, refreshTokenData(session.id))).toString('utf8');
+      const identity = await oidc.refresh(refreshToken);
+      await db
+        .updateTable('sessions')
+        .set({
+          groups: JSON.stringify(identity.groups),
+          refreshed_at: now,
+          refresh_token_sealed: identity.refreshToken === undefined ? null : await seal(keyRing, identity.refreshToken, refreshTokenData(session.id)),
+        })
+        .where('id', '=', session.id)
+        .execute();
+    } catch (error) {
+      if (error instanceof ProviderUnavailableError) {
+        log.warn({ err: { message: error.message } }, 'session refresh: the identity provider is unavailable; the session keeps its groups for now');
+        session.refreshNotBefore = now + REFRESH_RETRY_MS;
+        return;
+      }
+      // The provider refused the refresh token (the person was disabled, the grant revoked).
+      log.info({ person: session.person.id, reason: (error as Error).message }, 'session refresh refused by the identity provider; the session ends');
+      await endSession(db, session.id, { now, by: 'system:session-refresh' });
+    }
+  }
+
+  async function currentSession(id: string, now: number): Promise<CachedSession | undefined> {
+    let session = cache.get(id);
+    if (!session || now - session.readAt >= SESSION_MAX_AGE_MS) session = await readSession(id, now);
+    if (!session || session.endedAt !== null) return session;
+    const refreshDue = now - session.refreshedAt >= settings.sessionRefreshMs && (session.refreshNotBefore === undefined || now >= session.refreshNotBefore);
+    if (refreshDue) {
+      let running = refreshing.get(id);
+      if (!running) {
+        running = refresh(session, now).finally(() => refreshing.delete(id));
+        refreshing.set(id, running);
+      }
+      await running;
+      session = (await readSession(id, now)) ?? session;
+    }
+    return session;
+  }
+
+  return {
+    async sessionPrincipal(request) {
+      const secret = request.cookies?.[SESSION_COOKIE];
+      if (secret === undefined || secret === '') return undefined;
+      const now = clock();
+      const id = sessionIdOf(secret);
+      const session = await currentSession(id, now);
+      if (!session) throw unauthorized('Session is unknown: sign in again');
+      if (session.endedAt !== null) throw unauthorized('Session has ended: sign in again');
+      if (now >= session.expiresAt) throw unauthorized('Session has expired: sign in again');
+      if (now - session.seenAt >= settings.sessionIdleMs) {
+        await endSession(db, id, { now, by: 'system:idle-timeout' });
+        cache.delete(id);
+        throw unauthorized('Session was idle too long: sign in again');
+      }
+      // A cookie rides along with any request a page of another site makes; a write needs proof that the console made it.
+      if (!SAFE_METHODS.has(request.method) && !options.csrfTokenValid(request)) throw forbidden('Missing or invalid anti-CSRF token (header x-csrf-token): reload the console');
+      if (now - session.seenAt >= SEEN_WRITE_INTERVAL_MS) {
+        session.seenAt = now;
+        await db.updateTable('sessions').set({ seen_at: now }).where('id', '=', id).execute();
+      }
+      const current = await bindings.get();
+      if (session.principal?.bindings !== current) {
+        session.principal = { bindings: current, value: principalOfGrant(session.person, grantOf(current, { subject: session.person.subject, email: session.person.email, groups: session.groups })) };
+      }
+      const principal = session.principal.value;
+      if (principal instanceof Error) throw principal;
+      return principal;
+    },
+    forget: (id) => void cache.delete(id),
+  };
+}
