@@ -69,6 +69,11 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
         request.log.warn({ err: { message: error.message } }, 'sign-in: the identity provider is unavailable');
         return providerDown(reply);
       }
+      if (error instanceof SignInRefusedError) {
+        // The provider's metadata failed a check (another issuer, no authorization endpoint): the settings or the provider are wrong.
+        request.log.error({ reason: error.message }, 'sign-in: the identity provider\'s configuration failed a check; see OIDC_ISSUER');
+        return sendSignInProblem(reply, 502, 'Sign-in is misconfigured', 'keyfleet could not use the answer of your company\'s sign-in service. Tell your administrator: the log says why.');
+      }
       throw error;
     }
     const now = Date.now();

@@ -78,12 +78,13 @@ export interface OidcClient {
   endSessionUrl(postLogoutRedirectUri: string): Promise<URL | undefined>;
 }
 
-export function createOidcClient(settings: OidcSettings): OidcClient {
+/** `clockToleranceSeconds`: the leeway for the ID token's times, as for the deployment's own tokens (JWT_CLOCK_TOLERANCE_SECONDS). */
+export function createOidcClient(settings: OidcSettings, clockToleranceSeconds: number): OidcClient {
   let discovered: Promise<client.Configuration> | undefined;
   const configuration = () =>
     (discovered ??= (async () => {
       const authentication = settings.clientSecret === undefined ? client.None() : settings.tokenEndpointAuth === 'client_secret_post' ? client.ClientSecretPost(settings.clientSecret) : client.ClientSecretBasic(settings.clientSecret);
-      const config = await client.discovery(new URL(settings.issuer), settings.clientId, { redirect_uris: [settings.redirectUri] }, authentication, {
+      const config = await client.discovery(new URL(settings.issuer), settings.clientId, { redirect_uris: [settings.redirectUri], [client.clockTolerance]: clockToleranceSeconds }, authentication, {
         timeout: PROVIDER_TIMEOUT_SECONDS,
         // Everything from outside is bounded: at most 64 KiB of any answer of the provider (SPEC section 16).
         [client.customFetch]: (url: string, options: client.CustomFetchOptions) => fetchAtMost(url, options as RequestInit),

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
 import { notFound } from '../http/errors.ts';
@@ -67,7 +68,7 @@ const bindingView = (binding: RoleBinding) => ({ ...binding, customer: binding.c
  * Who is signed in, and the people, roles, sessions and tokens an admin manages (SPEC section 17):
  * /api/v1/me, /api/v1/role-bindings, /api/v1/sessions, /api/v1/people/{id}/sessions, /api/v1/tokens.
  */
-const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: import('fastify').FastifyRequest): string | undefined }> = async (app, { csrfTokenFor }) => {
+const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyRequest): string | undefined }> = async (app, { csrfTokenFor }) => {
   const anyone = requireScopes();
   const canAdminister = requireScopes('admin');
   const now = () => Date.now();

@@ -50,7 +50,7 @@ async function authPlugin(app: FastifyInstance): Promise<void> {
     const secret = sessionSecretOf(request);
     return secret !== undefined && request.principal?.actor.kind === 'person' ? csrf.create(csrfSecretOf(secret)) : undefined;
   };
-  const oidc = app.settings.oidc && createOidcClient(app.settings.oidc);
+  const oidc = app.settings.oidc && createOidcClient(app.settings.oidc, app.settings.jwtClockToleranceSeconds);
   const bindings = currentBindings(app.db);
   const sessions = sessionCheck({ db: app.db, keyRing: app.keyRing, settings: app.settings, bindings, oidc, csrfTokenValid, log: app.log });
   app.decorate('credentialCheck', sessions);

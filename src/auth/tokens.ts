@@ -100,7 +100,7 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (request.ttlSeconds > MAX_TOKEN_TTL_SECONDS) {
     throw badRequest(`ttl: at most ${MAX_TOKEN_TTL_SECONDS / 86_400} days (${MAX_TOKEN_TTL_SECONDS} s), got ${request.ttlSeconds} s: every token expires`);
   }
-  if (request.name !== undefined && !/^[^\x00-\x1f\x7f]{1,128}$/.test(request.name)) {
+  if (request.name !== undefined && !/^[^\p{Cc}]{1,128}$/u.test(request.name)) {
     throw badRequest('name: expected 1-128 characters without control characters');
   }
 

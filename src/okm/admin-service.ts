@@ -208,7 +208,7 @@ const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.pr
 
 export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): Promise<CursorPage<OkmRecord>> {
   const page = cursorPageRequest(OKM_PAGES, query);
-  if (query.unassigned && !request.principal.isAdmin) throw forbidden('unassigned: only an admin token may list unassigned OKMs');
+  if (query.unassigned && request.principal.customer !== null) throw forbidden('unassigned: only a principal of every customer (an operator) may list unassigned OKMs');
   const acting = await actingFor(request);
   if (query.unassigned && acting !== null) throw badRequest('unassigned: cannot be combined with customer');
   const okms = await listOkms(
@@ -250,8 +250,8 @@ async function lockedOwnOkm(trx: Db, acting: Customer, serialNumber: string): Pr
   return owned;
 }
 
-/** The acting customer of a customer token; null for an admin token, whichever customer it acts for. */
-const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (request.principal.isAdmin ? null : acting);
+/** The acting customer of a principal bound to one customer; null for one of every customer (an admin token, a fleet-wide role), whichever customer it acts for. */
+const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (request.principal.customer === null ? null : acting);
 
 /**
  * PUT: replaces the settings of an OKM. A customer token: only of an OKM its customer holds
