@@ -60,6 +60,12 @@ export function commandGroup(program: Command, name: string, description: string
 /** A malformed argument or option value: exit code 2, like a command line commander refuses. */
 export class UsageError extends Error {}
 
+/** --person: a person's id as lists show it. */
+export function personIdOption(text: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(text)) throw new UsageError(`--person: expected a person id (a positive integer), got "${text}"`);
+  return Number(text);
+}
+
 /** An option's duration ("0s", "30s", "15m", "1h", "7d", also "ms") in milliseconds, at least `minimumMs`. */
 export function durationOption(option: string, text: string, minimumMs = 1): number {
   const ms = parseDuration(text);

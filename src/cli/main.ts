@@ -26,7 +26,15 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
     description: 'manage customers (tenants)',
     commands: { create: () => import('./customer-create.ts'), list: () => import('./customer-list.ts'), update: () => import('./customer-update.ts') },
   },
-  token: { description: 'issue API tokens', commands: { issue: () => import('./token-issue.ts') } },
+  token: {
+    description: 'issue, list and revoke API tokens',
+    commands: { issue: () => import('./token-issue.ts'), list: () => import('./token-list.ts'), revoke: () => import('./token-revoke.ts') },
+  },
+  role: {
+    description: 'bind people and IdP groups to roles',
+    commands: { bind: () => import('./role-bind.ts'), unbind: () => import('./role-unbind.ts'), list: () => import('./role-list.ts') },
+  },
+  session: { description: 'list and end the sessions of people signed in', commands: { list: () => import('./session-list.ts'), revoke: () => import('./session-revoke.ts') } },
   'signing-key': {
     description: 'manage the key that signs the deployment’s JWTs',
     commands: { list: () => import('./signing-key-list.ts'), rotate: () => import('./signing-key-rotate.ts'), retire: () => import('./signing-key-retire.ts') },

@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { loadSettings, MAX_SERVE_WORKERS, type Settings } from '../config/settings.ts';
+import { drainConnections } from '../http/draining.ts';
 import { superviseWorkers } from '../http/worker-processes.ts';
 import { startBackgroundReseal } from '../secrets/reseal.ts';
 import { buildServer } from '../server.ts';
@@ -9,9 +10,16 @@ import { limitStopTime, onStopSignal, openContext, UsageError, type CliContext }
 
 /**
  * Requests still running this long after SIGTERM lose their connections, so that the process
- * exits within 10 s (deliveries in flight are cut earlier: STOP_DELIVERIES_AFTER_MS).
+ * exits within 10 s (deliveries in flight are cut earlier: STOP_DELIVERIES_AFTER_MS after the
+ * linger, when the background work is told to stop).
  */
 const DRAIN_DEADLINE_MS = 8_000;
+/**
+ * How long the open keep-alive connections are still read after SIGTERM, each request on them
+ * answered (503 once the drain has begun), before the idle ones are closed: far longer than a
+ * request already on its way takes to arrive, far inside DRAIN_DEADLINE_MS.
+ */
+const LINGER_MS = 500;
 
 /** --workers, else SERVE_WORKERS; several only on PostgreSQL. */
 function workerCount(option: string | undefined, settings: Settings): number {
@@ -30,10 +38,10 @@ function workerCount(option: string | undefined, settings: Settings): number {
 }
 
 /**
- * Serves in this process until SIGTERM or SIGINT: stops accepting, lets in-flight requests
- * finish (new requests on open keep-alive connections get 503), stops background work (the
- * close hooks), closes the database, exits 0. A cluster worker stops the same way when its
- * primary goes away.
+ * Serves in this process until SIGTERM or SIGINT: stops accepting, keeps reading the open
+ * keep-alive connections for LINGER_MS and answers every request on them 503
+ * (drainConnections), lets in-flight requests finish, stops background work (the close hooks),
+ * closes the database, exits 0. A cluster worker stops the same way when its primary goes away.
  */
 async function serveHere(context: CliContext, { reseal }: { reseal: boolean }): Promise<void> {
   const server = await buildServer(context);
@@ -49,6 +57,7 @@ async function serveHere(context: CliContext, { reseal }: { reseal: boolean }): 
       server.server.closeAllConnections();
     }, DRAIN_DEADLINE_MS).unref();
     try {
+      await drainConnections(server, LINGER_MS);
       await server.close();
       await context.close();
       server.log.info('stopped');

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { Command } from 'commander';
 import { issueToken, type IssuedToken } from '../auth/tokens.ts';
 import { commandGroup, durationOption, openContext, printResult } from './context.ts';
@@ -10,6 +11,8 @@ export interface TokenOptions {
   ttl: string;
   /** Who the token stands for (sub): recorded as creator or approver of a rollout. */
   subject?: string;
+  /** What the token is for, as token list shows it. */
+  name?: string;
 }
 
 /** A JWT signed with the deployment key, as `keyfleet token issue` and `keyfleet console` print it. */
@@ -18,23 +21,31 @@ export async function issueTokenFromOptions(options: TokenOptions): Promise<Issu
   const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
   const context = await openContext();
   try {
-    return await issueToken(context.db, context.keyRing, context.settings, { customer: options.customer, scopes, ttlSeconds, subject: options.subject });
+    return await issueToken(context.db, context.keyRing, context.settings, {
+      customer: options.customer,
+      scopes,
+      ttlSeconds,
+      subject: options.subject,
+      name: options.name,
+      issuedBy: `cli:${os.userInfo().username}`,
+    });
   } finally {
     await context.close();
   }
 }
 
 export function register(program: Command): void {
-  commandGroup(program, 'token', 'issue API tokens')
+  commandGroup(program, 'token', 'issue, list and revoke API tokens')
     .command('issue')
     .description('print a JWT signed with the deployment key')
     .option('--customer <name>', 'the customer the token acts for; omit for an operator token (needs admin, which acts for every customer and so is refused with --customer)')
-    .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write lock:read admin')
-    .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d', '1h')
+    .requiredOption('--scope <scopes>', 'space-separated: acl:read acl:create acl:delete okm:read okm:write lock:read firmware:write rollout:write rollout:approve audit:read admin')
+    .option('--ttl <duration>', 'lifetime: 30s, 15m, 1h, 7d (at most 366d)', '1h')
+    .option('--name <text>', 'what the token is for, as token list shows it (default: its subject)')
     .option('--subject <name>', 'who the token stands for (sub), e.g. the operator: recorded as creator or approver of a rollout')
     .option('--json', 'print one JSON object')
     .action(async (options: TokenOptions & { json?: boolean }) => {
-      const { token, expiresAt } = await issueTokenFromOptions(options);
-      printResult(options.json, { token, expires_at: expiresAt }, token);
+      const { token, id, expiresAt } = await issueTokenFromOptions(options);
+      printResult(options.json, { token, id, expires_at: expiresAt }, token);
     });
 }
