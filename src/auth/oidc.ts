@@ -49,8 +49,10 @@ function describe(error: unknown): string {
 function isUnavailable(error: unknown): boolean {
   if (error instanceof client.ResponseBodyError) return error.status >= 500;
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
-  // fetch's network failures (refused, reset, unknown host) and a non-JSON answer of a proxy.
-  return error instanceof TypeError || (error instanceof client.ClientError && error.code === 'OAUTH_RESPONSE_IS_NOT_JSON');
+  // An answer that is no OAuth answer, with a server error's status (a proxy's 502 page, a 503 for maintenance).
+  if (error instanceof Error && error.cause instanceof Response) return error.cause.status >= 500;
+  // fetch's network failures: refused, reset, unknown host.
+  return error instanceof TypeError;
 }
 
 function classify(error: unknown): Error {

@@ -206,6 +206,18 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
     await eventually(async () => (await api('GET', '/api/v1/okms', { client })).status === 200, SESSION_REFRESH_MS + 3_000, 'the role back after a refresh');
   });
 
+  test('while the provider is down, a session due for its refresh keeps its groups and works; the refresh happens once it is back', async () => {
+    const { client } = await signedIn('alice');
+    idp.down = true;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, SESSION_REFRESH_MS + 200));
+      assert.equal((await api('GET', '/api/v1/okms', { client })).status, 200);
+    } finally {
+      idp.down = false;
+    }
+    assert.equal((await api('GET', '/api/v1/okms', { client })).status, 200);
+  });
+
   test('sign-out ends the session on the server (the old cookie is a 401 afterwards) and gives the provider\'s sign-out page', async () => {
     const { client, csrf } = await signedIn('alice');
     const cookie = client.cookie(base, 'keyfleet_session')!;
@@ -378,5 +390,33 @@ forEachDatabase('single sign-on with an ID token that expires on its way', (kind
     assert.equal(response.status, 400);
     assert.match(await response.text(), /Sign-in failed/);
     assert.equal(client.cookie(base, 'keyfleet_session'), undefined);
+  });
+});
+
+forEachDatabase('single sign-on with a provider that gives no refresh token', (kind) => {
+  let t: TestApp;
+  let idp: OpenIdProvider;
+  let base: string;
+  before(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE);
+    // Without offline_access the provider gives no refresh token, as Google does.
+    t = await buildTestApp(kind, { PUBLIC_BASE_URL: base, OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ALLOW_HTTP: 'true', OIDC_SCOPES: 'openid email profile groups', SESSION_REFRESH: '1s' });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    await t.db.insertInto('role_bindings').values({ id: 'binding-alice', kind: 'email', value: 'alice@example.com', role: 'viewer', customer_id: null, created_at: Date.now(), created_by: 'test' }).execute();
+  });
+  after(async () => {
+    await t?.close();
+    await idp?.close();
+  });
+
+  test('the session works until its first refresh, then ends: the groups cannot be read again, so the person signs in again', async () => {
+    const client = new SignInClient();
+    assert.equal((await client.signIn(base, 'alice')).response.status, 200);
+    assert.equal((await client.request(`${base}/api/v1/me`)).status, 200);
+
+    await eventually(async () => (await client.request(`${base}/api/v1/me`)).status === 401, 4_000, 'the session ended at its refresh');
+    assert.equal((await client.signIn(base, 'alice')).response.status, 200);
   });
 });
