@@ -72,6 +72,40 @@ describe('settings', () => {
     }
   });
 
+  test('single sign-on settings: off without OIDC_ISSUER; each mistake stops the start naming its variable and what to do', () => {
+    const oidc = { OIDC_ISSUER: 'https://idp.example.com/realms/acme', OIDC_CLIENT_ID: 'keyfleet', PUBLIC_BASE_URL: 'https://keyfleet.example.com' };
+    const cases: Array<[Record<string, string>, string, RegExp]> = [
+      [{ OIDC_CLIENT_ID: 'keyfleet' }, 'OIDC_CLIENT_ID', /OIDC_ISSUER is not/],
+      [{ ...oidc, OIDC_ISSUER: 'http://idp.example.com' }, 'OIDC_ISSUER', /OIDC_ALLOW_HTTP=true/],
+      [{ ...oidc, OIDC_ISSUER: 'idp.example.com' }, 'OIDC_ISSUER', /issuer URL/],
+      [{ ...oidc, OIDC_CLIENT_ID: '' }, 'OIDC_CLIENT_ID', /client id/],
+      [{ ...oidc, PUBLIC_BASE_URL: '' }, 'PUBLIC_BASE_URL', /auth\/oidc\/callback/],
+      [{ ...oidc, OIDC_SCOPES: 'email profile' }, 'OIDC_SCOPES', /openid/],
+      [{ ...oidc, OIDC_TOKEN_ENDPOINT_AUTH: 'private_key_jwt' }, 'OIDC_TOKEN_ENDPOINT_AUTH', /client_secret_basic/],
+      [{ SESSION_IDLE_TIMEOUT: '10s' }, 'SESSION_IDLE_TIMEOUT', /duration/],
+      [{ SESSION_LIFETIME: 'forever' }, 'SESSION_LIFETIME', /duration/],
+    ];
+    for (const [env, variable, message] of cases) {
+      const error = errorFor(env);
+
+      assert.equal(error.variable, variable, JSON.stringify(env));
+      assert.match(error.message, message);
+    }
+    assert.equal(loadSettings({}).oidc, undefined);
+    assert.deepEqual(loadSettings({ ...oidc, OIDC_CLIENT_SECRET: 's' }).oidc, {
+      issuer: oidc.OIDC_ISSUER,
+      clientId: 'keyfleet',
+      clientSecret: 's',
+      tokenEndpointAuth: 'client_secret_basic',
+      scopes: 'openid email profile offline_access',
+      groupsClaim: 'groups',
+      allowHttp: false,
+      redirectUri: 'https://keyfleet.example.com/auth/oidc/callback',
+    });
+    assert.equal(loadSettings({ ...oidc, OIDC_ISSUER: 'http://127.0.0.1:9000', OIDC_ALLOW_HTTP: 'true' }).oidc?.issuer, 'http://127.0.0.1:9000');
+    assert.deepEqual([loadSettings({}).sessionIdleMs, loadSettings({}).sessionLifetimeMs, loadSettings({}).sessionRefreshMs], [30 * 60_000, 12 * 3_600_000, 5 * 60_000]);
+  });
+
   test('the firmware retry policy is the SPEC\'s default unless FIRMWARE_RETRY_POLICY says otherwise; what it leaves out is the default\'s', () => {
     assert.deepEqual(loadSettings({}).firmwareRetryPolicy, { offers: 3, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
     assert.deepEqual(loadSettings({ FIRMWARE_RETRY_POLICY: '{"offers": 0}' }).firmwareRetryPolicy, { offers: 0, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
