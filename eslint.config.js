@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', '.tmp/', 'dist/', 'console/dist/'] },
+  { ignores: ['node_modules/', 'data/', 'data-sso-demo/', '.tmp/', 'dist/', 'console/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
