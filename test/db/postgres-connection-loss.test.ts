@@ -11,6 +11,7 @@ import { loadKeyRing } from '../../src/secrets/load-key-ring.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { KEY_SET_MAX_AGE_MS } from '../../src/auth/signing-keys.ts';
 import { issueToken } from '../../src/auth/tokens.ts';
+import { SESSION_MAX_AGE_MS, startSession, upsertPerson } from '../../src/auth/sessions.ts';
 import { buildServer } from '../../src/server.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { POSTGRES_URL, createTestDatabase, unavailableReason } from '../helpers/databases.ts';
@@ -136,17 +137,23 @@ describe('PostgreSQL sessions that the server times out', { skip }, () => {
 });
 
 describe('a server whose PostgreSQL goes away', { skip }, () => {
-  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once (a JWT too, whose keys cannot be reread), /readyz 503, and /metrics still reports, its queue depth unknown (NaN)', async () => {
+  test('when the database is down, requests get a 503 JSON answer in each route family\'s shape at once (a JWT too, whose keys cannot be reread, and a session cookie, whose session cannot), /readyz 503, and /metrics still reports, its queue depth unknown (NaN)', async () => {
     const relay = await relayToPostgres();
     const { app, settings, close } = await appBehindRelay(relay);
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
       const { token } = await issueToken(app.db, app.keyRing, settings, { scopes: ['admin'], ttlSeconds: 3600 });
+      await app.db.insertInto('role_bindings').values({ id: 'binding-ops', kind: 'group', value: 'ops', role: 'viewer', customer_id: null, created_at: Date.now(), created_by: 'test' }).execute();
+      const identity = { issuer: 'https://idp.example.com', subject: 'pat', email: 'pat@example.com', name: 'Pat', groups: ['ops'], refreshToken: undefined };
+      const { secret } = await startSession(app.db, app.keyRing, settings, await upsertPerson(app.db, identity, Date.now()), identity, Date.now());
+      const cookies = { keyfleet_session: secret };
+      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/me', cookies })).statusCode, 200);
 
       await relay.cut();
-      // A token is verified with keys read at most KEY_SET_MAX_AGE_MS ago: let this app's copy age.
-      await new Promise((resolve) => setTimeout(resolve, KEY_SET_MAX_AGE_MS + 100));
+      // A token is verified with keys read at most KEY_SET_MAX_AGE_MS ago (a session SESSION_MAX_AGE_MS): let this app's copies age.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(KEY_SET_MAX_AGE_MS, SESSION_MAX_AGE_MS) + 100));
       const acls = await app.inject({ method: 'GET', url: '/api/v1/acls?customer=acme', headers: { authorization: `Bearer ${token}` } });
+      const bySession = await app.inject({ method: 'GET', url: '/api/v1/me', cookies });
       const started = Date.now();
       const poll = await app.inject({ method: 'GET', url: `${settings.configPath}/OKM-1` });
       const dlock = await app.inject({ method: 'GET', url: '/v1/dlock/LOCK-1', headers: { authorization: DLOCK_KEY } });
@@ -162,6 +169,9 @@ describe('a server whose PostgreSQL goes away', { skip }, () => {
       assert.deepEqual(dlock.json(), { status: 503, msg: poll.json().error_msg });
       assert.equal(ready.statusCode, 503);
       assert.equal(acls.statusCode, 503, acls.body);
+      // A session (and a token's revocation) is re-read from the database once a second old: an outage is its 503, not a 401.
+      assert.equal(bySession.statusCode, 503, bySession.body);
+      assert.equal(bySession.json().error_code, 'DATABASE_UNAVAILABLE');
       assert.equal(metrics.statusCode, 200, metrics.body);
       assert.match(metrics.body, /keyfleet_http_request_duration_seconds/);
       assert.match(metrics.body, /^keyfleet_status_events_queue_depth nan$/im);
