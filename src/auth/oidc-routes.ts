@@ -8,7 +8,7 @@ import { actorText } from './actor.ts';
 import { ProviderUnavailableError, SignInRefusedError, type OidcClient } from './oidc.ts';
 import { grantOf, type RoleBinding } from './role-bindings.ts';
 import { sendSignInProblem } from './sign-in-pages.ts';
-import { SESSION_COOKIE, endSession, sessionIdOf, startSession, upsertPerson } from './sessions.ts';
+import { SESSION_COOKIE, cookieOf, endSession, sessionIdOf, startSession, upsertPerson } from './sessions.ts';
 
 /** The cookie that carries a sign-in's `state` from the redirect to the callback, in this browser only. */
 const SIGN_IN_COOKIE = 'keyfleet_sign_in';
@@ -86,7 +86,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
   app.get('/auth/oidc/callback', { schema: { operationId: 'completeSignIn', summary: 'The OpenID Provider sends the browser back here; starts a session', tags: ['people'], querystring: CallbackQuery, hide: true } }, async (request, reply) => {
     if (!oidc) return notSetUp(reply);
     reply.clearCookie(SIGN_IN_COOKIE, { path: '/auth/oidc' });
-    const state = request.cookies[SIGN_IN_COOKIE];
+    const state = cookieOf(request, SIGN_IN_COOKIE);
     if (!state) return sendSignInProblem(reply, 400, 'This sign-in has expired', 'It was not started in this browser, or more than 10 minutes ago. Start it again.');
     if (request.query.state !== state) return sendSignInProblem(reply, 400, 'This sign-in does not match', 'The answer of the sign-in service is for another sign-in (its state differs). Start it again.');
     // Each sign-in is used once: a replayed callback finds nothing.
@@ -132,7 +132,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
       schema: { operationId: 'signOut', summary: 'Sign out: ends the session on the server (and gives the provider\'s sign-out page, where it has one)', tags: ['people'], response: { 200: LogoutAnswer }, security: [] },
     },
     async (request, reply) => {
-      const secret = request.cookies[SESSION_COOKIE];
+      const secret = cookieOf(request, SESSION_COOKIE);
       let endSessionUrl: string | null = null;
       if (secret && request.principal) {
         const id = sessionIdOf(secret);

@@ -9,7 +9,7 @@ import { createOidcClient } from './oidc.ts';
 import oidcRoutes from './oidc-routes.ts';
 import peopleRoutes from './people-routes.ts';
 import { currentBindings } from './role-bindings.ts';
-import { SESSION_COOKIE, sessionCheck } from './sessions.ts';
+import { SESSION_COOKIE, cookieOf, sessionCheck } from './sessions.ts';
 import { ensureActiveSigningKey, loadOwnKeySet } from './signing-keys.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 
@@ -35,12 +35,8 @@ async function authPlugin(app: FastifyInstance): Promise<void> {
   app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log, tokenRevocations(app.db)));
   app.decorateRequest('principal', undefined);
 
-  await app.register(fastifyCookie);
   const csrf = createCsrfTokens();
-  const sessionSecretOf = (request: FastifyRequest) => {
-    const secret = request.cookies[SESSION_COOKIE];
-    return secret === undefined || secret === '' ? undefined : secret;
-  };
+  const sessionSecretOf = (request: FastifyRequest) => cookieOf(request, SESSION_COOKIE);
   const csrfTokenValid = (request: FastifyRequest) => {
     const secret = sessionSecretOf(request);
     const token = request.headers['x-csrf-token'];
@@ -54,7 +50,11 @@ async function authPlugin(app: FastifyInstance): Promise<void> {
   const bindings = currentBindings(app.db);
   const sessions = sessionCheck({ db: app.db, keyRing: app.keyRing, settings: app.settings, bindings, oidc, csrfTokenValid, log: app.log });
   app.decorate('credentialCheck', sessions);
-  await app.register(oidcRoutes, { oidc, bindings, forgetSession: sessions.forget });
+  // @fastify/cookie sets the cookies of the sign-in routes; in their own context, so that its hooks run on those routes only, never on a poll.
+  await app.register(async (signIn) => {
+    await signIn.register(fastifyCookie, { hook: false });
+    await signIn.register(oidcRoutes, { oidc, bindings, forgetSession: sessions.forget });
+  });
   await app.register(peopleRoutes, { csrfTokenFor });
 
   // Documentation only: each key type has its own members (RFC 7517), sent as jose exports them.

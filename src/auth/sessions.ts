@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { parseCookie } from 'cookie';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
@@ -34,6 +35,17 @@ const refreshTokenData = (id: string) => `session-refresh:${id}`;
 
 /** The sealed refresh tokens, for master-key rotation (src/key-ring.ts lists it). */
 export const SESSION_REFRESH_TOKENS = sealedColumn({ table: 'sessions', column: 'refresh_token_sealed', key: 'id', reads: ['id'], associatedData: (row) => refreshTokenData(row.id as string) });
+
+/**
+ * A cookie of the request, parsed here rather than by a hook on every request: only requests
+ * without a bearer token look for the session cookie, and a device poll never does.
+ */
+export function cookieOf(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie;
+  if (header === undefined || !header.includes(name)) return undefined;
+  const value = parseCookie(header)[name];
+  return value === '' ? undefined : value;
+}
 
 /** The session id (what the database keys) of a cookie's secret. */
 export const sessionIdOf = (secret: string) => createHash('sha256').update(secret).digest('hex');
@@ -259,8 +271,8 @@ export function sessionCheck(options: SessionCheckOptions): CredentialCheck & { 
 
   return {
     async sessionPrincipal(request) {
-      const secret = request.cookies?.[SESSION_COOKIE];
-      if (secret === undefined || secret === '') return undefined;
+      const secret = cookieOf(request, SESSION_COOKIE);
+      if (secret === undefined) return undefined;
       const now = clock();
       const id = sessionIdOf(secret);
       const session = await currentSession(id, now);
