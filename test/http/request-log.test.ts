@@ -12,6 +12,7 @@ interface LogLine {
   msg: string;
   req?: { method: string; url: string };
   res?: { statusCode: number };
+  actor?: { kind: string; id: string; name: string };
 }
 
 forEachDatabase('request log', (kind) => {
@@ -21,11 +22,11 @@ forEachDatabase('request log', (kind) => {
   });
   after(() => store.close());
 
-  test('at debug, each request is one JSON line with its request id, and no token, key, PIN hash or install code is in the log', async () => {
+  test('at debug, each request is one JSON line with its request id and its actor, and no token, key, PIN hash or install code is in the log', async () => {
     const keyfleet = async (...args: string[]) => JSON.parse((await runKeyfleet(store.database.env, ...args, '--json')).stdout);
     await keyfleet('customer', 'create', 'acme');
-    const { token } = await keyfleet('token', 'issue', '--customer', 'acme', '--scope', 'okm:read okm:write');
-    const { key: apiKey } = await keyfleet('apikey', 'create', '--customer', 'acme');
+    const { token, id: tokenId } = await keyfleet('token', 'issue', '--customer', 'acme', '--scope', 'okm:read okm:write', '--name', 'log test');
+    const { key: apiKey, id: keyId } = await keyfleet('apikey', 'create', '--customer', 'acme');
     const server = serveProcess({ ...store.database.env, LOG_LEVEL: 'debug' });
     const base = await server.listening;
     const jwt = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -56,6 +57,11 @@ forEachDatabase('request log', (kind) => {
     assert.equal(traced.length, 1);
     assert.equal(traced[0]!.req!.url, '/api/v1/config/LOG-OKM-1?installCode=[redacted]&cacheMode=1');
     assert.equal(traced[0]!.res!.statusCode, 204);
+    // Who made each request (SPEC §17): the token by its id, the API key by its id; nobody for the device poll and the refused token.
+    assert.deepEqual(
+      requestLines.map((line) => line.actor && `${line.actor.kind}:${line.actor.id}`),
+      [undefined, `token:${tokenId}`, `token:${tokenId}`, `token:${tokenId}`, `api_key:${keyId}`, undefined],
+    );
     for (const secret of [INSTALL_CODE, PIN_HASH, token, token.split('.')[2]!, apiKey, apiKey.slice(-43), 'PRIVATE KEY', 'not-a-jwt']) {
       assert.equal(log.includes(secret), false, `found ${secret.slice(0, 12)}… in the log`);
     }
