@@ -29,8 +29,10 @@ export function registerDrainAnswer(app: FastifyInstance): void {
     draining = true;
   });
   app.addHook('onRequest', (request, _reply, done) => {
-    lastRequestOn.set(request.raw.socket, request.raw);
+    // Only the drain's requests are tracked: a poll pays a boolean test, not a map write. A
+    // connection whose last request came before the drain keeps it, and closes when idle after the linger.
     if (!draining) return done();
+    lastRequestOn.set(request.raw.socket, request.raw);
     // The error handler renders HttpError; Fastify's type for `done` names only its own errors.
     done(new HttpError(503, 'SHUTTING_DOWN', SHUTTING_DOWN, { 'retry-after': RETRY_AFTER_SECONDS }) as unknown as FastifyError);
   });
