@@ -12,6 +12,7 @@ import { RolloutNewPage } from './pages/rollout-new.tsx';
 import { RolloutDetailPage } from './pages/rollout-detail.tsx';
 import { RolloutOkmsPage } from './pages/rollout-okms.tsx';
 import { EventsPage } from './pages/events.tsx';
+import { PeoplePage } from './pages/people.tsx';
 
 
 export interface PageEntry {
@@ -37,4 +38,5 @@ export const PAGES: PageEntry[] = [
   { path: '/rollouts/:id', component: RolloutDetailPage },
   { path: '/rollouts/:id/okms', component: RolloutOkmsPage },
   { path: '/events', component: EventsPage, nav: { label: 'Events' } },
+  { path: '/people', component: PeoplePage, nav: { label: 'People & access', adminOnly: true } },
 ];

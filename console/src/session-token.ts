@@ -6,6 +6,8 @@ export interface TokenClaims {
   /** Epoch seconds; null when the token has no exp (the API refuses such a token). */
   expiresAt: number | null;
   subject: string | null;
+  /** The token's id (`jti`), as the token registry lists it; null when it has none. */
+  tokenId: string | null;
 }
 
 function base64UrlDecode(part: string): string {
@@ -36,6 +38,7 @@ export function decodeClaims(token: string): TokenClaims | null {
     isAdmin: scopes.has('admin'),
     expiresAt: typeof payload.exp === 'number' ? payload.exp : null,
     subject: typeof payload.sub === 'string' ? payload.sub : null,
+    tokenId: typeof payload.jti === 'string' ? payload.jti : null,
   };
 }
 

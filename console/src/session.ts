@@ -1,12 +1,27 @@
 import { useEffect, useState } from 'preact/hooks';
 import { decodeClaims, type TokenClaims } from './session-token.ts';
+import { claimsOfPerson, type Me } from './single-sign-on.ts';
 
 /**
- * The signed-in token, kept in sessionStorage: it lives as long as the browser tab, is not
- * shared with other tabs, and sign-out forgets it.
+ * Who the console acts as. Either a token kept in sessionStorage (a `keyfleet console` link or a
+ * pasted token): it lives as long as the browser tab, is not shared with other tabs, and
+ * sign-out forgets it. Or a person signed in by single sign-on: the server holds the session
+ * and the browser only an HttpOnly cookie, so the console keeps nothing but what
+ * GET /api/v1/me said (who, their role, the anti-CSRF token its writes send).
  */
-export interface Session {
+export type Session = TokenSession | PersonSession;
+
+export interface TokenSession {
+  kind: 'token';
   token: string;
+  claims: TokenClaims;
+}
+
+export interface PersonSession {
+  kind: 'person';
+  person: { id: string; name: string; role: string | null; customer: string | null };
+  /** Sent in x-csrf-token on every write, which the server refuses without it. */
+  csrfToken: string;
   claims: TokenClaims;
 }
 
@@ -22,7 +37,7 @@ const notify = () => listeners.forEach((listener) => listener());
 function load(): Session | null {
   const token = sessionStorage.getItem(STORAGE_KEY);
   const claims = token === null ? null : decodeClaims(token);
-  return token !== null && claims !== null ? { token, claims } : null;
+  return token !== null && claims !== null ? { kind: 'token', token, claims } : null;
 }
 current = load();
 
@@ -34,13 +49,23 @@ export function signIn(token: string, now = Date.now()): string | null {
     return `This token expired at ${new Date(claims.expiresAt * 1000).toLocaleString()}. Ask for a new one (keyfleet console).`;
   }
   sessionStorage.setItem(STORAGE_KEY, token);
-  current = { token, claims };
+  current = { kind: 'token', token, claims };
   endedBecause = null;
   notify();
   return null;
 }
 
-/** Forgets the token; `reason` is shown on the sign-in page (an expired or revoked token). */
+/** Acts as the person of the session cookie, as GET /api/v1/me described them (again, when their role may have changed). */
+export function signInAsPerson(me: Me, csrfToken: string): void {
+  current = { kind: 'person', person: { id: me.actor.id, name: me.actor.name, role: me.role, customer: me.customer }, csrfToken, claims: claimsOfPerson(me) };
+  endedBecause = null;
+  notify();
+}
+
+/**
+ * Forgets the token or the person; `reason` is shown on the sign-in page (an expired or revoked
+ * token or session). A person's session on the server is ended by the API client's signOutPerson.
+ */
 export function signOut(reason: string | null = null): void {
   sessionStorage.removeItem(STORAGE_KEY);
   current = null;
@@ -51,7 +76,7 @@ export function signOut(reason: string | null = null): void {
 export const currentSession = () => current;
 export const sessionEndReason = () => endedBecause;
 
-/** The session, re-rendering the component when it starts or ends. */
+/** The session, re-rendering the component when it starts, changes or ends. */
 export function useSession(): Session | null {
   const [session, setSession] = useState(current);
   useEffect(() => {

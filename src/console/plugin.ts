@@ -25,6 +25,8 @@ interface Asset {
   etag: string;
 }
 
+const assetOf = (body: Buffer, type: string): Asset => ({ body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` });
+
 /**
  * console/dist, where `npm run console:build` (run by `npm ci`) writes the bundle: looked for
  * upwards from this file, which runs from src/console (tsx) or dist/src/console (built).
@@ -42,8 +44,7 @@ async function loadAssets(directory: string): Promise<Map<string, Asset>> {
   for (const name of await readdir(directory)) {
     const type = MEDIA_TYPES[path.extname(name)];
     if (type === undefined) continue;
-    const body = await readFile(path.join(directory, name));
-    assets.set(name, { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` });
+    assets.set(name, assetOf(await readFile(path.join(directory, name)), type));
   }
   return assets;
 }
@@ -51,6 +52,20 @@ async function loadAssets(directory: string): Promise<Map<string, Asset>> {
 export interface ConsoleOptions {
   /** The built console; default: findBuiltConsole(). */
   directory?: string;
+  /** Whether people sign in through an OpenID Provider; default: whether the app's settings name one (OIDC_ISSUER). */
+  singleSignOn?: boolean;
+}
+
+/**
+ * Tells the console's script that single sign-on is set up, so that its sign-in page offers it
+ * and it asks the server for a session: a meta tag, since the CSP allows no inline script.
+ */
+export const SINGLE_SIGN_ON_META = '<meta name="keyfleet-sign-in" content="single-sign-on" />';
+
+/** index.html with SINGLE_SIGN_ON_META at the end of its head (or at its start, for a page without one). */
+export function withSingleSignOnMeta(html: string): string {
+  const headEnd = html.search(/<\/head>/i);
+  return headEnd === -1 ? `${SINGLE_SIGN_ON_META}${html}` : `${html.slice(0, headEnd)}  ${SINGLE_SIGN_ON_META}\n  ${html.slice(headEnd)}`;
 }
 
 /**
@@ -62,6 +77,9 @@ export interface ConsoleOptions {
 async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   const directory = options.directory ?? findBuiltConsole();
   const assets = directory === undefined ? new Map<string, Asset>() : await loadAssets(directory);
+  const singleSignOn = options.singleSignOn ?? (app.hasDecorator('settings') && app.settings.oidc !== undefined);
+  const builtIndex = assets.get('index.html');
+  if (builtIndex !== undefined && singleSignOn) assets.set('index.html', assetOf(Buffer.from(withSingleSignOnMeta(builtIndex.body.toString('utf8'))), builtIndex.type));
   if (!assets.has('index.html')) app.log.warn('the console is not built (no console/dist/index.html): /console/ answers 503 until `npm run console:build`');
 
   const send = (reply: FastifyReply, asset: Asset, ifNoneMatch: string | undefined) => {

@@ -43,8 +43,9 @@ test('a stuck OKM’s reason names the resolver, the polls and since when: the t
 const jwt = (payload: object) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;
 
 test('the claims of a token are read for whom to show, without verifying it', () => {
-  const claims = decodeClaims(jwt({ scope: 'okm:read admin', customer: 'acme', exp: 100, sub: 'customer:acme' }));
-  assert.deepEqual(claims, { scopes: ['okm:read', 'admin'], customer: 'acme', isAdmin: true, expiresAt: 100, subject: 'customer:acme' });
+  const claims = decodeClaims(jwt({ scope: 'okm:read admin', customer: 'acme', exp: 100, sub: 'customer:acme', jti: 'tok-1' }));
+  assert.deepEqual(claims, { scopes: ['okm:read', 'admin'], customer: 'acme', isAdmin: true, expiresAt: 100, subject: 'customer:acme', tokenId: 'tok-1' });
+  assert.equal(decodeClaims(jwt({ scope: 'okm:read' }))?.tokenId, null);
   assert.deepEqual(decodeClaims(jwt({ scp: ['okm:read'] }))?.scopes, ['okm:read']);
 });
 

@@ -4,14 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import consolePlugin, { findBuiltConsole } from '../../src/console/plugin.ts';
+import consolePlugin, { findBuiltConsole, SINGLE_SIGN_ON_META } from '../../src/console/plugin.ts';
 import { registerErrorHandling } from '../../src/http/error-handler.ts';
 
 /** The console's routes over a stand-in build, as server.ts configures the router. */
-async function serve(directory: string): Promise<FastifyInstance> {
+async function serve(directory: string, singleSignOn?: boolean): Promise<FastifyInstance> {
   const app = Fastify({ routerOptions: { ignoreTrailingSlash: true } });
   registerErrorHandling(app);
-  await app.register(consolePlugin, { directory });
+  await app.register(consolePlugin, { directory, ...(singleSignOn === undefined ? {} : { singleSignOn }) });
   await app.ready();
   return app;
 }
@@ -20,7 +20,7 @@ let built: string;
 let app: FastifyInstance;
 before(async () => {
   built = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-console-dist-'));
-  fs.writeFileSync(path.join(built, 'index.html'), '<!doctype html><title>console</title>');
+  fs.writeFileSync(path.join(built, 'index.html'), '<!doctype html><html><head><title>console</title></head><body></body></html>');
   fs.writeFileSync(path.join(built, 'app.js'), 'console.log(1)');
   fs.writeFileSync(path.join(built, 'app.css'), 'body{}');
   app = await serve(built);
@@ -89,4 +89,24 @@ test('the built console is found from the sources and from dist/', () => {
   assert.equal(findBuiltConsole(path.join(root, 'src/console')), path.join(root, 'console/dist'));
   assert.equal(findBuiltConsole(path.join(root, 'dist/src/console')), path.join(root, 'console/dist'));
   fs.rmSync(root, { recursive: true, force: true });
+});
+
+test('with single sign-on set up, every console page carries the meta tag that tells the script so, under the same CSP; without, none does', async () => {
+  const withSso = await serve(built, true);
+  try {
+    const pages = await Promise.all(['/console/', '/console/okms/OKM-1'].map((url) => withSso.inject({ url })));
+    const plain = await app.inject({ url: '/console/' });
+    const revalidated = await withSso.inject({ url: '/console/', headers: { 'if-none-match': String(pages[0]!.headers.etag) } });
+
+    for (const page of pages) {
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, new RegExp(`<head><title>console</title>\\s*${SINGLE_SIGN_ON_META}\\s*</head>`));
+      assert.match(String(page.headers['content-security-policy']), /^default-src 'self'/);
+    }
+    assert.doesNotMatch(plain.body, /keyfleet-sign-in/);
+    assert.notEqual(pages[0]!.headers.etag, plain.headers.etag, 'a cached page without the tag is not revalidated as current');
+    assert.equal(revalidated.statusCode, 304);
+  } finally {
+    await withSso.close();
+  }
 });

@@ -1,13 +1,15 @@
 /**
  * The console's one way to the server: every request of every page goes through this module.
  * It calls the documented JSON API only, typed by the generated OpenAPI client types
- * (clients/typescript), with the signed-in bearer token. A refused token (401) ends the session
- * with the API's reason; any other error is thrown as an ApiError naming the field the API
- * blamed, for the form to show next to it.
+ * (clients/typescript), with the signed-in bearer token, or, for a person signed in by single
+ * sign-on, with the session cookie the browser sends by itself and the anti-CSRF token on
+ * writes. A refused credential (401) ends the session with the API's reason; any other error
+ * is thrown as an ApiError naming the field the API blamed, for the form to show next to it.
  */
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { components, paths } from '../../../clients/typescript/keyfleet-openapi.ts';
-import { currentSession, signOut } from '../session.ts';
+import { currentSession, signInAsPerson, signOut } from '../session.ts';
+import { NO_CREDENTIAL, noAccessReason, sessionEndedReason, type Me } from '../single-sign-on.ts';
 import { fieldMessage } from './error-message.ts';
 
 export type Schemas = components['schemas'];
@@ -33,15 +35,28 @@ export function refusedTokenReason(apiMessage: string): string {
   return `The server no longer accepts your token (${apiMessage}): it may have been revoked or its signing key retired. Sign in with a new one.`;
 }
 
+const UNREACHABLE = 'The keyfleet server could not be reached. Check the connection and try again.';
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The credential of a request: the bearer token; for a person, nothing on reads (the cookie goes
+ * by itself, same origin) and the anti-CSRF token on writes, without which the server refuses them.
+ */
+function credentialHeaders(method: string): Record<string, string> {
+  const session = currentSession();
+  if (session?.kind === 'token') return { authorization: `Bearer ${session.token}` };
+  if (session?.kind === 'person' && !READ_METHODS.has(method.toUpperCase())) return { 'x-csrf-token': session.csrfToken };
+  return {};
+}
+
 const authorize: Middleware = {
   onRequest({ request }) {
-    const session = currentSession();
-    if (session) request.headers.set('authorization', `Bearer ${session.token}`);
+    for (const [name, value] of Object.entries(credentialHeaders(request.method))) request.headers.set(name, value);
     return request;
   },
 };
 
-const api = createClient<paths>({ baseUrl: window.location.origin });
+const api = createClient<paths>({ baseUrl: window.location.origin, credentials: 'same-origin' });
 api.use(authorize);
 
 interface Answer<T> {
@@ -55,15 +70,90 @@ async function call<T>(request: Promise<Answer<T>>): Promise<T> {
   try {
     answer = await request;
   } catch {
-    throw new ApiError(0, 'NETWORK', 'The keyfleet server could not be reached. Check the connection and try again.', null);
+    throw new ApiError(0, 'NETWORK', UNREACHABLE, null);
   }
   const { data, error, response } = answer;
   if (response.ok) return data as T;
   const body = (error ?? {}) as { error_code?: string; error_msg?: string };
   const apiMessage = body.error_msg ?? `${response.status} ${response.statusText}`;
-  if (response.status === 401) signOut(refusedTokenReason(apiMessage));
+  const asPerson = currentSession()?.kind === 'person';
+  if (response.status === 401) signOut(asPerson ? sessionEndedReason(apiMessage) : refusedTokenReason(apiMessage));
+  // A person's role is read afresh by the server (their groups at the provider, the bindings): a
+  // refusal may mean it changed, or that it is gone altogether.
+  if (response.status === 403 && asPerson) void askWhoAgain();
   const { field, message } = fieldMessage(apiMessage);
   throw new ApiError(response.status, body.error_code ?? 'HTTP_ERROR', response.status === 400 ? message : apiMessage, field);
+}
+
+/**
+ * One JSON request as openapi-fetch makes them, for the routes the generated client types do
+ * not describe (single sign-on and the people routes).
+ */
+async function send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<Answer<T>> {
+  const headers = new Headers(credentialHeaders(method));
+  if (body !== undefined) headers.set('content-type', 'application/json');
+  const response = await fetch(new URL(path, window.location.origin), { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return response.ok ? { data: parsed as T, response } : { error: parsed, response };
+}
+
+// ---- Who is signed in ------------------------------------------------------------------------
+
+interface MeAnswer {
+  message: string;
+  data: Me;
+}
+
+/**
+ * Asks GET /api/v1/me with nothing but the cookie and acts on the answer: a person's session
+ * signs in (or updates who is signed in); a refused one signs out with the API's reason. At
+ * start, no credential at all just means nobody is signed in; later, it means the cookie is
+ * gone, and a server out of reach or failing leaves the person signed in, as any failed request does.
+ */
+async function askWho(atStart: boolean): Promise<void> {
+  let answer: Answer<MeAnswer>;
+  try {
+    answer = await send<MeAnswer>('GET', '/api/v1/me');
+  } catch {
+    if (atStart) signOut(UNREACHABLE);
+    return;
+  }
+  const { data, error, response } = answer;
+  const csrfToken = response.headers.get('x-csrf-token');
+  if (response.ok && data?.data.actor.kind === 'person' && csrfToken !== null) return signInAsPerson(data.data, csrfToken);
+  const apiMessage = (error as { error_msg?: string } | undefined)?.error_msg ?? `${response.status} ${response.statusText}`;
+  if (response.status === 401) {
+    if (!atStart || apiMessage !== NO_CREDENTIAL) signOut(sessionEndedReason(apiMessage));
+  } else if (response.status === 403) signOut(noAccessReason(apiMessage));
+  else if (atStart) signOut(`Could not find out who is signed in (${apiMessage}). Sign in again.`);
+}
+
+/**
+ * At start, without a token in this tab: signs in the person whose session cookie the browser
+ * holds, if any (script cannot see an HttpOnly cookie, so only the server can tell).
+ */
+export const resumePersonSession = () => askWho(true);
+
+let askingAgain: Promise<void> | null = null;
+/** After a refusal of a person's request: who they are now, once however many requests were refused together. */
+function askWhoAgain(): Promise<void> {
+  askingAgain ??= askWho(false).finally(() => (askingAgain = null));
+  return askingAgain;
+}
+
+/**
+ * Ends a person's session on the server (POST /auth/logout); the answer is the provider's
+ * sign-out page to go to (RP-initiated logout), or null when it has none.
+ */
+export async function signOutPerson(): Promise<string | null> {
+  const answer = await call(send<{ message: string; data: { end_session_url: string | null } }>('POST', '/auth/logout'));
+  return answer.data.end_session_url;
 }
 
 /**
@@ -179,8 +269,7 @@ function putWithProgress<T>(path: string, file: Blob, onProgress: (sent: number,
   return new Promise((resolve, reject) => {
     const request = new XMLHttpRequest();
     request.open('PUT', new URL(path, window.location.origin).href);
-    const session = currentSession();
-    if (session) request.setRequestHeader('authorization', `Bearer ${session.token}`);
+    for (const [name, value] of Object.entries(credentialHeaders('PUT'))) request.setRequestHeader(name, value);
     request.setRequestHeader('content-type', 'application/octet-stream');
     request.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : file.size);
     request.onload = () => {
@@ -262,3 +351,74 @@ export const sendWebhookTestEvent = (id: number) => call(api.POST('/api/v1/webho
 export const getWebhookDeliveries = (id: number, page: PageRequest) =>
   call(api.GET('/api/v1/webhook-endpoints/{id}/deliveries', { params: { path: { id: String(id) }, query: page } }));
 export type WebhookDelivery = Awaited<ReturnType<typeof getWebhookDeliveries>>['data'][number];
+
+// ---- People & access (role bindings, sessions, API tokens) ----------------------------------
+// These routes are not in the generated client types: their shapes are written here as
+// src/auth/people-routes.ts answers them.
+
+export type RoleBindingKind = 'group' | 'email' | 'subject';
+
+export interface RoleBinding {
+  id: string;
+  kind: RoleBindingKind;
+  value: string;
+  role: string;
+  /** The one customer the role is for; null: every customer. */
+  customer: string | null;
+  created_at: string;
+  created_by: string;
+}
+
+export interface RoleBindingBody {
+  kind: RoleBindingKind;
+  value: string;
+  role: string;
+  customer?: string;
+}
+
+export interface PersonSessionRecord {
+  /** The session's public handle, what revocation names. */
+  id: string;
+  person: { id: number; email: string | null; name: string | null; subject: string };
+  created_at: string;
+  seen_at: string;
+  expires_at: string;
+  ended_at: string | null;
+}
+
+export interface ApiTokenRecord {
+  id: string;
+  name: string;
+  subject: string;
+  customer: string | null;
+  scopes: string[];
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+interface DataAnswer<T> {
+  message: string;
+  data: T;
+}
+
+export const listRoleBindings = () => call(send<DataAnswer<RoleBinding[]>>('GET', '/api/v1/role-bindings'));
+
+export const createRoleBinding = (body: RoleBindingBody) => call(send<DataAnswer<RoleBinding>>('POST', '/api/v1/role-bindings', body));
+
+/** The people it bound lose that role within a second. */
+export const deleteRoleBinding = (id: string) => call(send<undefined>('DELETE', `/api/v1/role-bindings/${encodeURIComponent(id)}`));
+
+/** The sessions that have not ended, newest first. */
+export const listPersonSessions = () => call(send<DataAnswer<PersonSessionRecord[]>>('GET', '/api/v1/sessions'));
+
+/** Its next request is a 401. */
+export const revokePersonSession = (id: string) => call(send<DataAnswer<{ revoked: number }>>('DELETE', `/api/v1/sessions/${encodeURIComponent(id)}`));
+
+/** Offboarding: every session of the person ends. */
+export const revokeEverySessionOf = (personId: number) => call(send<DataAnswer<{ revoked: number }>>('DELETE', `/api/v1/people/${personId}/sessions`));
+
+/** The tokens this deployment signed, newest first; expired ones too with `includeExpired`. */
+export const listApiTokens = (includeExpired: boolean) => call(send<DataAnswer<ApiTokenRecord[]>>('GET', `/api/v1/tokens${includeExpired ? '?include_expired=true' : ''}`));
+
+export const revokeApiToken = (id: string) => call(send<DataAnswer<ApiTokenRecord>>('DELETE', `/api/v1/tokens/${encodeURIComponent(id)}`));

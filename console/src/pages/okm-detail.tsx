@@ -14,7 +14,7 @@ import { stuckReason } from '../format.ts';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
-import { currentSession } from '../session.ts';
+import { useSession } from '../session.ts';
 
 /** The record, its drift and its messages are asked again this often, so that a device's poll shows. */
 const DETAIL_REFRESH_MS = 10_000;
@@ -22,7 +22,7 @@ const WAITING_COUNTED = 500;
 
 export function OkmDetailPage() {
   const serial = useRoute().params.serial ?? '';
-  const claims = currentSession()?.claims;
+  const claims = useSession()?.claims;
   const canWrite = (claims?.isAdmin || claims?.scopes.includes('okm:write')) ?? false;
   const okm = useResource(() => getOkm(serial), [serial], DETAIL_REFRESH_MS);
   const drift = useResource(() => getOkmDrift(serial), [serial], DETAIL_REFRESH_MS);
@@ -123,7 +123,7 @@ export function OkmDetailPage() {
               {canWrite ? (
                 <ConfigurationForm okm={record} onSaved={refresh} />
               ) : (
-                <p class="muted">This token may not change OKMs (okm:write).</p>
+                <p class="muted" data-testid="no-okm-write">You may not change OKMs: that needs the okm:write scope (a role such as device-operator).</p>
               )}
             </div>
           </div>

@@ -10,7 +10,7 @@ import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { filtersFromQuery, queryFromFilters, REPLY_KEYS, type ListFilters } from '../okm-filters.ts';
 import { href, okmHref } from '../paths.ts';
-import { currentSession } from '../session.ts';
+import { useSession } from '../session.ts';
 
 const OKMS_PER_PAGE = 50;
 
@@ -28,7 +28,7 @@ function ReplyKey({ name }: { name: string }) {
  */
 export function OkmsPage() {
   const location = useLocation();
-  const isAdmin = currentSession()?.claims.isAdmin ?? false;
+  const isAdmin = useSession()?.claims.isAdmin ?? false;
   const filters = filtersFromQuery(location.query);
   const [draft, setDraft] = useState<ListFilters>(filters);
   const queryString = queryFromFilters(filters);

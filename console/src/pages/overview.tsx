@@ -7,7 +7,7 @@ import { ResourceView } from '../components/resource-view.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
-import { currentSession } from '../session.ts';
+import { useSession } from '../session.ts';
 
 /** How often the overview asks again (SPEC: refreshes by itself, every ~10 s). */
 export const OVERVIEW_REFRESH_MS = 10_000;
@@ -77,7 +77,7 @@ function Stat({ label, value, tone, link }: { label: string; value: number; tone
 }
 
 export function OverviewPage() {
-  const isAdmin = currentSession()?.claims.isAdmin ?? false;
+  const isAdmin = useSession()?.claims.isAdmin ?? false;
   const [customer, setCustomer] = useState('');
   const [customerInput, setCustomerInput] = useState('');
   const scope = isAdmin && customer !== '' ? customer : undefined;
