@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import * as client from 'openid-client';
 import type { FreshCopy } from '../shared/fresh-copy.ts';
@@ -8,7 +8,7 @@ import { actorText } from './actor.ts';
 import { ProviderUnavailableError, SignInRefusedError, type OidcClient } from './oidc.ts';
 import { grantOf, type RoleBinding } from './role-bindings.ts';
 import { sendSignInProblem } from './sign-in-pages.ts';
-import { SESSION_COOKIE, cookieOf, endSession, sessionIdOf, startSession, upsertPerson } from './sessions.ts';
+import { SESSION_COOKIE, cookieOf, endSession, startSession, upsertPerson, type SessionCheck } from './sessions.ts';
 
 /** The cookie that carries a sign-in's `state` from the redirect to the callback, in this browser only. */
 const SIGN_IN_COOKIE = 'keyfleet_sign_in';
@@ -24,8 +24,8 @@ const hash = (text: string) => createHash('sha256').update(text).digest('hex');
 export interface OidcRoutesOptions {
   oidc: OidcClient | undefined;
   bindings: FreshCopy<RoleBinding[]>;
-  /** Forgets a process's copy of a session at once (sign-out in this process). */
-  forgetSession(id: string): void;
+  /** The sessions, to end the request's at sign-out. */
+  sessions: SessionCheck;
 }
 
 const LoginQuery = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2048, description: 'The console page to show once signed in (a path under /console)' })) });
@@ -48,7 +48,7 @@ const LogoutAnswer = Type.Object({
  * /auth/logout. Pages, not JSON: a browser follows them. Without OIDC settings the first two
  * answer 404 with a page that says so.
  */
-const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { oidc, bindings, forgetSession }) => {
+const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { oidc, bindings, sessions }) => {
   const { settings, db, keyRing } = app;
   const secureCookies = settings.publicBaseUrl?.startsWith('https:') ?? false;
   const notSetUp = (reply: FastifyReply) => sendSignInProblem(reply, 404, 'Single sign-on is not set up', 'This keyfleet has no OpenID Provider configured (OIDC_ISSUER). An operator signs in with a link from keyfleet console.');
@@ -125,24 +125,20 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
   app.post(
     '/auth/logout',
     {
-      onRequest: async (request: FastifyRequest) => {
-        // Ends the request's session only if it is valid (its CSRF token included); an ended one is signed out already.
-        request.principal = (await app.credentialCheck.sessionPrincipal(request).catch(() => undefined)) ?? undefined;
-      },
       schema: { operationId: 'signOut', summary: 'Sign out: ends the session on the server (and gives the provider\'s sign-out page, where it has one)', tags: ['people'], response: { 200: LogoutAnswer }, security: [] },
     },
     async (request, reply) => {
-      const secret = cookieOf(request, SESSION_COOKIE);
+      // A session that may be used (its anti-CSRF token included) is ended, also one that no longer grants anything.
+      const session = await sessions.validSession(request).catch(() => undefined);
       let endSessionUrl: string | null = null;
-      if (secret && request.principal) {
-        const id = sessionIdOf(secret);
-        await endSession(db, id, { now: Date.now(), by: actorText(request.principal.actor) });
-        forgetSession(id);
-        request.actor = request.principal.actor;
+      if (session) {
+        await endSession(db, session.id, { now: Date.now(), by: actorText(session.actor) });
+        sessions.forget(session.id);
+        request.actor = session.actor;
         endSessionUrl = (await oidc?.endSessionUrl(new URL('/console/', settings.publicBaseUrl).toString()).catch(() => undefined))?.toString() ?? null;
       }
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
-      return { message: request.principal ? 'Signed out' : 'No session to sign out of', data: { end_session_url: endSessionUrl } };
+      return { message: session ? 'Signed out' : 'No session to sign out of', data: { end_session_url: endSessionUrl } };
     },
   );
 };

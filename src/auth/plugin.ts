@@ -53,7 +53,7 @@ async function authPlugin(app: FastifyInstance): Promise<void> {
   // @fastify/cookie sets the cookies of the sign-in routes; in their own context, so that its hooks run on those routes only, never on a poll.
   await app.register(async (signIn) => {
     await signIn.register(fastifyCookie, { hook: false });
-    await signIn.register(oidcRoutes, { oidc, bindings, forgetSession: sessions.forget });
+    await signIn.register(oidcRoutes, { oidc, bindings, sessions });
   });
   await app.register(peopleRoutes, { csrfTokenFor });
 

@@ -174,10 +174,12 @@ export interface SessionCheckOptions {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+const actorOf = (person: Person): Actor => ({ kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject });
+
 /** The principal of a person's grant, or the error that refuses it. */
 function principalOfGrant(person: Person, grant: Grant): Principal | Error {
   if (!grant.ok) return forbidden(`Your session gives no access: ${grant.reason}`);
-  const actor: Actor = { kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject };
+  const actor = actorOf(person);
   return {
     subject: `person:${person.email ?? person.subject}`,
     actor,
@@ -189,7 +191,14 @@ function principalOfGrant(person: Person, grant: Grant): Principal | Error {
 }
 
 /** The CredentialCheck of session cookies, with a per-process cache of the sessions in use. */
-export function sessionCheck(options: SessionCheckOptions): CredentialCheck & { forget(id: string): void } {
+export interface SessionCheck extends CredentialCheck {
+  /** The request's session and its person if the session may be used, whatever it grants (sign-out ends one that grants nothing too). */
+  validSession(request: FastifyRequest): Promise<{ id: string; actor: Actor } | undefined>;
+  /** Forgets this process's copy of a session at once (signed out here). */
+  forget(id: string): void;
+}
+
+export function sessionCheck(options: SessionCheckOptions): SessionCheck {
   const { db, keyRing, settings, bindings, oidc, log } = options;
   const clock = options.clock ?? Date.now;
   const cache = new Map<string, CachedSession>();
@@ -269,27 +278,38 @@ export function sessionCheck(options: SessionCheckOptions): CredentialCheck & { 
     return session;
   }
 
+  /**
+   * The request's session if it is one a request may use (known, not ended, expired or idle,
+   * and for a write with its anti-CSRF token), whatever it grants; undefined without the cookie.
+   */
+  async function validSession(request: FastifyRequest): Promise<{ session: CachedSession } | undefined> {
+    const secret = cookieOf(request, SESSION_COOKIE);
+    if (secret === undefined) return undefined;
+    const now = clock();
+    const id = sessionIdOf(secret);
+    const session = await currentSession(id, now);
+    if (!session) throw unauthorized('Session is unknown: sign in again');
+    if (session.endedAt !== null) throw unauthorized('Session has ended: sign in again');
+    if (now >= session.expiresAt) throw unauthorized('Session has expired: sign in again');
+    if (now - session.seenAt >= settings.sessionIdleMs) {
+      await endSession(db, id, { now, by: 'system:idle-timeout' });
+      cache.delete(id);
+      throw unauthorized('Session was idle too long: sign in again');
+    }
+    // A cookie rides along with any request a page of another site makes; a write needs proof that the console made it.
+    if (!SAFE_METHODS.has(request.method) && !options.csrfTokenValid(request)) throw forbidden('Missing or invalid anti-CSRF token (header x-csrf-token): reload the console');
+    if (now - session.seenAt >= SEEN_WRITE_INTERVAL_MS) {
+      session.seenAt = now;
+      await db.updateTable('sessions').set({ seen_at: now }).where('id', '=', id).execute();
+    }
+    return { session };
+  }
+
   return {
-    async sessionPrincipal(request) {
-      const secret = cookieOf(request, SESSION_COOKIE);
-      if (secret === undefined) return undefined;
-      const now = clock();
-      const id = sessionIdOf(secret);
-      const session = await currentSession(id, now);
-      if (!session) throw unauthorized('Session is unknown: sign in again');
-      if (session.endedAt !== null) throw unauthorized('Session has ended: sign in again');
-      if (now >= session.expiresAt) throw unauthorized('Session has expired: sign in again');
-      if (now - session.seenAt >= settings.sessionIdleMs) {
-        await endSession(db, id, { now, by: 'system:idle-timeout' });
-        cache.delete(id);
-        throw unauthorized('Session was idle too long: sign in again');
-      }
-      // A cookie rides along with any request a page of another site makes; a write needs proof that the console made it.
-      if (!SAFE_METHODS.has(request.method) && !options.csrfTokenValid(request)) throw forbidden('Missing or invalid anti-CSRF token (header x-csrf-token): reload the console');
-      if (now - session.seenAt >= SEEN_WRITE_INTERVAL_MS) {
-        session.seenAt = now;
-        await db.updateTable('sessions').set({ seen_at: now }).where('id', '=', id).execute();
-      }
+    sessionPrincipal: async (request) => {
+      const found = await validSession(request);
+      if (!found) return undefined;
+      const { session } = found;
       const current = await bindings.get();
       if (session.principal?.bindings !== current) {
         session.principal = { bindings: current, value: principalOfGrant(session.person, grantOf(current, { subject: session.person.subject, email: session.person.email, groups: session.groups })) };
@@ -297,6 +317,10 @@ export function sessionCheck(options: SessionCheckOptions): CredentialCheck & { 
       const principal = session.principal.value;
       if (principal instanceof Error) throw principal;
       return principal;
+    },
+    validSession: async (request) => {
+      const found = await validSession(request);
+      return found && { id: found.session.id, actor: actorOf(found.session.person) };
     },
     forget: (id) => void cache.delete(id),
   };

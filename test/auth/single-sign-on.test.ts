@@ -233,6 +233,24 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
     assert.match((await replayed.json()).error_msg, /ended/);
   });
 
+  test('sign-out ends a session that no longer grants anything (its binding removed), not only clears the cookie', async () => {
+    const { client, csrf } = await signedIn('dave');
+    const session = (await (await api('GET', '/api/v1/sessions', { token: admin })).json()).data.length;
+    const daves = ((await (await api('GET', '/api/v1/role-bindings', { token: admin })).json()).data as { id: string; value: string }[]).find((binding) => binding.value === 'dave@example.com')!;
+    await api('DELETE', `/api/v1/role-bindings/${daves.id}`, { token: admin });
+    try {
+      await eventually(async () => (await api('GET', '/api/v1/me', { client })).status === 403, 3_000, 'the session grants nothing');
+
+      const out = await api('POST', '/auth/logout', { client, csrf });
+
+      assert.equal(out.status, 200);
+      assert.equal((await out.json()).message, 'Signed out');
+      assert.equal((await (await api('GET', '/api/v1/sessions', { token: admin })).json()).data.length, session - 1);
+    } finally {
+      await api('POST', '/api/v1/role-bindings', { token: admin, body: { kind: 'email', value: 'dave@example.com', role: 'release-manager' } });
+    }
+  });
+
   test('an admin lists a person\'s sessions and revokes them: 401 within a second', async () => {
     const first = await signedIn('bob');
     const second = await signedIn('bob');
