@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 
 /** A person the provider knows: their subject, and the claims it puts in their ID tokens. */
@@ -35,7 +36,10 @@ export class OpenIdProvider {
     idp.#server = http.createServer();
     await new Promise<void>((resolve) => idp.#server.listen(port, '127.0.0.1', resolve));
     idp.issuer = `http://127.0.0.1:${(idp.#server.address() as AddressInfo).port}`;
-    idp.#provider = new Provider(idp.issuer, idp.#configuration(redirectUri, postLogoutRedirectUri, idTokenTtlSeconds));
+    // A signing key of its own, made now: the provider's built-in key is for quick starts only, and says so on every start.
+    const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+    const signingKey = { ...(await exportJWK(privateKey)), kid: 'demo', alg: 'RS256', use: 'sig' };
+    idp.#provider = new Provider(idp.issuer, { ...idp.#configuration(redirectUri, postLogoutRedirectUri, idTokenTtlSeconds), jwks: { keys: [signingKey] } } as Configuration);
     const oidcHandler = idp.#provider.callback();
     idp.#server.on('request', (request, response) => {
       if (idp.down) return void response.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance');
