@@ -272,6 +272,22 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
     assert.equal((await api('DELETE', '/api/v1/people/999999/sessions', { token: admin })).status, 404);
   });
 
+  test('a session idle for SESSION_IDLE_TIMEOUT, or past SESSION_LIFETIME, is a 401 that says which, on every process within a second', async () => {
+    const idle = await signedIn('alice');
+    const old = await signedIn('alice');
+    const idOf = (client: SignInClient) => createHash('sha256').update(client.cookie(base, 'keyfleet_session')!).digest('hex');
+    const now = Date.now();
+    await t.db.updateTable('sessions').set({ seen_at: now - t.settings.sessionIdleMs - 1 }).where('id', '=', idOf(idle.client)).execute();
+    await t.db.updateTable('sessions').set({ expires_at: now - 1 }).where('id', '=', idOf(old.client)).execute();
+
+    await eventually(async () => (await api('GET', '/api/v1/me', { client: idle.client })).status === 401, 3_000, 'the idle session refused');
+    await eventually(async () => (await api('GET', '/api/v1/me', { client: old.client })).status === 401, 3_000, 'the expired session refused');
+
+    assert.match((await (await api('GET', '/api/v1/me', { client: old.client })).json()).error_msg, /expired/);
+    const ended = await t.db.selectFrom('sessions').select(['ended_at', 'ended_by']).where('id', '=', idOf(idle.client)).executeTakeFirstOrThrow();
+    assert.equal(ended.ended_by, 'system:idle-timeout');
+  });
+
   test('a tampered or unknown session cookie is a 401, and changes nothing', async () => {
     const { client } = await signedIn('alice');
     const cookie = client.cookie(base, 'keyfleet_session')!;
