@@ -9,6 +9,8 @@ export interface ProviderPerson {
   email: string;
   name: string;
   groups: string[];
+  /** Whether the provider vouches for the email (the email_verified claim); true unless said otherwise. */
+  emailVerified?: boolean;
 }
 
 export const OIDC_CLIENT_ID = 'keyfleet-demo';
@@ -26,6 +28,8 @@ export class OpenIdProvider {
   down = false;
   /** Sends the token endpoint's answers this long after it makes them (an ID token that expires on the way). */
   tokenDelayMs = 0;
+  /** Requests the token endpoint has had (code exchanges and refreshes). */
+  tokenRequests = 0;
   #server!: http.Server;
   #provider!: Provider;
   issuer = '';
@@ -43,6 +47,7 @@ export class OpenIdProvider {
     const oidcHandler = idp.#provider.callback();
     idp.#server.on('request', (request, response) => {
       if (idp.down) return void response.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance');
+      if (request.url?.startsWith('/token')) idp.tokenRequests++;
       if (request.url?.startsWith('/token') && idp.tokenDelayMs > 0) {
         // The token is made now and sent late, as over a slow network.
         const end = response.end.bind(response) as (...args: unknown[]) => http.ServerResponse;
@@ -68,7 +73,7 @@ export class OpenIdProvider {
           token_endpoint_auth_method: 'client_secret_basic',
         },
       ],
-      claims: { openid: ['sub'], email: ['email'], profile: ['name'], groups: ['groups'] },
+      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
       scopes: ['openid', 'offline_access', 'email', 'profile', 'groups'],
       // The claims of the scopes asked for go into the ID token, as most providers put groups there.
       conformIdTokenClaims: false,
@@ -79,7 +84,8 @@ export class OpenIdProvider {
       findAccount: (_context: KoaContextWithOIDC, sub: string) => {
         const person = this.people.get(sub);
         if (!person) return undefined;
-        return { accountId: sub, claims: () => ({ ...person }) };
+        const { emailVerified = true, ...claims } = person;
+        return { accountId: sub, claims: () => ({ ...claims, email_verified: emailVerified }) };
       },
       interactions: { url: (_context: KoaContextWithOIDC, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     } as Configuration;

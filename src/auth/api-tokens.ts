@@ -71,10 +71,11 @@ export interface TokenRevocations {
  * REVOCATION_MAX_AGE_MS before each check: one small query a second under load, a set lookup
  * per request.
  */
-export function tokenRevocations(db: Db, clock: () => number = Date.now): TokenRevocations {
+export function tokenRevocations(db: Db, { clockToleranceMs, clock = Date.now }: { clockToleranceMs: number; clock?: () => number }): TokenRevocations {
   const revoked = freshCopy(
     async (startedAt) => {
-      const rows = await db.selectFrom('api_tokens').select('id').where('revoked_at', 'is not', null).where('expires_at', '>', startedAt).execute();
+      // A token is accepted up to the clock tolerance past its expiry: it stays revoked that long too.
+      const rows = await db.selectFrom('api_tokens').select('id').where('revoked_at', 'is not', null).where('expires_at', '>', startedAt - clockToleranceMs).execute();
       return new Set(rows.map((row) => row.id));
     },
     REVOCATION_MAX_AGE_MS,

@@ -8,7 +8,8 @@ import { actorText } from './actor.ts';
 import { ProviderUnavailableError, SignInRefusedError, type OidcClient } from './oidc.ts';
 import { grantOf, type RoleBinding } from './role-bindings.ts';
 import { sendSignInProblem } from './sign-in-pages.ts';
-import { SESSION_COOKIE, cookieOf, endSession, startSession, upsertPerson, type SessionCheck } from './sessions.ts';
+import { cookieOf, endSession, sessionCookieName, startSession, upsertPerson, type SessionCheck } from './sessions.ts';
+import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 
 /** The cookie that carries a sign-in's `state` from the redirect to the callback, in this browser only. */
 const SIGN_IN_COOKIE = 'keyfleet_sign_in';
@@ -51,6 +52,7 @@ const LogoutAnswer = Type.Object({
 const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { oidc, bindings, sessions }) => {
   const { settings, db, keyRing } = app;
   const secureCookies = settings.publicBaseUrl?.startsWith('https:') ?? false;
+  const sessionCookie = sessionCookieName(settings);
   const notSetUp = (reply: FastifyReply) => sendSignInProblem(reply, 404, 'Single sign-on is not set up', 'This keyfleet has no OpenID Provider configured (OIDC_ISSUER). An operator signs in with a link from keyfleet console.');
   const providerDown = (reply: FastifyReply) => sendSignInProblem(reply, 503, 'The sign-in service is unavailable', 'keyfleet could not reach your company\'s sign-in service. Try again in a minute; if it persists, tell your administrator.');
 
@@ -113,12 +115,12 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
     const grant = grantOf(await bindings.get(), identity);
     const person = await upsertPerson(db, identity, now);
     if (!grant.ok) {
-      request.log.info({ person: person.id, reason: grant.reason }, 'sign-in refused: no role');
+      request.log.info({ person: person.id }, 'sign-in refused: no role bound to the person');
       return sendSignInProblem(reply, 403, 'You have no access to keyfleet', `You signed in as ${identity.email ?? identity.subject}, but ${grant.reason}`);
     }
     const { secret, expiresAt } = await startSession(db, keyRing, settings, person, identity, now);
     request.actor = { kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject };
-    reply.setCookie(SESSION_COOKIE, secret, { httpOnly: true, sameSite: 'lax', secure: secureCookies, path: '/', expires: new Date(expiresAt) });
+    reply.setCookie(sessionCookie, secret, { httpOnly: true, sameSite: 'lax', secure: secureCookies, path: '/', expires: new Date(expiresAt) });
     return reply.header('cache-control', 'no-store').redirect(attempt.return_to, 302);
   });
 
@@ -129,7 +131,11 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
     },
     async (request, reply) => {
       // A session that may be used (its anti-CSRF token included) is ended, also one that no longer grants anything.
-      const session = await sessions.validSession(request).catch(() => undefined);
+      const session = await sessions.validSession(request).catch((error: unknown) => {
+        // An outage is a 503 (the session still lasts); a session that is no longer valid has nothing to end.
+        if (isDatabaseUnavailable(error)) throw error;
+        return undefined;
+      });
       let endSessionUrl: string | null = null;
       if (session) {
         await endSession(db, session.id, { now: Date.now(), by: actorText(session.actor) });
@@ -137,7 +143,7 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
         request.actor = session.actor;
         endSessionUrl = (await oidc?.endSessionUrl(new URL('/console/', settings.publicBaseUrl).toString()).catch(() => undefined))?.toString() ?? null;
       }
-      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      reply.clearCookie(sessionCookie, { path: '/', secure: secureCookies });
       return { message: session ? 'Signed out' : 'No session to sign out of', data: { end_session_url: endSessionUrl } };
     },
   );

@@ -47,10 +47,10 @@ function describe(error: unknown): string {
 
 /** A failure to talk to the provider, as opposed to its refusal. */
 function isUnavailable(error: unknown): boolean {
-  if (error instanceof client.ResponseBodyError) return error.status >= 500;
+  if (error instanceof client.ResponseBodyError) return error.status >= 500 || error.status === 429;
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
   // An answer that is no OAuth answer, with a server error's status (a proxy's 502 page, a 503 for maintenance).
-  if (error instanceof Error && error.cause instanceof Response) return error.cause.status >= 500;
+  if (error instanceof Error && error.cause instanceof Response) return error.cause.status >= 500 || error.cause.status === 429;
   // fetch's network failures: refused, reset, unknown host.
   return error instanceof TypeError;
 }
@@ -105,7 +105,8 @@ export function createOidcClient(settings: OidcSettings, clockToleranceSeconds: 
     return {
       issuer: claims.iss,
       subject: claims.sub,
-      email: typeof claims.email === 'string' ? claims.email : null,
+      // An email the provider has not verified names nobody: a person who may set their own would take the bindings of another's.
+      email: typeof claims.email === 'string' && claims.email_verified === true ? claims.email : null,
       name: typeof claims.name === 'string' ? claims.name : typeof claims.preferred_username === 'string' ? claims.preferred_username : null,
       groups: groupsFrom(claims, settings.groupsClaim),
       refreshToken: tokens.refresh_token ?? previousRefreshToken,
@@ -135,7 +136,10 @@ export function createOidcClient(settings: OidcSettings, clockToleranceSeconds: 
       }
     },
     async refresh(refreshToken) {
-      const config = await configuration();
+      // A provider whose metadata cannot be read now has not refused anyone: the session waits.
+      const config = await configuration().catch((error: unknown) => {
+        throw error instanceof ProviderUnavailableError ? error : new ProviderUnavailableError(error);
+      });
       try {
         return identityOf(await client.refreshTokenGrant(config, refreshToken), refreshToken);
       } catch (error) {

@@ -39,7 +39,8 @@ const RoleBindingBody = Type.Object(
   { additionalProperties: false },
 );
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' }) });
-const PersonParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const PersonId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+const PersonParams = Type.Object({ id: PersonId });
 const SessionView = Type.Object({
   id: Type.String(),
   person: Type.Object({ id: Type.Integer(), email: Nullable(Type.String()), name: Nullable(Type.String()), subject: Type.String() }),
@@ -48,7 +49,7 @@ const SessionView = Type.Object({
   expires_at: IsoTime,
   ended_at: Nullable(IsoTime),
 });
-const SessionQuery = Type.Object({ person: Type.Optional(Type.Integer({ minimum: 1 })) }, { additionalProperties: false });
+const SessionQuery = Type.Object({ person: Type.Optional(PersonId) }, { additionalProperties: false });
 const TokenView = Type.Object({
   id: Type.String(),
   name: Type.String(),

@@ -9,7 +9,7 @@ import { createOidcClient } from './oidc.ts';
 import oidcRoutes from './oidc-routes.ts';
 import peopleRoutes from './people-routes.ts';
 import { currentBindings } from './role-bindings.ts';
-import { SESSION_COOKIE, cookieOf, sessionCheck } from './sessions.ts';
+import { cookieOf, sessionCheck, sessionCookieName } from './sessions.ts';
 import { ensureActiveSigningKey, loadOwnKeySet } from './signing-keys.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 
@@ -32,11 +32,12 @@ const csrfSecretOf = (sessionSecret: string) => createHmac('sha256', sessionSecr
 async function authPlugin(app: FastifyInstance): Promise<void> {
   await ensureActiveSigningKey(app.db, app.keyRing);
   const ownKeys = await loadOwnKeySet(app.db);
-  app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log, tokenRevocations(app.db)));
+  app.decorate('tokenVerifier', createTokenVerifier(app.db, app.settings, ownKeys, app.log, tokenRevocations(app.db, { clockToleranceMs: app.settings.jwtClockToleranceSeconds * 1000 })));
   app.decorateRequest('principal', undefined);
 
   const csrf = createCsrfTokens();
-  const sessionSecretOf = (request: FastifyRequest) => cookieOf(request, SESSION_COOKIE);
+  const sessionCookie = sessionCookieName(app.settings);
+  const sessionSecretOf = (request: FastifyRequest) => cookieOf(request, sessionCookie);
   const csrfTokenValid = (request: FastifyRequest) => {
     const secret = sessionSecretOf(request);
     const token = request.headers['x-csrf-token'];

@@ -21,7 +21,11 @@ import { grantOf, type Grant, type RoleBinding } from './role-bindings.ts';
  * BINDINGS_MAX_AGE_MS ago: a request of a session costs a map lookup, not a query.
  */
 
-export const SESSION_COOKIE = 'keyfleet_session';
+/**
+ * The session cookie's name: under https with the __Host- prefix, which browsers accept only
+ * Secure, for the whole site and from this host, so that a sibling subdomain cannot plant one.
+ */
+export const sessionCookieName = (settings: Pick<Settings, 'publicBaseUrl'>) => (settings.publicBaseUrl?.startsWith('https:') ? '__Host-keyfleet_session' : 'keyfleet_session');
 /** How stale a process's copy of a session row may be: a revocation or sign-out applies within this. */
 export const SESSION_MAX_AGE_MS = 1_000;
 /** `seen_at` (the idle timeout's start) is written at most this often, so that a session's requests do not each write. */
@@ -155,8 +159,6 @@ interface CachedSession {
   readAt: number;
   /** The principal of the grant computed from `bindings`, reused while they are the same copy. */
   principal?: { bindings: readonly RoleBinding[]; value: Principal | Error };
-  /** No refresh before this (the provider was down at the last try). */
-  refreshNotBefore?: number;
 }
 
 export interface SessionCheckOptions {
@@ -181,7 +183,8 @@ function principalOfGrant(person: Person, grant: Grant): Principal | Error {
   if (!grant.ok) return forbidden(`Your session gives no access: ${grant.reason}`);
   const actor = actorOf(person);
   return {
-    subject: `person:${person.email ?? person.subject}`,
+    // Stable: the records of who did what (a rollout's creator and approver) must not change with an email.
+    subject: `person:${person.id}`,
     actor,
     customer: grant.customer,
     scopes: grant.scopes,
@@ -202,6 +205,7 @@ export function sessionCheck(options: SessionCheckOptions): SessionCheck {
   const { db, keyRing, settings, bindings, oidc, log } = options;
   const clock = options.clock ?? Date.now;
   const cache = new Map<string, CachedSession>();
+  const cookieName = sessionCookieName(settings);
   const refreshing = new Map<string, Promise<void>>();
 
   async function readSession(id: string, now: number): Promise<CachedSession | undefined> {
@@ -212,7 +216,6 @@ export function sessionCheck(options: SessionCheckOptions): SessionCheck {
       .where('sessions.id', '=', id)
       .executeTakeFirst();
     if (!row) return undefined;
-    const previous = cache.get(id);
     const session: CachedSession = {
       id,
       person: { id: Number(row.person_id), issuer: row.issuer, subject: row.subject, email: row.email, name: row.name },
@@ -223,59 +226,70 @@ export function sessionCheck(options: SessionCheckOptions): SessionCheck {
       expiresAt: Number(row.expires_at),
       endedAt: row.ended_at === null ? null : Number(row.ended_at),
       readAt: now,
-      ...(previous?.refreshNotBefore === undefined ? {} : { refreshNotBefore: previous.refreshNotBefore }),
     };
     if (cache.size >= MAX_CACHED_SESSIONS) cache.delete(cache.keys().next().value!);
     cache.set(id, session);
     return session;
   }
 
-  /** Reads the person's groups from the provider again; ends the session if the provider no longer knows it. */
+  /**
+   * Reads the person's groups from the provider again; ends the session if the provider refuses
+   * its refresh token (the person disabled, the grant revoked), or if there is none. One process
+   * refreshes a session at a time: it claims the refresh by moving `refreshed_at` on from the
+   * value it read, so that two processes never spend one rotating refresh token. A provider that
+   * cannot be reached leaves the session as it is, and is asked again after REFRESH_RETRY_MS; a
+   * database error is the request's (a 503), never an ended session.
+   */
   async function refresh(session: CachedSession, now: number): Promise<void> {
+    const claimed = await db.updateTable('sessions').set({ refreshed_at: now }).where('id', '=', session.id).where('refreshed_at', '=', session.refreshedAt).where('ended_at', 'is', null).executeTakeFirst();
+    if (Number(claimed.numUpdatedRows) === 0) return;
     if (!oidc || session.refreshTokenSealed === null) {
       // Without a refresh token the groups cannot be read again: the person signs in again.
       await endSession(db, session.id, { now, by: 'system:session-refresh' });
       return;
     }
+    const refreshToken = (await open(keyRing, session.refreshTokenSealed, refreshTokenData(session.id))).toString('utf8');
+    let identity;
     try {
-      const refreshToken = (await open(keyRing, session.refreshTokenSealed, refreshTokenData(session.id))).toString('utf8');
-      const identity = await oidc.refresh(refreshToken);
-      await db
-        .updateTable('sessions')
-        .set({
-          groups: JSON.stringify(identity.groups),
-          refreshed_at: now,
-          refresh_token_sealed: identity.refreshToken === undefined ? null : await seal(keyRing, identity.refreshToken, refreshTokenData(session.id)),
-        })
-        .where('id', '=', session.id)
-        .execute();
+      identity = await oidc.refresh(refreshToken);
     } catch (error) {
       if (error instanceof ProviderUnavailableError) {
         log.warn({ err: { message: error.message } }, 'session refresh: the identity provider is unavailable; the session keeps its groups for now');
-        session.refreshNotBefore = now + REFRESH_RETRY_MS;
+        await db.updateTable('sessions').set({ refreshed_at: now - settings.sessionRefreshMs + REFRESH_RETRY_MS }).where('id', '=', session.id).execute();
         return;
       }
-      // The provider refused the refresh token (the person was disabled, the grant revoked).
       log.info({ person: session.person.id, reason: (error as Error).message }, 'session refresh refused by the identity provider; the session ends');
       await endSession(db, session.id, { now, by: 'system:session-refresh' });
+      return;
     }
+    await db
+      .updateTable('sessions')
+      .set({
+        groups: JSON.stringify(identity.groups),
+        refresh_token_sealed: identity.refreshToken === undefined ? null : await seal(keyRing, identity.refreshToken, refreshTokenData(session.id)),
+      })
+      .where('id', '=', session.id)
+      .execute();
   }
 
+  /** This process's copy of the session, read again when a second old. */
   async function currentSession(id: string, now: number): Promise<CachedSession | undefined> {
-    let session = cache.get(id);
-    if (!session || now - session.readAt >= SESSION_MAX_AGE_MS) session = await readSession(id, now);
-    if (!session || session.endedAt !== null) return session;
-    const refreshDue = now - session.refreshedAt >= settings.sessionRefreshMs && (session.refreshNotBefore === undefined || now >= session.refreshNotBefore);
-    if (refreshDue) {
-      let running = refreshing.get(id);
-      if (!running) {
-        running = refresh(session, now).finally(() => refreshing.delete(id));
-        refreshing.set(id, running);
-      }
-      await running;
-      session = (await readSession(id, now)) ?? session;
+    const cached = cache.get(id);
+    return cached && now - cached.readAt < SESSION_MAX_AGE_MS ? cached : readSession(id, now);
+  }
+
+  /** The session with its groups refreshed if due (concurrent requests of this process share one refresh). */
+  async function refreshedIfDue(session: CachedSession, now: number): Promise<CachedSession> {
+    if (now - session.refreshedAt < settings.sessionRefreshMs) return session;
+    let running = refreshing.get(session.id);
+    if (!running) {
+      running = refresh(session, now).finally(() => refreshing.delete(session.id));
+      refreshing.set(session.id, running);
     }
-    return session;
+    await running;
+    const after = await readSession(session.id, now);
+    if (!after || after.endedAt !== null) throw unauthorized('Session has ended: sign in again');
+    return after;
   }
 
   /**
@@ -283,7 +297,7 @@ export function sessionCheck(options: SessionCheckOptions): SessionCheck {
    * and for a write with its anti-CSRF token), whatever it grants; undefined without the cookie.
    */
   async function validSession(request: FastifyRequest): Promise<{ session: CachedSession } | undefined> {
-    const secret = cookieOf(request, SESSION_COOKIE);
+    const secret = cookieOf(request, cookieName);
     if (secret === undefined) return undefined;
     const now = clock();
     const id = sessionIdOf(secret);
@@ -302,7 +316,7 @@ export function sessionCheck(options: SessionCheckOptions): SessionCheck {
       session.seenAt = now;
       await db.updateTable('sessions').set({ seen_at: now }).where('id', '=', id).execute();
     }
-    return { session };
+    return { session: await refreshedIfDue(session, now) };
   }
 
   return {

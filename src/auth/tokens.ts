@@ -260,5 +260,7 @@ async function principalFrom(db: Db, payload: JWTPayload, ownToken: boolean): Pr
   if (typeof customerName !== 'string') throw unauthorized('Token claim customer must be a string');
   const customer = await findCustomerByName(db, customerName);
   if (!customer) throw unauthorized(`Token customer ${customerName} does not exist`);
+  // The fleet's catalog is no customer's, whatever another issuer's token claims.
+  for (const scope of FLEET_ONLY_SCOPES) scopes.delete(scope);
   return { subject, actor, customer, scopes, isAdmin };
 }

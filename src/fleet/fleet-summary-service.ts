@@ -34,7 +34,7 @@ function newestFirst(a: VersionCount, b: VersionCount): number {
 export async function fleetSummary(request: SummaryRequest): Promise<FleetSummary> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
   const scope: SummaryScope = acting === null ? {} : { customerId: acting.id };
-  const [groups, pending] = await Promise.all([summaryGroups(request.db, scope), request.principal.customer === null ? countPendingOkms(request.db) : undefined]);
+  const [groups, pending] = await Promise.all([summaryGroups(request.db, scope), request.principal.isAdmin ? countPendingOkms(request.db) : undefined]);
   const okms = { total: 0, in_step: 0, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 };
   const corrections: Record<string, number> = {};
   const versionCounts = Object.fromEntries(FIRMWARE_KINDS.map((kind) => [kind, new Map<string, number>()])) as Record<FirmwareKind, Map<string, number>>;

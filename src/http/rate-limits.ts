@@ -72,7 +72,7 @@ async function rateLimitsPlugin(app: FastifyInstance): Promise<void> {
 
   app.addHook('onRoute', (route) => {
     if (route.config?.rateLimitGroup !== undefined) return;
-    if (route.url.startsWith('/api/') || route.url.startsWith('/v1/')) route.config = { ...route.config, rateLimitGroup: 'api' };
+    if (route.url.startsWith('/api/') || route.url.startsWith('/v1/') || route.url.startsWith('/auth/')) route.config = { ...route.config, rateLimitGroup: 'api' };
   });
   const groupOf = (request: FastifyRequest) => request.routeOptions.config?.rateLimitGroup;
 

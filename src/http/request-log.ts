@@ -9,7 +9,8 @@ const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Query parameters whose values are secrets, by decoded name, in lower case: the installer
  * code an OKM sends on every poll, and the credentials a misconfigured client may put in a URL.
  */
-const SECRET_QUERY_PARAMETERS = new Set(['installcode', 'access_token', 'token', 'api_key', 'apikey']);
+// The sign-in callback's code and state, and what a provider may add, are credentials too.
+const SECRET_QUERY_PARAMETERS = new Set(['installcode', 'access_token', 'token', 'api_key', 'apikey', 'code', 'state', 'id_token', 'session_state']);
 
 /** A query parameter's name as the query-string parser sees it: '+' is a space, %XX a byte (invalid escapes stay as they are). */
 const decodedName = (name: string) =>

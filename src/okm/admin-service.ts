@@ -208,7 +208,7 @@ const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.pr
 
 export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): Promise<CursorPage<OkmRecord>> {
   const page = cursorPageRequest(OKM_PAGES, query);
-  if (query.unassigned && request.principal.customer !== null) throw forbidden('unassigned: only a principal of every customer (an operator) may list unassigned OKMs');
+  if (query.unassigned && !request.principal.isAdmin) throw forbidden('unassigned: only an admin token may list unassigned OKMs');
   const acting = await actingFor(request);
   if (query.unassigned && acting !== null) throw badRequest('unassigned: cannot be combined with customer');
   const okms = await listOkms(
@@ -250,8 +250,12 @@ async function lockedOwnOkm(trx: Db, acting: Customer, serialNumber: string): Pr
   return owned;
 }
 
-/** The acting customer of a principal bound to one customer; null for one of every customer (an admin token, a fleet-wide role), whichever customer it acts for. */
-const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (request.principal.customer === null ? null : acting);
+/**
+ * The acting customer of a principal that is not an admin; null for an admin, whichever
+ * customer it acts for. Only an admin assigns an OKM directly (SPEC §10): a person of every
+ * customer who is not one changes only OKMs their acting customer holds, as a customer token does.
+ */
+const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (request.principal.isAdmin ? null : acting);
 
 /**
  * PUT: replaces the settings of an OKM. A customer token: only of an OKM its customer holds

@@ -2,7 +2,7 @@ import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
-import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { countEndpoints, deleteEndpoint, ENDPOINT_PAGES, findEndpoint, insertEndpoint, listEndpoints, updateEndpoint, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
 import { ENDPOINT_DELIVERY_PAGES, endpointDeliveries } from './fleet-deliveries-repository.ts';
@@ -32,9 +32,21 @@ export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointReco
   created_at: new Date(endpoint.createdAt).toISOString(),
 });
 
+/**
+ * The customer a request's endpoints belong to; null (the deployment's, and every customer's)
+ * for an admin naming none. A principal of every customer that is not an admin (a person's
+ * fleet-wide role) must name a customer: deployment-wide endpoints receive every customer's
+ * events and the admin-only ones (SPEC §14).
+ */
+async function actingOwner(request: EndpointRequest): Promise<{ id: number; name: string } | null> {
+  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  if (acting === null && !request.principal.isAdmin) throw forbidden('Deployment-wide webhook endpoints are an admin\'s: name a customer (?customer=…)');
+  return acting;
+}
+
 /** The endpoints a request may read or change: its customer's; an admin's, every one unless it names a customer. */
 async function scopeOf(request: EndpointRequest): Promise<EndpointScope> {
-  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  const acting = await actingOwner(request);
   return acting === null ? {} : { customerId: acting.id };
 }
 
@@ -61,7 +73,7 @@ function checkEventTypes(eventTypes: readonly string[], customerId: number | nul
  * deployment-wide one, which receives the events of every customer and those of no customer.
  */
 export async function createEndpoint(request: EndpointRequest, body: EndpointBody): Promise<WebhookEndpointRecord> {
-  const acting = await actingCustomer(request.db, request.principal, request.customerName);
+  const acting = await actingOwner(request);
   checkEndpointUrl(body.url, request.settings);
   checkEventTypes(body.event_types, acting?.id ?? null);
   const customerId = acting?.id ?? null;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { buildServer } from '../../src/server.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OpenIdProvider, type ProviderPerson } from '../helpers/openid-provider.ts';
@@ -13,6 +14,7 @@ const PEOPLE: ProviderPerson[] = [
   { sub: 'bob', email: 'bob@example.com', name: 'Bob Viewer', groups: ['kf-acme-viewers'] },
   { sub: 'carol', email: 'carol@example.com', name: 'Carol Nobody', groups: ['marketing'] },
   { sub: 'dave', email: 'Dave@Example.com', name: 'Dave Release', groups: [] },
+  { sub: 'mallory', email: 'dave@example.com', name: 'Mallory', groups: [], emailVerified: false },
 ];
 
 /** A session's refresh interval short enough for a test to see a group change through it. */
@@ -134,17 +136,41 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
   test('an allowed write with the session works with its anti-CSRF token, and is refused without it or with another session\'s', async () => {
     const { client, csrf } = await signedIn('alice');
     const other = await signedIn('alice');
+    assert.equal((await api('PUT', '/api/v1/okms/SSO-OKM-1?customer=acme', { token: admin, body: { polling_interval: 200 } })).status, 201);
     const okm = { polling_interval: 300 };
 
-    const withToken = await api('PUT', '/api/v1/okms/SSO-OKM-1?customer=acme', { client, csrf, body: okm });
-    const without = await api('PUT', '/api/v1/okms/SSO-OKM-2?customer=acme', { client, body: okm });
-    const othersToken = await api('PUT', '/api/v1/okms/SSO-OKM-3?customer=acme', { client, csrf: other.csrf, body: okm });
+    const withToken = await api('PATCH', '/api/v1/okms/SSO-OKM-1?customer=acme', { client, csrf, body: okm });
+    const without = await api('PATCH', '/api/v1/okms/SSO-OKM-1?customer=acme', { client, body: { polling_interval: 400 } });
+    const othersToken = await api('PATCH', '/api/v1/okms/SSO-OKM-1?customer=acme', { client, csrf: other.csrf, body: { polling_interval: 500 } });
 
-    assert.equal(withToken.status, 201, await withToken.text());
+    assert.equal(withToken.status, 200, await withToken.text());
     assert.equal(without.status, 403);
     assert.match((await without.json()).error_msg, /anti-CSRF/);
     assert.equal(othersToken.status, 403);
-    assert.equal((await api('GET', '/api/v1/okms/SSO-OKM-2', { token: admin })).status, 404);
+    assert.equal((await (await api('GET', '/api/v1/okms/SSO-OKM-1', { token: admin })).json()).data.polling_interval, 300);
+  });
+
+  test('a person of every customer who is not an admin does not do what only an admin does: assign an OKM, list unassigned ones, own deployment-wide webhook endpoints', async () => {
+    const { client, csrf } = await signedIn('alice');
+
+    const assign = await api('PUT', '/api/v1/okms/SSO-NEW-1?customer=acme', { client, csrf, body: { polling_interval: 300 } });
+    const unassigned = await api('GET', '/api/v1/okms?unassigned=true', { client });
+    const endpoint = await api('POST', '/api/v1/webhook-endpoints', { client, csrf, body: { url: 'https://hooks.example.com/kf', event_types: ['okm.stuck'] } });
+    const endpoints = await api('GET', '/api/v1/webhook-endpoints', { client });
+    const acmeEndpoint = await api('POST', '/api/v1/webhook-endpoints?customer=acme', { client, csrf, body: { url: 'https://hooks.example.com/acme', event_types: ['okm.stuck'] } });
+
+    assert.equal(assign.status, 409, await assign.text());
+    assert.equal(unassigned.status, 403);
+    assert.equal(endpoint.status, 403);
+    assert.equal(endpoints.status, 403);
+    assert.equal(acmeEndpoint.status, 201, await acmeEndpoint.text());
+  });
+
+  test('an email the provider has not verified matches no email binding: someone who sets their email to another\'s gets nothing', async () => {
+    const { response } = await new SignInClient().signIn(base, 'mallory');
+
+    assert.equal(response.status, 403);
+    assert.match(await response.text(), /no role is bound to you/);
   });
 
   test('a viewer of one customer reads that customer, is refused another customer\'s and any write', async () => {
@@ -216,6 +242,24 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
       idp.down = false;
     }
     assert.equal((await api('GET', '/api/v1/okms', { client })).status, 200);
+  });
+
+  test('two processes that find one session due for its refresh at once refresh it once: a rotating refresh token is spent by one of them', async () => {
+    const { client } = await signedIn('alice');
+    const second = await buildServer({ settings: t.settings, db: t.db, dialect: t.dialect, keyRing: t.app.keyRing });
+    try {
+      await second.ready();
+      const cookies = { keyfleet_session: client.cookie(base, 'keyfleet_session')! };
+      await new Promise((resolve) => setTimeout(resolve, SESSION_REFRESH_MS + 100));
+      const before = idp.tokenRequests;
+
+      const answers = await Promise.all([t.app, second, t.app, second].map((app) => app.inject({ method: 'GET', url: '/api/v1/me', cookies })));
+
+      assert.deepEqual(answers.map((answer) => answer.statusCode), [200, 200, 200, 200]);
+      assert.equal(idp.tokenRequests - before, 1, 'one refresh at the provider');
+    } finally {
+      await second.close();
+    }
   });
 
   test('sign-out ends the session on the server (the old cookie is a 401 afterwards) and gives the provider\'s sign-out page', async () => {
@@ -453,4 +497,12 @@ forEachDatabase('single sign-on with a provider that gives no refresh token', (k
     await eventually(async () => (await client.request(`${base}/api/v1/me`)).status === 401, 4_000, 'the session ended at its refresh');
     assert.equal((await client.signIn(base, 'alice')).response.status, 200);
   });
+});
+
+test('under an https base URL the session cookie is __Host-keyfleet_session (Secure, for the whole site, from this host only); under http keyfleet_session', async () => {
+  const { sessionCookieName } = await import('../../src/auth/sessions.ts');
+
+  assert.equal(sessionCookieName({ publicBaseUrl: 'https://keyfleet.example.com' }), '__Host-keyfleet_session');
+  assert.equal(sessionCookieName({ publicBaseUrl: 'http://127.0.0.1:8080' }), 'keyfleet_session');
+  assert.equal(sessionCookieName({ publicBaseUrl: undefined }), 'keyfleet_session');
 });

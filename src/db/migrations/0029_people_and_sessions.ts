@@ -73,7 +73,8 @@ export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('subject', 'text', (c) => c.notNull())
-    .addColumn('customer_id', idType(context), (c) => c.references('customers.id').onDelete('cascade'))
+    // Set null, not cascade: a revoked token's row must outlive its customer, or a customer made again under the name would revive it.
+    .addColumn('customer_id', idType(context), (c) => c.references('customers.id').onDelete('set null'))
     .addColumn('scopes', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
