@@ -60,6 +60,11 @@ export class OpenIdProvider {
     return idp;
   }
 
+  /** The settings of a keyfleet at `base` that signs people in through this provider. */
+  keyfleetSettings(base: string, scopes = 'openid email profile groups offline_access'): Record<string, string> {
+    return { PUBLIC_BASE_URL: base, OIDC_ISSUER: this.issuer, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ALLOW_HTTP: 'true', OIDC_SCOPES: scopes };
+  }
+
   #configuration(redirectUri: string, postLogoutRedirectUri: string, idTokenTtlSeconds: number): Configuration {
     return {
       clients: [

@@ -11,7 +11,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OpenIdProvider, type ProviderPerson } from './openid-provider.ts';
+import { OpenIdProvider, type ProviderPerson } from './openid-provider.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist/src/cli/main.js');
@@ -27,18 +27,7 @@ const PEOPLE: ProviderPerson[] = [
 ];
 
 const idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE, { port: idpPort });
-const env = {
-  ...process.env,
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  DATA_DIR: dataDir,
-  PUBLIC_BASE_URL: base,
-  OIDC_ISSUER: idp.issuer,
-  OIDC_CLIENT_ID,
-  OIDC_CLIENT_SECRET,
-  OIDC_ALLOW_HTTP: 'true',
-  OIDC_SCOPES: 'openid email profile groups offline_access',
-};
+const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...idp.keyfleetSettings(base) };
 const keyfleet = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args, '--json'], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const listed = JSON.parse(keyfleet('customer', 'list')) as { customers: { name: string }[] };
 if (!listed.customers.some((customer) => customer.name === 'demo')) keyfleet('customer', 'create', 'demo');

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { buildServer } from '../../src/server.ts';
-import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OpenIdProvider, type ProviderPerson } from '../helpers/openid-provider.ts';
-import { freePort } from '../helpers/server-process.ts';
+import type { OpenIdProvider, ProviderPerson } from '../helpers/openid-provider.ts';
+import { appWithSingleSignOn, type SingleSignOnWorld } from '../helpers/single-sign-on.ts';
 import { SignInClient } from '../helpers/sign-in-client.ts';
 import { createTestCustomer, issueTestToken } from '../helpers/tokens.ts';
 
@@ -17,6 +17,9 @@ const PEOPLE: ProviderPerson[] = [
   { sub: 'mallory', email: 'dave@example.com', name: 'Mallory', groups: [], emailVerified: false },
 ];
 
+const bindAliceAsViewer = (t: TestApp) =>
+  t.db.insertInto('role_bindings').values({ id: 'binding-alice', kind: 'email', value: 'alice@example.com', role: 'viewer', customer_id: null, created_at: Date.now(), created_by: 'test' }).execute();
+
 /** A session's refresh interval short enough for a test to see a group change through it. */
 const SESSION_REFRESH_MS = 1_500;
 
@@ -26,25 +29,15 @@ const SESSION_REFRESH_MS = 1_500;
  * in the provider's form.
  */
 forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
+  let world: SingleSignOnWorld;
   let t: TestApp;
   let idp: OpenIdProvider;
   let base: string;
   let admin: string;
 
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE.map((person) => ({ ...person, groups: [...person.groups] })));
-    t = await buildTestApp(kind, {
-      PUBLIC_BASE_URL: base,
-      OIDC_ISSUER: idp.issuer,
-      OIDC_CLIENT_ID,
-      OIDC_CLIENT_SECRET,
-      OIDC_ALLOW_HTTP: 'true',
-      OIDC_SCOPES: 'openid email profile groups offline_access',
-      SESSION_REFRESH: `${SESSION_REFRESH_MS}ms`,
-    });
-    await t.app.listen({ port, host: '127.0.0.1' });
+    world = await appWithSingleSignOn(kind, PEOPLE, { env: { SESSION_REFRESH: `${SESSION_REFRESH_MS}ms` } });
+    ({ t, idp, base } = world);
     await createTestCustomer(t, 'acme');
     await createTestCustomer(t, 'beta');
     admin = await issueTestToken(t, { scopes: ['admin'] });
@@ -57,10 +50,7 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
       assert.equal(response.status, 201, await response.text());
     }
   });
-  after(async () => {
-    await t?.close();
-    await idp?.close();
-  });
+  after(() => world?.close());
 
   async function api(method: string, path: string, { token, client, csrf, body }: { token?: string; client?: SignInClient; csrf?: string; body?: unknown } = {}) {
     const headers: Record<string, string> = {};
@@ -416,22 +406,14 @@ forEachDatabase('single sign-on through an OpenID Provider', (kind) => {
 });
 
 forEachDatabase('single sign-on with a provider that is not the configured issuer', (kind) => {
-  let t: TestApp;
-  let idp: OpenIdProvider;
+  let world: SingleSignOnWorld;
   let base: string;
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE);
     // The same server under another name: its metadata names an issuer that is not OIDC_ISSUER.
-    const elsewhere = idp.issuer.replace('127.0.0.1', 'localhost');
-    t = await buildTestApp(kind, { PUBLIC_BASE_URL: base, OIDC_ISSUER: elsewhere, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ALLOW_HTTP: 'true' });
-    await t.app.listen({ port, host: '127.0.0.1' });
+    world = await appWithSingleSignOn(kind, PEOPLE, { env: (idp) => ({ OIDC_ISSUER: idp.issuer.replace('127.0.0.1', 'localhost') }) });
+    ({ base } = world);
   });
-  after(async () => {
-    await t?.close();
-    await idp?.close();
-  });
+  after(() => world?.close());
 
   test('sign-in is refused with a page that says it is misconfigured (502), never a redirect to the provider or a 500', async () => {
     const response = await new SignInClient().request(`${base}/auth/oidc/login`);
@@ -442,22 +424,17 @@ forEachDatabase('single sign-on with a provider that is not the configured issue
 });
 
 forEachDatabase('single sign-on with an ID token that expires on its way', (kind) => {
+  let world: SingleSignOnWorld;
   let t: TestApp;
   let idp: OpenIdProvider;
   let base: string;
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE, { idTokenTtlSeconds: 1 });
     // No leeway for clock skew, so that a second's delay expires the token.
-    t = await buildTestApp(kind, { PUBLIC_BASE_URL: base, OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ALLOW_HTTP: 'true', JWT_CLOCK_TOLERANCE_SECONDS: '0' });
-    await t.app.listen({ port, host: '127.0.0.1' });
-    await t.db.insertInto('role_bindings').values({ id: 'binding-alice', kind: 'email', value: 'alice@example.com', role: 'viewer', customer_id: null, created_at: Date.now(), created_by: 'test' }).execute();
+    world = await appWithSingleSignOn(kind, PEOPLE, { idTokenTtlSeconds: 1, env: { JWT_CLOCK_TOLERANCE_SECONDS: '0' } });
+    ({ t, idp, base } = world);
+    await bindAliceAsViewer(t);
   });
-  after(async () => {
-    await t?.close();
-    await idp?.close();
-  });
+  after(() => world?.close());
 
   test('an ID token already expired when keyfleet gets it is refused with a page, and no session starts', async () => {
     idp.tokenDelayMs = 2_500;
@@ -472,22 +449,16 @@ forEachDatabase('single sign-on with an ID token that expires on its way', (kind
 });
 
 forEachDatabase('single sign-on with a provider that gives no refresh token', (kind) => {
+  let world: SingleSignOnWorld;
   let t: TestApp;
-  let idp: OpenIdProvider;
   let base: string;
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE);
     // Without offline_access the provider gives no refresh token, as Google does.
-    t = await buildTestApp(kind, { PUBLIC_BASE_URL: base, OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ALLOW_HTTP: 'true', OIDC_SCOPES: 'openid email profile groups', SESSION_REFRESH: '1s' });
-    await t.app.listen({ port, host: '127.0.0.1' });
-    await t.db.insertInto('role_bindings').values({ id: 'binding-alice', kind: 'email', value: 'alice@example.com', role: 'viewer', customer_id: null, created_at: Date.now(), created_by: 'test' }).execute();
+    world = await appWithSingleSignOn(kind, PEOPLE, { scopes: 'openid email profile groups', env: { SESSION_REFRESH: '1s' } });
+    ({ t, base } = world);
+    await bindAliceAsViewer(t);
   });
-  after(async () => {
-    await t?.close();
-    await idp?.close();
-  });
+  after(() => world?.close());
 
   test('the session works until its first refresh, then ends: the groups cannot be read again, so the person signs in again', async () => {
     const client = new SignInClient();

@@ -3,11 +3,11 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { issueToken } from '../../src/auth/tokens.ts';
-import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OpenIdProvider, type ProviderPerson } from '../helpers/openid-provider.ts';
-import { freePort } from '../helpers/server-process.ts';
+import type { OpenIdProvider, ProviderPerson } from '../helpers/openid-provider.ts';
+import { appWithSingleSignOn, type SingleSignOnWorld } from '../helpers/single-sign-on.ts';
 import { createTestCustomer, issueTestToken } from '../helpers/tokens.ts';
 import { PROJECT_ROOT, requireBuiltConsole, watchConsole, type ConsolePage } from './e2e-fixture.ts';
 
@@ -31,6 +31,7 @@ const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(PROJECT_R
  */
 forEachDatabase('console: single sign-on', (kind) => {
   describe('in Chromium', { skip: browserTestSkip() }, () => {
+    let world: SingleSignOnWorld;
     let t: TestApp;
     let idp: OpenIdProvider;
     let browser: Browser;
@@ -39,19 +40,8 @@ forEachDatabase('console: single sign-on', (kind) => {
 
     before(async () => {
       requireBuiltConsole();
-      const port = await freePort();
-      base = `http://127.0.0.1:${port}`;
-      idp = await OpenIdProvider.start(`${base}/auth/oidc/callback`, `${base}/console/`, PEOPLE.map((person) => ({ ...person, groups: [...person.groups] })));
-      t = await buildTestApp(kind, {
-        PUBLIC_BASE_URL: base,
-        OIDC_ISSUER: idp.issuer,
-        OIDC_CLIENT_ID,
-        OIDC_CLIENT_SECRET,
-        OIDC_ALLOW_HTTP: 'true',
-        OIDC_SCOPES: 'openid email profile groups offline_access',
-        SESSION_REFRESH: `${SESSION_REFRESH_MS}ms`,
-      });
-      await t.app.listen({ port, host: '127.0.0.1' });
+      world = await appWithSingleSignOn(kind, PEOPLE, { env: { SESSION_REFRESH: `${SESSION_REFRESH_MS}ms` } });
+      ({ t, idp, base } = world);
       browser = await launchChromium();
       for (const customer of ['acme', 'globex']) await createTestCustomer(t, customer);
       admin = await issueTestToken(t, { scopes: ['admin'] });
@@ -67,8 +57,7 @@ forEachDatabase('console: single sign-on', (kind) => {
     });
     after(async () => {
       await browser?.close();
-      await t?.close();
-      await idp?.close();
+      await world?.close();
     });
 
     /** One API call as the operator's token; throws unless 2xx. */
