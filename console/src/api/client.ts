@@ -353,72 +353,29 @@ export const getWebhookDeliveries = (id: number, page: PageRequest) =>
 export type WebhookDelivery = Awaited<ReturnType<typeof getWebhookDeliveries>>['data'][number];
 
 // ---- People & access (role bindings, sessions, API tokens) ----------------------------------
-// These routes are not in the generated client types: their shapes are written here as
-// src/auth/people-routes.ts answers them.
 
-export type RoleBindingKind = 'group' | 'email' | 'subject';
+export const listRoleBindings = () => call(api.GET('/api/v1/role-bindings'));
+export type RoleBinding = Awaited<ReturnType<typeof listRoleBindings>>['data'][number];
+export type RoleBindingKind = RoleBinding['kind'];
+export type RoleBindingBody = paths['/api/v1/role-bindings']['post']['requestBody']['content']['application/json'];
 
-export interface RoleBinding {
-  id: string;
-  kind: RoleBindingKind;
-  value: string;
-  role: string;
-  /** The one customer the role is for; null: every customer. */
-  customer: string | null;
-  created_at: string;
-  created_by: string;
-}
-
-export interface RoleBindingBody {
-  kind: RoleBindingKind;
-  value: string;
-  role: string;
-  customer?: string;
-}
-
-export interface PersonSessionRecord {
-  /** The session's public handle, what revocation names. */
-  id: string;
-  person: { id: number; email: string | null; name: string | null; subject: string };
-  created_at: string;
-  seen_at: string;
-  expires_at: string;
-  ended_at: string | null;
-}
-
-export interface ApiTokenRecord {
-  id: string;
-  name: string;
-  subject: string;
-  customer: string | null;
-  scopes: string[];
-  created_at: string;
-  expires_at: string;
-  revoked_at: string | null;
-}
-
-interface DataAnswer<T> {
-  message: string;
-  data: T;
-}
-
-export const listRoleBindings = () => call(send<DataAnswer<RoleBinding[]>>('GET', '/api/v1/role-bindings'));
-
-export const createRoleBinding = (body: RoleBindingBody) => call(send<DataAnswer<RoleBinding>>('POST', '/api/v1/role-bindings', body));
+export const createRoleBinding = (body: RoleBindingBody) => call(api.POST('/api/v1/role-bindings', { body }));
 
 /** The people it bound lose that role within a second. */
-export const deleteRoleBinding = (id: string) => call(send<undefined>('DELETE', `/api/v1/role-bindings/${encodeURIComponent(id)}`));
+export const deleteRoleBinding = (id: string) => call(api.DELETE('/api/v1/role-bindings/{id}', { params: { path: { id } } }));
 
 /** The sessions that have not ended, newest first. */
-export const listPersonSessions = () => call(send<DataAnswer<PersonSessionRecord[]>>('GET', '/api/v1/sessions'));
+export const listPersonSessions = () => call(api.GET('/api/v1/sessions'));
+export type PersonSessionRecord = Awaited<ReturnType<typeof listPersonSessions>>['data'][number];
 
 /** Its next request is a 401. */
-export const revokePersonSession = (id: string) => call(send<DataAnswer<{ revoked: number }>>('DELETE', `/api/v1/sessions/${encodeURIComponent(id)}`));
+export const revokePersonSession = (id: string) => call(api.DELETE('/api/v1/sessions/{id}', { params: { path: { id } } }));
 
 /** Offboarding: every session of the person ends. */
-export const revokeEverySessionOf = (personId: number) => call(send<DataAnswer<{ revoked: number }>>('DELETE', `/api/v1/people/${personId}/sessions`));
+export const revokeEverySessionOf = (personId: number) => call(api.DELETE('/api/v1/people/{id}/sessions', { params: { path: { id: personId } } }));
 
 /** The tokens this deployment signed, newest first; expired ones too with `includeExpired`. */
-export const listApiTokens = (includeExpired: boolean) => call(send<DataAnswer<ApiTokenRecord[]>>('GET', `/api/v1/tokens${includeExpired ? '?include_expired=true' : ''}`));
+export const listApiTokens = (includeExpired: boolean) => call(api.GET('/api/v1/tokens', { params: { query: includeExpired ? { include_expired: true } : {} } }));
+export type ApiTokenRecord = Awaited<ReturnType<typeof listApiTokens>>['data'][number];
 
-export const revokeApiToken = (id: string) => call(send<DataAnswer<ApiTokenRecord>>('DELETE', `/api/v1/tokens/${encodeURIComponent(id)}`));
+export const revokeApiToken = (id: string) => call(api.DELETE('/api/v1/tokens/{id}', { params: { path: { id } } }));
