@@ -16,10 +16,10 @@ import type { Db } from '../db/database.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { badRequest, unauthorized } from '../http/errors.ts';
 import type { Actor } from './actor.ts';
-import { recordToken, type TokenRevocations } from './api-tokens.ts';
+import { recordToken, revokeToken, type TokenRevocations, type TokenView } from './api-tokens.ts';
 import { FLEET_ONLY_SCOPES } from './roles.ts';
 import type { Principal, Scope } from './guard.ts';
-import { ensureActiveSigningKey, loadActiveSigningKey, type OwnKeySet } from './signing-keys.ts';
+import { ensureActiveSigningKey, loadActiveSigningKey, loadOwnKeySet, type OwnKeySet } from './signing-keys.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
 import { fetchAtMost } from '../shared/outside-answers.ts';
 
@@ -263,4 +263,40 @@ async function principalFrom(db: Db, payload: JWTPayload, ownToken: boolean): Pr
   // The fleet's catalog is no customer's, whatever another issuer's token claims.
   for (const scope of FLEET_ONLY_SCOPES) scopes.delete(scope);
   return { subject, actor, customer, scopes, isAdmin };
+}
+
+/**
+ * Revokes a token of this deployment given the token itself: one signed before the registry
+ * existed has no row, so it is named by its signature, and gets a row, revoked, with what it
+ * claims. A token of the registry is revoked as by its id. Refused (400) unless the token's
+ * signature is the deployment's and it has not expired.
+ */
+export async function revokeTokenItself(db: Db, settings: Settings, token: string, { now, by }: { now: number; by: string }): Promise<TokenView> {
+  const ownKeys = await loadOwnKeySet(db);
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, ownKeys.getKey, { algorithms: ACCEPTED_ALGORITHMS, issuer: settings.jwtIssuer, audience: settings.jwtAudience, requiredClaims: ['exp', 'jti'] }));
+  } catch (error) {
+    if (isDatabaseUnavailable(error) || !(error instanceof errors.JOSEError)) throw error;
+    throw badRequest(`token: not a live token of this deployment (${describeVerificationFailure(error)})`);
+  }
+  const id = payload.jti!;
+  if (!(await db.selectFrom('api_tokens').select('id').where('id', '=', id).executeTakeFirst())) {
+    const customer = typeof payload.customer === 'string' ? await findCustomerByName(db, payload.customer) : undefined;
+    await db
+      .insertInto('api_tokens')
+      .values({
+        id,
+        name: 'unregistered (signed before the token registry)',
+        subject: payload.sub ?? '',
+        customer_id: customer?.id ?? null,
+        scopes: typeof payload.scope === 'string' ? payload.scope : '',
+        created_at: (payload.iat ?? Math.floor(now / 1000)) * 1000,
+        expires_at: payload.exp! * 1000,
+        revoked_at: null,
+        revoked_by: null,
+      })
+      .execute();
+  }
+  return revokeToken(db, id, { now, by });
 }

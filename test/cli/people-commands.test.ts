@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startSession, upsertPerson } from '../../src/auth/sessions.ts';
 import { buildServer } from '../../src/server.ts';
@@ -56,6 +58,28 @@ forEachDatabase('keyfleet token, role and session commands', (kind) => {
     assert.ok(Date.now() - revokedAt <= 1_500, `took ${Date.now() - revokedAt} ms`);
     const again = json<{ token: { revoked_at: string } }>(await keyfleet('token', 'revoke', issued.id, '--json'));
     assert.equal(again.token.revoked_at, revoked.token.revoked_at, 'a second revocation keeps the first time');
+  });
+
+  test('token revoke --token-file revokes a token signed before the registry (no row, no id on the list) by the token itself; a token not of this deployment is refused', async () => {
+    const legacy = await issueTestToken(t, { customer: 'acme', scopes: ['okm:read'] });
+    const { jti } = JSON.parse(Buffer.from(legacy.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string };
+    await t.db.deleteFrom('api_tokens').where('id', '=', jti).execute();
+    const file = path.join(t.database.dataDir, 'legacy.jwt');
+    fs.writeFileSync(file, `${legacy}\n`);
+    assert.equal((await readOkms(t.app, legacy)).statusCode, 200);
+    const unknownId = await keyfleet('token', 'revoke', jti);
+    assert.notEqual(unknownId.exitCode, 0, 'no row: not revocable by its id');
+
+    const revoked = json<{ token: { id: string; name: string; revoked_at: string } }>(await keyfleet('token', 'revoke', '--token-file', file, '--json'));
+
+    assert.equal(revoked.token.id, jti);
+    assert.match(revoked.token.name, /unregistered/);
+    for (const app of [t.app, other]) await eventually(async () => (await readOkms(app, legacy)).statusCode === 401, 3_000, 'the legacy token refused');
+    fs.writeFileSync(file, `${legacy.slice(0, -4)}AAAA\n`);
+    const forged = await keyfleet('token', 'revoke', '--token-file', file);
+    assert.equal(forged.exitCode, 2);
+    assert.match(forged.stderr, /not a live token of this deployment/);
+    assert.equal((await keyfleet('token', 'revoke', jti, '--token-file', file)).exitCode, 2);
   });
 
   test('the token API lists and revokes tokens, for an admin; an unknown id is a 404, and a lifetime past 366 days is refused', async () => {
