@@ -1955,7 +1955,6 @@ export interface operations {
                             seen_at: string;
                             /** Format: date-time */
                             expires_at: string;
-                            ended_at: string | null;
                         }[];
                     };
                 };
@@ -2025,6 +2024,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the session's id as listed */
                 id: string;
             };
             cookie?: never;

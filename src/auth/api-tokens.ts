@@ -12,9 +12,8 @@ import { freshCopy } from '../shared/fresh-copy.ts';
 /** The oldest a process's copy of the revoked tokens may be when it verifies a token. */
 export const REVOCATION_MAX_AGE_MS = 1_000;
 
-export async function recordToken(db: Db, row: Omit<ApiTokensTable, 'revoked_at' | 'revoked_by'> & { issuedBy: string }): Promise<void> {
-  const { issuedBy: _issuedBy, ...values } = row;
-  await db.insertInto('api_tokens').values({ ...values, revoked_at: null, revoked_by: null }).execute();
+export async function recordToken(db: Db, row: Omit<ApiTokensTable, 'revoked_at' | 'revoked_by'>): Promise<void> {
+  await db.insertInto('api_tokens').values({ ...row, revoked_at: null, revoked_by: null }).execute();
 }
 
 export interface TokenView {
@@ -30,8 +29,8 @@ export interface TokenView {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
-/** Tokens newest first; expired ones only with `includeExpired`. */
-export async function listTokens(db: Db, { now, includeExpired, customerId }: { now: number; includeExpired: boolean; customerId?: number }): Promise<TokenView[]> {
+/** Tokens newest first; expired ones only with `includeExpired`; the one token `id` when given. */
+export async function listTokens(db: Db, { now, includeExpired, customerId, id }: { now: number; includeExpired: boolean; customerId?: number; id?: string }): Promise<TokenView[]> {
   let query = db
     .selectFrom('api_tokens')
     .leftJoin('customers', 'customers.id', 'api_tokens.customer_id')
@@ -40,6 +39,7 @@ export async function listTokens(db: Db, { now, includeExpired, customerId }: { 
     .orderBy('api_tokens.id');
   if (!includeExpired) query = query.where('api_tokens.expires_at', '>', now);
   if (customerId !== undefined) query = query.where('api_tokens.customer_id', '=', customerId);
+  if (id !== undefined) query = query.where('api_tokens.id', '=', id);
   const rows = await query.execute();
   return rows.map((row) => ({
     id: row.id,
@@ -58,8 +58,7 @@ export async function revokeToken(db: Db, id: string, { now, by }: { now: number
   const row = await db.selectFrom('api_tokens').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound(`token ${id} not found`);
   if (row.revoked_at === null) await db.updateTable('api_tokens').set({ revoked_at: now, revoked_by: by }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-  const [view] = (await listTokens(db, { now, includeExpired: true })).filter((token) => token.id === id);
-  return view!;
+  return (await listTokens(db, { now, includeExpired: true, id }))[0]!;
 }
 
 export interface TokenRevocations {

@@ -6,9 +6,9 @@ import * as client from 'openid-client';
 import type { FreshCopy } from '../shared/fresh-copy.ts';
 import { actorText } from './actor.ts';
 import { ProviderUnavailableError, SignInRefusedError, type OidcClient } from './oidc.ts';
-import { grantOf, type RoleBinding } from './role-bindings.ts';
+import type { RoleBinding } from './role-bindings.ts';
 import { sendSignInProblem } from './sign-in-pages.ts';
-import { cookieOf, endSession, sessionCookieName, startSession, upsertPerson, type SessionCheck } from './sessions.ts';
+import { actorOf, cookieOf, endSession, sessionCookieName, signInPerson, type SessionCheck } from './sessions.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 
 /** The cookie that carries a sign-in's `state` from the redirect to the callback, in this browser only. */
@@ -112,15 +112,13 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
       }
       throw error;
     }
-    const grant = grantOf(await bindings.get(), identity);
-    const person = await upsertPerson(db, identity, now);
-    if (!grant.ok) {
-      request.log.info({ person: person.id }, 'sign-in refused: no role bound to the person');
-      return sendSignInProblem(reply, 403, 'You have no access to keyfleet', `You signed in as ${identity.email ?? identity.subject}, but ${grant.reason}`);
+    const signedIn = await signInPerson(db, keyRing, settings, await bindings.get(), identity, now);
+    if ('refused' in signedIn) {
+      request.log.info({ person: signedIn.person.id }, 'sign-in refused: no role bound to the person');
+      return sendSignInProblem(reply, 403, 'You have no access to keyfleet', `You signed in as ${identity.email ?? identity.subject}, but ${signedIn.refused}`);
     }
-    const { secret, expiresAt } = await startSession(db, keyRing, settings, person, identity, now);
-    request.actor = { kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject };
-    reply.setCookie(sessionCookie, secret, { httpOnly: true, sameSite: 'lax', secure: secureCookies, path: '/', expires: new Date(expiresAt) });
+    request.actor = actorOf(signedIn.person);
+    reply.setCookie(sessionCookie, signedIn.secret, { httpOnly: true, sameSite: 'lax', secure: secureCookies, path: '/', expires: new Date(signedIn.expiresAt) });
     return reply.header('cache-control', 'no-store').redirect(attempt.return_to, 302);
   });
 

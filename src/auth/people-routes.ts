@@ -2,13 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
-import { notFound } from '../http/errors.ts';
+import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { actorText } from './actor.ts';
 import { listTokens, revokeToken } from './api-tokens.ts';
 import { principalOf, requireScopes } from './guard.ts';
 import { ROLE_NAMES } from './roles.ts';
 import { createRoleBinding, deleteRoleBinding, listRoleBindings, type RoleBinding } from './role-bindings.ts';
-import { listSessions, revokeSessions } from './sessions.ts';
+import { SESSION_HANDLE_PATTERN, listSessions, revokePersonSessions, revokeSession } from './sessions.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
 
@@ -34,20 +34,20 @@ const RoleBindingBody = Type.Object(
     kind: Type.Enum(['group', 'email', 'subject'], { description: 'group: an IdP group (OIDC_GROUPS_CLAIM); email or subject: one person' }),
     value: Type.String({ minLength: 1, maxLength: 256 }),
     role: Type.String({ minLength: 1, maxLength: 64, description: `One of ${ROLE_NAMES.join(', ')}` }),
-    customer: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The one customer the role is for; omitted: every customer' })),
+    customer: Type.Optional(Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'The one customer the role is for; omitted: every customer' })),
   },
   { additionalProperties: false },
 );
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$' }) });
 const PersonId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const PersonParams = Type.Object({ id: PersonId });
+const SessionParams = Type.Object({ id: Type.String({ pattern: SESSION_HANDLE_PATTERN, description: 'the session\'s id as listed' }) });
 const SessionView = Type.Object({
   id: Type.String(),
   person: Type.Object({ id: Type.Integer(), email: Nullable(Type.String()), name: Nullable(Type.String()), subject: Type.String() }),
   created_at: IsoTime,
   seen_at: IsoTime,
   expires_at: IsoTime,
-  ended_at: Nullable(IsoTime),
 });
 const SessionQuery = Type.Object({ person: Type.Optional(PersonId) }, { additionalProperties: false });
 const TokenView = Type.Object({
@@ -126,23 +126,14 @@ const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyReq
 
   app.delete(
     '/api/v1/sessions/:id',
-    { onRequest: canAdminister, schema: { operationId: 'revokeSession', summary: 'End one session (its id as listed): its next request is a 401, on every process within a second', tags: ['people'], params: IdParams, response: { 200: resourceResponse(RevokedCount), ...errorResponses } } },
-    async (request) => {
-      if (!/^[0-9a-f]{16}$/.test(request.params.id)) throw notFound(`session ${request.params.id} not found`);
-      const revoked = await revokeSessions(app.db, { handle: request.params.id }, { now: now(), by: actorText(principalOf(request).actor) });
-      if (revoked === 0) throw notFound(`session ${request.params.id} not found, or ended already`);
-      return { message: MESSAGES.updated, data: { revoked } };
-    },
+    { onRequest: canAdminister, schema: { operationId: 'revokeSession', summary: 'End one session (its id as listed): its next request is a 401, on every process within a second', tags: ['people'], params: SessionParams, response: { 200: resourceResponse(RevokedCount), ...errorResponses } } },
+    async (request) => ({ message: MESSAGES.updated, data: { revoked: await revokeSession(app.db, request.params.id, { now: now(), by: actorText(principalOf(request).actor) }) } }),
   );
 
   app.delete(
     '/api/v1/people/:id/sessions',
     { onRequest: canAdminister, schema: { operationId: 'revokePersonSessions', summary: "End every session of a person (offboarding)", tags: ['people'], params: PersonParams, response: { 200: resourceResponse(RevokedCount), ...errorResponses } } },
-    async (request) => {
-      const person = await app.db.selectFrom('people').select('id').where('id', '=', request.params.id).executeTakeFirst();
-      if (!person) throw notFound(`person ${request.params.id} not found`);
-      return { message: MESSAGES.updated, data: { revoked: await revokeSessions(app.db, { personId: request.params.id }, { now: now(), by: actorText(principalOf(request).actor) }) } };
-    },
+    async (request) => ({ message: MESSAGES.updated, data: { revoked: await revokePersonSessions(app.db, request.params.id, { now: now(), by: actorText(principalOf(request).actor) }) } }),
   );
 
   app.get(

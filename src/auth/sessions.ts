@@ -3,7 +3,7 @@ import { parseCookie } from 'cookie';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
-import { forbidden, unauthorized } from '../http/errors.ts';
+import { forbidden, notFound, unauthorized } from '../http/errors.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
@@ -74,6 +74,24 @@ export async function upsertPerson(db: Db, identity: ProviderIdentity, now: numb
   return { ...row, id: Number(row.id) };
 }
 
+/**
+ * A sign-in the provider vouched for: the person is recorded (also one without a role, so that
+ * an administrator finds whom to bind), and gets a session if their bindings grant something.
+ */
+export async function signInPerson(
+  db: Db,
+  keyRing: KeyRing,
+  settings: Settings,
+  bindings: readonly RoleBinding[],
+  identity: ProviderIdentity,
+  now: number,
+): Promise<{ person: Person } & ({ refused: string } | { secret: string; expiresAt: number })> {
+  const grant = grantOf(bindings, identity);
+  const person = await upsertPerson(db, identity, now);
+  if (!grant.ok) return { person, refused: grant.reason };
+  return { person, ...(await startSession(db, keyRing, settings, person, identity, now)) };
+}
+
 /** Starts a session; the secret is for the cookie only (the database keeps its hash). */
 export async function startSession(db: Db, keyRing: KeyRing, settings: Settings, person: Person, identity: ProviderIdentity, now: number): Promise<{ secret: string; expiresAt: number }> {
   const secret = randomBytes(32).toString('base64url');
@@ -98,9 +116,8 @@ export async function startSession(db: Db, keyRing: KeyRing, settings: Settings,
 }
 
 /** Ends a session (sign-out, revocation); an ended one stays as it was. */
-export async function endSession(db: Db, id: string, { now, by }: { now: number; by: string }): Promise<boolean> {
-  const result = await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('id', '=', id).where('ended_at', 'is', null).executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+export async function endSession(db: Db, id: string, { now, by }: { now: number; by: string }): Promise<void> {
+  await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('id', '=', id).where('ended_at', 'is', null).execute();
 }
 
 export interface SessionView {
@@ -110,11 +127,12 @@ export interface SessionView {
   created_at: string;
   seen_at: string;
   expires_at: string;
-  ended_at: string | null;
 }
 
 /** The public handle: enough to name a session, never enough to open it (the id is itself a hash). */
 export const sessionHandle = (id: string) => id.slice(0, 16);
+/** What a handle looks like: the route's parameter and the command's argument are checked against it. */
+export const SESSION_HANDLE_PATTERN = '^[0-9a-f]{16}$';
 
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
 
@@ -135,15 +153,22 @@ export async function listSessions(db: Db, { now, personId }: { now: number; per
     created_at: iso(row.created_at),
     seen_at: iso(row.seen_at),
     expires_at: iso(row.expires_at),
-    ended_at: null,
   }));
 }
 
-/** Ends every session of the person (offboarding) or the one session with that handle; the count ended. */
-export async function revokeSessions(db: Db, target: { personId: number } | { handle: string }, { now, by }: { now: number; by: string }): Promise<number> {
-  let query = db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('ended_at', 'is', null);
-  query = 'personId' in target ? query.where('person_id', '=', target.personId) : query.where('id', 'like', `${target.handle}%`);
-  return Number((await query.executeTakeFirst()).numUpdatedRows);
+/** Ends the session with that handle; 404 when none lasts. */
+export async function revokeSession(db: Db, handle: string, { now, by }: { now: number; by: string }): Promise<number> {
+  const result = await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('ended_at', 'is', null).where('id', 'like', `${handle}%`).executeTakeFirst();
+  const revoked = Number(result.numUpdatedRows);
+  if (revoked === 0) throw notFound(`session ${handle} not found, or ended already`);
+  return revoked;
+}
+
+/** Ends every session of the person (offboarding); the count ended; 404 for an unknown person. */
+export async function revokePersonSessions(db: Db, personId: number, { now, by }: { now: number; by: string }): Promise<number> {
+  if (!(await db.selectFrom('people').select('id').where('id', '=', personId).executeTakeFirst())) throw notFound(`person ${personId} not found`);
+  const result = await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('ended_at', 'is', null).where('person_id', '=', personId).executeTakeFirst();
+  return Number(result.numUpdatedRows);
 }
 
 interface CachedSession {
@@ -176,7 +201,7 @@ export interface SessionCheckOptions {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-const actorOf = (person: Person): Actor => ({ kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject });
+export const actorOf = (person: Person): Actor => ({ kind: 'person', id: String(person.id), name: person.name ?? person.email ?? person.subject });
 
 /** The principal of a person's grant, or the error that refuses it. */
 function principalOfGrant(person: Person, grant: Grant): Principal | Error {

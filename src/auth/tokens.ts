@@ -58,8 +58,6 @@ export interface TokenRequest {
   subject?: string;
   /** What the token is for, as lists show it; default its subject. */
   name?: string;
-  /** Who issues it, as the registry records it (the command line's OS user, an admin's actor). */
-  issuedBy?: string;
 }
 
 export interface IssuedToken {
@@ -88,9 +86,8 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   if (request.customer !== undefined && fleetOnly.length > 0) {
     throw badRequest(`scope: ${fleetOnly.join(', ')} acts on the whole fleet and is not for a customer token`);
   }
-  if (request.customer !== undefined && !(await findCustomerByName(db, request.customer))) {
-    throw badRequest(`customer: unknown customer ${request.customer}`);
-  }
+  const customer = request.customer === undefined ? undefined : await findCustomerByName(db, request.customer);
+  if (request.customer !== undefined && !customer) throw badRequest(`customer: unknown customer ${request.customer}`);
   if (request.subject !== undefined && !/^[\x21-\x7e]{1,128}$/.test(request.subject)) {
     throw badRequest(`subject: expected 1-128 printable ASCII characters without spaces, got "${request.subject}"`);
   }
@@ -110,7 +107,6 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   const expiresAt = issuedAt + request.ttlSeconds;
   const id = randomUUID();
   const subject = request.subject ?? (request.customer === undefined ? 'admin' : `customer:${request.customer}`);
-  const customer = request.customer === undefined ? undefined : await findCustomerByName(db, request.customer);
   await recordToken(db, {
     id,
     name: request.name ?? subject,
@@ -119,7 +115,6 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
     scopes: request.scopes.join(' '),
     created_at: issuedAt * 1000,
     expires_at: expiresAt * 1000,
-    issuedBy: request.issuedBy ?? 'system:keyfleet',
   });
   const token = await new SignJWT({
     scope: request.scopes.join(' '),
@@ -283,20 +278,15 @@ export async function revokeTokenItself(db: Db, settings: Settings, token: strin
   const id = payload.jti!;
   if (!(await db.selectFrom('api_tokens').select('id').where('id', '=', id).executeTakeFirst())) {
     const customer = typeof payload.customer === 'string' ? await findCustomerByName(db, payload.customer) : undefined;
-    await db
-      .insertInto('api_tokens')
-      .values({
-        id,
-        name: 'unregistered (signed before the token registry)',
-        subject: payload.sub ?? '',
-        customer_id: customer?.id ?? null,
-        scopes: typeof payload.scope === 'string' ? payload.scope : '',
-        created_at: (payload.iat ?? Math.floor(now / 1000)) * 1000,
-        expires_at: payload.exp! * 1000,
-        revoked_at: null,
-        revoked_by: null,
-      })
-      .execute();
+    await recordToken(db, {
+      id,
+      name: 'unregistered (signed before the token registry)',
+      subject: payload.sub ?? '',
+      customer_id: customer?.id ?? null,
+      scopes: typeof payload.scope === 'string' ? payload.scope : '',
+      created_at: (payload.iat ?? Math.floor(now / 1000)) * 1000,
+      expires_at: payload.exp! * 1000,
+    });
   }
   return revokeToken(db, id, { now, by });
 }

@@ -1,7 +1,6 @@
 import os from 'node:os';
 import type { Command } from 'commander';
-import { revokeSessions } from '../auth/sessions.ts';
-import { notFound } from '../http/errors.ts';
+import { SESSION_HANDLE_PATTERN, revokePersonSessions, revokeSession } from '../auth/sessions.ts';
 import { commandGroup, openContext, personIdOption, printResult, UsageError } from './context.ts';
 
 export function register(program: Command): void {
@@ -13,19 +12,12 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (id: string | undefined, options: { person?: string; json?: boolean }) => {
       if ((id === undefined) === (options.person === undefined)) throw new UsageError('give a session id or --person, not both');
-      if (id !== undefined && !/^[0-9a-f]{16}$/.test(id)) throw new UsageError(`expected a session id of 16 hex digits, got "${id}"`);
+      if (id !== undefined && !new RegExp(SESSION_HANDLE_PATTERN).test(id)) throw new UsageError(`expected a session id of 16 hex digits, got "${id}"`);
+      const personId = id === undefined ? personIdOption(options.person!) : undefined;
       const context = await openContext();
       try {
-        const by = `cli:${os.userInfo().username}`;
-        let revoked: number;
-        if (id === undefined) {
-          const personId = personIdOption(options.person!);
-          if (!(await context.db.selectFrom('people').select('id').where('id', '=', personId).executeTakeFirst())) throw notFound(`person ${personId} not found`);
-          revoked = await revokeSessions(context.db, { personId }, { now: Date.now(), by });
-        } else {
-          revoked = await revokeSessions(context.db, { handle: id }, { now: Date.now(), by });
-          if (revoked === 0) throw notFound(`session ${id} not found, or ended already`);
-        }
+        const revokedBy = { now: Date.now(), by: `cli:${os.userInfo().username}` };
+        const revoked = personId === undefined ? await revokeSession(context.db, id!, revokedBy) : await revokePersonSessions(context.db, personId, revokedBy);
         printResult(options.json, { revoked }, `ended ${revoked} session${revoked === 1 ? '' : 's'}`);
       } finally {
         await context.close();

@@ -1,4 +1,3 @@
-import os from 'node:os';
 import type { Command } from 'commander';
 import { issueToken, type IssuedToken } from '../auth/tokens.ts';
 import { commandGroup, durationOption, openContext, printResult } from './context.ts';
@@ -27,7 +26,6 @@ export async function issueTokenFromOptions(options: TokenOptions): Promise<Issu
       ttlSeconds,
       subject: options.subject,
       name: options.name,
-      issuedBy: `cli:${os.userInfo().username}`,
     });
   } finally {
     await context.close();
