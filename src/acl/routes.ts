@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { methodNotAllowedRoute } from '../http/openapi.ts';
@@ -27,6 +28,9 @@ function pageJson(query: AclListQuery, items: string[], total: number): string {
   return `{"message":${JSON.stringify(message)},"pagination":${JSON.stringify(pagination)},"data":[${items.join(',')}]}`;
 }
 
+/** The request as the ACL service takes it: who asks, when, and the change's source for the audit trail. */
+const aclRequest = (request: FastifyRequest): AclRequest => ({ db: request.server.db, principal: principalOf(request), now: Date.now(), source: changeSourceOf(request) });
+
 const refusePatch = (allow: string) => async () => {
   throw methodNotAllowed('Cannot PATCH', allow);
 };
@@ -40,7 +44,6 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const canCreate = requireScopes('acl:read', 'acl:create');
   const canDelete = requireScopes('acl:read', 'acl:delete');
 
-  const aclRequest = (request: FastifyRequest): AclRequest => ({ db: app.db, principal: principalOf(request), now: Date.now() });
   const aclWrite = (request: FastifyRequest, body: AclBody): AclWrite => ({ body, jsonText: request.jsonText ?? JSON.stringify(body) });
 
   app.post(
@@ -151,7 +154,7 @@ export const aclSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const page = await listCustomerAclSummaries({ db: app.db, principal: principalOf(request), now: Date.now() }, request.query);
+      const page = await listCustomerAclSummaries(aclRequest(request), request.query);
       linkNextPage(request, reply, page.nextCursor);
       const body = `{"message":${JSON.stringify(MESSAGES.fetched)},"data":[${page.items.map(aclSummaryJson).join(',')}],"next_cursor":${JSON.stringify(page.nextCursor)}}`;
       return sendJson(reply, 200, body);

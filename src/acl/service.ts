@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Customer } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { cursorPageRequest, type CursorPage } from '../http/cursor-paging.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
+import { aclChange, type AclState } from './audit-view.ts';
 import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
 import {
@@ -30,6 +32,8 @@ export interface AclRequest {
   db: Db;
   principal: Principal;
   now: number;
+  /** Who changes, for the audit trail (unused by reads). */
+  source: ChangeSource;
 }
 
 /** A POST or PUT body, parsed and as the JSON text it came in (user_data is kept as written). */
@@ -60,6 +64,24 @@ const findablesAfter = (body: AclBody, currentName: string | null): AclFindables
 
 const storedAcl = (id: string, owner: Customer, name: string | null, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, name, ...content });
 
+/** The ACL as the audit trail records it. */
+const aclState = (acl: Pick<StoredAcl, 'customerName' | 'name' | 'usersJson' | 'locksJson' | 'userDataJson'>, okmSerial: string | null): AclState => ({
+  customer: acl.customerName,
+  name: acl.name,
+  okm_id: okmSerial,
+  locks: JSON.parse(acl.locksJson) as string[],
+  usersJson: acl.usersJson,
+  userDataJson: acl.userDataJson,
+});
+
+/** The state the write leaves: the OKM the body names, or (absent) the one it had. */
+const stateAfter = (acl: StoredAcl, current: string | null, requested: string | null | undefined) => aclState(acl, requested === undefined ? current : requested);
+
+/** The ACL as stored before this transaction changes it (it is locked). */
+async function stateBefore(trx: Db, id: string, okmSerial: string | null): Promise<AclState> {
+  return aclState((await findAcl(trx, id))!, okmSerial);
+}
+
 /** The customer named in the body, which a customer-bound token can only name as its own. */
 async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Customer> {
   return (await actingCustomer(request.db, request.principal, body.customer))!;
@@ -85,11 +107,13 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
   return request.db.transaction().execute(async (trx) => {
     let current: string | null = null;
     let currentName: string | null = null;
+    let before: AclState | undefined;
     const created = await insertAcl(trx, id, owner.id, content, request.now);
     if (!created) {
       const locked = await lockAcl(trx, id);
       if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
       if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
+      before = await stateBefore(trx, id, locked.okmSerial);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
       currentName = locked.name;
@@ -97,7 +121,9 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
     const findables = findablesAfter(write.body, currentName);
     await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
-    return storedAcl(id, owner, findables.name, content);
+    const acl = storedAcl(id, owner, findables.name, content);
+    await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, current, write.body.okm_id)), request.now);
+    return acl;
   });
 }
 
@@ -110,11 +136,14 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
   return request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, acting, id);
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
+    const before = await stateBefore(trx, id, locked.okmSerial);
     await updateAclContent(trx, id, content, request.now);
     const findables = findablesAfter(write.body, locked.name);
     await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
-    return storedAcl(id, owner, findables.name, content);
+    const acl = storedAcl(id, owner, findables.name, content);
+    await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, locked.okmSerial, write.body.okm_id)), request.now);
+    return acl;
   });
 }
 
@@ -159,7 +188,9 @@ export async function removeAcl(request: AclRequest, id: string, customerName: s
   const acting = await actingCustomer(request.db, request.principal, customerName);
   await request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, acting, id);
+    const before = await stateBefore(trx, id, locked.okmSerial);
     await deleteAcl(trx, id);
     if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);
+    await recordChange(trx, request.source, aclChange(id, before, undefined), request.now);
   });
 }

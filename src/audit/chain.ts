@@ -10,9 +10,9 @@ import { canonicalJson, canonicalTextDigest } from '../shared/canonical-json.ts'
 /** The `prev_hash` of the first entry of a chain. */
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** An entry as it is chained: `seq` numbers the chain from 1 without gaps; every other member is hashed as it is. */
+/** An entry as it is chained: `id` numbers the chain from 1 without gaps; every other member is hashed as it is. */
 export interface ChainedEntry {
-  seq: number;
+  id: number;
   prev_hash: string;
   hash: string;
   [member: string]: unknown;
@@ -24,9 +24,9 @@ export function entryHash(entry: Omit<ChainedEntry, 'hash'> | ChainedEntry): str
   return canonicalTextDigest(canonicalJson(hashed));
 }
 
-/** The entry that follows `previous` (undefined: the first), with its seq, prev_hash and hash. */
-export function chainEntry<T extends Record<string, unknown>>(previous: Pick<ChainedEntry, 'seq' | 'hash'> | undefined, content: T): T & ChainedEntry {
-  const linked = { ...content, seq: (previous?.seq ?? 0) + 1, prev_hash: previous?.hash ?? GENESIS_HASH };
+/** The entry that follows `previous` (undefined: the first), with its id, prev_hash and hash. */
+export function chainEntry<T extends Record<string, unknown>>(previous: Pick<ChainedEntry, 'id' | 'hash'> | undefined, content: T): T & ChainedEntry {
+  const linked = { ...content, id: (previous?.id ?? 0) + 1, prev_hash: previous?.hash ?? GENESIS_HASH };
   return { ...linked, hash: entryHash(linked) } as T & ChainedEntry;
 }
 
@@ -45,7 +45,7 @@ export type ChainProblem =
   | { kind: 'missing_tail'; seq: number; detail: string };
 
 /**
- * Walks `entries`, read in the order of their `seq` (an iterable, so that a million entries
+ * Walks `entries`, read in the order of their `id` (an iterable, so that a million entries
  * stream through), from `start` (the entry before the first read: undefined for the chain's
  * beginning, or a retained anchor after pruning). Returns the first problem, or undefined when
  * the chain is intact to its last entry and reaches every checkpoint given:
@@ -60,29 +60,29 @@ export type ChainProblem =
  *   not have (everything after a checkpoint can be rewritten with fresh hashes, as the hash has
  *   no secret; the signed checkpoint is what pins it).
  */
-export function verifyChain(entries: Iterable<ChainedEntry>, { start, checkpoints = [] }: { start?: Pick<ChainedEntry, 'seq' | 'hash'>; checkpoints?: readonly Checkpoint[] } = {}): ChainProblem | undefined {
+export function verifyChain(entries: Iterable<ChainedEntry>, { start, checkpoints = [] }: { start?: Pick<ChainedEntry, 'id' | 'hash'>; checkpoints?: readonly Checkpoint[] } = {}): ChainProblem | undefined {
   const checkpointAt = new Map(checkpoints.map((checkpoint) => [checkpoint.seq, checkpoint.hash]));
   /** Seqs of the hashes walked so far: where an entry that links to one of them was written. */
   const seqOfHash = new Map<string, number>();
   let previous = start;
-  if (start) seqOfHash.set(start.hash, start.seq);
+  if (start) seqOfHash.set(start.hash, start.id);
   for (const entry of entries) {
-    const expectedSeq = (previous?.seq ?? 0) + 1;
-    if (entry.seq < expectedSeq) return { kind: 'inserted', seq: entry.seq, detail: `a second entry ${entry.seq}: its seq was taken already` };
-    if (entry.seq > expectedSeq) return { kind: 'deleted', seq: expectedSeq, detail: `entries ${expectedSeq}–${entry.seq - 1} are missing` };
+    const expectedSeq = (previous?.id ?? 0) + 1;
+    if (entry.id < expectedSeq) return { kind: 'inserted', seq: entry.id, detail: `a second entry ${entry.id}: its seq was taken already` };
+    if (entry.id > expectedSeq) return { kind: 'deleted', seq: expectedSeq, detail: `entries ${expectedSeq}–${entry.id - 1} are missing` };
     if (entryHash(entry) !== entry.hash) {
       const writtenAs = seqWrittenAs(entry, seqOfHash);
       return writtenAs === undefined
-        ? { kind: 'altered', seq: entry.seq, detail: `entry ${entry.seq} does not hash to its stored hash: it was changed after it was written` }
-        : { kind: 'reordered', seq: entry.seq, detail: `entry ${entry.seq} was written as entry ${writtenAs}` };
+        ? { kind: 'altered', seq: entry.id, detail: `entry ${entry.id} does not hash to its stored hash: it was changed after it was written` }
+        : { kind: 'reordered', seq: entry.id, detail: `entry ${entry.id} was written as entry ${writtenAs}` };
     }
-    if (entry.prev_hash !== (previous?.hash ?? GENESIS_HASH)) return { kind: 'inserted', seq: entry.seq, detail: `entry ${entry.seq} does not follow entry ${expectedSeq - 1}: it was made outside the chain` };
-    const signed = checkpointAt.get(entry.seq);
-    if (signed !== undefined && signed !== entry.hash) return { kind: 'altered', seq: entry.seq, detail: `entry ${entry.seq} is not the entry its signed checkpoint names: the chain was rewritten up to here` };
-    seqOfHash.set(entry.hash, entry.seq);
+    if (entry.prev_hash !== (previous?.hash ?? GENESIS_HASH)) return { kind: 'inserted', seq: entry.id, detail: `entry ${entry.id} does not follow entry ${expectedSeq - 1}: it was made outside the chain` };
+    const signed = checkpointAt.get(entry.id);
+    if (signed !== undefined && signed !== entry.hash) return { kind: 'altered', seq: entry.id, detail: `entry ${entry.id} is not the entry its signed checkpoint names: the chain was rewritten up to here` };
+    seqOfHash.set(entry.hash, entry.id);
     previous = entry;
   }
-  const last = previous?.seq ?? 0;
+  const last = previous?.id ?? 0;
   const furthest = Math.max(0, ...checkpointAt.keys());
   if (furthest > last) return { kind: 'missing_tail', seq: last + 1, detail: `a signed checkpoint counts ${furthest} entries and the chain ends at ${last}: entries ${last + 1}–${furthest} are gone` };
   return undefined;
@@ -91,6 +91,6 @@ export function verifyChain(entries: Iterable<ChainedEntry>, { start, checkpoint
 /** The seq under which an entry that does not hash as stored would hash right: where it was written, if it was moved. */
 function seqWrittenAs(entry: ChainedEntry, seqOfHash: ReadonlyMap<string, number>): number | undefined {
   const afterItsPredecessor = seqOfHash.get(entry.prev_hash);
-  const candidates = [afterItsPredecessor === undefined ? undefined : afterItsPredecessor + 1, entry.seq + 1, entry.seq - 1];
-  return candidates.find((seq) => seq !== undefined && seq !== entry.seq && seq > 0 && entryHash({ ...entry, seq }) === entry.hash);
+  const candidates = [afterItsPredecessor === undefined ? undefined : afterItsPredecessor + 1, entry.id + 1, entry.id - 1];
+  return candidates.find((seq) => seq !== undefined && seq !== entry.id && seq > 0 && entryHash({ ...entry, id: seq }) === entry.hash);
 }

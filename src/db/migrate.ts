@@ -30,6 +30,7 @@ import * as okmSubscriberUrls from './migrations/0026_okm_subscriber_urls.ts';
 import * as rolloutOkmList from './migrations/0027_rollout_okm_list.ts';
 import * as stuckOkms from './migrations/0028_stuck_okms.ts';
 import * as peopleAndSessions from './migrations/0029_people_and_sessions.ts';
+import * as auditTrail from './migrations/0030_audit_trail.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -69,6 +70,7 @@ export const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0027_rollout_okm_list': rolloutOkmList,
   '0028_stuck_okms': stuckOkms,
   '0029_people_and_sessions': peopleAndSessions,
+  '0030_audit_trail': auditTrail,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

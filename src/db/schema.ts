@@ -43,6 +43,9 @@ export interface Database {
   sessions: SessionsTable;
   sign_in_attempts: SignInAttemptsTable;
   api_tokens: ApiTokensTable;
+  audit_entries: AuditEntriesTable;
+  audit_chain_head: AuditChainHeadTable;
+  audit_checkpoints: AuditCheckpointsTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -555,4 +558,42 @@ export interface ApiTokensTable {
   expires_at: number;
   revoked_at: number | null;
   revoked_by: string | null;
+}
+
+/** One change (SPEC section 18), numbered from 1 by `seq` and chained by its hashes; never updated. */
+export interface AuditEntriesTable {
+  seq: number;
+  time: number;
+  actor_kind: string;
+  actor_id: string;
+  actor_name: string;
+  /** The customer's name (names never change), null for a change of the whole fleet. */
+  customer: string | null;
+  action: string;
+  entity_type: string;
+  entity_id: string;
+  /** JSON, redacted (src/audit/redaction.ts); null where there was nothing before (a creation) or after (a deletion). */
+  before_json: string | null;
+  after_json: string | null;
+  request_id: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  prev_hash: string;
+  hash: string;
+}
+
+/** The one row (id 1) holding the chain's last seq and hash: what a writer locks to append. */
+export interface AuditChainHeadTable {
+  id: number;
+  seq: number;
+  hash: string;
+}
+
+/** The chain's length and last hash at `seq`, signed (a compact JWS by the signing key `kid`). */
+export interface AuditCheckpointsTable {
+  seq: number;
+  hash: string;
+  signed_at: number;
+  kid: string;
+  jws: string;
 }

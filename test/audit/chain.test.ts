@@ -24,7 +24,7 @@ describe('the audit hash chain', () => {
   test('a chain as written verifies, from its beginning and from any entry as an anchor, with checkpoints at any of its entries', () => {
     fc.assert(
       fc.property(chainAndIndex, ([entries, index]) => {
-        const checkpoints = [{ seq: entries[index]!.seq, hash: entries[index]!.hash }];
+        const checkpoints = [{ seq: entries[index]!.id, hash: entries[index]!.hash }];
         return verifyChain(entries, { checkpoints }) === undefined && verifyChain(entries.slice(index + 1), { start: entries[index] }) === undefined;
       }),
     );
@@ -62,7 +62,7 @@ describe('the audit hash chain', () => {
       fc.property(chainAndIndex, ([entries, index]) => {
         const kept = entries.slice(0, index);
         const last = entries.at(-1)!;
-        const problem = verifyChain(kept, { checkpoints: [{ seq: last.seq, hash: last.hash }] });
+        const problem = verifyChain(kept, { checkpoints: [{ seq: last.id, hash: last.hash }] });
         return problem?.kind === 'missing_tail' && problem.seq === index + 1 && verifyChain(kept) === undefined;
       }),
     );
@@ -71,8 +71,8 @@ describe('the audit hash chain', () => {
   test('an entry made elsewhere and slipped in, with a seq of its own or one already taken, is named inserted', () => {
     fc.assert(
       fc.property(chainAndIndex, content, ([entries, index], foreign) => {
-        const elsewhere = chainEntry({ seq: index, hash: 'f'.repeat(64) }, foreign);
-        // In the place of entry index + 1, the following ones moved one on (their seqs as stored).
+        const elsewhere = chainEntry({ id: index, hash: 'f'.repeat(64) }, foreign);
+        // In the place of entry index + 1, the following ones moved one on (their ids as stored).
         const withForeign = [...entries.slice(0, index), elsewhere, ...entries.slice(index)];
         const problem = verifyChain(withForeign);
         return problem?.kind === 'inserted' && problem.seq === index + 1;
@@ -84,8 +84,8 @@ describe('the audit hash chain', () => {
     fc.assert(
       fc.property(chainAndIndex.filter(([entries, index]) => index < entries.length - 1), ([entries, index]) => {
         const swapped = [...entries];
-        swapped[index] = { ...entries[index + 1]!, seq: index + 1 };
-        swapped[index + 1] = { ...entries[index]!, seq: index + 2 };
+        swapped[index] = { ...entries[index + 1]!, id: index + 1 };
+        swapped[index + 1] = { ...entries[index]!, id: index + 2 };
         const problem = verifyChain(swapped);
         return problem?.kind === 'reordered' && problem.seq === index + 1;
       }),
@@ -97,12 +97,12 @@ describe('the audit hash chain', () => {
       fc.property(chainAndIndex, ([entries, index]) => {
         const rewritten = entries.slice(0, index);
         for (const entry of entries.slice(index)) {
-          const { seq: _seq, prev_hash: _prev, hash: _hash, ...rest } = entry;
+          const { id: _id, prev_hash: _prev, hash: _hash, ...rest } = entry;
           rewritten.push(chainEntry(rewritten.at(-1), { ...rest, action: 'rewritten' }));
         }
         const last = entries.at(-1)!;
-        const problem = verifyChain(rewritten, { checkpoints: [{ seq: last.seq, hash: last.hash }] });
-        return verifyChain(rewritten) === undefined && problem?.kind === 'altered' && problem.seq === last.seq;
+        const problem = verifyChain(rewritten, { checkpoints: [{ seq: last.id, hash: last.hash }] });
+        return verifyChain(rewritten) === undefined && problem?.kind === 'altered' && problem.seq === last.id;
       }),
     );
   });

@@ -1,0 +1,58 @@
+/**
+ * What an audit entry never holds (SPEC section 18: "secrets and key material redacted"). A
+ * member with one of these names, at any depth of `before` or `after`, is replaced by a marker,
+ * whatever its value: PIN hashes of ACL users (also in an OKM's user assets), secrets of webhook
+ * endpoints and API keys, device and API tokens, refresh tokens, private keys, and any sealed
+ * column. The list is documented in docs/audit-trail.md; a change that adds a secret member to
+ * a recorded shape adds its name here.
+ */
+export const REDACTED_MEMBERS: ReadonlySet<string> = new Set([
+  'pin_hash',
+  'secret',
+  'secret_hash',
+  'previous_secret',
+  'token',
+  'device_token',
+  'token_hash',
+  'refresh_token',
+  'client_secret',
+  'password',
+  'private_key',
+  'private_jwk',
+]);
+
+/** Members named …_sealed hold ciphertext under the data keys: key material all the same. */
+const isRedacted = (member: string) => REDACTED_MEMBERS.has(member) || member.endsWith('_sealed');
+
+/** What a redacted value reads as; after a change, whether it changed is kept (a PIN reset is worth knowing), never the value. */
+export const REDACTED = '[redacted]';
+export const REDACTED_CHANGED = '[redacted: changed]';
+
+type Json = null | boolean | number | string | Json[] | { [member: string]: Json };
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A JSON value as JSON.stringify would write it (undefined members gone), so that what is hashed is what is stored. */
+const asJson = (value: unknown): Json | undefined => (value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Json));
+
+/**
+ * Redacts `before` and `after` of one change together: a redacted member reads REDACTED, and in
+ * `after` REDACTED_CHANGED where the value at the same place before was different (or absent).
+ * Arrays are compared place by place, so a shape that keys its items (an ACL's users by
+ * user_id) tells a changed PIN from a moved one.
+ */
+export function redactChange(before: unknown, after: unknown): { before: Json | undefined; after: Json | undefined } {
+  return { before: redactValue(asJson(before), undefined, false), after: redactValue(asJson(after), asJson(before), before !== undefined) };
+}
+
+function redactValue(value: Json | undefined, previous: Json | undefined, compare: boolean): Json | undefined {
+  if (Array.isArray(value)) return value.map((item, index) => redactValue(item, Array.isArray(previous) ? previous[index] : undefined, compare)!);
+  if (!isObject(value)) return value;
+  const redacted: Record<string, Json> = {};
+  for (const [member, item] of Object.entries(value as Record<string, Json>)) {
+    const was = isObject(previous) ? (previous as Record<string, Json>)[member] : undefined;
+    if (isRedacted(member) && item !== null) redacted[member] = compare && JSON.stringify(was) !== JSON.stringify(item) ? REDACTED_CHANGED : REDACTED;
+    else redacted[member] = redactValue(item, was, compare)!;
+  }
+  return redacted;
+}
