@@ -1,4 +1,6 @@
+import os from 'node:os';
 import type { Command } from 'commander';
+import type { ChangeSource } from '../audit/trail.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
@@ -40,6 +42,12 @@ export async function openContext(): Promise<CliContext> {
     await db.destroy();
     throw error;
   }
+}
+
+/** Who a command's changes are recorded as: the account that runs it, with no request behind it. */
+export function cliChangeSource(): ChangeSource {
+  const { username } = os.userInfo();
+  return { actor: { kind: 'cli', id: username, name: username }, requestId: null, ip: null, userAgent: null };
 }
 
 /** For a --customer filter: a name that matches no customer is an error (exit 3), not an empty list. */
