@@ -9,6 +9,8 @@ import { registerJsonBodies } from './http/json-bodies.ts';
 import rateLimitsPlugin from './http/rate-limits.ts';
 import { registerRequestActor, registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
+import auditPlugin from './audit/plugin.ts';
+import { loadActiveSigningKey } from './auth/signing-keys.ts';
 import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';
 import openApiPlugin, { type ComponentSchemas } from './http/openapi.ts';
@@ -108,6 +110,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(aclSummaryRoutes, { prefix: '/api/v1/acl-summaries' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
   await app.register(rolloutsPlugin);
+  await app.register(auditPlugin, { signingKey: () => loadActiveSigningKey(options.db, options.keyRing) });
   await app.register(fleetPassPlugin);
   await app.register(consolePlugin);
 }

@@ -25,7 +25,8 @@ export interface Change {
 }
 
 /** An entry as the API shows and exports it; `hash` is the SHA-256 of the canonical JSON of the rest. */
-export interface AuditEntry {
+// A type, not an interface: it is then a ChainedEntry (which has an index signature) as it is.
+export type AuditEntry = {
   id: number;
   time: string;
   actor: Actor;
@@ -39,7 +40,7 @@ export interface AuditEntry {
   user_agent: string | null;
   prev_hash: string;
   hash: string;
-}
+};
 
 /** A User-Agent is kept to this many characters: enough to name a browser or a client and its version. */
 const USER_AGENT_MAX = 256;

@@ -62,6 +62,7 @@ const COMMANDS: Record<string, { description: string } & ({ load: Loader } | { c
     description: 'manage OKMs',
     commands: { pending: () => import('./okm-pending.ts'), accept: () => import('./okm-accept.ts'), token: () => import('./okm-token.ts') },
   },
+  audit: { description: 'verify and export the audit trail of changes', commands: { verify: () => import('./audit-verify.ts'), export: () => import('./audit-export.ts') } },
   webhook: { description: 'status event webhooks', commands: { secret: () => import('./webhook-secret.ts') } },
   rollout: {
     description: 'staged firmware rollouts',

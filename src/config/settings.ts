@@ -84,6 +84,8 @@ export interface Settings {
   sessionLifetimeMs: number;
   /** A session's IdP groups (and so its role) are read from the provider again after this long, in ms. */
   sessionRefreshMs: number;
+  /** Audit entries older than this many days are pruned down to a signed checkpoint; null: kept for ever (the default). */
+  auditRetentionDays: number | null;
 }
 
 export interface OidcSettings {
@@ -355,5 +357,6 @@ export function loadSettings(env: Env = process.env): Settings {
     sessionIdleMs: duration(env, 'SESSION_IDLE_TIMEOUT', '30m', 60_000, 24 * 3_600_000),
     sessionLifetimeMs: duration(env, 'SESSION_LIFETIME', '12h', 60_000, 30 * 24 * 3_600_000),
     sessionRefreshMs: duration(env, 'SESSION_REFRESH', '5m', 1_000, 24 * 3_600_000),
+    auditRetentionDays: env.AUDIT_RETENTION_DAYS === undefined || env.AUDIT_RETENTION_DAYS === '' ? null : integer(env, 'AUDIT_RETENTION_DAYS', 0, 1, 36_500),
   };
 }

@@ -1,0 +1,27 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+import { repeatStep } from '../db/repeating-step.ts';
+import { signDueCheckpoints, type CheckpointSigningKey } from './checkpoints.ts';
+import { pruneAuditTrail } from './retention.ts';
+import auditLogRoutes from './routes.ts';
+
+/** How often each server process looks for checkpoints due and entries past their retention. */
+const AUDIT_UPKEEP_INTERVAL_MS = 10_000;
+
+export interface AuditPluginOptions {
+  /** The deployment's active signing key, which signs the checkpoints. */
+  signingKey: () => Promise<CheckpointSigningKey>;
+}
+
+/** The audit trail's routes, and its upkeep: signed checkpoints, and retention when AUDIT_RETENTION_DAYS is set. */
+async function auditPlugin(app: FastifyInstance, options: AuditPluginOptions): Promise<void> {
+  await app.register(auditLogRoutes, { prefix: '/api/v1/audit-log' });
+  const retentionDays = app.settings.auditRetentionDays;
+  repeatStep(app, 'audit trail upkeep', AUDIT_UPKEEP_INTERVAL_MS, async () => {
+    const signed = await signDueCheckpoints(app.db, options.signingKey);
+    const pruned = retentionDays === null ? 0 : await pruneAuditTrail(app.db, retentionDays);
+    return signed > 0 || pruned > 0 ? 0 : AUDIT_UPKEEP_INTERVAL_MS;
+  });
+}
+
+export default fp(auditPlugin, { name: 'keyfleet-audit' });
