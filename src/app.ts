@@ -29,6 +29,7 @@ import aclRoutes, { aclSummaryRoutes } from './acl/routes.ts';
 import statusEventsPlugin from './webhooks/plugin.ts';
 import deliveriesRoutes from './okm/deliveries-routes.ts';
 import webhookEndpointRoutes from './webhooks/endpoints-routes.ts';
+import auditEventsPlugin from './webhooks/audit-events.ts';
 import rolloutsPlugin from './rollouts/plugin.ts';
 import fleetPassPlugin from './fleet/fleet-pass-plugin.ts';
 import failingSubscribersRoutes from './webhooks/failing-subscribers-routes.ts';
@@ -111,6 +112,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
   await app.register(rolloutsPlugin);
   await app.register(auditPlugin, { signingKey: () => loadActiveSigningKey(options.db, options.keyRing) });
+  await app.register(auditEventsPlugin);
   await app.register(fleetPassPlugin);
   await app.register(consolePlugin);
 }

@@ -136,3 +136,17 @@ export async function deleteAuditEntriesThrough(db: Db, seq: number): Promise<nu
   const result = await db.deleteFrom('audit_entries').where('seq', '<=', seq).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** Up to `limit` entries after the id `after`, oldest first, each with its customer's id (null for a fleet change or a customer since deleted). */
+export async function auditEntriesAfter(db: Db, after: number, limit: number): Promise<{ entry: AuditEntry; customerId: number | null }[]> {
+  const rows = await db
+    .selectFrom('audit_entries')
+    .leftJoin('customers', 'customers.name', 'audit_entries.customer')
+    .select(ENTRY_COLUMNS.map((column) => `audit_entries.${column}` as const))
+    .select('customers.id as customer_id')
+    .where('audit_entries.seq', '>', after)
+    .orderBy('audit_entries.seq')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ entry: entryOfRow(row), customerId: row.customer_id === null ? null : Number(row.customer_id) }));
+}

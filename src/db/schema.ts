@@ -46,6 +46,7 @@ export interface Database {
   audit_entries: AuditEntriesTable;
   audit_chain_head: AuditChainHeadTable;
   audit_checkpoints: AuditCheckpointsTable;
+  audit_event_cursor: AuditEventCursorTable;
 }
 
 type Id = ColumnType<number, never, never>;
@@ -596,4 +597,10 @@ export interface AuditCheckpointsTable {
   signed_at: number;
   kid: string;
   jws: string;
+}
+
+/** The one row (id 1) holding the id of the last entry shipped as an `audit.entry` fleet event. */
+export interface AuditEventCursorTable {
+  id: number;
+  seq: number;
 }

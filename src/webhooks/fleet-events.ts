@@ -16,6 +16,7 @@ export const FLEET_EVENT_TYPES = [
   'rollout.finished',
   'rollout.aborted',
   'subscriber.failing',
+  'audit.entry',
 ] as const;
 export type FleetEventType = (typeof FLEET_EVENT_TYPES)[number];
 

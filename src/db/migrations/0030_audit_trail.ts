@@ -17,6 +17,8 @@ const GENESIS_HASH = '0'.repeat(64);
  * - `audit_checkpoints`: the chain's length and last hash at a seq, signed by the deployment's
  *   signing key (a compact JWS); what pins the chain against a rewrite of its tail, and the
  *   anchor it is verified from after retention pruned the entries before it.
+ * - `audit_event_cursor`: one row, the last entry passed on as an `audit.entry` fleet event;
+ *   advanced in the transaction that queues the events, so that each entry is shipped once.
  */
 export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
@@ -51,6 +53,13 @@ export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
     .addColumn('hash', 'text', (c) => c.notNull())
     .execute();
   await db.insertInto('audit_chain_head').values({ id: 1, seq: 0, hash: GENESIS_HASH }).execute();
+
+  await db.schema
+    .createTable('audit_event_cursor')
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('seq', 'bigint', (c) => c.notNull())
+    .execute();
+  await db.insertInto('audit_event_cursor').values({ id: 1, seq: 0 }).execute();
 
   await db.schema
     .createTable('audit_checkpoints')
