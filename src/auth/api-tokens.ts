@@ -2,6 +2,8 @@ import type { Db } from '../db/database.ts';
 import type { ApiTokensTable } from '../db/schema.ts';
 import { notFound } from '../http/errors.ts';
 import { freshCopy } from '../shared/fresh-copy.ts';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
+import { actorText } from './actor.ts';
 
 /**
  * The registry of the tokens this deployment signs (SPEC section 17): each has a row, by its
@@ -12,6 +14,7 @@ import { freshCopy } from '../shared/fresh-copy.ts';
 /** The oldest a process's copy of the revoked tokens may be when it verifies a token. */
 export const REVOCATION_MAX_AGE_MS = 1_000;
 
+/** Adds a token to the registry; its entry is its caller's (issueToken's token.issued, revokeTokenItself's token.revoked). */
 export async function recordToken(db: Db, row: Omit<ApiTokensTable, 'revoked_at' | 'revoked_by'>): Promise<void> {
   await db.insertInto('api_tokens').values({ ...row, revoked_at: null, revoked_by: null }).execute();
 }
@@ -53,12 +56,29 @@ export async function listTokens(db: Db, { now, includeExpired, customerId, id }
   }));
 }
 
-/** Revokes the token (again: a no-op that keeps the first revocation's time); 404 for an unknown id. */
-export async function revokeToken(db: Db, id: string, { now, by }: { now: number; by: string }): Promise<TokenView> {
-  const row = await db.selectFrom('api_tokens').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
-  if (!row) throw notFound(`token ${id} not found`);
-  if (row.revoked_at === null) await db.updateTable('api_tokens').set({ revoked_at: now, revoked_by: by }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-  return (await listTokens(db, { now, includeExpired: true, id }))[0]!;
+/** What an entry records of a token (never the token itself, which no one keeps). */
+const recordedToken = (token: TokenView) => ({ name: token.name, subject: token.subject, customer: token.customer, revoked_at: token.revoked_at });
+
+/**
+ * Revokes the token, with its token.revoked entry in the same transaction; again, a no-op that
+ * keeps the first revocation's time and appends nothing; 404 for an unknown id.
+ */
+export async function revokeToken(db: Db, id: string, { now, source }: { now: number; source: ChangeSource }): Promise<TokenView> {
+  return db.transaction().execute((trx) => revokeTokenInTransaction(trx, id, { now, source }));
+}
+
+/** As revokeToken, inside the caller's transaction `trx` (revokeTokenItself records the token in it first). */
+export async function revokeTokenInTransaction(trx: Db, id: string, { now, source }: { now: number; source: ChangeSource }): Promise<TokenView> {
+  const before = (await listTokens(trx, { now, includeExpired: true, id }))[0];
+  if (!before) throw notFound(`token ${id} not found`);
+  if (before.revoked_at !== null) return before;
+  // Counted: of two revocations at once, one revokes and records it; the other finds it revoked.
+  const revoked = await trx.updateTable('api_tokens').set({ revoked_at: now, revoked_by: actorText(source.actor) }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  const after = (await listTokens(trx, { now, includeExpired: true, id }))[0]!;
+  if (Number(revoked.numUpdatedRows) === 1) {
+    await recordChange(trx, source, { action: 'token.revoked', customer: before.customer, entity: { type: 'token', id }, before: recordedToken(before), after: recordedToken(after) }, now);
+  }
+  return after;
 }
 
 export interface TokenRevocations {

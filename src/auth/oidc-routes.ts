@@ -4,11 +4,11 @@ import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import * as client from 'openid-client';
 import type { FreshCopy } from '../shared/fresh-copy.ts';
-import { actorText } from './actor.ts';
+import { changeSourceOf } from '../audit/trail.ts';
 import { ProviderUnavailableError, SignInRefusedError, type OidcClient } from './oidc.ts';
 import type { RoleBinding } from './role-bindings.ts';
 import { sendSignInProblem } from './sign-in-pages.ts';
-import { actorOf, cookieOf, endSession, sessionCookieName, signInPerson, type SessionCheck } from './sessions.ts';
+import { actorOf, cookieOf, sessionCookieName, signInPerson, signOutSession, type SessionCheck } from './sessions.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 
 /** The cookie that carries a sign-in's `state` from the redirect to the callback, in this browser only. */
@@ -112,12 +112,14 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
       }
       throw error;
     }
-    const signedIn = await signInPerson(db, keyRing, settings, await bindings.get(), identity, now);
+    const signedIn = await signInPerson(db, keyRing, settings, await bindings.get(), identity, now, (person) => {
+      request.actor = actorOf(person);
+      return changeSourceOf(request);
+    });
     if ('refused' in signedIn) {
       request.log.info({ person: signedIn.person.id }, 'sign-in refused: no role bound to the person');
       return sendSignInProblem(reply, 403, 'You have no access to keyfleet', `You signed in as ${identity.email ?? identity.subject}, but ${signedIn.refused}`);
     }
-    request.actor = actorOf(signedIn.person);
     reply.setCookie(sessionCookie, signedIn.secret, { httpOnly: true, sameSite: 'lax', secure: secureCookies, path: '/', expires: new Date(signedIn.expiresAt) });
     return reply.header('cache-control', 'no-store').redirect(attempt.return_to, 302);
   });
@@ -136,9 +138,9 @@ const oidcRoutes: FastifyPluginAsyncTypebox<OidcRoutesOptions> = async (app, { o
       });
       let endSessionUrl: string | null = null;
       if (session) {
-        await endSession(db, session.id, { now: Date.now(), by: actorText(session.actor) });
-        sessions.forget(session.id);
         request.actor = session.actor;
+        await signOutSession(db, session.id, { now: Date.now(), source: changeSourceOf(request) });
+        sessions.forget(session.id);
         endSessionUrl = (await oidc?.endSessionUrl(new URL('/console/', settings.publicBaseUrl).toString()).catch(() => undefined))?.toString() ?? null;
       }
       reply.clearCookie(sessionCookie, { path: '/', secure: secureCookies });

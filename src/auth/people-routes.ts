@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
-import { actorText } from './actor.ts';
+import { changeSourceOf } from '../audit/trail.ts';
 import { listTokens, revokeToken } from './api-tokens.ts';
 import { principalOf, requireScopes } from './guard.ts';
 import { ROLE_NAMES } from './roles.ts';
@@ -104,7 +104,7 @@ const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyReq
     '/api/v1/role-bindings',
     { onRequest: canAdminister, schema: { operationId: 'createRoleBinding', summary: 'Bind an IdP group or one person to a role, for every customer or one', tags: ['people'], body: RoleBindingBody, response: { 201: resourceResponse(RoleBindingView), ...errorResponses } } },
     async (request, reply) => {
-      const binding = await createRoleBinding(app.db, request.body, { now: now(), by: actorText(principalOf(request).actor) });
+      const binding = await createRoleBinding(app.db, request.body, { now: now(), source: changeSourceOf(request) });
       return reply.code(201).send({ message: MESSAGES.created, data: bindingView(binding) });
     },
   );
@@ -113,7 +113,7 @@ const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyReq
     '/api/v1/role-bindings/:id',
     { onRequest: canAdminister, schema: { operationId: 'deleteRoleBinding', summary: 'Remove a role binding: the people it bound lose that role within a second', tags: ['people'], params: IdParams, response: { 204: Type.Null(), ...errorResponses } } },
     async (request, reply) => {
-      await deleteRoleBinding(app.db, request.params.id);
+      await deleteRoleBinding(app.db, request.params.id, { now: now(), source: changeSourceOf(request) });
       return reply.code(204).send(null);
     },
   );
@@ -127,13 +127,13 @@ const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyReq
   app.delete(
     '/api/v1/sessions/:id',
     { onRequest: canAdminister, schema: { operationId: 'revokeSession', summary: 'End one session (its id as listed): its next request is a 401, on every process within a second', tags: ['people'], params: SessionParams, response: { 200: resourceResponse(RevokedCount), ...errorResponses } } },
-    async (request) => ({ message: MESSAGES.updated, data: { revoked: await revokeSession(app.db, request.params.id, { now: now(), by: actorText(principalOf(request).actor) }) } }),
+    async (request) => ({ message: MESSAGES.updated, data: { revoked: await revokeSession(app.db, request.params.id, { now: now(), source: changeSourceOf(request) }) } }),
   );
 
   app.delete(
     '/api/v1/people/:id/sessions',
     { onRequest: canAdminister, schema: { operationId: 'revokePersonSessions', summary: "End every session of a person (offboarding)", tags: ['people'], params: PersonParams, response: { 200: resourceResponse(RevokedCount), ...errorResponses } } },
-    async (request) => ({ message: MESSAGES.updated, data: { revoked: await revokePersonSessions(app.db, request.params.id, { now: now(), by: actorText(principalOf(request).actor) }) } }),
+    async (request) => ({ message: MESSAGES.updated, data: { revoked: await revokePersonSessions(app.db, request.params.id, { now: now(), source: changeSourceOf(request) }) } }),
   );
 
   app.get(
@@ -145,7 +145,7 @@ const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyReq
   app.delete(
     '/api/v1/tokens/:id',
     { onRequest: canAdminister, schema: { operationId: 'revokeToken', summary: 'Revoke an API token: a 401 on every process within a second', tags: ['people'], params: IdParams, response: { 200: resourceResponse(TokenView), ...errorResponses } } },
-    async (request) => ({ message: MESSAGES.updated, data: await revokeToken(app.db, request.params.id, { now: now(), by: actorText(principalOf(request).actor) }) }),
+    async (request) => ({ message: MESSAGES.updated, data: await revokeToken(app.db, request.params.id, { now: now(), source: changeSourceOf(request) }) }),
   );
 };
 

@@ -3,6 +3,8 @@ import type { Db } from '../db/database.ts';
 import type { RoleBindingKind } from '../db/schema.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { freshCopy, type FreshCopy } from '../shared/fresh-copy.ts';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
+import { actorText } from './actor.ts';
 import { FLEET_ONLY_SCOPES, ROLE_NAMES, ROLES, isRole, type Role } from './roles.ts';
 
 /** How stale a process's copy of the bindings may be: a binding change applies within this on every process. */
@@ -54,29 +56,53 @@ export const listRoleBindings = readBindings;
 /** A copy of every binding, at most BINDINGS_MAX_AGE_MS old when used: the table is small (tens of rows). */
 export const currentBindings = (db: Db, clock?: () => number): FreshCopy<RoleBinding[]> => freshCopy(() => readBindings(db), BINDINGS_MAX_AGE_MS, clock);
 
-export async function createRoleBinding(db: Db, binding: NewRoleBinding, { now, by }: { now: number; by: string }): Promise<RoleBinding> {
+/** What an entry records of a binding: the customer is the entry's own. */
+const recordedBinding = (binding: RoleBinding) => ({ kind: binding.kind, value: binding.value, role: binding.role });
+
+/** Binds a role, with its role_binding.created entry in the same transaction; `source.actor` is recorded as its creator too. */
+export async function createRoleBinding(db: Db, binding: NewRoleBinding, { now, source }: { now: number; source: ChangeSource }): Promise<RoleBinding> {
   if (!(BINDING_KINDS as readonly string[]).includes(binding.kind)) throw badRequest(`kind: expected one of ${BINDING_KINDS.join(', ')}, got "${binding.kind}"`);
   if (!isRole(binding.role)) throw badRequest(`role: unknown role "${binding.role}" (known: ${ROLE_NAMES.join(', ')})`);
   const value = binding.kind === 'email' ? binding.value.trim().toLowerCase() : binding.value;
   if (value === '' || value.length > 256) throw badRequest('value: expected 1-256 characters');
-  let customerId: number | null = null;
   if (binding.customer !== undefined && binding.role === 'admin') throw badRequest('customer: the admin role acts for every customer; bind it without a customer');
-  if (binding.customer !== undefined) {
-    const customer = await db.selectFrom('customers').select('id').where('name', '=', binding.customer).executeTakeFirst();
-    if (!customer) throw badRequest(`customer: unknown customer ${binding.customer}`);
-    customerId = Number(customer.id);
-  }
-  const id = randomUUID();
-  await db.insertInto('role_bindings').values({ id, kind: binding.kind as RoleBindingKind, value, role: binding.role, customer_id: customerId, created_at: now, created_by: by }).execute();
-  return (await readBindings(db)).find((each) => each.id === id)!;
+  return db.transaction().execute(async (trx) => {
+    let customer: RoleBinding['customer'] = null;
+    if (binding.customer !== undefined) {
+      const row = await trx.selectFrom('customers').select(['id', 'name']).where('name', '=', binding.customer).executeTakeFirst();
+      if (!row) throw badRequest(`customer: unknown customer ${binding.customer}`);
+      customer = { id: Number(row.id), name: row.name };
+    }
+    const created: RoleBinding = { id: randomUUID(), kind: binding.kind as RoleBindingKind, value, role: binding.role as Role, customer, created_at: now, created_by: actorText(source.actor) };
+    await trx
+      .insertInto('role_bindings')
+      .values({ id: created.id, kind: created.kind, value, role: created.role, customer_id: customer?.id ?? null, created_at: now, created_by: created.created_by })
+      .execute();
+    await recordChange(trx, source, { action: 'role_binding.created', customer: customer?.name ?? null, entity: { type: 'role_binding', id: created.id }, after: recordedBinding(created) }, now);
+    return created;
+  });
 }
 
-/** Removes a binding; 404 for an unknown id. Returns what was removed. */
-export async function deleteRoleBinding(db: Db, id: string): Promise<RoleBinding> {
-  const binding = (await readBindings(db)).find((each) => each.id === id);
-  if (!binding) throw notFound(`role binding ${id} not found`);
-  await db.deleteFrom('role_bindings').where('id', '=', id).execute();
-  return binding;
+/** Removes a binding, with its role_binding.deleted entry in the same transaction; 404 (and no entry) for an unknown id. Returns what was removed. */
+export async function deleteRoleBinding(db: Db, id: string, { now, source }: { now: number; source: ChangeSource }): Promise<RoleBinding> {
+  return db.transaction().execute(async (trx) => {
+    const binding = (await readBindings(trx)).find((each) => each.id === id);
+    // Counted: of two removals at once, one removes the binding and records it; the other finds it gone.
+    const removed = binding && Number((await trx.deleteFrom('role_bindings').where('id', '=', id).executeTakeFirst()).numDeletedRows) === 1;
+    if (!binding || !removed) throw notFound(`role binding ${id} not found`);
+    await recordChange(
+      trx,
+      source,
+      {
+        action: 'role_binding.deleted',
+        customer: binding.customer?.name ?? null,
+        entity: { type: 'role_binding', id },
+        before: { ...recordedBinding(binding), customer: binding.customer?.name ?? null, created_at: new Date(binding.created_at).toISOString(), created_by: binding.created_by },
+      },
+      now,
+    );
+    return binding;
+  });
 }
 
 /** Who a person is, as bindings match them. */

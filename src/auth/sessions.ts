@@ -8,10 +8,11 @@ import type { KeyRing } from '../secrets/key-ring.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
 import type { FreshCopy } from '../shared/fresh-copy.ts';
-import type { Actor } from './actor.ts';
+import { recordChange, recordChanges, type ChangeSource } from '../audit/trail.ts';
+import { actorText, type Actor } from './actor.ts';
 import type { CredentialCheck, Principal } from './guard.ts';
 import { ProviderUnavailableError, type OidcClient, type ProviderIdentity } from './oidc.ts';
-import { grantOf, type Grant, type RoleBinding } from './role-bindings.ts';
+import { grantOf, listRoleBindings, type Grant, type RoleBinding } from './role-bindings.ts';
 
 /**
  * Sessions of people signed in through the OpenID Provider (SPEC section 17): a row on the
@@ -85,39 +86,133 @@ export async function signInPerson(
   bindings: readonly RoleBinding[],
   identity: ProviderIdentity,
   now: number,
+  /** Where the sign-in came from (its request), the person being its actor: for the audit trail's session.started. */
+  sourceOf: (person: Person) => ChangeSource,
 ): Promise<{ person: Person } & ({ refused: string } | { secret: string; expiresAt: number })> {
   const grant = grantOf(bindings, identity);
   const person = await upsertPerson(db, identity, now);
   if (!grant.ok) return { person, refused: grant.reason };
-  return { person, ...(await startSession(db, keyRing, settings, person, identity, now)) };
+  const session = await newSession(keyRing, settings, identity, now);
+  const source = sourceOf(person);
+  await db.transaction().execute(async (trx) => {
+    await insertSession(trx, person, identity, session, now);
+    await recordChange(
+      trx,
+      source,
+      {
+        action: 'session.started',
+        customer: grant.customer?.name ?? null,
+        // The row id is the SHA-256 of the cookie's secret, the key a cookie is looked up by: an entry
+        // (exported, read by auditors) names the session by its handle instead, what the session
+        // list shows and revocation takes, which cannot open it.
+        entity: { type: 'session', id: sessionHandle(session.id) },
+        after: { person: personView(person), role: grant.roles.join(', ') },
+      },
+      now,
+    );
+  });
+  return { person, secret: session.secret, expiresAt: session.expiresAt };
 }
 
-/** Starts a session; the secret is for the cookie only (the database keeps its hash). */
-export async function startSession(db: Db, keyRing: KeyRing, settings: Settings, person: Person, identity: ProviderIdentity, now: number): Promise<{ secret: string; expiresAt: number }> {
+interface NewSession {
+  /** For the cookie only: the database keeps its hash, `id`. */
+  secret: string;
+  id: string;
+  expiresAt: number;
+  refreshTokenSealed: string | null;
+}
+
+/** A session's secret, id and sealed refresh token, made before the transaction that stores it (sealing may read the key ring). */
+async function newSession(keyRing: KeyRing, settings: Settings, identity: ProviderIdentity, now: number): Promise<NewSession> {
   const secret = randomBytes(32).toString('base64url');
   const id = sessionIdOf(secret);
-  const expiresAt = now + settings.sessionLifetimeMs;
+  const refreshTokenSealed = identity.refreshToken === undefined ? null : await seal(keyRing, identity.refreshToken, refreshTokenData(id));
+  return { secret, id, expiresAt: now + settings.sessionLifetimeMs, refreshTokenSealed };
+}
+
+async function insertSession(db: Db, person: Person, identity: ProviderIdentity, session: NewSession, now: number): Promise<void> {
   await db
     .insertInto('sessions')
     .values({
-      id,
+      id: session.id,
       person_id: person.id,
       groups: JSON.stringify(identity.groups),
-      refresh_token_sealed: identity.refreshToken === undefined ? null : await seal(keyRing, identity.refreshToken, refreshTokenData(id)),
+      refresh_token_sealed: session.refreshTokenSealed,
       created_at: now,
       seen_at: now,
       refreshed_at: now,
-      expires_at: expiresAt,
+      expires_at: session.expiresAt,
       ended_at: null,
       ended_by: null,
     })
     .execute();
-  return { secret, expiresAt };
 }
 
-/** Ends a session (sign-out, revocation); an ended one stays as it was. */
+/** Starts a session without a sign-in (tests seed sessions so); the secret is for the cookie only (the database keeps its hash). */
+export async function startSession(db: Db, keyRing: KeyRing, settings: Settings, person: Person, identity: ProviderIdentity, now: number): Promise<{ secret: string; expiresAt: number }> {
+  const session = await newSession(keyRing, settings, identity, now);
+  await insertSession(db, person, identity, session, now);
+  return { secret: session.secret, expiresAt: session.expiresAt };
+}
+
+/**
+ * Ends a session that keyfleet itself ends (idle too long, its groups no longer readable), as its
+ * expiry does: without an audit entry, since the request that finds it so may be a read.
+ */
 export async function endSession(db: Db, id: string, { now, by }: { now: number; by: string }): Promise<void> {
   await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('id', '=', id).where('ended_at', 'is', null).execute();
+}
+
+/** A person as a session's entry names them. */
+const personView = (person: Pick<Person, 'id' | 'email' | 'name'>) => ({ id: person.id, email: person.email, name: person.name });
+
+/** The sessions a sign-out or a revocation ends: one by its id, by its handle, or every one of a person. */
+type SessionsToEnd = { id: string } | { handle: string } | { personId: number };
+
+/**
+ * Ends the selected sessions that last and appends one entry per session ended, in one
+ * transaction; the count ended (0: nothing changed, nothing appended). An entry's customer is
+ * the one the person's bindings grant now (null: every customer, or no grant left), so that a
+ * customer's auditors see their people's sessions end as they saw them start.
+ */
+async function endSessionsRecorded(db: Db, which: SessionsToEnd, action: 'session.ended' | 'session.revoked', { now, source }: { now: number; source: ChangeSource }): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    let query = trx.updateTable('sessions').set({ ended_at: now, ended_by: actorText(source.actor) }).where('ended_at', 'is', null);
+    if ('id' in which) query = query.where('id', '=', which.id);
+    else if ('handle' in which) query = query.where('id', 'like', `${which.handle}%`);
+    else query = query.where('person_id', '=', which.personId);
+    const ended = await query.returning(['id', 'person_id', 'groups', 'created_at', 'expires_at']).execute();
+    if (ended.length === 0) return 0;
+    const people = await trx
+      .selectFrom('people')
+      .select(['id', 'subject', 'email', 'name'])
+      .where('id', 'in', [...new Set(ended.map((row) => Number(row.person_id)))])
+      .execute();
+    const personOf = new Map(people.map((person) => [Number(person.id), person]));
+    const bindings = await listRoleBindings(trx);
+    ended.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : 1));
+    await recordChanges(
+      trx,
+      source,
+      ended.map((row) => {
+        const person = personOf.get(Number(row.person_id))!;
+        const grant = grantOf(bindings, { subject: person.subject, email: person.email, groups: JSON.parse(row.groups) as string[] });
+        return {
+          action,
+          customer: grant.ok ? (grant.customer?.name ?? null) : null,
+          entity: { type: 'session', id: sessionHandle(row.id) },
+          before: { person: personView({ ...person, id: Number(person.id) }), created_at: iso(row.created_at), expires_at: iso(row.expires_at) },
+        };
+      }),
+      now,
+    );
+    return ended.length;
+  });
+}
+
+/** Sign-out: ends the person's own session, with its session.ended entry (none if it had ended already). */
+export async function signOutSession(db: Db, id: string, { now, source }: { now: number; source: ChangeSource }): Promise<void> {
+  await endSessionsRecorded(db, { id }, 'session.ended', { now, source });
 }
 
 export interface SessionView {
@@ -156,19 +251,17 @@ export async function listSessions(db: Db, { now, personId }: { now: number; per
   }));
 }
 
-/** Ends the session with that handle; 404 when none lasts. */
-export async function revokeSession(db: Db, handle: string, { now, by }: { now: number; by: string }): Promise<number> {
-  const result = await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('ended_at', 'is', null).where('id', 'like', `${handle}%`).executeTakeFirst();
-  const revoked = Number(result.numUpdatedRows);
+/** Ends the session with that handle, with its session.revoked entry; 404 (and no entry) when none lasts. */
+export async function revokeSession(db: Db, handle: string, { now, source }: { now: number; source: ChangeSource }): Promise<number> {
+  const revoked = await endSessionsRecorded(db, { handle }, 'session.revoked', { now, source });
   if (revoked === 0) throw notFound(`session ${handle} not found, or ended already`);
   return revoked;
 }
 
-/** Ends every session of the person (offboarding); the count ended; 404 for an unknown person. */
-export async function revokePersonSessions(db: Db, personId: number, { now, by }: { now: number; by: string }): Promise<number> {
+/** Ends every session of the person (offboarding), one session.revoked entry each; the count ended; 404 for an unknown person. */
+export async function revokePersonSessions(db: Db, personId: number, { now, source }: { now: number; source: ChangeSource }): Promise<number> {
   if (!(await db.selectFrom('people').select('id').where('id', '=', personId).executeTakeFirst())) throw notFound(`person ${personId} not found`);
-  const result = await db.updateTable('sessions').set({ ended_at: now, ended_by: by }).where('ended_at', 'is', null).where('person_id', '=', personId).executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return endSessionsRecorded(db, { personId }, 'session.revoked', { now, source });
 }
 
 interface CachedSession {

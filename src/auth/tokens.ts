@@ -15,8 +15,9 @@ import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { badRequest, unauthorized } from '../http/errors.ts';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Actor } from './actor.ts';
-import { recordToken, revokeToken, type TokenRevocations, type TokenView } from './api-tokens.ts';
+import { recordToken, revokeTokenInTransaction, type TokenRevocations, type TokenView } from './api-tokens.ts';
 import { FLEET_ONLY_SCOPES } from './roles.ts';
 import type { Principal, Scope } from './guard.ts';
 import { ensureActiveSigningKey, loadActiveSigningKey, loadOwnKeySet, type OwnKeySet } from './signing-keys.ts';
@@ -68,8 +69,12 @@ export interface IssuedToken {
   expiresAt: number;
 }
 
-/** Signs a token with the deployment's active key (creating the key if this is the first use). */
-export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, request: TokenRequest): Promise<IssuedToken> {
+/**
+ * Signs a token with the deployment's active key (creating the key if this is the first use) and
+ * adds it to the registry, with its token.issued entry (the token itself never recorded) under
+ * `source`, who issues it. Without a source nothing is recorded: only for tokens a test seeds.
+ */
+export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, request: TokenRequest, source?: ChangeSource): Promise<IssuedToken> {
   const unknownScopes = request.scopes.filter((scope) => !(KNOWN_SCOPES as readonly string[]).includes(scope));
   if (unknownScopes.length > 0) {
     throw badRequest(`scope: unknown scope ${unknownScopes.join(', ')} (known: ${KNOWN_SCOPES.join(' ')})`);
@@ -107,15 +112,6 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
   const expiresAt = issuedAt + request.ttlSeconds;
   const id = randomUUID();
   const subject = request.subject ?? (request.customer === undefined ? 'admin' : `customer:${request.customer}`);
-  await recordToken(db, {
-    id,
-    name: request.name ?? subject,
-    subject,
-    customer_id: customer?.id ?? null,
-    scopes: request.scopes.join(' '),
-    created_at: issuedAt * 1000,
-    expires_at: expiresAt * 1000,
-  });
   const token = await new SignJWT({
     scope: request.scopes.join(' '),
     ...(request.customer === undefined ? {} : { customer: request.customer }),
@@ -128,6 +124,29 @@ export async function issueToken(db: Db, keyRing: KeyRing, settings: Settings, r
     .setExpirationTime(expiresAt)
     .setJti(id)
     .sign(signingKey.privateKey);
+  const row = {
+    id,
+    name: request.name ?? subject,
+    subject,
+    customer_id: customer?.id ?? null,
+    scopes: request.scopes.join(' '),
+    created_at: issuedAt * 1000,
+    expires_at: expiresAt * 1000,
+  };
+  if (source === undefined) {
+    await recordToken(db, row);
+  } else {
+    // Signed before the transaction, which holds only the row and its entry; the token is handed out once both have committed.
+    await db.transaction().execute(async (trx) => {
+      await recordToken(trx, row);
+      await recordChange(trx, source, {
+        action: 'token.issued',
+        customer: request.customer ?? null,
+        entity: { type: 'token', id },
+        after: { name: row.name, subject, customer: request.customer ?? null, scopes: request.scopes, expires_at: new Date(row.expires_at).toISOString() },
+      });
+    });
+  }
   return { token, id, expiresAt };
 }
 
@@ -266,7 +285,7 @@ async function principalFrom(db: Db, payload: JWTPayload, ownToken: boolean): Pr
  * claims. A token of the registry is revoked as by its id. Refused (400) unless the token's
  * signature is the deployment's and it has not expired.
  */
-export async function revokeTokenItself(db: Db, settings: Settings, token: string, { now, by }: { now: number; by: string }): Promise<TokenView> {
+export async function revokeTokenItself(db: Db, settings: Settings, token: string, { now, source }: { now: number; source: ChangeSource }): Promise<TokenView> {
   const ownKeys = await loadOwnKeySet(db);
   let payload: JWTPayload;
   try {
@@ -276,17 +295,20 @@ export async function revokeTokenItself(db: Db, settings: Settings, token: strin
     throw badRequest(`token: not a live token of this deployment (${describeVerificationFailure(error)})`);
   }
   const id = payload.jti!;
-  if (!(await db.selectFrom('api_tokens').select('id').where('id', '=', id).executeTakeFirst())) {
-    const customer = typeof payload.customer === 'string' ? await findCustomerByName(db, payload.customer) : undefined;
-    await recordToken(db, {
-      id,
-      name: 'unregistered (signed before the token registry)',
-      subject: payload.sub ?? '',
-      customer_id: customer?.id ?? null,
-      scopes: typeof payload.scope === 'string' ? payload.scope : '',
-      created_at: (payload.iat ?? Math.floor(now / 1000)) * 1000,
-      expires_at: payload.exp! * 1000,
-    });
-  }
-  return revokeToken(db, id, { now, by });
+  // The row made for an unregistered token and its revocation commit together, with one token.revoked entry.
+  return db.transaction().execute(async (trx) => {
+    if (!(await trx.selectFrom('api_tokens').select('id').where('id', '=', id).executeTakeFirst())) {
+      const customer = typeof payload.customer === 'string' ? await findCustomerByName(trx, payload.customer) : undefined;
+      await recordToken(trx, {
+        id,
+        name: 'unregistered (signed before the token registry)',
+        subject: payload.sub ?? '',
+        customer_id: customer?.id ?? null,
+        scopes: typeof payload.scope === 'string' ? payload.scope : '',
+        created_at: (payload.iat ?? Math.floor(now / 1000)) * 1000,
+        expires_at: payload.exp! * 1000,
+      });
+    }
+    return revokeTokenInTransaction(trx, id, { now, source });
+  });
 }

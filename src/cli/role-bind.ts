@@ -1,8 +1,7 @@
-import os from 'node:os';
 import type { Command } from 'commander';
 import { createRoleBinding } from '../auth/role-bindings.ts';
 import { ROLE_NAMES } from '../auth/roles.ts';
-import { commandGroup, openContext, printResult, UsageError } from './context.ts';
+import { cliChangeSource, commandGroup, openContext, printResult, UsageError } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'role', 'bind people and IdP groups to roles')
@@ -23,7 +22,7 @@ export function register(program: Command): void {
         const binding = await createRoleBinding(
           context.db,
           { kind, value: options[kind]!, role, ...(options.customer === undefined ? {} : { customer: options.customer }) },
-          { now: Date.now(), by: `cli:${os.userInfo().username}` },
+          { now: Date.now(), source: cliChangeSource() },
         );
         const view = { ...binding, customer: binding.customer?.name ?? null, created_at: new Date(binding.created_at).toISOString() };
         printResult(options.json, { binding: view }, `bound: ${kind} ${binding.value} → ${binding.role} for ${view.customer ?? 'every customer'} (id ${binding.id})`);

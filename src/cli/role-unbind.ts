@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { deleteRoleBinding } from '../auth/role-bindings.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'role', 'bind people and IdP groups to roles')
@@ -11,7 +11,7 @@ export function register(program: Command): void {
     .action(async (id: string, options: { json?: boolean }) => {
       const context = await openContext();
       try {
-        const removed = await deleteRoleBinding(context.db, id);
+        const removed = await deleteRoleBinding(context.db, id, { now: Date.now(), source: cliChangeSource() });
         printResult(options.json, { removed: { id: removed.id, kind: removed.kind, value: removed.value, role: removed.role, customer: removed.customer?.name ?? null } }, `unbound: ${removed.kind} ${removed.value} from ${removed.role}`);
       } finally {
         await context.close();

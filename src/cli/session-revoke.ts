@@ -1,7 +1,6 @@
-import os from 'node:os';
 import type { Command } from 'commander';
 import { SESSION_HANDLE_PATTERN, revokePersonSessions, revokeSession } from '../auth/sessions.ts';
-import { commandGroup, openContext, personIdOption, printResult, UsageError } from './context.ts';
+import { cliChangeSource, commandGroup, openContext, personIdOption, printResult, UsageError } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'session', 'list and end the sessions of people signed in')
@@ -16,7 +15,7 @@ export function register(program: Command): void {
       const personId = id === undefined ? personIdOption(options.person!) : undefined;
       const context = await openContext();
       try {
-        const revokedBy = { now: Date.now(), by: `cli:${os.userInfo().username}` };
+        const revokedBy = { now: Date.now(), source: cliChangeSource() };
         const revoked = personId === undefined ? await revokeSession(context.db, id!, revokedBy) : await revokePersonSessions(context.db, personId, revokedBy);
         printResult(options.json, { revoked }, `ended ${revoked} session${revoked === 1 ? '' : 's'}`);
       } finally {

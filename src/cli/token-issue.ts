@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { issueToken, type IssuedToken } from '../auth/tokens.ts';
-import { commandGroup, durationOption, openContext, printResult } from './context.ts';
+import { cliChangeSource, commandGroup, durationOption, openContext, printResult } from './context.ts';
 
 export interface TokenOptions {
   customer?: string;
@@ -20,13 +20,19 @@ export async function issueTokenFromOptions(options: TokenOptions): Promise<Issu
   const scopes = options.scope.split(/\s+/).filter((scope) => scope !== '');
   const context = await openContext();
   try {
-    return await issueToken(context.db, context.keyRing, context.settings, {
-      customer: options.customer,
-      scopes,
-      ttlSeconds,
-      subject: options.subject,
-      name: options.name,
-    });
+    return await issueToken(
+      context.db,
+      context.keyRing,
+      context.settings,
+      {
+        customer: options.customer,
+        scopes,
+        ttlSeconds,
+        subject: options.subject,
+        name: options.name,
+      },
+      cliChangeSource(),
+    );
   } finally {
     await context.close();
   }

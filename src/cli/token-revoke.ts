@@ -1,9 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import type { Command } from 'commander';
 import { revokeToken } from '../auth/api-tokens.ts';
 import { revokeTokenItself } from '../auth/tokens.ts';
-import { commandGroup, openContext, printResult, UsageError } from './context.ts';
+import { cliChangeSource, commandGroup, openContext, printResult, UsageError } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'token', 'issue, list and revoke API tokens')
@@ -18,8 +17,8 @@ export function register(program: Command): void {
       const token = options.tokenFile === undefined ? undefined : fs.readFileSync(options.tokenFile === '-' ? 0 : options.tokenFile, 'utf8').trim();
       const context = await openContext();
       try {
-        const by = `cli:${os.userInfo().username}`;
-        const revoked = token === undefined ? await revokeToken(context.db, id!, { now: Date.now(), by }) : await revokeTokenItself(context.db, context.settings, token, { now: Date.now(), by });
+        const revokedBy = { now: Date.now(), source: cliChangeSource() };
+        const revoked = token === undefined ? await revokeToken(context.db, id!, revokedBy) : await revokeTokenItself(context.db, context.settings, token, revokedBy);
         printResult(options.json, { token: revoked }, `revoked: ${revoked.id} (${revoked.name}) at ${revoked.revoked_at}`);
       } finally {
         await context.close();
