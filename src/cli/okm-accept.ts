@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { acceptPendingOkm } from '../okm/pending-service.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { acceptPendingOkmRecorded } from '../okm/pending-service.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'okm', 'manage OKMs')
@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .action(async (serial: string, options: { customer?: string; json?: boolean }) => {
       const context = await openContext();
       try {
-        const accepted = await acceptPendingOkm(context.db, serial, options.customer, Date.now());
+        const accepted = await acceptPendingOkmRecorded(context.db, cliChangeSource(), serial, options.customer, Date.now());
         printResult(
           options.json,
           { serial_number: accepted.serialNumber, customer: accepted.customer, accepted_at: new Date(accepted.acceptedAt).toISOString() },

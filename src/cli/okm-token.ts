@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { issueDeviceToken, toDeviceTokenRecord } from '../okm/device-tokens.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { issueDeviceTokenRecorded, toDeviceTokenRecord } from '../okm/device-tokens.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'okm', 'manage OKMs')
@@ -11,7 +11,7 @@ export function register(program: Command): void {
     .action(async (serial: string, options: { json?: boolean }) => {
       const context = await openContext();
       try {
-        const issued = await issueDeviceToken(context.db, serial, Date.now());
+        const issued = await issueDeviceTokenRecorded(context.db, cliChangeSource(), serial, Date.now());
         printResult(
           options.json,
           toDeviceTokenRecord(issued),

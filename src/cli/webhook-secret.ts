@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
+import { recordChange } from '../audit/trail.ts';
 import { findCustomerByName } from '../customers/repository.ts';
 import { notFound } from '../http/errors.ts';
 import { DEPLOYMENT_OWNER, customerOwner, rotateWebhookSecret, webhookSecrets, type WebhookSecrets } from '../webhooks/secrets.ts';
-import { commandGroup, durationOption, openContext, printResult, type CliContext } from './context.ts';
+import { cliChangeSource, commandGroup, durationOption, openContext, printResult, type CliContext } from './context.ts';
 
 interface SecretOptions {
   customer?: string;
@@ -35,6 +36,21 @@ async function withOwner(options: SecretOptions, run: (context: CliContext, owne
   }
 }
 
+/**
+ * Rotates the owner's secret and appends its webhook_secret.rotated entry in one transaction.
+ * The entry names the owner and how long the replaced secret still signs, never a secret.
+ */
+function rotateRecorded(context: CliContext, owner: string, customer: string | undefined, overlapMs: number): Promise<WebhookSecrets> {
+  const now = Date.now();
+  return context.db.transaction().execute(async (trx) => {
+    const rotated = await rotateWebhookSecret(trx, context.keyRing, owner, now, overlapMs);
+    const previousValidUntil = rotated.previous === null ? null : new Date(rotated.previous.validUntil).toISOString();
+    const change = { action: 'webhook_secret.rotated', customer: customer ?? null, entity: { type: 'webhook_secret', id: owner }, after: { previous_valid_until: previousValidUntil } } as const;
+    await recordChange(trx, cliChangeSource(), change, now);
+    return rotated;
+  });
+}
+
 export function register(program: Command): void {
   const secret = commandGroup(commandGroup(program, 'webhook', 'status event webhooks'), 'secret', 'status event signing secrets (whsec_)');
   secret
@@ -51,6 +67,6 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .action((options: SecretOptions & { overlap: string }) => {
       const overlapMs = durationOption('--overlap', options.overlap, 0);
-      return withOwner(options, (context, owner) => rotateWebhookSecret(context.db, context.keyRing, owner, Date.now(), overlapMs));
+      return withOwner(options, (context, owner) => rotateRecorded(context, owner, options.customer, overlapMs));
     });
 }

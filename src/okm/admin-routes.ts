@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { Type } from 'typebox';
+import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
@@ -20,10 +21,11 @@ import {
   postMessage,
   removeOkm,
   replaceOkm,
+  type OkmChangeRequest,
   type OkmRequest,
 } from './admin-service.ts';
 import { claimOkm } from './claim-service.ts';
-import { issueDeviceToken, toDeviceTokenRecord } from './device-tokens.ts';
+import { issueDeviceTokenRecorded, toDeviceTokenRecord } from './device-tokens.ts';
 import {
   AuditRecordView,
   ClaimBody,
@@ -85,6 +87,8 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     customerName,
     now: Date.now(),
   });
+  /** As okmRequest, for a change: with who makes it, for the audit trail. */
+  const okmChangeRequest = (request: FastifyRequest, customerName?: string): OkmChangeRequest => ({ ...okmRequest(request, customerName), source: changeSourceOf(request) });
 
   app.get(
     '/',
@@ -138,7 +142,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const { record, created } = await replaceOkm(okmRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText);
+      const { record, created } = await replaceOkm(okmChangeRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText);
       return reply.code(created ? 201 : 200).send({ message: created ? MESSAGES.created : MESSAGES.updated, data: record });
     },
   );
@@ -160,7 +164,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     },
     async (request) => ({
       message: MESSAGES.updated,
-      data: await patchOkm(okmRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText),
+      data: await patchOkm(okmChangeRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText),
     }),
   );
 
@@ -171,7 +175,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
       schema: { operationId: 'deleteOkm', summary: 'Delete an OKM', params: SerialParams, querystring: CustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
     },
     async (request, reply) => {
-      await removeOkm(okmRequest(request, request.query.customer), request.params.serial);
+      await removeOkm(okmChangeRequest(request, request.query.customer), request.params.serial);
       return reply.code(204).send(null);
     },
   );
@@ -185,7 +189,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     },
     async (request) => ({
       message: MESSAGES.updated,
-      data: await assignOkm(okmRequest(request), request.params.serial, request.body.customer),
+      data: await assignOkm(okmChangeRequest(request), request.params.serial, request.body.customer),
     }),
   );
 
@@ -206,7 +210,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     },
     async (request) => ({
       message: MESSAGES.updated,
-      data: await claimOkm(okmRequest(request, request.query.customer), request.params.serial, request.body.install_code),
+      data: await claimOkm(okmChangeRequest(request, request.query.customer), request.params.serial, request.body.install_code),
     }),
   );
 
@@ -225,7 +229,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const message = await postMessage(okmRequest(request, request.query.customer), request.params.serial, request.body.type, payloadAsSent(request.jsonText, request.body.payload));
+      const message = await postMessage(okmChangeRequest(request, request.query.customer), request.params.serial, request.body.type, payloadAsSent(request.jsonText, request.body.payload));
       return reply.code(201).send({ message: MESSAGES.created, data: message });
     },
   );
@@ -253,7 +257,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
       schema: { operationId: 'issueDeviceToken', summary: 'Issue a new device token for an OKM', params: SerialParams, response: { 201: resourceResponse(DeviceTokenRecord), ...errorResponses } },
     },
     async (request, reply) => {
-      const issued = await issueDeviceToken(app.db, request.params.serial, Date.now());
+      const issued = await issueDeviceTokenRecorded(app.db, changeSourceOf(request), request.params.serial, Date.now());
       return reply.code(201).send({ message: MESSAGES.created, data: toDeviceTokenRecord(issued) });
     },
   );

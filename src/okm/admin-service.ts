@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import { findCustomerByName, type Customer } from '../customers/repository.ts';
@@ -15,6 +16,7 @@ import { duplicateNamePath, JsonText, memberSource } from '../shared/raw-json.ts
 import { renderFieldPath } from '../http/validation.ts';
 import type { PageQuery } from '../http/request-schemas.ts';
 import { unlinkAclOfOkm } from './acl-link.ts';
+import { okmChange, okmConfigured, okmDeleted, type OkmAuditState } from './audit-view.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
 import { dividingStateOf, isOverdue, stateFactsOf } from './fleet-states.ts';
 import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
@@ -39,6 +41,11 @@ export interface OkmRequest {
   principal: Principal;
   customerName: string | undefined;
   now: number;
+}
+
+/** A request that changes an OKM: also who asks, for the audit trail. */
+export interface OkmChangeRequest extends OkmRequest {
+  source: ChangeSource;
 }
 
 const OKM_NOT_FOUND = 'OKM not found';
@@ -106,6 +113,9 @@ function settingsDocument(settings: OkmSettings): OkmSettingsBody {
     subscribe_urls: { status: settings.statusUrls },
   };
 }
+
+/** The OKM as the audit trail records it: a linked OKM's lists are its ACL's, as the API shows them. */
+const auditStateOf = (owned: OwnedOkm): OkmAuditState => ({ customer: owned.customerName, configuration: { ...settingsDocument(owned.okm) } });
 
 /**
  * Free-form JSON that goes to devices (users_assets, message payloads) may not repeat a name
@@ -198,10 +208,17 @@ async function lockedVisibleOkm(trx: Db, acting: Customer | null, serialNumber: 
   return visibleOkm(trx, acting, serialNumber);
 }
 
-async function currentRecord(request: OkmRequest, db: Db, serialNumber: string): Promise<OkmRecord> {
+async function currentOwnedOkm(db: Db, serialNumber: string): Promise<OwnedOkm> {
   const owned = await findOwnedOkm(db, serialNumber);
   if (!owned) throw notFound(OKM_NOT_FOUND);
-  return toOkmRecord(owned, request.settings.fleetPollingInterval);
+  return owned;
+}
+
+/** The record a PUT or PATCH leaves, its okm.configured entry appended as the transaction's last statements. */
+async function recordConfigured(request: OkmChangeRequest, trx: Db, serialNumber: string, before: OwnedOkm | undefined): Promise<OkmRecord> {
+  const after = await currentOwnedOkm(trx, serialNumber);
+  await recordChange(trx, request.source, okmConfigured(serialNumber, before && auditStateOf(before), auditStateOf(after)), request.now);
+  return toOkmRecord(after, request.settings.fleetPollingInterval);
 }
 
 const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.principal, request.customerName);
@@ -264,7 +281,7 @@ const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (r
  * A serial number held by another customer is a 409: serial numbers are global.
  */
 export async function replaceOkm(
-  request: OkmRequest,
+  request: OkmChangeRequest,
   serialNumber: string,
   body: OkmSettingsBody,
   jsonText?: string,
@@ -278,13 +295,13 @@ export async function replaceOkm(
       rejectAclManagedFields(current, body);
       await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
       await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
-      return { record: await currentRecord(request, trx, serialNumber), created };
+      return { record: await recordConfigured(request, trx, serialNumber, current), created };
     };
     if (customerToken !== null) return replaceSettingsOf(await lockedOwnOkm(trx, customerToken, serialNumber), false);
     const lockedExisting = await lockOkm(trx, serialNumber);
     if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
       await checkNewFirmwarePins(trx, desired.firmware, undefined);
-      return { record: await currentRecord(request, trx, serialNumber), created: true };
+      return { record: await recordConfigured(request, trx, serialNumber, undefined), created: true };
     }
     // Either it existed, or a poll inserted it between the lock attempt and the insert.
     if (!lockedExisting) await lockOkm(trx, serialNumber);
@@ -303,7 +320,7 @@ export async function replaceOkm(
  * sets it stores the array as sent in that patch; one that does not name it leaves the stored
  * text as it is.
  */
-export async function patchOkm(request: OkmRequest, serialNumber: string, patch: OkmPatchBody, jsonText?: string): Promise<OkmRecord> {
+export async function patchOkm(request: OkmChangeRequest, serialNumber: string, patch: OkmPatchBody, jsonText?: string): Promise<OkmRecord> {
   const usersAssetsJson = usersAssetsAsSent(jsonText, patch);
   const acting = await actingFor(request);
   const customerToken = customerTokenActing(request, acting);
@@ -319,16 +336,17 @@ export async function patchOkm(request: OkmRequest, serialNumber: string, patch:
     checkStatusUrls(desired.statusUrls, request.settings, current.okm.statusUrls);
     await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
     await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
-    return currentRecord(request, trx, serialNumber);
+    return recordConfigured(request, trx, serialNumber, current);
   });
 }
 
 /** Deletes the OKM with its messages and audit records; if it polls again it comes back unassigned. */
-export async function removeOkm(request: OkmRequest, serialNumber: string): Promise<void> {
+export async function removeOkm(request: OkmChangeRequest, serialNumber: string): Promise<void> {
   const acting = await actingFor(request);
   await request.db.transaction().execute(async (trx) => {
-    await lockedVisibleOkm(trx, acting, serialNumber);
+    const deleted = await lockedVisibleOkm(trx, acting, serialNumber);
     await deleteOkm(trx, serialNumber);
+    await recordChange(trx, request.source, okmDeleted(serialNumber, auditStateOf(deleted)), request.now);
   });
 }
 
@@ -340,7 +358,7 @@ export async function removeOkm(request: OkmRequest, serialNumber: string): Prom
  * an ACL linked to it is unlinked and the device told to delete its assets.
  * Claiming an unassigned OKM keeps all of it.
  */
-export async function assignOkm(request: OkmRequest, serialNumber: string, customerName: string | null): Promise<OkmRecord> {
+export async function assignOkm(request: OkmChangeRequest, serialNumber: string, customerName: string | null): Promise<OkmRecord> {
   return request.db.transaction().execute(async (trx) => {
     if (!(await lockOkm(trx, serialNumber))) throw notFound(OKM_NOT_FOUND);
     const customer = customerName === null ? null : await findCustomerByName(trx, customerName);
@@ -357,7 +375,12 @@ export async function assignOkm(request: OkmRequest, serialNumber: string, custo
       }
       await setOkmCustomer(trx, serialNumber, nextId, request.now);
     }
-    return currentRecord(request, trx, serialNumber);
+    const after = await currentOwnedOkm(trx, serialNumber);
+    // The entry is the new customer's; one moved to none is still the previous customer's to see.
+    const entryCustomer = after.customerName ?? current.customerName;
+    const change = okmChange('okm.assigned', serialNumber, entryCustomer, { before: { customer: current.customerName }, after: { customer: after.customerName } });
+    await recordChange(trx, request.source, change, request.now);
+    return toOkmRecord(after, request.settings.fleetPollingInterval);
   });
 }
 
@@ -375,15 +398,18 @@ function toMessageRecord(message: OkmMessage): MessageRecord {
  * Queues a message whose payload is the JSON text `payloadJson`, as sent (SPEC §16): stored as
  * that text, shown as that text, and sent to the device as keyfleet reads it.
  */
-export async function postMessage(request: OkmRequest, serialNumber: string, type: string, payloadJson: string): Promise<MessageRecord> {
+export async function postMessage(request: OkmChangeRequest, serialNumber: string, type: string, payloadJson: string): Promise<MessageRecord> {
   if (Buffer.byteLength(payloadJson) > MAX_MESSAGE_PAYLOAD_BYTES) {
     throw badRequest(`payload: must be at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes of JSON`);
   }
   refuseDuplicateNames('payload', payloadJson);
   const acting = await actingFor(request);
   return request.db.transaction().execute(async (trx) => {
-    await lockedVisibleOkm(trx, acting, serialNumber);
-    return toMessageRecord(await queueMessage(trx, serialNumber, type, new JsonText(payloadJson), request.now));
+    const owned = await lockedVisibleOkm(trx, acting, serialNumber);
+    const message = await queueMessage(trx, serialNumber, type, new JsonText(payloadJson), request.now);
+    // Id and type only: a payload may carry what no entry should hold, and it is kept with the message.
+    await recordChange(trx, request.source, okmChange('okm.message_queued', serialNumber, owned.customerName, { after: { id: message.id, type: message.type } }), request.now);
+    return toMessageRecord(message);
   });
 }
 

@@ -1,8 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { badRequest, HttpError, notFound } from '../http/errors.ts';
+import { recordChange } from '../audit/trail.ts';
 import { actingCustomer } from '../auth/guard.ts';
 import { findOwnedOkm, lockOkm, setOkmCustomer } from './admin-repository.ts';
-import { toOkmRecord, type OkmRequest } from './admin-service.ts';
+import { toOkmRecord, type OkmChangeRequest } from './admin-service.ts';
+import { okmChange } from './audit-view.ts';
 import { claimGate, countFailedClaim } from './claim-policy.ts';
 import { forgetClaimFailures, lockClaimFailures, pruneClaimFailures, recordFailedClaim } from './claim-repository.ts';
 import type { OkmRecord } from './schemas.ts';
@@ -26,7 +28,7 @@ type ClaimOutcome = { kind: 'claimed'; record: OkmRecord } | { kind: 'failed' } 
  * the OKM, and the counts commit with the 404. A refused claim (the customer blocked, or
  * slowed) is not counted and does not look at the OKM.
  */
-export async function claimOkm(request: OkmRequest, serialNumber: string, installCode: string): Promise<OkmRecord> {
+export async function claimOkm(request: OkmChangeRequest, serialNumber: string, installCode: string): Promise<OkmRecord> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);
   if (acting === null) throw badRequest('customer: an admin token claims for the customer it names; or assign with PUT …/customer');
   let now = request.now;
@@ -49,6 +51,8 @@ export async function claimOkm(request: OkmRequest, serialNumber: string, instal
     await setOkmCustomer(trx, serialNumber, acting.id, now);
     await forgetClaimFailures(trx, serialNumber);
     const claimed = await findOwnedOkm(trx, serialNumber);
+    // Never the installer code: it is what proves a claim.
+    await recordChange(trx, request.source, okmChange('okm.claimed', serialNumber, acting.name, { before: { customer: null }, after: { customer: acting.name } }), now);
     return { kind: 'claimed', record: toOkmRecord(claimed!, request.settings.fleetPollingInterval) };
   });
   if (outcome.kind === 'claimed') return outcome.record;

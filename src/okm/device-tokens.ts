@@ -1,8 +1,11 @@
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { bearerCredential } from '../http/bearer.ts';
 import { notFound, unauthorized } from '../http/errors.ts';
 import { RANDOM_PART_PATTERN, matchesTokenHash, randomTokenPart, tokenHash } from '../shared/secret-tokens.ts';
+import { findOwnedOkm, lockOkm } from './admin-repository.ts';
+import { okmChange } from './audit-view.ts';
 import { isPendingOkm } from './pending-repository.ts';
 import { checkSerialNumber, type DeviceTokenRecord } from './schemas.ts';
 
@@ -23,7 +26,10 @@ export interface IssuedDeviceToken {
   issuedAt: number;
 }
 
-/** Creates the OKM's device token, replacing the one it had: the earlier token stops working at once. */
+/**
+ * Creates the OKM's device token, replacing the one it had: the earlier token stops working at
+ * once. Records no change: a token someone asks for is issued by issueDeviceTokenRecorded.
+ */
 export async function issueDeviceToken(db: Db, serialNumber: string, now: number): Promise<IssuedDeviceToken> {
   checkSerialNumber(serialNumber);
   const token = `${DEVICE_TOKEN_PREFIX}${randomTokenPart()}`;
@@ -36,6 +42,29 @@ export async function issueDeviceToken(db: Db, serialNumber: string, now: number
     throw notFound((await isPendingOkm(db, serialNumber)) ? `OKM ${serialNumber} is pending: accept it first` : `OKM ${serialNumber} not found`);
   }
   return { serialNumber, token, issuedAt: now };
+}
+
+const isoOrNull = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
+
+/**
+ * Issues the OKM's device token as `source` asks: the token and its okm.device_token_issued
+ * entry commit together. The entry says when the replaced token and the new one were issued,
+ * never a token.
+ */
+export async function issueDeviceTokenRecorded(db: Db, source: ChangeSource, serialNumber: string, now: number): Promise<IssuedDeviceToken> {
+  checkSerialNumber(serialNumber);
+  return db.transaction().execute(async (trx) => {
+    // Locked first, so that the issue time read as "before" is the one this token replaces.
+    const before = (await lockOkm(trx, serialNumber)) ? await findOwnedOkm(trx, serialNumber) : undefined;
+    // Throws the 404 of an OKM that is not there (or only pending), so that past it `before` is the OKM.
+    const issued = await issueDeviceToken(trx, serialNumber, now);
+    const change = okmChange('okm.device_token_issued', serialNumber, before!.customerName, {
+      before: { device_token_issued_at: isoOrNull(before!.okm.deviceTokenIssuedAt) },
+      after: { device_token_issued_at: isoOrNull(issued.issuedAt) },
+    });
+    await recordChange(trx, source, change, now);
+    return issued;
+  });
 }
 
 export const toDeviceTokenRecord = (issued: IssuedDeviceToken): DeviceTokenRecord => ({

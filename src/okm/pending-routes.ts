@@ -1,11 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageQueryProperties, cursorPageResponse, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
 import { getOkmRecord } from './admin-service.ts';
-import { acceptPendingOkm, pendingOkmRecords } from './pending-service.ts';
+import { acceptPendingOkmRecorded, pendingOkmRecords } from './pending-service.ts';
 import { SerialParams } from '../http/request-schemas.ts';
 import { AcceptBody, OkmRecord, PendingOkmRecord } from './schemas.ts';
 
@@ -47,7 +48,7 @@ const pendingOkmRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const now = Date.now();
-      const { serialNumber } = await acceptPendingOkm(app.db, request.params.serial, request.body.customer, now);
+      const { serialNumber } = await acceptPendingOkmRecorded(app.db, changeSourceOf(request), request.params.serial, request.body.customer, now);
       const okmRequest = { db: app.db, settings: app.settings, principal: principalOf(request), customerName: undefined, now };
       return reply.code(201).send({ message: MESSAGES.created, data: await getOkmRecord(okmRequest, serialNumber) });
     },

@@ -1,3 +1,4 @@
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
@@ -6,6 +7,7 @@ import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery
 import { listPendingOkms, PENDING_OKM_PAGES, takePendingOkm, type PendingOkm } from './pending-repository.ts';
 import { checkSerialNumber, type PendingOkmRecord } from './schemas.ts';
 import { insertOkm, setLastCall } from './repository.ts';
+import { okmChange } from './audit-view.ts';
 
 const toPendingOkmRecord = (pending: PendingOkm): PendingOkmRecord => ({
   serial_number: pending.serialNumber,
@@ -30,17 +32,30 @@ export interface AcceptedOkm {
 /**
  * Turns a pending OKM into an OKM, unconfigured, of the customer named (or of none yet), with
  * its last call as the pending entry recorded it. Its next poll is served like any OKM's.
+ * Records no change: an accept someone asks for is acceptPendingOkmRecorded.
  */
 export async function acceptPendingOkm(db: Db, serialNumber: string, customerName: string | undefined, now: number): Promise<AcceptedOkm> {
   checkSerialNumber(serialNumber);
+  return db.transaction().execute((trx) => acceptInTransaction(trx, serialNumber, customerName, now));
+}
+
+/** acceptPendingOkm as `source` asks: the OKM and its okm.accepted entry commit together. */
+export async function acceptPendingOkmRecorded(db: Db, source: ChangeSource, serialNumber: string, customerName: string | undefined, now: number): Promise<AcceptedOkm> {
+  checkSerialNumber(serialNumber);
   return db.transaction().execute(async (trx) => {
-    const customer = customerName === undefined ? null : await findCustomerByName(trx, customerName);
-    if (customer === undefined) throw badRequest(`customer: unknown customer ${customerName}`);
-    const pending = await takePendingOkm(trx, serialNumber);
-    if (!pending) throw notFound(`No pending OKM ${serialNumber}`);
-    // The pending entry counts only while no OKM exists, so only a concurrent creation gets here.
-    if (!(await insertOkm(trx, serialNumber, customer?.id ?? null, UNCONFIGURED_OKM, now))) throw conflict(`OKM ${serialNumber} already exists`);
-    await setLastCall(trx, serialNumber, { at: pending.lastSeenAt, ip: pending.lastIp, firmwareVersion: pending.firmwareVersion });
-    return { serialNumber, customer: customer?.name ?? null, acceptedAt: now };
+    const accepted = await acceptInTransaction(trx, serialNumber, customerName, now);
+    await recordChange(trx, source, okmChange('okm.accepted', serialNumber, accepted.customer, { after: { customer: accepted.customer } }), now);
+    return accepted;
   });
+}
+
+async function acceptInTransaction(trx: Db, serialNumber: string, customerName: string | undefined, now: number): Promise<AcceptedOkm> {
+  const customer = customerName === undefined ? null : await findCustomerByName(trx, customerName);
+  if (customer === undefined) throw badRequest(`customer: unknown customer ${customerName}`);
+  const pending = await takePendingOkm(trx, serialNumber);
+  if (!pending) throw notFound(`No pending OKM ${serialNumber}`);
+  // The pending entry counts only while no OKM exists, so only a concurrent creation gets here.
+  if (!(await insertOkm(trx, serialNumber, customer?.id ?? null, UNCONFIGURED_OKM, now))) throw conflict(`OKM ${serialNumber} already exists`);
+  await setLastCall(trx, serialNumber, { at: pending.lastSeenAt, ip: pending.lastIp, firmwareVersion: pending.firmwareVersion });
+  return { serialNumber, customer: customer?.name ?? null, acceptedAt: now };
 }
