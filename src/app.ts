@@ -9,7 +9,7 @@ import { registerJsonBodies } from './http/json-bodies.ts';
 import rateLimitsPlugin from './http/rate-limits.ts';
 import { registerRequestActor, registerRequestIdHeader } from './http/request-log.ts';
 import authPlugin from './auth/plugin.ts';
-import auditPlugin from './audit/plugin.ts';
+import auditPlugin from './audit-log/plugin.ts';
 import { loadActiveSigningKey } from './auth/signing-keys.ts';
 import healthPlugin from './observability/health.ts';
 import metricsPlugin from './observability/metrics.ts';

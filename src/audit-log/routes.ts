@@ -8,10 +8,10 @@ import { badRequest } from '../http/errors.ts';
 import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
-import { AUDIT_ACTION_NAMES, AUDIT_ENTITY_TYPES } from './actions.ts';
-import { auditCsvHeader, auditCsvLine, auditNdjsonLine } from './export-format.ts';
-import { AUDIT_LOG_PAGES, auditLogNewestFirst, searchAuditLog, type AuditFilter } from './repository.ts';
-import type { AuditEntry } from './trail.ts';
+import { AUDIT_ACTION_NAMES, AUDIT_ENTITY_TYPES } from '../audit/actions.ts';
+import { auditCsvHeader, auditCsvLine, auditNdjsonLine } from '../audit/export-format.ts';
+import { AUDIT_LOG_PAGES, auditLogNewestFirst, searchAuditLog, type AuditFilter } from '../audit/repository.ts';
+import type { AuditEntry } from '../audit/trail.ts';
 
 const ActorView = Type.Object({ kind: Type.Enum(['person', 'token', 'api_key', 'cli', 'system']), id: Type.String(), name: Type.String() });
 

@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { repeatStep } from '../db/repeating-step.ts';
-import { signDueCheckpoints, type CheckpointSigningKey } from './checkpoints.ts';
-import { pruneAuditTrail } from './retention.ts';
+import { signDueCheckpoints, type CheckpointSigningKey } from '../audit/checkpoints.ts';
+import { pruneAuditTrail } from '../audit/retention.ts';
 import auditLogRoutes from './routes.ts';
 
 /** How often each server process looks for checkpoints due and entries past their retention. */
