@@ -1,4 +1,5 @@
 import { calculateJwkThumbprint, createLocalJWKSet, errors, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet, type JWK, type JWTVerifyGetKey } from 'jose';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
@@ -54,24 +55,62 @@ export async function ensureActiveSigningKey(db: Db, keyRing: KeyRing): Promise<
 /**
  * Makes a new key the active (signing) one. The previous key stops signing now and keeps
  * verifying for `graceSeconds`, so that the tokens it signed stay valid until then
- * (retired_at in the future means "verifies only").
+ * (retired_at in the future means "verifies only"). Recorded as signing_key.rotated.
  */
-export async function rotateSigningKey(db: Db, keyRing: KeyRing, graceSeconds: number, now = Date.now()): Promise<{ kid: string; previous: string | null; previousVerifiesUntil: number }> {
+export async function rotateSigningKey(
+  db: Db,
+  keyRing: KeyRing,
+  graceSeconds: number,
+  source: ChangeSource,
+  now = Date.now(),
+): Promise<{ kid: string; previous: string | null; previousVerifiesUntil: number }> {
   const row = await newSigningKeyRow(keyRing, now);
   const previousVerifiesUntil = now + graceSeconds * 1000;
   return db.transaction().execute(async (tx) => {
     const previous = await tx.updateTable('signing_keys').set({ retired_at: previousVerifiesUntil }).where('retired_at', 'is', null).returning('kid').executeTakeFirst();
     await tx.insertInto('signing_keys').values(row).execute();
-    return { kid: row.kid, previous: previous?.kid ?? null, previousVerifiesUntil };
+    const previousKid = previous?.kid ?? null;
+    await recordChange(
+      tx,
+      source,
+      {
+        action: 'signing_key.rotated',
+        customer: null,
+        entity: { type: 'signing_key', id: row.kid },
+        before: { active: previousKid },
+        after: { active: row.kid, previous: previousKid, previous_verifies_until: previousKid === null ? null : new Date(previousVerifiesUntil).toISOString() },
+      },
+      now,
+    );
+    return { kid: row.kid, previous: previousKid, previousVerifiesUntil };
   });
 }
 
-/** Stops a key that no longer signs from verifying tokens too (a leaked key, or an early end to its grace). */
-export async function retireSigningKey(db: Db, kid: string, now = Date.now()): Promise<void> {
-  const row = await db.selectFrom('signing_keys').select('retired_at').where('kid', '=', kid).executeTakeFirst();
-  if (!row) throw notFound(`signing key ${kid} not found`);
-  if (row.retired_at === null) throw badRequest(`signing key ${kid} is the active key: rotate first`);
-  await db.updateTable('signing_keys').set({ retired_at: now }).where('kid', '=', kid).where('retired_at', '>', now).execute();
+/**
+ * Stops a key that no longer signs from verifying tokens too (a leaked key, or an early end to
+ * its grace), recorded as signing_key.retired; a key that has stopped verifying already is
+ * left as it is, and nothing recorded.
+ */
+export async function retireSigningKey(db: Db, kid: string, source: ChangeSource, now = Date.now()): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const row = await tx.selectFrom('signing_keys').select('retired_at').where('kid', '=', kid).executeTakeFirst();
+    if (!row) throw notFound(`signing key ${kid} not found`);
+    if (row.retired_at === null) throw badRequest(`signing key ${kid} is the active key: rotate first`);
+    const retired = await tx.updateTable('signing_keys').set({ retired_at: now }).where('kid', '=', kid).where('retired_at', '>', now).executeTakeFirst();
+    if (Number(retired.numUpdatedRows) === 0) return;
+    await recordChange(
+      tx,
+      source,
+      {
+        action: 'signing_key.retired',
+        customer: null,
+        entity: { type: 'signing_key', id: kid },
+        before: { verifies_until: new Date(Number(row.retired_at)).toISOString() },
+        after: { verifies_until: new Date(now).toISOString() },
+      },
+      now,
+    );
+  });
 }
 
 export interface SigningKeyState {

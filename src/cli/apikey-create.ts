@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createApiKey } from '../dlock/api-keys.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { createApiKeyRecorded } from '../dlock/api-keys.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'apikey', 'manage DLock API keys')
@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .action(async (options: { customer: string; label?: string; json?: boolean }) => {
       const context = await openContext();
       try {
-        const created = await createApiKey(context.db, { customer: options.customer, label: options.label });
+        const created = await createApiKeyRecorded(context.db, cliChangeSource(), { customer: options.customer, label: options.label });
         printResult(
           options.json,
           { id: created.id, key: created.key, customer: created.customer, label: created.label },

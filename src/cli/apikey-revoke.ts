@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { revokeApiKey } from '../dlock/api-keys.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { revokeApiKeyRecorded } from '../dlock/api-keys.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'apikey', 'manage DLock API keys')
@@ -11,7 +11,7 @@ export function register(program: Command): void {
     .action(async (id: string, options: { json?: boolean }) => {
       const context = await openContext();
       try {
-        const revoked = await revokeApiKey(context.db, id);
+        const revoked = await revokeApiKeyRecorded(context.db, cliChangeSource(), id);
         printResult(options.json, { id: revoked.id, revoked_at: revoked.revokedAt }, `revoked: ${revoked.id}`);
       } finally {
         await context.close();

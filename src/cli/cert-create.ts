@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createIntermediate } from '../pki/intermediates.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { createIntermediateRecorded } from '../pki/intermediates.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'cert', 'manage customer intermediate certificates')
@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .action(async (options: { customer: string; name: string; json?: boolean }) => {
       const context = await openContext();
       try {
-        const created = await createIntermediate(context.db, context.keyRing, context.settings, options);
+        const created = await createIntermediateRecorded(context.db, context.keyRing, context.settings, options, cliChangeSource());
         const expires = new Date(created.notAfter).toISOString();
         printResult(
           options.json,

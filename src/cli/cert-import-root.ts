@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { importRootCa } from '../pki/root-ca.ts';
+import { importRootCaRecorded } from '../pki/root-ca.ts';
 import { readPemFile } from './cert-import.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'cert', 'manage customer intermediate certificates')
@@ -15,7 +15,7 @@ export function register(program: Command): void {
       const keyText = readPemFile('--key', options.key);
       const context = await openContext();
       try {
-        const root = await importRootCa(context.db, context.keyRing, certificateText, keyText);
+        const root = await importRootCaRecorded(context.db, context.keyRing, certificateText, keyText, cliChangeSource());
         printResult(options.json, { serial: root.serial, imported: true }, `root CA imported, serial: ${root.serial}`);
       } finally {
         await context.close();

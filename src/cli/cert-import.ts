@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { importIntermediate } from '../pki/intermediates.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { importIntermediateRecorded } from '../pki/intermediates.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 /** Reads a PEM file; the error names the option, never the file's content. */
 export function readPemFile(option: string, file: string): string {
@@ -34,12 +34,13 @@ export function register(program: Command): void {
       const keyText = readPemFile('--key', options.key);
       const context = await openContext();
       try {
-        const imported = await importIntermediate(context.db, context.keyRing, context.settings, {
-          customer: options.customer,
-          name: options.name,
-          certificateText,
-          keyText,
-        });
+        const imported = await importIntermediateRecorded(
+          context.db,
+          context.keyRing,
+          context.settings,
+          { customer: options.customer, name: options.name, certificateText, keyText },
+          cliChangeSource(),
+        );
         const expires = new Date(imported.notAfter).toISOString();
         printResult(
           options.json,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createCustomer } from '../customers/repository.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { createCustomerRecorded } from '../customers/service.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'customer', 'manage customers (tenants)')
@@ -12,7 +12,7 @@ export function register(program: Command): void {
     .action(async (name: string, options: { json?: boolean; timeZone?: string }) => {
       const context = await openContext();
       try {
-        const customer = await createCustomer(context.db, name, options.timeZone ?? null);
+        const customer = await createCustomerRecorded(context.db, cliChangeSource(), name, options.timeZone ?? null);
         const timeZone = options.timeZone === undefined ? {} : { time_zone: options.timeZone };
         printResult(
           options.json,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { setCustomerRetryPolicy, setCustomerTimeZone } from '../customers/repository.ts';
+import { updateCustomerSettings } from '../customers/service.ts';
 import { parseRetryPolicy, retryPolicyToWire, type RetryPolicy } from '../shared/retry-policy.ts';
-import { UsageError, commandGroup, openContext, printResult } from './context.ts';
+import { UsageError, cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 /** `--firmware-retry-policy`: a policy as JSON, or "default" for the fleet's (FIRMWARE_RETRY_POLICY). */
 function retryPolicyOption(text: string): RetryPolicy | null {
@@ -27,8 +27,10 @@ export function register(program: Command): void {
       const policy = options.firmwareRetryPolicy === undefined ? undefined : retryPolicyOption(options.firmwareRetryPolicy);
       const context = await openContext();
       try {
-        if (options.timeZone !== undefined) await setCustomerTimeZone(context.db, name, options.timeZone);
-        if (policy !== undefined) await setCustomerRetryPolicy(context.db, name, policy);
+        await updateCustomerSettings(context.db, cliChangeSource(), name, {
+          ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
+          ...(policy === undefined ? {} : { retryPolicy: policy }),
+        });
         const result = {
           name,
           ...(options.timeZone === undefined ? {} : { time_zone: options.timeZone }),

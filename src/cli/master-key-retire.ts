@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { retirePreviousKey } from '../secrets/rotate-master-key.ts';
-import { UsageError, commandGroup, openContext, printResult } from './context.ts';
+import { UsageError, cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'master-key', 'manage the keys that encrypt private keys and secrets at rest')
@@ -14,7 +14,7 @@ export function register(program: Command): void {
       }
       const context = await openContext();
       try {
-        const retired = await retirePreviousKey(context.db, context.keyRing);
+        const retired = await retirePreviousKey(context.db, context.keyRing, cliChangeSource());
         printResult(
           options.json,
           { retired: retired.kid, resealed: retired.resealed },

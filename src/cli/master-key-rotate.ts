@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { parseMasterKey } from '../config/settings.ts';
 import { commitMasterKeyFile, stageMasterKeyFile } from '../secrets/master-key.ts';
 import { rotateKeys } from '../secrets/rotate-master-key.ts';
-import { UsageError, commandGroup, openContext, printResult } from './context.ts';
+import { UsageError, cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'master-key', 'manage the keys that encrypt private keys and secrets at rest')
@@ -27,7 +27,7 @@ export function register(program: Command): void {
         const newMasterKey = given ? { key: parseMasterKey(options.newKeyFile ? '--new-key-file' : 'NEW_MASTER_KEY', given), source: 'the new master key' } : undefined;
 
         if (newMasterKey && usesKeyFile) stageMasterKeyFile(settings.dataDir, newMasterKey.key);
-        const rotation = await rotateKeys(context.db, context.keyRing, newMasterKey ? { newMasterKey } : {});
+        const rotation = await rotateKeys(context.db, context.keyRing, cliChangeSource(), newMasterKey ? { newMasterKey } : {});
         if (newMasterKey && usesKeyFile) commitMasterKeyFile(settings.dataDir);
 
         const next = !newMasterKey

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KEY_SET_MAX_AGE_MS, retireSigningKey } from '../auth/signing-keys.ts';
-import { commandGroup, openContext, printResult } from './context.ts';
+import { cliChangeSource, commandGroup, openContext, printResult } from './context.ts';
 
 /** Timer slack on top of the servers' key-set age. */
 const RETIREMENT_MARGIN_MS = 100;
@@ -15,7 +15,7 @@ export function register(program: Command): void {
     .action(async (kid: string, options: { json?: boolean }) => {
       const context = await openContext();
       try {
-        await retireSigningKey(context.db, kid);
+        await retireSigningKey(context.db, kid, cliChangeSource());
         // Servers verify with keys read at most KEY_SET_MAX_AGE_MS ago: after that wait, none accepts the key.
         await sleep(KEY_SET_MAX_AGE_MS + RETIREMENT_MARGIN_MS);
         printResult(options.json, { kid, retired: true }, `retired ${kid}: no server accepts its tokens any more`);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ensureActiveSigningKey, rotateSigningKey } from '../auth/signing-keys.ts';
-import { commandGroup, durationOption, openContext, printResult } from './context.ts';
+import { cliChangeSource, commandGroup, durationOption, openContext, printResult } from './context.ts';
 
 export function register(program: Command): void {
   commandGroup(program, 'signing-key', 'manage the key that signs the deployment’s JWTs')
@@ -13,7 +13,7 @@ export function register(program: Command): void {
       const context = await openContext();
       try {
         await ensureActiveSigningKey(context.db, context.keyRing);
-        const rotated = await rotateSigningKey(context.db, context.keyRing, graceSeconds);
+        const rotated = await rotateSigningKey(context.db, context.keyRing, graceSeconds, cliChangeSource());
         const until = new Date(rotated.previousVerifiesUntil).toISOString();
         printResult(
           options.json,

@@ -15,7 +15,8 @@ export function isValidCustomerName(name: string): boolean {
   return CUSTOMER_NAME.test(name);
 }
 
-function checkTimeZone(timeZone: string | null): void {
+/** A time zone that is not IANA's is a 400. */
+export function checkTimeZone(timeZone: string | null): void {
   if (timeZone !== null && !isTimeZone(timeZone)) throw badRequest(`time_zone: expected an IANA time zone such as Europe/Berlin, got "${timeZone}"`);
 }
 

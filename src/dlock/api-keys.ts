@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import { findCustomerByName } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
@@ -56,13 +57,61 @@ export async function createApiKey(db: Db, request: { customer: string; label?: 
   return { id, key, customer: customer.name, label, createdAt };
 }
 
+export interface RevokedApiKey {
+  id: string;
+  customer: string;
+  revokedAt: number;
+  /** False when the key was revoked before: nothing changed. */
+  revokedNow: boolean;
+}
+
 /** Revokes a key; revoking one already revoked changes nothing and reports the first revocation. */
-export async function revokeApiKey(db: Db, id: string): Promise<{ id: string; revokedAt: number }> {
+export async function revokeApiKey(db: Db, id: string): Promise<RevokedApiKey> {
   if (!KEY_ID.test(id)) throw badRequest(`id: expected 16 hex digits, got "${id}"`);
-  await db.updateTable('api_keys').set({ revoked_at: Date.now() }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-  const row = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
+  const revoked = await db.updateTable('api_keys').set({ revoked_at: Date.now() }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('customers', 'customers.id', 'api_keys.customer_id')
+    .select(['api_keys.id', 'api_keys.revoked_at', 'customers.name as customer'])
+    .where('api_keys.id', '=', id)
+    .executeTakeFirst();
   if (!row) throw notFound(`API key ${id} not found`);
-  return { id: row.id, revokedAt: Number(row.revoked_at) };
+  return { id: row.id, customer: row.customer, revokedAt: Number(row.revoked_at), revokedNow: Number(revoked.numUpdatedRows) > 0 };
+}
+
+/** createApiKey with its audit entry, in one transaction (the entry holds neither the key nor its hash). */
+export function createApiKeyRecorded(db: Db, source: ChangeSource, request: { customer: string; label?: string | undefined }): Promise<CreatedApiKey> {
+  return db.transaction().execute(async (trx) => {
+    const created = await createApiKey(trx, request);
+    await recordChange(
+      trx,
+      source,
+      {
+        action: 'api_key.created',
+        customer: created.customer,
+        entity: { type: 'api_key', id: created.id },
+        after: { customer: created.customer, label: created.label, created_at: new Date(created.createdAt).toISOString() },
+      },
+      created.createdAt,
+    );
+    return created;
+  });
+}
+
+/** revokeApiKey with its audit entry, in one transaction; a key revoked before appends none (nothing changed). */
+export function revokeApiKeyRecorded(db: Db, source: ChangeSource, id: string): Promise<RevokedApiKey> {
+  return db.transaction().execute(async (trx) => {
+    const revoked = await revokeApiKey(trx, id);
+    if (revoked.revokedNow) {
+      await recordChange(
+        trx,
+        source,
+        { action: 'api_key.revoked', customer: revoked.customer, entity: { type: 'api_key', id }, before: { revoked_at: null }, after: { revoked_at: new Date(revoked.revokedAt).toISOString() } },
+        revoked.revokedAt,
+      );
+    }
+    return revoked;
+  });
 }
 
 /** The ApiKeyRow of a key id, as a query that callers may join more tables to. */

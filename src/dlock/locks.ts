@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
+import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { HttpError, badRequest, notFound } from '../http/errors.ts';
 import { findIntermediate, intermediateSigningKey } from '../pki/intermediates.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
 import { selectApiKey, type ApiKeyLookup, type ApiKeyOwner, type ApiKeyRow } from './api-keys.ts';
 import { deriveLockKey, issueKeyCertificate, type KeyCertificate } from './key-certificate.ts';
 import type { KeyRing } from '../secrets/key-ring.ts';
@@ -82,11 +85,38 @@ export const findApiKeyWithLock =
     (await apiKeyWithLockQuery(db, keyId, serialNo)).rows[0];
 
 /**
- * Enrols a lock: derives its key, issues the key certificate and stores it. The serial number
- * is the primary key and the insert does nothing on conflict, so of two concurrent enrolments
- * of one serial exactly one wins and the other gets 400.
+ * A lock as the audit trail records it: its public data and its key certificate's validity
+ * and fingerprint (SHA-256 of the certificate's canonical JSON without the lock key, which is
+ * what is stored), never the lock key.
  */
-export async function registerLock(context: LockContext, owner: ApiKeyOwner, request: RegisterLock, now = Date.now()): Promise<KeyCertificate> {
+function lockAuditState(stored: Omit<KeyCertificate, 'key'>) {
+  return {
+    serial_no: stored.data.serial_no,
+    type: stored.data.lock_type,
+    customer: stored.data.customer,
+    certificate: { name: stored.issuer, serial: stored.data.certificate_id },
+    key_certificate: {
+      format: stored.type,
+      valid_from: new Date(stored.valid * 1000).toISOString(),
+      valid_until: new Date(stored.expires * 1000).toISOString(),
+      fingerprint: createHash('sha256').update(canonicalJson(stored), 'utf8').digest('hex'),
+    },
+  };
+}
+
+const lockChange = (action: 'dlock.enrolled' | 'dlock.deleted', owner: ApiKeyOwner, stored: Omit<KeyCertificate, 'key'>): Change => ({
+  action,
+  customer: owner.customer,
+  entity: { type: 'dlock', id: stored.data.serial_no },
+  ...(action === 'dlock.enrolled' ? { after: lockAuditState(stored) } : { before: lockAuditState(stored) }),
+});
+
+/**
+ * Enrols a lock: derives its key, issues the key certificate and stores it with its audit
+ * entry. The serial number is the primary key and the insert does nothing on conflict, so of
+ * two concurrent enrolments of one serial exactly one wins and the other gets 400.
+ */
+export async function registerLock(context: LockContext, owner: ApiKeyOwner, request: RegisterLock, source: ChangeSource, now = Date.now()): Promise<KeyCertificate> {
   const intermediate = await ownIntermediate(context.db, owner, request.certificate);
   if (intermediate.notAfter <= now) throw badRequest(`certificate: ${request.certificate} has expired`);
   const signingKey = await intermediateSigningKey(context.db, context.keyRing, intermediate);
@@ -100,16 +130,13 @@ export async function registerLock(context: LockContext, owner: ApiKeyOwner, req
     now,
   });
   const { key: _key, ...withoutKey } = certificate;
-  const inserted = await insertLockQuery(
-    context.db,
-    request.serial_no,
-    owner.customerId,
-    intermediate.name,
-    JSON.stringify(withoutKey),
-    await seal(context.keyRing, lockKey, lockKeyAssociatedData(request.serial_no)),
-    now,
-  );
-  if (inserted.rows.length === 0) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
+  // Sealed before the transaction: sealing may re-read the key ring, through a connection of its own.
+  const keySealed = await seal(context.keyRing, lockKey, lockKeyAssociatedData(request.serial_no));
+  await context.db.transaction().execute(async (trx) => {
+    const inserted = await insertLockQuery(trx, request.serial_no, owner.customerId, intermediate.name, JSON.stringify(withoutKey), keySealed, now);
+    if (inserted.rows.length === 0) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
+    await recordChange(trx, source, lockChange('dlock.enrolled', owner, withoutKey), now);
+  });
   return certificate;
 }
 
@@ -121,8 +148,16 @@ export async function lockCertificate(keyRing: KeyRing, serialNo: string, row: A
   return { type: stored.type, issuer: stored.issuer, valid: stored.valid, expires: stored.expires, data: stored.data, key, signature: stored.signature };
 }
 
-/** Removes one of the caller's locks, freeing its serial number; 404 when there is none. */
-export async function deleteLock(db: Db, owner: ApiKeyOwner, serialNo: string): Promise<void> {
-  const result = await db.deleteFrom('dlocks').where('serial_no', '=', serialNo).where('customer_id', '=', owner.customerId).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw notFound(LOCK_NOT_FOUND);
+/** Removes one of the caller's locks, freeing its serial number, with its audit entry; 404 when there is none. */
+export async function deleteLock(db: Db, owner: ApiKeyOwner, serialNo: string, source: ChangeSource, now = Date.now()): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const deleted = await trx
+      .deleteFrom('dlocks')
+      .where('serial_no', '=', serialNo)
+      .where('customer_id', '=', owner.customerId)
+      .returning('certificate_json')
+      .executeTakeFirst();
+    if (!deleted) throw notFound(LOCK_NOT_FOUND);
+    await recordChange(trx, source, lockChange('dlock.deleted', owner, JSON.parse(deleted.certificate_json) as Omit<KeyCertificate, 'key'>), now);
+  });
 }

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import { Type, type Static } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { changeSourceOf } from '../audit/trail.ts';
 import { methodNotAllowed, notFound } from '../http/errors.ts';
 import { methodNotAllowedRoute } from '../http/openapi.ts';
 import { FreeText } from '../http/schemas.ts';
@@ -83,7 +84,7 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
       bodyLimit: REGISTER_BODY_LIMIT,
     },
     async (request, reply) => {
-      const certificate = await registerLock(context, request.apiKeyOwner!, request.body);
+      const certificate = await registerLock(context, request.apiKeyOwner!, request.body, changeSourceOf(request));
       return keyResponse(reply, 'DLock registered successfully', certificate, request.body.base64);
     },
   );
@@ -109,7 +110,7 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
       schema: { operationId: 'deleteDlock', summary: 'Delete a lock and its key certificate', params: SerialParams },
     },
     async (request, reply) => {
-      await deleteLock(app.db, request.apiKeyOwner!, request.params.serial);
+      await deleteLock(app.db, request.apiKeyOwner!, request.params.serial, changeSourceOf(request));
       return reply.code(204).send();
     },
   );

@@ -81,6 +81,20 @@ export async function fleetLatestVersion(db: Db, kind: FirmwareKind): Promise<st
   return row?.version;
 }
 
+/**
+ * The fleet-wide latest version of a kind, its row locked for the rest of the transaction (a
+ * no-op update, as lockRelease), so that what a change records as before is what it replaced.
+ */
+export async function lockFleetLatest(db: Db, kind: FirmwareKind): Promise<string | undefined> {
+  const row = await db
+    .updateTable('fleet_firmware')
+    .set((eb) => ({ version: eb.ref('version') }))
+    .where('kind', '=', kind)
+    .returning('version')
+    .executeTakeFirst();
+  return row?.version;
+}
+
 export async function setFleetLatest(db: Db, kind: FirmwareKind, version: string): Promise<void> {
   await db
     .insertInto('fleet_firmware')

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { HttpError, badRequest, conflict, notFound } from '../http/errors.ts';
@@ -16,6 +17,7 @@ import {
   insertRelease,
   listReleases,
   listVersions,
+  lockFleetLatest,
   lockRelease,
   readChunk,
   setFleetLatest,
@@ -71,6 +73,23 @@ export async function getRelease(db: Db, settings: CatalogSettings, kind: Firmwa
   return toReleaseView(release, settings);
 }
 
+/** A release as the audit trail records it (the catalog's fields, without the download URL made for files). */
+const releaseAuditState = (release: FirmwareRelease) => ({
+  kind: release.kind,
+  version: release.version,
+  source: release.url === null ? 'file' : 'url',
+  ...(release.url === null ? {} : { url: release.url }),
+  sha256: release.sha256,
+  size: release.size,
+});
+
+const releaseChange = (action: 'firmware.added' | 'firmware.deleted', release: FirmwareRelease): Change => ({
+  action,
+  customer: null,
+  entity: { type: 'firmware', id: `${release.kind}/${release.version}` },
+  ...(action === 'firmware.added' ? { after: releaseAuditState(release) } : { before: releaseAuditState(release) }),
+});
+
 /** "2.1" and "2.1.0" are one version: the catalog holds at most one of them per kind. */
 async function insertUniqueRelease(trx: Db, release: FirmwareRelease): Promise<void> {
   const wanted = versionParts(release.version);
@@ -80,7 +99,7 @@ async function insertUniqueRelease(trx: Db, release: FirmwareRelease): Promise<v
   }
 }
 
-export async function addUrlRelease(db: Db, settings: CatalogSettings, body: UrlReleaseBody, now: number): Promise<ReleaseView> {
+export async function addUrlRelease(db: Db, settings: CatalogSettings, source: ChangeSource, body: UrlReleaseBody, now: number): Promise<ReleaseView> {
   if (!isHttpUrl(body.url)) throw badRequest('url: must be an http or https URL');
   const release: FirmwareRelease = {
     kind: body.kind,
@@ -90,14 +109,18 @@ export async function addUrlRelease(db: Db, settings: CatalogSettings, body: Url
     size: null,
     createdAt: now,
   };
-  await db.transaction().execute((trx) => insertUniqueRelease(trx, release));
+  await db.transaction().execute(async (trx) => {
+    await insertUniqueRelease(trx, release);
+    await recordChange(trx, source, releaseChange('firmware.added', release), now);
+  });
   return toReleaseView(release, settings);
 }
 
-/** Stores an uploaded file as a release, in chunks of FIRMWARE_CHUNK_BYTES; sha256 and size are computed. */
+/** Stores an uploaded file as a release, in chunks of FIRMWARE_CHUNK_BYTES, with its audit entry; sha256 and size are computed. */
 export async function addFileRelease(
   db: Db,
   settings: CatalogSettings,
+  source: ChangeSource,
   kind: FirmwareKind,
   version: string,
   body: Readable,
@@ -122,6 +145,7 @@ export async function addFileRelease(
       } finally {
         await file.close();
       }
+      await recordChange(trx, source, releaseChange('firmware.added', release), now);
     });
     return toReleaseView(release, settings);
   } finally {
@@ -130,7 +154,7 @@ export async function addFileRelease(
 }
 
 /** Deletes a release unless it is the fleet-wide latest of its kind or an OKM pins it. */
-export async function removeRelease(db: Db, kind: FirmwareKind, version: string): Promise<void> {
+export async function removeRelease(db: Db, source: ChangeSource, kind: FirmwareKind, version: string, now = Date.now()): Promise<void> {
   await db.transaction().execute(async (trx) => {
     if (!(await lockRelease(trx, kind, version))) throw notFound(RELEASE_NOT_FOUND);
     if ((await fleetLatestVersion(trx, kind)) === version) {
@@ -138,16 +162,20 @@ export async function removeRelease(db: Db, kind: FirmwareKind, version: string)
     }
     const pinning = await countPinningOkms(trx, kind, version);
     if (pinning > 0) throw conflict(`firmware ${kind} ${version} is pinned by ${pinning} OKM${pinning === 1 ? '' : 's'}`);
+    const release = (await findRelease(trx, kind, version))!;
     await deleteRelease(trx, kind, version);
+    await recordChange(trx, source, releaseChange('firmware.deleted', release), now);
   });
 }
 
 /** Sets (or with null, clears) the release that every OKM of the fleet without a pin is offered. */
-export async function setLatest(db: Db, kind: FirmwareKind, version: string | null): Promise<LatestView> {
+export async function setLatest(db: Db, source: ChangeSource, kind: FirmwareKind, version: string | null, now = Date.now()): Promise<LatestView> {
   await db.transaction().execute(async (trx) => {
-    if (version === null) return clearFleetLatest(trx, kind);
-    if (!(await lockRelease(trx, kind, version))) throw badRequest(`version: no ${kind} release ${version} in the firmware catalog`);
-    await setFleetLatest(trx, kind, version);
+    if (version !== null && !(await lockRelease(trx, kind, version))) throw badRequest(`version: no ${kind} release ${version} in the firmware catalog`);
+    const before = (await lockFleetLatest(trx, kind)) ?? null;
+    if (version === null) await clearFleetLatest(trx, kind);
+    else await setFleetLatest(trx, kind, version);
+    await recordChange(trx, source, { action: 'firmware.latest_set', customer: null, entity: { type: 'firmware', id: kind }, before: { version: before }, after: { version } }, now);
   });
   return { kind, version };
 }

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { changeSourceOf } from '../audit/trail.ts';
 import { requireScopes } from '../auth/guard.ts';
 import { unsupportedMediaType } from '../http/errors.ts';
 import type { OperationDocumentation } from '../http/openapi.ts';
@@ -82,7 +83,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     { onRequest: canWrite, schema: { operationId: 'addFirmwareUrl', summary: 'Add a release served from a URL', body: UrlReleaseBody, response: { 201: resourceResponse(ReleaseView), ...errorResponses } } },
     async (request, reply) => {
-      const release = await addUrlRelease(app.db, app.settings, request.body, Date.now());
+      const release = await addUrlRelease(app.db, app.settings, changeSourceOf(request), request.body, Date.now());
       return reply.code(201).send({ message: MESSAGES.created, data: release });
     },
   );
@@ -93,7 +94,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: canWrite,
       schema: { operationId: 'setLatestFirmware', summary: 'Set the fleet-wide latest release of a kind', params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
     },
-    async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, request.params.kind, request.body.version) }),
+    async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, changeSourceOf(request), request.params.kind, request.body.version) }),
   );
 
   app.put(
@@ -106,7 +107,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { kind, version } = request.params;
-      const release = await addFileRelease(app.db, app.settings, kind, version, request.body as Readable, declaredLength(request), Date.now());
+      const release = await addFileRelease(app.db, app.settings, changeSourceOf(request), kind, version, request.body as Readable, declaredLength(request), Date.now());
       return reply.code(201).send({ message: MESSAGES.created, data: release });
     },
   );
@@ -124,7 +125,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:kind/:version',
     { onRequest: canWrite, schema: { operationId: 'deleteFirmware', summary: 'Delete a release', params: ReleaseParams, response: { 204: Type.Null(), ...errorResponses } } },
     async (request, reply) => {
-      await removeRelease(app.db, request.params.kind, request.params.version);
+      await removeRelease(app.db, changeSourceOf(request), request.params.kind, request.params.version);
       return reply.code(204).send(null);
     },
   );

@@ -1,4 +1,5 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Customer } from '../customers/repository.ts';
 import { findCustomerByName } from '../customers/repository.ts';
@@ -11,6 +12,7 @@ import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
 import { ensureRootCa, loadRootPrivateKey } from './root-ca.ts';
 import {
+  certificateAuditState,
   createIntermediateCertificate,
   isP256,
   keyMatchesCertificate,
@@ -61,43 +63,75 @@ async function requireCustomer(db: Db, name: string): Promise<Customer> {
   return customer;
 }
 
-async function store(db: Db, keyRing: KeyRing, customer: Customer, name: string, issued: IssuedCertificate, imported: boolean) {
+/** A certificate ready to be stored: checked, its private key already sealed. */
+interface PreparedIntermediate {
+  customer: Customer;
+  name: string;
+  serial: string;
+  certificatePem: string;
+  privateKeySealed: string;
+  notAfter: number;
+  imported: boolean;
+}
+
+// Sealed here, before any transaction: sealing may re-read the key ring, through a connection of its own.
+async function prepared(keyRing: KeyRing, customer: Customer, name: string, issued: IssuedCertificate, imported: boolean): Promise<PreparedIntermediate> {
+  return {
+    customer,
+    name,
+    serial: issued.serial,
+    certificatePem: issued.certificatePem,
+    privateKeySealed: await seal(keyRing, issued.privateKeyPem, intermediateKeyAssociatedData(name, issued.serial)),
+    notAfter: issued.notAfter.getTime(),
+    imported,
+  };
+}
+
+async function store(db: Db, certificate: PreparedIntermediate): Promise<IntermediateCertificate> {
   const inserted = await db
     .insertInto('intermediate_certificates')
     .values({
-      name,
-      customer_id: customer.id,
-      serial: issued.serial,
-      certificate_pem: issued.certificatePem,
-      private_key_sealed: await seal(keyRing, issued.privateKeyPem, intermediateKeyAssociatedData(name, issued.serial)),
-      not_after: issued.notAfter.getTime(),
-      imported: imported ? 1 : 0,
+      name: certificate.name,
+      customer_id: certificate.customer.id,
+      serial: certificate.serial,
+      certificate_pem: certificate.certificatePem,
+      private_key_sealed: certificate.privateKeySealed,
+      not_after: certificate.notAfter,
+      imported: certificate.imported ? 1 : 0,
       created_at: Date.now(),
     })
     .onConflict((oc) => oc.column('name').doNothing())
     .returning('id')
     .executeTakeFirst();
-  if (!inserted) throw conflict(`certificate ${name} already exists`);
-  const created: IntermediateCertificate = {
+  if (!inserted) throw conflict(`certificate ${certificate.name} already exists`);
+  return {
     id: inserted.id,
-    name,
-    customerId: customer.id,
-    customer: customer.name,
-    serial: issued.serial,
-    certificatePem: issued.certificatePem,
-    notAfter: issued.notAfter.getTime(),
-    imported,
+    name: certificate.name,
+    customerId: certificate.customer.id,
+    customer: certificate.customer.name,
+    serial: certificate.serial,
+    certificatePem: certificate.certificatePem,
+    notAfter: certificate.notAfter,
+    imported: certificate.imported,
   };
-  return created;
 }
 
-/** Makes a new P-256 key and an intermediate certificate for it, signed by the deployment root. */
-export async function createIntermediate(
-  db: Db,
-  keyRing: KeyRing,
-  settings: PkiSettings,
-  request: { customer: string; name: string },
-): Promise<IntermediateCertificate> {
+/** Stores the certificate with its audit entry, in one transaction. */
+function storeRecorded(db: Db, certificate: PreparedIntermediate, source: ChangeSource, action: 'certificate.created' | 'certificate.imported'): Promise<IntermediateCertificate> {
+  return db.transaction().execute(async (trx) => {
+    const stored = await store(trx, certificate);
+    await recordChange(trx, source, {
+      action,
+      customer: stored.customer,
+      entity: { type: 'certificate', id: stored.name },
+      after: { name: stored.name, customer: stored.customer, ...certificateAuditState(stored.certificatePem) },
+    });
+    return stored;
+  });
+}
+
+/** A new P-256 key and an intermediate certificate for it, signed by the deployment root. */
+async function issueIntermediate(db: Db, keyRing: KeyRing, settings: PkiSettings, request: { customer: string; name: string }): Promise<PreparedIntermediate> {
   checkName(request.name);
   const customer = await requireCustomer(db, request.customer);
   await ensureRootCa(db, keyRing, settings.pkiRootValidityDays);
@@ -108,22 +142,43 @@ export async function createIntermediate(
     { customer: customer.name, name: request.name },
     settings.pkiIntermediateValidityDays,
   );
-  return store(db, keyRing, customer, request.name, issued, false);
+  return prepared(keyRing, customer, request.name, issued, false);
+}
+
+/** Makes a new P-256 key and an intermediate certificate for it, signed by the deployment root. */
+export async function createIntermediate(
+  db: Db,
+  keyRing: KeyRing,
+  settings: PkiSettings,
+  request: { customer: string; name: string },
+): Promise<IntermediateCertificate> {
+  return store(db, await issueIntermediate(db, keyRing, settings, request));
+}
+
+/** createIntermediate with its audit entry (certificate.created), committed with the certificate. */
+export async function createIntermediateRecorded(
+  db: Db,
+  keyRing: KeyRing,
+  settings: PkiSettings,
+  request: { customer: string; name: string },
+  source: ChangeSource,
+): Promise<IntermediateCertificate> {
+  return storeRecorded(db, await issueIntermediate(db, keyRing, settings, request), source, 'certificate.created');
 }
 
 /**
- * Imports an intermediate made elsewhere (signed offline with the root's key). Accepted: a
+ * Checks an intermediate made elsewhere (signed offline with the root's key). Accepted: a
  * PEM file with the intermediate certificate, optionally followed by the deployment root
  * itself; an unencrypted PEM private key (PKCS#8 or SEC1). The certificate must be an
  * unexpired ECDSA P-256 CA certificate issued and signed by the deployment root, and the key
  * its private half.
  */
-export async function importIntermediate(
+async function checkedImport(
   db: Db,
   keyRing: KeyRing,
   settings: PkiSettings,
   request: { customer: string; name: string; certificateText: string; keyText: string },
-): Promise<IntermediateCertificate> {
+): Promise<PreparedIntermediate> {
   checkName(request.name);
   const customer = await requireCustomer(db, request.customer);
   const root = await ensureRootCa(db, keyRing, settings.pkiRootValidityDays);
@@ -157,7 +212,28 @@ export async function importIntermediate(
     privateKeyPem: toPkcs8Pem(key),
     notAfter: new Date(certificate.validTo),
   };
-  return store(db, keyRing, customer, request.name, issued, true);
+  return prepared(keyRing, customer, request.name, issued, true);
+}
+
+/** Imports an intermediate made elsewhere (see checkedImport for what is accepted). */
+export async function importIntermediate(
+  db: Db,
+  keyRing: KeyRing,
+  settings: PkiSettings,
+  request: { customer: string; name: string; certificateText: string; keyText: string },
+): Promise<IntermediateCertificate> {
+  return store(db, await checkedImport(db, keyRing, settings, request));
+}
+
+/** importIntermediate with its audit entry (certificate.imported), committed with the certificate. */
+export async function importIntermediateRecorded(
+  db: Db,
+  keyRing: KeyRing,
+  settings: PkiSettings,
+  request: { customer: string; name: string; certificateText: string; keyText: string },
+  source: ChangeSource,
+): Promise<IntermediateCertificate> {
+  return storeRecorded(db, await checkedImport(db, keyRing, settings, request), source, 'certificate.imported');
 }
 
 /** Looks a certificate up by name across the deployment (names are unique globally). */

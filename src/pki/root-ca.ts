@@ -1,10 +1,12 @@
 import type { KeyObject } from 'node:crypto';
 import { createPrivateKey } from 'node:crypto';
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict } from '../http/errors.ts';
 import { open, seal } from '../secrets/sealed-box.ts';
 import { sealedColumn } from '../secrets/sealed-columns.ts';
 import {
+  certificateAuditState,
   createRootCertificate,
   isP256,
   keyMatchesCertificate,
@@ -36,14 +38,27 @@ export const ROOT_PRIVATE_KEY = sealedColumn({
   associatedData: (row) => rootKeyAssociatedData(row.serial as string),
 });
 
-async function insertRootIfAbsent(db: Db, keyRing: KeyRing, issued: IssuedCertificate, imported: boolean): Promise<boolean> {
+/** A root ready to be stored, its private key sealed (before any transaction: sealing may re-read the key ring). */
+interface SealedRoot {
+  serial: string;
+  certificatePem: string;
+  privateKeySealed: string;
+}
+
+const sealedRoot = async (keyRing: KeyRing, issued: IssuedCertificate): Promise<SealedRoot> => ({
+  serial: issued.serial,
+  certificatePem: issued.certificatePem,
+  privateKeySealed: await seal(keyRing, issued.privateKeyPem, rootKeyAssociatedData(issued.serial)),
+});
+
+async function insertRootIfAbsent(db: Db, root: SealedRoot, imported: boolean): Promise<boolean> {
   const inserted = await db
     .insertInto('pki_root')
     .values({
       slot: ROOT_SLOT,
-      serial: issued.serial,
-      certificate_pem: issued.certificatePem,
-      private_key_sealed: await seal(keyRing, issued.privateKeyPem, rootKeyAssociatedData(issued.serial)),
+      serial: root.serial,
+      certificate_pem: root.certificatePem,
+      private_key_sealed: root.privateKeySealed,
       imported: imported ? 1 : 0,
       created_at: Date.now(),
     })
@@ -66,7 +81,7 @@ export async function findRootCa(db: Db): Promise<RootCa | undefined> {
 export async function ensureRootCa(db: Db, keyRing: KeyRing, validityDays: number): Promise<RootCa> {
   const existing = await findRootCa(db);
   if (existing) return existing;
-  await insertRootIfAbsent(db, keyRing, await createRootCertificate(validityDays), false);
+  await insertRootIfAbsent(db, await sealedRoot(keyRing, await createRootCertificate(validityDays)), false);
   const stored = await findRootCa(db);
   if (!stored) throw new Error('the deployment root CA could not be stored');
   return stored;
@@ -81,11 +96,10 @@ export async function loadRootPrivateKey(db: Db, keyRing: KeyRing): Promise<{ ro
 }
 
 /**
- * Imports an existing root CA (an operator's offline root). Only before the deployment has a
- * root: replacing one would orphan every intermediate it signed. The certificate must be a
+ * Checks an existing root CA (an operator's offline root): the certificate must be a
  * self-signed, unexpired ECDSA P-256 CA and the key its private half.
  */
-export async function importRootCa(db: Db, keyRing: KeyRing, certificateText: string, keyText: string): Promise<RootCa> {
+async function checkedRoot(keyRing: KeyRing, certificateText: string, keyText: string): Promise<SealedRoot> {
   const pems = splitCertificatePems(certificateText);
   if (pems.length !== 1) throw badRequest(`--cert: expected one PEM certificate, found ${pems.length}`);
   const certificate = parseCertificatePem(pems[0]!);
@@ -100,9 +114,33 @@ export async function importRootCa(db: Db, keyRing: KeyRing, certificateText: st
   if (!key) throw badRequest('--key: not an unencrypted PEM private key');
   if (!keyMatchesCertificate(key, certificate)) throw badRequest('--key: the private key does not match the certificate');
   const serial = certificate.serialNumber.toLowerCase();
-  const issued = { serial, certificatePem: certificate.toString(), privateKeyPem: toPkcs8Pem(key), notAfter: new Date(certificate.validTo) };
-  if (!(await insertRootIfAbsent(db, keyRing, issued, true))) {
+  return sealedRoot(keyRing, { serial, certificatePem: certificate.toString(), privateKeyPem: toPkcs8Pem(key), notAfter: new Date(certificate.validTo) });
+}
+
+/** Only before the deployment has a root: replacing one would orphan every intermediate it signed. */
+async function insertImportedRoot(db: Db, root: SealedRoot): Promise<RootCa> {
+  if (!(await insertRootIfAbsent(db, root, true))) {
     throw conflict('the deployment already has a root CA; a root can only be imported before the first start');
   }
-  return { serial, certificatePem: issued.certificatePem, imported: true };
+  return { serial: root.serial, certificatePem: root.certificatePem, imported: true };
+}
+
+/** Imports an existing root CA (see checkedRoot), only before the deployment has one. */
+export async function importRootCa(db: Db, keyRing: KeyRing, certificateText: string, keyText: string): Promise<RootCa> {
+  return insertImportedRoot(db, await checkedRoot(keyRing, certificateText, keyText));
+}
+
+/** importRootCa with its audit entry (certificate.root_imported, the entity named by the root's serial), committed with the root. */
+export async function importRootCaRecorded(db: Db, keyRing: KeyRing, certificateText: string, keyText: string, source: ChangeSource): Promise<RootCa> {
+  const root = await checkedRoot(keyRing, certificateText, keyText);
+  return db.transaction().execute(async (trx) => {
+    const imported = await insertImportedRoot(trx, root);
+    await recordChange(trx, source, {
+      action: 'certificate.root_imported',
+      customer: null,
+      entity: { type: 'certificate', id: imported.serial },
+      after: certificateAuditState(imported.certificatePem),
+    });
+    return imported;
+  });
 }

@@ -141,3 +141,14 @@ export function keyMatchesCertificate(key: KeyObject, certificate: X509Certifica
 export function toPkcs8Pem(key: KeyObject): string {
   return key.export({ type: 'pkcs8', format: 'pem' }).toString();
 }
+
+/** A certificate as the audit trail records it: what identifies it and how long it is valid, never its key. */
+export function certificateAuditState(certificatePem: string) {
+  const certificate = new X509Certificate(certificatePem);
+  return {
+    subject: certificate.subject,
+    serial: certificate.serialNumber.toLowerCase(),
+    not_after: new Date(certificate.validTo).toISOString(),
+    fingerprint: certificate.fingerprint256,
+  };
+}

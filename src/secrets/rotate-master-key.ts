@@ -1,3 +1,4 @@
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { KeyRing, RING_MAX_AGE_MS } from './key-ring.ts';
 import { masterKeyFingerprint, type MasterKey } from './master-key.ts';
@@ -22,9 +23,11 @@ export interface Rotation {
  * reseals every value under it. With `newMasterKey`, every data key is also rewrapped under
  * it, in the same transaction. Works while servers run: they pick up the new key within
  * RING_REFRESH_MS; what they seal meanwhile under the previous key stays readable and is
- * resealed by retirePreviousKey. Refused while a previous key is kept.
+ * resealed by retirePreviousKey. Refused while a previous key is kept. The audit entry
+ * (master_key.rotated, the entity named by the new data key's kid) commits with the change of
+ * keys; the resealing after it changes no value, only what it is sealed under.
  */
-export async function rotateKeys(db: Db, ring: KeyRing, options: { newMasterKey?: MasterKey; now?: number } = {}): Promise<Rotation> {
+export async function rotateKeys(db: Db, ring: KeyRing, source: ChangeSource, options: { newMasterKey?: MasterKey; now?: number } = {}): Promise<Rotation> {
   const now = options.now ?? Date.now();
   const newMasterKey = options.newMasterKey?.key;
   if (newMasterKey && masterKeyFingerprint(newMasterKey) === ring.fingerprint) throw new Error('the new master key is the current one');
@@ -56,6 +59,18 @@ export async function rotateKeys(db: Db, ring: KeyRing, options: { newMasterKey?
       .executeTakeFirst();
     if (Number(demoted.numUpdatedRows) !== 1) throw new Error('the data keys changed meanwhile (another rotation?): try again');
     await tx.insertInto('data_keys').values(next).execute();
+    await recordChange(
+      tx,
+      source,
+      {
+        action: 'master_key.rotated',
+        customer: null,
+        entity: { type: 'master_key', id: next.kid },
+        before: { data_key: current.kid, master_key: ring.fingerprint },
+        after: { data_key: next.kid, previous_data_key: current.kid, master_key: newMasterKey ? masterKeyFingerprint(newMasterKey) : ring.fingerprint },
+      },
+      now,
+    );
     return { kid: next.kid, previous: current.kid };
   });
 
@@ -73,9 +88,10 @@ export interface Retirement {
 /**
  * Retires the previous data key: reseals what is still under it (a server that had not
  * re-read the ring may have sealed under it after the rotation), checks that nothing remains,
- * and deletes its material. Refused until RETIRE_AFTER_MS after it stopped being current.
+ * and deletes its material, with its audit entry (master_key.retired, the entity named by its
+ * kid). Refused until RETIRE_AFTER_MS after it stopped being current.
  */
-export async function retirePreviousKey(db: Db, ring: KeyRing, now = Date.now()): Promise<Retirement> {
+export async function retirePreviousKey(db: Db, ring: KeyRing, source: ChangeSource, now = Date.now()): Promise<Retirement> {
   await ring.refresh();
   const previous = await db.selectFrom('data_keys').select(['kid', 'previous_since']).where('state', '=', 'previous').executeTakeFirst();
   if (!previous) throw new Error('there is no previous data key to retire');
@@ -88,11 +104,27 @@ export async function retirePreviousKey(db: Db, ring: KeyRing, now = Date.now())
   const resealed = await resealValues(db, ring);
   const remaining = await countSealedNotUnder(db, ring.sealedColumns, await ring.currentKid());
   if (remaining > 0) throw new Error(`${remaining} values are still not under the current data key; nothing retired (try again)`);
-  await db
-    .updateTable('data_keys')
-    .set({ state: 'retired', wrapped_key: null, retired_at: now })
-    .where('kid', '=', previous.kid)
-    .where('state', '=', 'previous')
-    .execute();
+  await db.transaction().execute(async (tx) => {
+    const retired = await tx
+      .updateTable('data_keys')
+      .set({ state: 'retired', wrapped_key: null, retired_at: now })
+      .where('kid', '=', previous.kid)
+      .where('state', '=', 'previous')
+      .executeTakeFirst();
+    // Zero rows: another retirement of the same key committed first, and recorded it.
+    if (Number(retired.numUpdatedRows) === 0) return;
+    await recordChange(
+      tx,
+      source,
+      {
+        action: 'master_key.retired',
+        customer: null,
+        entity: { type: 'master_key', id: previous.kid },
+        before: { state: 'previous', previous_since: new Date(Number(previous.previous_since)).toISOString() },
+        after: { state: 'retired' },
+      },
+      now,
+    );
+  });
   return { kid: previous.kid, resealed };
 }

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { listSigningKeys, loadOwnKeySet, retireSigningKey, rotateSigningKey } from '../../src/auth/signing-keys.ts';
 import { issueToken } from '../../src/auth/tokens.ts';
+import { cliChangeSource } from '../../src/cli/context.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
@@ -22,7 +23,7 @@ forEachDatabase('signing key rotation', (kind) => {
   test('after a rotation, a running server accepts tokens of the new key at once and of the previous key during its grace', async () => {
     const before = await issue();
 
-    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600, cliChangeSource());
     const afterRotation = await issue();
 
     assert.equal(decodeProtectedHeader(afterRotation).kid, rotated.kid);
@@ -40,7 +41,7 @@ forEachDatabase('signing key rotation', (kind) => {
     const previous = keys.find((key) => key.retiredAt !== null)!;
 
     const during = (await keySet.jwks()).keys.map((key) => key.kid).sort();
-    await retireSigningKey(t.db, previous.kid, now);
+    await retireSigningKey(t.db, previous.kid, cliChangeSource(), now);
     clock = now + 61_000;
     const afterRetirement = (await keySet.jwks()).keys.map((key) => key.kid);
 
@@ -55,8 +56,8 @@ forEachDatabase('signing key rotation', (kind) => {
     const verify = () => jwtVerify(token, keySet.getKey, { issuer: t.settings.jwtIssuer, audience: t.settings.jwtAudience });
     await verify();
 
-    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
-    await retireSigningKey(t.db, rotated.previous!);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600, cliChangeSource());
+    await retireSigningKey(t.db, rotated.previous!, cliChangeSource());
     clock += 61_000;
 
     await assert.rejects(verify(), { code: 'ERR_JWKS_NO_MATCHING_KEY' });
@@ -64,7 +65,7 @@ forEachDatabase('signing key rotation', (kind) => {
 
   test('when `keyfleet signing-key retire` has returned, a running server refuses tokens of that key at once', async () => {
     const token = await issue();
-    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600);
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600, cliChangeSource());
     // Earlier tests rotated keys behind the server's back: wait until it knows this token's key.
     await eventually(async () => (await listOkms(token)).statusCode === 200, 10_000, 'the previous key verifying during its grace');
 
@@ -78,7 +79,7 @@ forEachDatabase('signing key rotation', (kind) => {
   test('the active key cannot be retired', async () => {
     const [active] = (await listSigningKeys(t.db)).filter((key) => key.retiredAt === null);
 
-    await assert.rejects(retireSigningKey(t.db, active!.kid), /is the active key: rotate first/);
+    await assert.rejects(retireSigningKey(t.db, active!.kid, cliChangeSource()), /is the active key: rotate first/);
   });
 
   test('keyfleet signing-key rotate, list and retire', async () => {

@@ -15,6 +15,7 @@ import { MISMATCH_RECHECK_MS } from '../../src/secrets/key-ring.ts';
 import { createKeyRing } from '../../src/key-ring.ts';
 import { rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { buildServer } from '../../src/server.ts';
+import { cliChangeSource } from '../../src/cli/context.ts';
 import { checkConformance } from '../helpers/conformance.ts';
 import { forEachDatabase } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
@@ -159,7 +160,7 @@ test('with the key file, a change that has committed but not yet replaced master
     const newKey = randomBytes(32);
     // The CLI's steps, stopped between the commit and the file's replacement (the reseal runs there).
     stageMasterKeyFile(server.settings.dataDir, newKey);
-    await rotateKeys(server.db, createKeyRing(server.db, loadMasterKey(server.settings)), { newMasterKey: { key: newKey, source: 'the new master key' } });
+    await rotateKeys(server.db, createKeyRing(server.db, loadMasterKey(server.settings)), cliChangeSource(), { newMasterKey: { key: newKey, source: 'the new master key' } });
     assert.notEqual(fs.readFileSync(path.join(server.settings.dataDir, MASTER_KEY_FILE), 'utf8'), newKey.toString('hex'));
 
     const fetched = await server.fetchLock('LOCK-1');
@@ -174,7 +175,7 @@ test('with the key file, a key file that does not hold the key the database expe
   const server = await serving(await createTestDatabase('sqlite'));
   try {
     // Another process changed the master key and this host's key file was not replaced.
-    await rotateKeys(server.db, createKeyRing(server.db, loadMasterKey(server.settings)), { newMasterKey: { key: randomBytes(32), source: 'the new master key' } });
+    await rotateKeys(server.db, createKeyRing(server.db, loadMasterKey(server.settings)), cliChangeSource(), { newMasterKey: { key: randomBytes(32), source: 'the new master key' } });
     const keyFile = path.join(server.settings.dataDir, MASTER_KEY_FILE);
     const reads = { count: 0 };
     const readFileSync = fs.readFileSync;

@@ -18,6 +18,7 @@ import { SEALED_COLUMNS, createKeyRing } from '../../src/key-ring.ts';
 import { countSealedNotUnder } from '../../src/secrets/reseal.ts';
 import { RETIRE_AFTER_MS, retirePreviousKey, rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { DEPLOYMENT_OWNER, rotateWebhookSecret, webhookSecrets } from '../../src/webhooks/secrets.ts';
+import { cliChangeSource } from '../../src/cli/context.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
@@ -70,7 +71,7 @@ forEachDatabase('master key rotation', (kind) => {
     await rotateWebhookSecret(t.db, t.app.keyRing, DEPLOYMENT_OWNER, Date.now(), 3_600_000);
     const before = await openEverything(t.app.keyRing);
 
-    const rotation = await rotateKeys(t.db, t.app.keyRing);
+    const rotation = await rotateKeys(t.db, t.app.keyRing, cliChangeSource());
 
     assert.equal(rotation.resealed['dlocks.key_sealed'], 1);
     assert.equal(rotation.resealed['pki_root.private_key_sealed'], 1);
@@ -79,28 +80,28 @@ forEachDatabase('master key rotation', (kind) => {
     assert.equal(before.lockKey, lockKey);
     assert.deepEqual(await openEverything(t.app.keyRing), before);
     assert.deepEqual(await openEverything(createKeyRing(t.db, { key: t.settings.masterKey ?? readKeyFile(t), source: 'MASTER_KEY' })), before);
-    await retirePreviousKey(t.db, t.app.keyRing, Date.now() + RETIRE_AFTER_MS);
+    await retirePreviousKey(t.db, t.app.keyRing, cliChangeSource(), Date.now() + RETIRE_AFTER_MS);
   });
 
   test('a second rotation is refused while the previous key is kept; retiring it is refused until every server can have stopped sealing under it', async () => {
-    const rotation = await rotateKeys(t.db, t.app.keyRing);
+    const rotation = await rotateKeys(t.db, t.app.keyRing, cliChangeSource());
 
-    await assert.rejects(rotateKeys(t.db, t.app.keyRing), new RegExp(`data key ${rotation.previous} is still kept as the previous key: retire it first`));
-    await assert.rejects(retirePreviousKey(t.db, t.app.keyRing), /servers that have not re-read the key ring may still seal under it: retire it from /);
-    const retired = await retirePreviousKey(t.db, t.app.keyRing, Date.now() + RETIRE_AFTER_MS);
+    await assert.rejects(rotateKeys(t.db, t.app.keyRing, cliChangeSource()), new RegExp(`data key ${rotation.previous} is still kept as the previous key: retire it first`));
+    await assert.rejects(retirePreviousKey(t.db, t.app.keyRing, cliChangeSource()), /servers that have not re-read the key ring may still seal under it: retire it from /);
+    const retired = await retirePreviousKey(t.db, t.app.keyRing, cliChangeSource(), Date.now() + RETIRE_AFTER_MS);
 
     assert.equal(retired.kid, rotation.previous);
     const row = await t.db.selectFrom('data_keys').selectAll().where('kid', '=', rotation.previous).executeTakeFirstOrThrow();
     assert.equal(row.state, 'retired');
     assert.equal(row.wrapped_key, null);
-    await assert.rejects(retirePreviousKey(t.db, t.app.keyRing), /there is no previous data key to retire/);
+    await assert.rejects(retirePreviousKey(t.db, t.app.keyRing, cliChangeSource()), /there is no previous data key to retire/);
   });
 
   test('after a master key change every value opens with the new key; the old key is refused, naming the key the database expects', async () => {
     const before = await openEverything(t.app.keyRing);
     const newKey = { key: randomBytes(32), source: 'MASTER_KEY' };
 
-    const rotation = await rotateKeys(t.db, t.app.keyRing, { newMasterKey: newKey });
+    const rotation = await rotateKeys(t.db, t.app.keyRing, cliChangeSource(), { newMasterKey: newKey });
 
     assert.equal(rotation.masterKeyFingerprint, masterKeyFingerprint(newKey.key));
     const newRing = createKeyRing(t.db, newKey);
@@ -108,8 +109,8 @@ forEachDatabase('master key rotation', (kind) => {
     const oldRing = createKeyRing(t.db, { key: t.settings.masterKey ?? readKeyFile(t), source: 'MASTER_KEY' });
     await assert.rejects(oldRing.refresh(), { message: `database expects master key ${masterKeyFingerprint(newKey.key)}, MASTER_KEY is ${oldRing.fingerprint}` });
     assert.match((await t.app.keyRing.problem()) ?? '', /database expects master key/);
-    await retirePreviousKey(t.db, newRing, Date.now() + RETIRE_AFTER_MS);
-    await assert.rejects(rotateKeys(t.db, newRing, { newMasterKey: newKey }), /the new master key is the current one/);
+    await retirePreviousKey(t.db, newRing, cliChangeSource(), Date.now() + RETIRE_AFTER_MS);
+    await assert.rejects(rotateKeys(t.db, newRing, cliChangeSource(), { newMasterKey: newKey }), /the new master key is the current one/);
   });
 });
 

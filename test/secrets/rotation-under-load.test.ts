@@ -12,6 +12,7 @@ import { createKeyRing, SEALED_COLUMNS } from '../../src/key-ring.ts';
 import { countSealedNotUnder } from '../../src/secrets/reseal.ts';
 import { RETIRE_AFTER_MS, retirePreviousKey } from '../../src/secrets/rotate-master-key.ts';
 import { buildServer } from '../../src/server.ts';
+import { cliChangeSource } from '../../src/cli/context.ts';
 import { forEachDatabase } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
@@ -93,7 +94,7 @@ forEachDatabase('master key rotation under DLock load', (kind) => {
       // under the previous key any longer.
       await sleep(SLOW_RING.maxAgeMs + 1_500);
       const retirer = createKeyRing(first.db, loadMasterKey(first.app.settings));
-      await retirePreviousKey(first.db, retirer, Date.now() + RETIRE_AFTER_MS);
+      await retirePreviousKey(first.db, retirer, cliChangeSource(), Date.now() + RETIRE_AFTER_MS);
       const enrolledBeforeRetirement = keys.size;
       await sleep(500);
       stopped = true;

@@ -7,6 +7,7 @@ import { rotateKeys } from '../../src/secrets/rotate-master-key.ts';
 import { forEachDatabase, buildTestApp } from '../helpers/app.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
+import { cliChangeSource } from '../../src/cli/context.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
 import { serveProcess } from '../helpers/server-process.ts';
 
@@ -54,7 +55,7 @@ forEachDatabase('a wrong master key', (kind) => {
     try {
       assert.equal((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
       const newKey = randomBytes(32);
-      await rotateKeys(t.db, createKeyRing(t.db, loadMasterKey(t.settings)), { newMasterKey: { key: newKey, source: 'NEW_MASTER_KEY' } });
+      await rotateKeys(t.db, createKeyRing(t.db, loadMasterKey(t.settings)), cliChangeSource(), { newMasterKey: { key: newKey, source: 'NEW_MASTER_KEY' } });
 
       const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
 

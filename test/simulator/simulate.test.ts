@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
+import type { ChangeSource } from '../../src/audit/trail.ts';
 import { addFileRelease, setLatest } from '../../src/firmware/catalog-service.ts';
 import type { FirmwareKind } from '../../src/firmware/version.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
@@ -32,11 +33,14 @@ async function listeningApp(kind: Parameters<typeof buildTestApp>[0], env: Recor
   return { t, url: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}` };
 }
 
+/** Who the test's releases are recorded as having been made by. */
+const RELEASER: ChangeSource = { actor: { kind: 'token', id: 'simulate-test', name: 'simulate test' }, requestId: null, ip: null, userAgent: null };
+
 /** Uploads a file release of `bytes` bytes and (unless told otherwise) makes it the fleet's latest of its kind. */
 async function releaseFile(t: TestApp, kind: FirmwareKind, version: string, bytes: number, latest = true): Promise<void> {
   const file = Buffer.alloc(bytes, version);
-  await addFileRelease(t.db, t.settings, kind, version, Readable.from([file]), file.length, Date.now());
-  if (latest) await setLatest(t.db, kind, version);
+  await addFileRelease(t.db, t.settings, RELEASER, kind, version, Readable.from([file]), file.length, Date.now());
+  if (latest) await setLatest(t.db, RELEASER, kind, version);
 }
 
 function options(url: string, prefix: string, overrides: Partial<SimulationOptions> = {}): SimulationOptions {

@@ -1,0 +1,69 @@
+import { recordChange, type ChangeSource } from '../audit/trail.ts';
+import type { Db } from '../db/database.ts';
+import { notFound } from '../http/errors.ts';
+import { retryPolicyToWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';
+import { checkTimeZone, createCustomer, setCustomerRetryPolicy, setCustomerTimeZone, type Customer } from './repository.ts';
+
+/** A customer's settings as the audit trail records them (the retry policy as the API writes it, null: the fleet's). */
+interface CustomerSettings {
+  time_zone: string | null;
+  firmware_retry_policy: RetryPolicyWire | null;
+}
+
+/** What a settings update asks for: an absent member stays as it is. */
+export interface CustomerSettingsUpdate {
+  timeZone?: string | null;
+  retryPolicy?: RetryPolicy | null;
+}
+
+const customerEntity = (name: string) => ({ type: 'customer' as const, id: name });
+
+/** createCustomer with its audit entry, in one transaction. */
+export function createCustomerRecorded(db: Db, source: ChangeSource, name: string, timeZone: string | null = null): Promise<Customer> {
+  return db.transaction().execute(async (trx) => {
+    const customer = await createCustomer(trx, name, timeZone);
+    await recordChange(trx, source, { action: 'customer.created', customer: customer.name, entity: customerEntity(customer.name), after: { name: customer.name, time_zone: timeZone } });
+    return customer;
+  });
+}
+
+/** The customer's settings as stored, its row locked for the rest of the transaction (a no-op update, portable to every database); 404 when there is none. */
+async function lockCustomerSettings(trx: Db, name: string): Promise<CustomerSettings> {
+  const row = await trx
+    .updateTable('customers')
+    .set((eb) => ({ time_zone: eb.ref('time_zone') }))
+    .where('name', '=', name)
+    .returning(['time_zone', 'firmware_retry_policy'])
+    .executeTakeFirst();
+  if (!row) throw notFound(`customer ${name} not found`);
+  return { time_zone: row.time_zone, firmware_retry_policy: row.firmware_retry_policy === null ? null : (JSON.parse(row.firmware_retry_policy) as RetryPolicyWire) };
+}
+
+/**
+ * Changes a customer's settings, all or none, with one audit entry whose before and after hold
+ * the settings whose value changed (none, for an update that sets what was there).
+ */
+export async function updateCustomerSettings(db: Db, source: ChangeSource, name: string, update: CustomerSettingsUpdate): Promise<void> {
+  // Before the customer is looked up: a bad time zone is a 400 whether or not the customer exists.
+  if (update.timeZone !== undefined) checkTimeZone(update.timeZone);
+  await db.transaction().execute(async (trx) => {
+    const before = await lockCustomerSettings(trx, name);
+    const after: CustomerSettings = { ...before };
+    if (update.timeZone !== undefined) {
+      await setCustomerTimeZone(trx, name, update.timeZone);
+      after.time_zone = update.timeZone;
+    }
+    if (update.retryPolicy !== undefined) {
+      await setCustomerRetryPolicy(trx, name, update.retryPolicy);
+      after.firmware_retry_policy = update.retryPolicy === null ? null : retryPolicyToWire(update.retryPolicy);
+    }
+    const was: Partial<CustomerSettings> = {};
+    const is: Partial<CustomerSettings> = {};
+    for (const member of ['time_zone', 'firmware_retry_policy'] as const) {
+      if (JSON.stringify(before[member]) === JSON.stringify(after[member])) continue;
+      Object.assign(was, { [member]: before[member] });
+      Object.assign(is, { [member]: after[member] });
+    }
+    await recordChange(trx, source, { action: 'customer.updated', customer: name, entity: customerEntity(name), before: was, after: is });
+  });
+}
