@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { Command } from 'commander';
+import type { Actor } from '../auth/actor.ts';
 import type { Principal } from '../auth/guard.ts';
 import { rolloutEventSink } from '../rollouts/events.ts';
 import { MEMBER_STATES, memberTotal } from '../rollouts/model.ts';
@@ -9,10 +10,14 @@ import { commandGroup, openContext, printResult, UsageError, type CliContext } f
 
 export const rolloutGroup = (program: Command) => commandGroup(program, 'rollout', 'staged firmware rollouts');
 
-/** The CLI acts as an operator: admin, named after the account that runs it (a rollout records who created it). */
+/**
+ * The CLI acts as an operator: admin, named after the account that runs it (a rollout records
+ * who created it, the audit trail who changed it, through no request).
+ */
 export function operatorRequest(context: CliContext, customerName?: string): RolloutRequest {
-  const principal: Principal = { subject: `cli:${os.userInfo().username}`, actor: { kind: 'cli', id: os.userInfo().username, name: os.userInfo().username }, customer: null, scopes: new Set(['admin']), isAdmin: true };
-  return { db: context.db, principal, customerName, now: Date.now(), emit: rolloutEventSink };
+  const actor: Actor = { kind: 'cli', id: os.userInfo().username, name: os.userInfo().username };
+  const principal: Principal = { subject: `cli:${actor.id}`, actor, customer: null, scopes: new Set(['admin']), isAdmin: true };
+  return { db: context.db, principal, customerName, now: Date.now(), emit: rolloutEventSink, source: { actor, requestId: null, ip: null, userAgent: null } };
 }
 
 /** A rollout's id argument: a positive integer, else a usage error (exit 2). */

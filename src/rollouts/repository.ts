@@ -82,6 +82,21 @@ const rolloutWithCustomer = (db: Db) =>
     .selectAll('rollouts')
     .select(['customers.name as customer_name', 'customers.time_zone']);
 
+/**
+ * Holds the rollout's row lock until the transaction ends (a write that changes nothing), so
+ * that what the transaction reads of it next is what its change starts from; false: no such
+ * rollout.
+ */
+export async function lockRollout(db: Db, id: number): Promise<boolean> {
+  const row = await db
+    .updateTable('rollouts')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function findRollout(db: Db, id: number): Promise<RolloutRow | undefined> {
   return rolloutWithCustomer(db).where('rollouts.id', '=', id).executeTakeFirst();
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
@@ -48,6 +49,7 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     customerName,
     now: Date.now(),
     emit: options.emit,
+    source: changeSourceOf(request),
   });
 
   app.post(

@@ -1,3 +1,5 @@
+import type { AuditAction } from '../audit/actions.ts';
+import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Db } from '../db/database.ts';
 import { findRelease } from '../firmware/repository.ts';
@@ -26,6 +28,7 @@ import {
   insertMembers,
   insertRollout,
   listRolloutOkms,
+  lockRollout,
   listRollouts,
   ROLLOUT_OKM_PAGES,
   ROLLOUT_PAGES,
@@ -47,7 +50,60 @@ export interface RolloutRequest {
   customerName?: string;
   now: number;
   emit: EmitFleetEvent;
+  /** Who changes, for the audit trail; absent: the principal's actor, through no request (the command line). */
+  source?: ChangeSource;
 }
+
+const sourceOf = (request: RolloutRequest): ChangeSource => request.source ?? { actor: request.principal.actor, requestId: null, ip: null, userAgent: null };
+
+/**
+ * A step of a rollout as its audit entry holds it: the state, and what else the step moved
+ * (the current group as the API numbers it, null before the first; the reason it gives; who
+ * approved). Only what the step's compare-and-set guarantees is recorded as `before`.
+ */
+interface RolloutStep {
+  state: RolloutState;
+  current_group?: number | null;
+  state_reason?: string;
+  approved_by?: string | null;
+}
+
+const rolloutStepChange = (action: AuditAction, row: Pick<RolloutRow, 'id' | 'customer_name'>, before: RolloutStep, after: RolloutStep): Change => ({
+  action,
+  customer: row.customer_name,
+  entity: { type: 'rollout', id: String(row.id) },
+  before,
+  after,
+});
+
+/** A new rollout as its audit entry holds it: its settings and group sizes, not its members (a rollout can reach 100 000 OKMs). */
+const rolloutCreatedChange = (view: RolloutView): Change => ({
+  action: 'rollout.created',
+  customer: view.customer,
+  entity: { type: 'rollout', id: String(view.id) },
+  after: {
+    state: view.state,
+    kind: view.kind,
+    version: view.version,
+    filter:
+      view.filter === null
+        ? null
+        : {
+            ...(view.filter.firmware_version === undefined ? {} : { firmware_version: view.filter.firmware_version }),
+            ...(view.filter.serial_numbers === undefined ? {} : { serial_number_count: view.filter.serial_numbers.length }),
+          },
+    groups: view.groups.map(({ percent, okms }) => ({ percent, okms })),
+    members: memberTotal(view.totals),
+    success_threshold: view.success_threshold,
+    error_threshold: view.error_threshold,
+    update_timeout: view.update_timeout,
+    auto_advance: view.auto_advance,
+    start_at: view.start_at,
+    maintenance_window: view.maintenance_window,
+    approval_required: view.approval_required,
+    retry_policy: view.retry_policy,
+  },
+});
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -189,7 +245,9 @@ export async function createRollout(request: RolloutRequest, body: CreateRollout
         percents,
       ),
     );
-    return viewOf(tx, (await findRollout(tx, id))!);
+    const view = await viewOf(tx, (await findRollout(tx, id))!);
+    await recordChange(tx, sourceOf(request), rolloutCreatedChange(view), request.now);
+    return view;
   });
 }
 
@@ -256,13 +314,14 @@ async function clearIfAborted(db: Db, rolloutId: number): Promise<void> {
  * then the start and its events commit in one transaction. False when another process
  * started it first (or it was aborted meanwhile). `db` must not be a transaction.
  */
-export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
+export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, source: ChangeSource): Promise<boolean> {
   await assignGroup(db, row.id, 0);
   const started = await db.transaction().execute(async (tx) => {
     const started = { state: 'running', state_reason: reason, current_group: 0, started_at: now, group_started_at: JSON.stringify([now]), updated_at: now };
     if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, started))) return false;
     await emit(emitter, tx, 'rollout.started', row, { reason });
     await emit(emitter, tx, 'rollout.group_started', row, { group: 0 });
+    await recordChange(tx, source, rolloutStepChange('rollout.started', row, { state: 'ready', current_group: null }, { state: 'running', current_group: 0, state_reason: reason }), now);
     return true;
   });
   if (!started) await clearIfAborted(db, row.id);
@@ -276,13 +335,16 @@ export async function startReadyRollout(db: Db, row: RolloutRow, now: number, em
  * next group's rows name the rollout in chunks before the advance commits. `db` must not be a
  * transaction.
  */
-export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, now: number, emitter: EmitFleetEvent, reason: string): Promise<boolean> {
+export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, now: number, emitter: EmitFleetEvent, reason: string, source: ChangeSource): Promise<boolean> {
   const groups = (JSON.parse(row.group_percents) as number[]).length;
   if (from + 1 >= groups) {
     return db.transaction().execute(async (tx) => {
       const finished = await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { state: 'finished', state_reason: reason, finished_at: now, updated_at: now });
-      if (finished) await emit(emitter, tx, 'rollout.finished', row, { reason });
-      return finished;
+      if (!finished) return false;
+      await emit(emitter, tx, 'rollout.finished', row, { reason });
+      // Past the last group is finished: still an advance, the one that ends the rollout.
+      await recordChange(tx, source, rolloutStepChange('rollout.advanced', row, { state: 'running' }, { state: 'finished', state_reason: reason }), now);
+      return true;
     });
   }
   await assignGroup(db, row.id, from + 1);
@@ -291,27 +353,39 @@ export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, 
     const groupStartedAt = JSON.stringify([...groupStarts({ ...row, current_group: from }), now]);
     if (!(await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, group_started_at: groupStartedAt, updated_at: now }))) return false;
     await emit(emitter, tx, 'rollout.group_started', row, { group: from + 1, reason });
+    await recordChange(tx, source, rolloutStepChange('rollout.advanced', row, { state: 'running', current_group: from }, { state: 'running', current_group: from + 1 }), now);
     return true;
   });
   if (!advanced) await clearIfAborted(db, row.id);
   return advanced;
 }
 
-/** Pauses a running rollout; false when it was not running (any more). */
-export async function pauseRunningRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, extra?: Record<string, unknown>): Promise<boolean> {
-  if (!(await updateRolloutIf(db, row.id, { states: ['running'] }, { state: 'paused', state_reason: reason, updated_at: now }))) return false;
+/**
+ * Pauses a running rollout, in the caller's transaction; returns the change for the caller to
+ * record as its transaction's last statements, undefined when it was not running (any more).
+ */
+export async function pauseRunningRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, extra?: Record<string, unknown>): Promise<Change | undefined> {
+  if (!(await updateRolloutIf(db, row.id, { states: ['running'] }, { state: 'paused', state_reason: reason, updated_at: now }))) return undefined;
   await emit(emitter, db, 'rollout.paused', row, { reason, ...extra });
-  return true;
+  return rolloutStepChange('rollout.paused', row, { state: 'running' }, { state: 'paused', state_reason: reason });
 }
 
 const cannot = (row: RolloutRow, action: string) => conflict(`rollout ${row.id} is ${row.state}: it cannot be ${action}`);
 
-/** Runs an operator's action on the rollout in one transaction and returns the rollout as it then is. */
-async function act(request: RolloutRequest, id: number, action: (tx: Db, row: RolloutRow) => Promise<void>): Promise<RolloutView> {
+/**
+ * Runs an operator's action on the rollout in one transaction, the rollout's row locked first so
+ * that the action starts from the rollout as it is, and returns the rollout as it then is. The
+ * action returns its change (undefined: it changed nothing), recorded after the rollout is
+ * read back, so that the chain's head is held only for the entry.
+ */
+async function act(request: RolloutRequest, id: number, action: (tx: Db, row: RolloutRow) => Promise<Change | undefined>): Promise<RolloutView> {
   return request.db.transaction().execute(async (tx) => {
+    await lockRollout(tx, id);
     const row = await visibleRollout(request, tx, id);
-    await action(tx, row);
-    return viewOf(tx, (await findRollout(tx, id))!);
+    const change = await action(tx, row);
+    const view = await viewOf(tx, (await findRollout(tx, id))!);
+    if (change) await recordChange(tx, sourceOf(request), change, request.now);
+    return view;
   });
 }
 
@@ -319,28 +393,31 @@ export async function startRollout(request: RolloutRequest, id: number): Promise
   const row = await visibleRollout(request, request.db, id);
   if (row.state !== 'ready') throw cannot(row, 'started');
   if (row.approval_required === 1 && row.approved_at === null) throw conflict(`rollout ${row.id} needs the approval of another operator before it starts`);
-  if (!(await startReadyRollout(request.db, row, request.now, request.emit, 'operator'))) throw cannot((await findRollout(request.db, id))!, 'started');
+  if (!(await startReadyRollout(request.db, row, request.now, request.emit, 'operator', sourceOf(request)))) throw cannot((await findRollout(request.db, id))!, 'started');
   return viewOf(request.db, (await findRollout(request.db, id))!);
 }
 
 /** Pausing a paused rollout changes nothing. */
 export function pauseRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   return act(request, id, async (tx, row) => {
-    if (row.state === 'paused') return;
-    if (row.state !== 'running' || !(await pauseRunningRollout(tx, row, request.now, request.emit, 'operator'))) throw cannot(row, 'paused');
+    if (row.state === 'paused') return undefined;
+    const paused = row.state === 'running' ? await pauseRunningRollout(tx, row, request.now, request.emit, 'operator') : undefined;
+    if (!paused) throw cannot(row, 'paused');
+    return paused;
   });
 }
 
 export function resumeRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   return act(request, id, async (tx, row) => {
     if (!(await updateRolloutIf(tx, row.id, { states: ['paused'] }, { state: 'running', state_reason: 'resumed', updated_at: request.now }))) throw cannot(row, 'resumed');
+    return rolloutStepChange('rollout.resumed', row, { state: 'paused' }, { state: 'running', state_reason: 'resumed' });
   });
 }
 
 /** Starts the next group now, whatever the thresholds say (after the last group: finished). */
 export async function advanceRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   const row = await visibleRollout(request, request.db, id);
-  if (row.state !== 'running' || !(await advanceRolloutFrom(request.db, row, row.current_group, request.now, request.emit, 'operator'))) {
+  if (row.state !== 'running' || !(await advanceRolloutFrom(request.db, row, row.current_group, request.now, request.emit, 'operator', sourceOf(request)))) {
     throw cannot((await findRollout(request.db, id))!, 'advanced');
   }
   return viewOf(request.db, (await findRollout(request.db, id))!);
@@ -354,10 +431,11 @@ export async function advanceRollout(request: RolloutRequest, id: number): Promi
  */
 export async function abortRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   await act(request, id, async (tx, row) => {
-    if (row.state === 'aborted') return;
+    if (row.state === 'aborted') return undefined;
     const aborted = await updateRolloutIf(tx, row.id, { states: ['ready', 'running', 'paused'] }, { state: 'aborted', state_reason: 'operator', finished_at: request.now, updated_at: request.now });
     if (!aborted) throw cannot(row, 'aborted');
     await emit(request.emit, tx, 'rollout.aborted', row, { reason: 'operator' });
+    return rolloutStepChange('rollout.aborted', row, { state: row.state as RolloutState }, { state: 'aborted', state_reason: 'operator' });
   });
   await withdrawOffers(request.db, id);
   return viewOf(request.db, (await findRollout(request.db, id))!);
@@ -375,15 +453,17 @@ export function approveRollout(request: RolloutRequest, id: number): Promise<Rol
     const approver = request.principal.subject;
     if (approver === '' || approver === row.created_by) throw conflict(`rollout ${row.id} was created by ${row.created_by}: another operator (token subject) must approve it`);
     const approvedBefore = (current: RolloutRow) => {
-      if (current.approved_by === approver) return;
+      if (current.approved_by === approver) return undefined;
       throw conflict(`rollout ${current.id} was already approved by ${current.approved_by}`);
     };
     if (row.approved_at !== null) return approvedBefore(row);
     if (row.state !== 'ready') throw cannot(row, 'approved');
-    if (await updateRolloutIf(tx, row.id, { states: ['ready'], unapproved: true }, { approved_by: approver, approved_at: request.now, updated_at: request.now })) return;
+    if (await updateRolloutIf(tx, row.id, { states: ['ready'], unapproved: true }, { approved_by: approver, approved_at: request.now, updated_at: request.now })) {
+      return rolloutStepChange('rollout.approved', row, { state: 'ready', approved_by: null }, { state: 'ready', approved_by: approver });
+    }
     // Another approval committed first: this statement sees it (PostgreSQL reads committed rows per statement).
     const current = (await findRollout(tx, row.id))!;
     if (current.approved_at === null) throw cannot(current, 'approved');
-    approvedBefore(current);
+    return approvedBefore(current);
   });
 }

@@ -1,3 +1,4 @@
+import { recordChange, SYSTEM_SOURCE } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import type { EmitFleetEvent } from './events.ts';
 import { emptyCounts, groupFailing, groupPassed } from './model.ts';
@@ -17,16 +18,18 @@ const DEFAULT_LIMITS: SweepLimits = { rollouts: 100, failures: 5_000 };
  * Decides, for one running rollout, what the counts call for: a pause when more than the
  * error threshold of a started group has failed (done here, in the caller's transaction),
  * else (auto_advance) the next group once the current one has passed: returned, for the
- * caller to advance outside the transaction (the group is assigned in chunks). Every change
- * is a compare-and-set on the rollout's state and group, so two sweepers deciding at once
- * take each step once.
+ * caller to advance outside the transaction (the group is assigned in chunks). A pause is
+ * keyfleet's own change in the audit trail, its entry the transaction's last statements. Every
+ * change is a compare-and-set on the rollout's state and group, so two sweepers deciding at
+ * once take each step once.
  */
 async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent): Promise<'advance' | undefined> {
   const groups = (await groupCounts(tx, [row.id])).get(row.id);
   for (let group = 0; group <= row.current_group; group++) {
     const counts = groups?.get(group) ?? emptyCounts();
     if (groupFailing(counts, row.error_threshold)) {
-      await pauseRunningRollout(tx, row, now, emit, 'error_threshold', { group, failed: counts.failed });
+      const paused = await pauseRunningRollout(tx, row, now, emit, 'error_threshold', { group, failed: counts.failed });
+      if (paused) await recordChange(tx, SYSTEM_SOURCE, paused, now);
       return undefined;
     }
   }
@@ -43,7 +46,7 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
 export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
   for (const candidate of await rolloutsToSweep(db, now, limits.rollouts)) {
     if (candidate.state === 'ready') {
-      await startReadyRollout(db, candidate, now, emit, 'start_at');
+      await startReadyRollout(db, candidate, now, emit, 'start_at', SYSTEM_SOURCE);
       continue;
     }
     await failExpiredMembers(db, candidate, now, limits.failures);
@@ -53,6 +56,6 @@ export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, l
       const row = await findRollout(tx, candidate.id);
       return row?.state === 'running' ? { row, decision: await judge(tx, row, now, emit) } : undefined;
     });
-    if (judged?.decision === 'advance') await advanceRolloutFrom(db, judged.row, judged.row.current_group, now, emit, 'success_threshold');
+    if (judged?.decision === 'advance') await advanceRolloutFrom(db, judged.row, judged.row.current_group, now, emit, 'success_threshold', SYSTEM_SOURCE);
   }
 }

@@ -39,6 +39,11 @@ function scoped<Query extends ReturnType<typeof selectEndpoints>>(query: Query, 
   return (scope.customerId === null ? query.where('webhook_endpoints.customer_id', 'is', null) : query.where('webhook_endpoints.customer_id', '=', scope.customerId)) as Query;
 }
 
+/**
+ * Inserts an endpoint. The endpoint lists of this process are dropped here, which is enough
+ * outside a transaction; inside one, the caller drops them again after the commit
+ * (endpointsChanged), as a list read while the transaction ran lacks the endpoint.
+ */
 export async function insertEndpoint(db: Db, endpoint: { customerId: number | null; url: string; eventTypes: readonly string[]; now: number }): Promise<number> {
   const row = await db
     .insertInto('webhook_endpoints')
@@ -56,20 +61,34 @@ export async function insertEndpoint(db: Db, endpoint: { customerId: number | nu
 }
 
 /**
- * Changes an endpoint's URL and/or event types. Its deliveries still pending follow the new
- * URL (an operator moving a receiver wants the queued events there, not at the old address).
+ * Holds the endpoint's row lock until the transaction `tx` ends (a write that changes nothing),
+ * so that what it reads of the endpoint next is what its change starts from; false: no such
+ * endpoint.
  */
-export async function updateEndpoint(db: Db, id: number, changes: { url?: string; eventTypes?: readonly string[] }): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    const target = changes.url === undefined ? {} : { url: changes.url, host: new URL(changes.url).host };
-    await tx
-      .updateTable('webhook_endpoints')
-      .set({ ...target, ...(changes.eventTypes === undefined ? {} : { event_types: JSON.stringify(changes.eventTypes) }) })
-      .where('id', '=', id)
-      .execute();
-    if (changes.url !== undefined) await tx.updateTable('fleet_event_deliveries').set(target).where('endpoint_id', '=', id).where('state', '=', 'pending').execute();
-  });
-  endpointsChanged(db);
+export async function lockEndpoint(tx: Db, id: number): Promise<boolean> {
+  const row = await tx
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ url: eb.ref('url') }))
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Changes an endpoint's URL and/or event types, in the caller's transaction `tx` (the caller
+ * drops the endpoint lists after its commit: endpointsChanged). Its deliveries still pending
+ * follow the new URL (an operator moving a receiver wants the queued events there, not at the
+ * old address).
+ */
+export async function updateEndpoint(tx: Db, id: number, changes: { url?: string; eventTypes?: readonly string[] }): Promise<void> {
+  const target = changes.url === undefined ? {} : { url: changes.url, host: new URL(changes.url).host };
+  await tx
+    .updateTable('webhook_endpoints')
+    .set({ ...target, ...(changes.eventTypes === undefined ? {} : { event_types: JSON.stringify(changes.eventTypes) }) })
+    .where('id', '=', id)
+    .execute();
+  if (changes.url !== undefined) await tx.updateTable('fleet_event_deliveries').set(target).where('endpoint_id', '=', id).where('state', '=', 'pending').execute();
 }
 
 export async function countEndpoints(db: Db, scope: EndpointScope): Promise<number> {
@@ -99,11 +118,14 @@ export async function findEndpoint(db: Db, id: number, scope: EndpointScope): Pr
   return row && toEndpoint(row);
 }
 
-/** Deletes the endpoint with its queued and logged deliveries; false when none in scope has that id. */
-export async function deleteEndpoint(db: Db, id: number, scope: EndpointScope): Promise<boolean> {
+/**
+ * Deletes the endpoint with its queued and logged deliveries, in the caller's transaction (the
+ * caller drops the endpoint lists after its commit: endpointsChanged); returns it as it was
+ * when deleted, undefined when none in scope has that id.
+ */
+export async function deleteEndpoint(db: Db, id: number, scope: EndpointScope): Promise<WebhookEndpoint | undefined> {
   const endpoint = await findEndpoint(db, id, scope);
-  if (!endpoint) return false;
-  await db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
-  endpointsChanged(db);
-  return true;
+  if (!endpoint) return undefined;
+  const deleted = await db.deleteFrom('webhook_endpoints').where('id', '=', id).returning(['url', 'event_types']).executeTakeFirst();
+  return deleted && { ...endpoint, url: deleted.url, eventTypes: JSON.parse(deleted.event_types) as string[] };
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
@@ -19,6 +20,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     principal: principalOf(request),
     customerName,
     now: Date.now(),
+    source: changeSourceOf(request),
   });
 
   app.post(

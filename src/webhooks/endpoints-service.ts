@@ -1,12 +1,24 @@
+import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
-import { countEndpoints, deleteEndpoint, ENDPOINT_PAGES, findEndpoint, insertEndpoint, listEndpoints, updateEndpoint, type EndpointScope, type WebhookEndpoint } from './endpoints-repository.ts';
+import {
+  countEndpoints,
+  deleteEndpoint,
+  ENDPOINT_PAGES,
+  findEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  lockEndpoint,
+  updateEndpoint,
+  type EndpointScope,
+  type WebhookEndpoint,
+} from './endpoints-repository.ts';
 import { ENDPOINT_DELIVERY_PAGES, endpointDeliveries } from './fleet-deliveries-repository.ts';
-import { DEPLOYMENT_ONLY_EVENT_TYPES, eventBody, newEventId, queueDeliveries, type FleetEventType } from './fleet-events.ts';
+import { DEPLOYMENT_ONLY_EVENT_TYPES, endpointsChanged, eventBody, newEventId, queueDeliveries, type FleetEventType } from './fleet-events.ts';
 import { checkDestination } from './ssrf-guard.ts';
 import type { EndpointBody, EndpointDeliveryRecord, EndpointPatchBody, WebhookEndpointRecord } from './endpoints-schemas.ts';
 
@@ -22,6 +34,8 @@ export interface EndpointRequest {
   principal: Principal;
   customerName: string | undefined;
   now: number;
+  /** Who changes, for the audit trail (unused by reads). */
+  source: ChangeSource;
 }
 
 export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointRecord => ({
@@ -31,6 +45,30 @@ export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointReco
   customer: endpoint.customerName,
   created_at: new Date(endpoint.createdAt).toISOString(),
 });
+
+/** An endpoint as the audit trail records it: where it delivers and what (it has no secret of its own: its customer's signs). */
+const endpointState = (endpoint: Pick<WebhookEndpoint, 'url' | 'eventTypes'>) => ({ url: endpoint.url, event_types: endpoint.eventTypes });
+
+const endpointChange = (action: 'webhook_endpoint.created' | 'webhook_endpoint.updated' | 'webhook_endpoint.deleted', endpoint: WebhookEndpoint, before?: object, after?: object): Change => ({
+  action,
+  customer: endpoint.customerName,
+  entity: { type: 'webhook_endpoint', id: String(endpoint.id) },
+  ...(before === undefined ? {} : { before }),
+  ...(after === undefined ? {} : { after }),
+});
+
+/** The fields a change moved, before and after; undefined when it moved none. */
+function endpointDifference(before: WebhookEndpoint, after: WebhookEndpoint): { before: Record<string, unknown>; after: Record<string, unknown> } | undefined {
+  const was: Record<string, unknown> = {};
+  const is: Record<string, unknown> = {};
+  const [stateBefore, stateAfter] = [endpointState(before), endpointState(after)];
+  for (const member of Object.keys(stateAfter) as (keyof typeof stateAfter)[]) {
+    if (JSON.stringify(stateBefore[member]) === JSON.stringify(stateAfter[member])) continue;
+    was[member] = stateBefore[member];
+    is[member] = stateAfter[member];
+  }
+  return Object.keys(is).length === 0 ? undefined : { before: was, after: is };
+}
 
 /**
  * The customer a request's endpoints belong to; null (the deployment's, and every customer's)
@@ -80,8 +118,14 @@ export async function createEndpoint(request: EndpointRequest, body: EndpointBod
   if ((await countEndpoints(request.db, { customerId })) >= MAX_ENDPOINTS_PER_OWNER) {
     throw conflict(`At most ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints per customer; delete one first`);
   }
-  const id = await insertEndpoint(request.db, { customerId, url: body.url, eventTypes: body.event_types, now: request.now });
-  return toEndpointRecord((await findEndpoint(request.db, id, {}))!);
+  const endpoint = await request.db.transaction().execute(async (tx) => {
+    const id = await insertEndpoint(tx, { customerId, url: body.url, eventTypes: body.event_types, now: request.now });
+    const created = (await findEndpoint(tx, id, {}))!;
+    await recordChange(tx, request.source, endpointChange('webhook_endpoint.created', created, undefined, endpointState(created)), request.now);
+    return created;
+  });
+  endpointsChanged(request.db);
+  return toEndpointRecord(endpoint);
 }
 
 /** One page of the endpoints the request may see, oldest first. */
@@ -98,17 +142,37 @@ export async function getEndpoint(request: EndpointRequest, id: number): Promise
   return endpoint;
 }
 
-/** Changes the fields the patch gives (url, event_types), checked as at creation; the endpoint keeps its id, owner and deliveries. */
+/**
+ * Changes the fields the patch gives (url, event_types), checked as at creation; the endpoint
+ * keeps its id, owner and deliveries. A patch that changes no field is no change: no entry.
+ */
 export async function patchEndpoint(request: EndpointRequest, id: number, patch: EndpointPatchBody): Promise<WebhookEndpointRecord> {
   const endpoint = await getEndpoint(request, id);
   if (patch.url !== undefined) checkEndpointUrl(patch.url, request.settings);
   if (patch.event_types !== undefined) checkEventTypes(patch.event_types, endpoint.customerId);
-  if (patch.url !== undefined || patch.event_types !== undefined) await updateEndpoint(request.db, endpoint.id, { url: patch.url, eventTypes: patch.event_types });
-  return toEndpointRecord((await findEndpoint(request.db, endpoint.id, {}))!);
+  if (patch.url === undefined && patch.event_types === undefined) return toEndpointRecord(endpoint);
+  const changed = await request.db.transaction().execute(async (tx) => {
+    if (!(await lockEndpoint(tx, endpoint.id))) throw endpointNotFound(id);
+    const before = (await findEndpoint(tx, endpoint.id, {}))!;
+    await updateEndpoint(tx, endpoint.id, { url: patch.url, eventTypes: patch.event_types });
+    const after = (await findEndpoint(tx, endpoint.id, {}))!;
+    const difference = endpointDifference(before, after);
+    if (difference) await recordChange(tx, request.source, endpointChange('webhook_endpoint.updated', after, difference.before, difference.after), request.now);
+    return after;
+  });
+  endpointsChanged(request.db);
+  return toEndpointRecord(changed);
 }
 
 export async function removeEndpoint(request: EndpointRequest, id: number): Promise<void> {
-  if (!(await deleteEndpoint(request.db, id, await scopeOf(request)))) throw endpointNotFound(id);
+  const scope = await scopeOf(request);
+  const deleted = await request.db.transaction().execute(async (tx) => {
+    const endpoint = await deleteEndpoint(tx, id, scope);
+    if (endpoint) await recordChange(tx, request.source, endpointChange('webhook_endpoint.deleted', endpoint, endpointState(endpoint)), request.now);
+    return endpoint;
+  });
+  if (!deleted) throw endpointNotFound(id);
+  endpointsChanged(request.db);
 }
 
 /** Queues a `webhook.test` event to this endpoint alone, whatever its event types; returns its webhook-id. */
