@@ -98,8 +98,13 @@ function checkEndpointUrl(url: string, settings: EndpointRequest['settings']): v
   checkDestination('url', url, settings.webhookAllowPrivateNetworks);
 }
 
-/** A customer's endpoint may not take the event types only deployment-wide endpoints receive. */
-function checkEventTypes(eventTypes: readonly string[], customerId: number | null): void {
+/**
+ * A customer's endpoint may not take the event types only deployment-wide endpoints receive;
+ * and `audit.entry` ships the audit trail, which only a principal that may read it (audit:read)
+ * subscribes to.
+ */
+function checkEventTypes(eventTypes: readonly string[], customerId: number | null, principal: Principal): void {
+  if (eventTypes.includes('audit.entry') && !principal.isAdmin && !principal.scopes.has('audit:read')) throw forbidden('event_types: audit.entry needs the audit:read scope');
   const deploymentOnly = eventTypes.find((type) => DEPLOYMENT_ONLY_EVENT_TYPES.has(type as FleetEventType));
   if (customerId !== null && deploymentOnly !== undefined) {
     throw badRequest(`event_types: ${deploymentOnly} is only for deployment-wide endpoints (an admin token naming no customer)`);
@@ -113,7 +118,7 @@ function checkEventTypes(eventTypes: readonly string[], customerId: number | nul
 export async function createEndpoint(request: EndpointRequest, body: EndpointBody): Promise<WebhookEndpointRecord> {
   const acting = await actingOwner(request);
   checkEndpointUrl(body.url, request.settings);
-  checkEventTypes(body.event_types, acting?.id ?? null);
+  checkEventTypes(body.event_types, acting?.id ?? null, request.principal);
   const customerId = acting?.id ?? null;
   if ((await countEndpoints(request.db, { customerId })) >= MAX_ENDPOINTS_PER_OWNER) {
     throw conflict(`At most ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints per customer; delete one first`);
@@ -149,7 +154,7 @@ export async function getEndpoint(request: EndpointRequest, id: number): Promise
 export async function patchEndpoint(request: EndpointRequest, id: number, patch: EndpointPatchBody): Promise<WebhookEndpointRecord> {
   const endpoint = await getEndpoint(request, id);
   if (patch.url !== undefined) checkEndpointUrl(patch.url, request.settings);
-  if (patch.event_types !== undefined) checkEventTypes(patch.event_types, endpoint.customerId);
+  if (patch.event_types !== undefined) checkEventTypes(patch.event_types, endpoint.customerId, request.principal);
   if (patch.url === undefined && patch.event_types === undefined) return toEndpointRecord(endpoint);
   const changed = await request.db.transaction().execute(async (tx) => {
     if (!(await lockEndpoint(tx, endpoint.id))) throw endpointNotFound(id);

@@ -56,4 +56,14 @@ forEachDatabase('the audit.entry fleet event', (kind) => {
     const ids = fleetEvents.map((event) => event.data.id);
     assert.equal(new Set(ids).size, ids.length);
   });
+
+  test('only a principal that may read the audit trail subscribes an endpoint to it: 403 otherwise, on create and on PATCH', async () => {
+    const writer = await issueTestToken(t, { customer: 'acme', scopes: ['okm:read', 'okm:write'] });
+    const refused = await call(t, 'POST', '/api/v1/webhook-endpoints', { token: writer, payload: { url: receiver.url('/no-audit'), event_types: ['audit.entry'] } });
+    assert.equal(refused.statusCode, 403);
+    assert.deepEqual(refused.json(), { error_code: 'UNAUTHORIZED_ACCESS', error_msg: 'event_types: audit.entry needs the audit:read scope' });
+    const plain = await createFleetEndpoint(t, receiver, writer, '/plain', ['okm.overdue']);
+    const patched = await call(t, 'PATCH', `/api/v1/webhook-endpoints/${plain.id}`, { token: writer, payload: { event_types: ['okm.overdue', 'audit.entry'] } });
+    assert.equal(patched.statusCode, 403);
+  });
 });
