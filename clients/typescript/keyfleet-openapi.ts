@@ -1009,6 +1009,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search the audit trail, newest first */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit-log/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Export the entries a search selects, newest first, as NDJSON or CSV (streamed) */
+        get: operations["exportAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5342,7 +5376,7 @@ export interface operations {
                      * @description http or https URL
                      */
                     url: string;
-                    event_types: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.stuck" | "okm.unstuck" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
+                    event_types: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.stuck" | "okm.unstuck" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing" | "audit.entry")[];
                 };
             };
         };
@@ -5677,7 +5711,7 @@ export interface operations {
                      * @description http or https URL
                      */
                     url?: string;
-                    event_types?: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.stuck" | "okm.unstuck" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing")[];
+                    event_types?: ("okm.enrolled" | "okm.overdue" | "okm.back_online" | "okm.stuck" | "okm.unstuck" | "okm.pending" | "rollout.started" | "rollout.group_started" | "rollout.paused" | "rollout.finished" | "rollout.aborted" | "subscriber.failing" | "audit.entry")[];
                 };
             };
         };
@@ -9568,6 +9602,227 @@ export interface operations {
             };
             /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description kind:id of the actor, e.g. person:12, token:<jti>, cli:root */
+                actor?: string;
+                /** @description only this customer's entries (a customer's principal sees its own only) */
+                customer?: string;
+                entity_type?: "acl" | "okm" | "dlock" | "api_key" | "customer" | "certificate" | "firmware" | "rollout" | "webhook_endpoint" | "webhook_secret" | "role_binding" | "session" | "token" | "master_key" | "signing_key";
+                entity_id?: string;
+                action?: "acl.created" | "acl.updated" | "acl.deleted" | "okm.configured" | "okm.deleted" | "okm.assigned" | "okm.claimed" | "okm.accepted" | "okm.message_queued" | "okm.device_token_issued" | "dlock.enrolled" | "dlock.deleted" | "api_key.created" | "api_key.revoked" | "customer.created" | "customer.updated" | "certificate.created" | "certificate.imported" | "certificate.root_imported" | "firmware.added" | "firmware.deleted" | "firmware.latest_set" | "rollout.created" | "rollout.started" | "rollout.paused" | "rollout.resumed" | "rollout.advanced" | "rollout.aborted" | "rollout.approved" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_secret.rotated" | "role_binding.created" | "role_binding.deleted" | "session.started" | "session.ended" | "session.revoked" | "token.issued" | "token.revoked" | "master_key.rotated" | "master_key.retired" | "signing_key.rotated" | "signing_key.retired";
+                /** @description entries at or after this time */
+                since?: string;
+                /** @description entries before this time */
+                until?: string;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the entry's place in the chain, from 1 */
+                            id: number;
+                            /** Format: date-time */
+                            time: string;
+                            actor: {
+                                /** @enum {unknown} */
+                                kind: "person" | "token" | "api_key" | "cli" | "system";
+                                id: string;
+                                name: string;
+                            };
+                            customer: string | null;
+                            /** @description one of the documented actions (docs/audit-trail.md) */
+                            action: string;
+                            entity: {
+                                type: string;
+                                id: string;
+                            };
+                            /** @description the entity before the change (an update: the members that changed); null for a creation; secrets redacted */
+                            before: unknown;
+                            /** @description the entity after the change; null for a deletion; secrets redacted */
+                            after: unknown;
+                            request_id: string | null;
+                            ip: string | null;
+                            user_agent: string | null;
+                            /** @description the hash of the entry before (64 zeros for the first) */
+                            prev_hash: string;
+                            /** @description SHA-256 of the canonical JSON (RFC 8785) of this entry without its hash */
+                            hash: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportAuditLog: {
+        parameters: {
+            query?: {
+                /** @description kind:id of the actor, e.g. person:12, token:<jti>, cli:root */
+                actor?: string;
+                /** @description only this customer's entries (a customer's principal sees its own only) */
+                customer?: string;
+                entity_type?: "acl" | "okm" | "dlock" | "api_key" | "customer" | "certificate" | "firmware" | "rollout" | "webhook_endpoint" | "webhook_secret" | "role_binding" | "session" | "token" | "master_key" | "signing_key";
+                entity_id?: string;
+                action?: "acl.created" | "acl.updated" | "acl.deleted" | "okm.configured" | "okm.deleted" | "okm.assigned" | "okm.claimed" | "okm.accepted" | "okm.message_queued" | "okm.device_token_issued" | "dlock.enrolled" | "dlock.deleted" | "api_key.created" | "api_key.revoked" | "customer.created" | "customer.updated" | "certificate.created" | "certificate.imported" | "certificate.root_imported" | "firmware.added" | "firmware.deleted" | "firmware.latest_set" | "rollout.created" | "rollout.started" | "rollout.paused" | "rollout.resumed" | "rollout.advanced" | "rollout.aborted" | "rollout.approved" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_secret.rotated" | "role_binding.created" | "role_binding.deleted" | "session.started" | "session.ended" | "session.revoked" | "token.issued" | "token.revoked" | "master_key.rotated" | "master_key.retired" | "signing_key.rotated" | "signing_key.retired";
+                /** @description entries at or after this time */
+                since?: string;
+                /** @description entries before this time */
+                until?: string;
+                format?: "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description format=ndjson: one entry a line, as the search shows it (its hash verifiable from the line alone); format=csv: a header row, then one entry a row, before and after as JSON */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "text/csv": string;
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -14,9 +14,13 @@ export const FLEET_EVENT_TYPE_TEXT: Record<FleetEventType, string> = {
   'rollout.finished': 'a rollout finished',
   'rollout.aborted': 'a rollout was aborted',
   'subscriber.failing': 'a status-event subscriber URL used every retry',
+  'audit.entry': 'a change was recorded in the audit trail, the entry as History shows it (needs audit:read)',
 };
 
 export const FLEET_EVENT_TYPES = Object.keys(FLEET_EVENT_TYPE_TEXT) as FleetEventType[];
 
 /** Only deployment-wide endpoints (an operator naming no customer) may receive these. */
 export const DEPLOYMENT_ONLY_EVENT_TYPES: ReadonlySet<FleetEventType> = new Set(['okm.pending']);
+
+/** Only those who may read the audit trail (audit:read or admin) may receive these. */
+export const AUDIT_READ_EVENT_TYPES: ReadonlySet<FleetEventType> = new Set(['audit.entry']);

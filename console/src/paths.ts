@@ -10,3 +10,6 @@ export const okmHref = (serial: string) => href(`/okms/${encodeURIComponent(seri
 /** The page of an ACL ("new": the form that creates one), for an operator with the ACL's customer. */
 export const aclHref = (id: string, customer?: string) =>
   href(`/acls/${encodeURIComponent(id)}${customer === undefined ? '' : `?customer=${encodeURIComponent(customer)}`}`);
+
+/** The page of an enrolled DLock: what it was enrolled with, and its history. */
+export const lockHref = (serial: string) => href(`/locks/${encodeURIComponent(serial)}`);

@@ -379,3 +379,25 @@ export const listApiTokens = (includeExpired: boolean) => call(api.GET('/api/v1/
 export type ApiTokenRecord = Awaited<ReturnType<typeof listApiTokens>>['data'][number];
 
 export const revokeApiToken = (id: string) => call(api.DELETE('/api/v1/tokens/{id}', { params: { path: { id } } }));
+
+// ---- History (the audit trail) --------------------------------------------------------------
+
+/** The audit trail's filters and page (GET /api/v1/audit-log). */
+export type AuditLogQuery = NonNullable<paths['/api/v1/audit-log']['get']['parameters']['query']>;
+/** The filters alone: what the History page keeps in its address and the export selects. */
+export type AuditFilters = Omit<AuditLogQuery, 'limit' | 'cursor'>;
+export type AuditExportFormat = NonNullable<NonNullable<paths['/api/v1/audit-log/export']['get']['parameters']['query']>['format']>;
+
+/** Entries the filters select, newest first (audit:read). */
+export const listAuditLog = (query: AuditLogQuery) => call(api.GET('/api/v1/audit-log', { params: { query } }));
+export type AuditEntry = Awaited<ReturnType<typeof listAuditLog>>['data'][number];
+export type AuditAction = NonNullable<AuditLogQuery['action']>;
+export type AuditEntityType = NonNullable<AuditLogQuery['entity_type']>;
+
+/**
+ * The export of the selection as a file, for a token's console: a link cannot carry the bearer
+ * token, so the file is fetched and handed over whole (a person's console links to the export,
+ * which its cookie authenticates and the browser saves as it streams).
+ */
+export const fetchAuditExport = (filters: AuditFilters, format: AuditExportFormat) =>
+  call(api.GET('/api/v1/audit-log/export', { params: { query: { ...filters, format } }, parseAs: 'blob' })) as Promise<Blob>;

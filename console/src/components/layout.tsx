@@ -25,7 +25,7 @@ export function Layout({ session, pages, children }: { session: Session; pages: 
         </a>
         <nav aria-label="Console pages">
           <ul>
-            {pages.filter((page) => page.nav && (!page.nav.adminOnly || claims.isAdmin)).map((page) => (
+            {pages.filter((page) => page.nav && mayOpen(page.nav, claims)).map((page) => (
               <li key={page.path}>
                 <a href={href(page.path)} aria-current={current(page.path) ? 'page' : undefined}>
                   {page.nav!.label}
@@ -42,6 +42,10 @@ export function Layout({ session, pages, children }: { session: Session; pages: 
     </div>
   );
 }
+
+/** Whether the navigation offers a page: admins every one; others those that are not admin-only and whose scope they hold. */
+const mayOpen = (nav: NonNullable<PageEntry['nav']>, claims: Session['claims']) =>
+  claims.isAdmin || (!nav.adminOnly && (nav.scope === undefined || claims.scopes.includes(nav.scope)));
 
 /** A token's customer (or "Operator") and until when it holds; sign-out forgets it. */
 function SignedInToken({ session: { claims } }: { session: TokenSession }) {

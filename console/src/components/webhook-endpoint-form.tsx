@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { createWebhookEndpoint, type FleetEventType, type WebhookEndpoint } from '../api/client.ts';
-import { DEPLOYMENT_ONLY_EVENT_TYPES, FLEET_EVENT_TYPE_TEXT, FLEET_EVENT_TYPES } from '../fleet-event-types.ts';
+import { mayReadAudit } from '../audit-entry.ts';
+import { AUDIT_READ_EVENT_TYPES, DEPLOYMENT_ONLY_EVENT_TYPES, FLEET_EVENT_TYPE_TEXT, FLEET_EVENT_TYPES } from '../fleet-event-types.ts';
+import { useSession } from '../session.ts';
 import { errorFor, FieldError, invalidProps } from './field-error.tsx';
 
 const FIELDS = ['url', 'event_types'];
@@ -14,7 +16,9 @@ export function WebhookEndpointForm({ customer, deploymentWide, onCreated }: { c
   const [types, setTypes] = useState<Set<FleetEventType>>(new Set(['okm.overdue', 'okm.back_online', 'rollout.paused', 'rollout.aborted']));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
-  const offered = FLEET_EVENT_TYPES.filter((type) => deploymentWide || !DEPLOYMENT_ONLY_EVENT_TYPES.has(type));
+  const session = useSession();
+  const mayAudit = session !== null && mayReadAudit(session.claims);
+  const offered = FLEET_EVENT_TYPES.filter((type) => (deploymentWide || !DEPLOYMENT_ONLY_EVENT_TYPES.has(type)) && (mayAudit || !AUDIT_READ_EVENT_TYPES.has(type)));
 
   const toggle = (type: FleetEventType, on: boolean) =>
     setTypes((previous) => {

@@ -29,6 +29,7 @@ import { AclDeleteDialog } from '../components/acl-delete-dialog.tsx';
 import { AclMatrixTable } from '../components/acl-matrix-table.tsx';
 import { AclSlicePager } from '../components/acl-slice-pager.tsx';
 import { AclUserPanel } from '../components/acl-user-panel.tsx';
+import { EntityHistory } from '../components/entity-history.tsx';
 import { FieldError, invalidProps } from '../components/field-error.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { ErrorState, Loading } from '../components/states.tsx';
@@ -136,6 +137,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const [confirmingDelete, setConfirmingDelete] = useState(false);
   const [deleting, setDeleting] = useState(false);
   const [savedShown, setSavedShown] = useState(false);
+  const [saves, setSaves] = useState(0);
   useEffect(() => {
     if (!savedShown) return undefined;
     const timer = setTimeout(() => setSavedShown(false), SAVED_SHOWN_MS);
@@ -213,6 +215,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
       setSavedName(requestedName);
       setStatus('saved');
       setSavedShown(true);
+      setSaves((count) => count + 1);
       if (isNew) route(aclHref(saved.data.id, claims.customer === null ? body.customer : undefined));
     } catch (failure) {
       setError(failure);
@@ -570,6 +573,8 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
           </div>
         ) : null}
       </div>
+
+      {acl !== null && <EntityHistory type="acl" id={acl.id} version={saves} />}
 
       {!readOnly && (
         <div class="acl-savebar" role="region" aria-label="Save">

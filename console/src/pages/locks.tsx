@@ -7,6 +7,8 @@ import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer, TenantPicker } from '../components/tenant-picker.tsx';
 import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
+import { mayReadAudit } from '../audit-entry.ts';
+import { lockHref } from '../paths.ts';
 import { useSession } from '../session.ts';
 
 const LOCKS_PER_PAGE = 50;
@@ -17,6 +19,8 @@ export function LocksPage() {
   const { query } = useLocation();
   const customer = actingCustomer(session, query);
   const showCustomer = session.claims.isAdmin && customer === '';
+  // A lock's page is read from the audit trail: without it there is nothing more to show there.
+  const historyShown = mayReadAudit(session.claims);
   const pages = useCursorPages(customer);
   const locks = useResource(
     () => listLocks({ customer: session.claims.customer === null && customer !== '' ? customer : undefined, limit: LOCKS_PER_PAGE, cursor: pages.cursor }),
@@ -58,7 +62,7 @@ export function LocksPage() {
                 {locks.data.data.map((lock) => (
                   <tr key={lock.serial_no}>
                     <th scope="row" class="mono">
-                      {lock.serial_no}
+                      {historyShown ? <a href={lockHref(lock.serial_no)}>{lock.serial_no}</a> : lock.serial_no}
                     </th>
                     <td>{lock.type}</td>
                     <td class="mono">{lock.certificate}</td>

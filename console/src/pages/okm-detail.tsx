@@ -7,6 +7,7 @@ import { AuditPanel } from '../components/okm/audit-panel.tsx';
 import { ConfigurationForm } from '../components/okm/configuration-form.tsx';
 import { DeliveriesPanel } from '../components/okm/deliveries-panel.tsx';
 import { DriftTable } from '../components/okm/drift-table.tsx';
+import { EntityHistory } from '../components/entity-history.tsx';
 import { MessagesPanel } from '../components/okm/messages-panel.tsx';
 import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
 import { OkmStateBadge } from '../components/state-badge.tsx';
@@ -132,6 +133,7 @@ export function OkmDetailPage() {
           <MessagesPanel serial={serial} canWrite={canWrite} refreshMs={DETAIL_REFRESH_MS} version={version} onQueued={() => { waiting.reload(); drift.reload(); }} />
           <DeliveriesPanel serial={serial} />
           <AuditPanel serial={serial} />
+          <EntityHistory type="okm" id={serial} version={version} />
         </>
       )}
     </section>

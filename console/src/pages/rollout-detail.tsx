@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { actOnRollout, getRollout, type Rollout } from '../api/client.ts';
 import { FIRMWARE_KIND_LABELS } from '../components/firmware-kind-field.tsx';
+import { EntityHistory } from '../components/entity-history.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
 import { RolloutConfirmDialog } from '../components/rollout-confirm-dialog.tsx';
@@ -214,6 +215,8 @@ export function RolloutDetailPage() {
           </dl>
         </section>
       </div>
+      {/* A step (an operator's, or the rollout's own at its thresholds or schedule) changes these, and then its history. */}
+      <EntityHistory type="rollout" id={String(shown.id)} version={`${shown.state}:${shown.approved_at}:${shown.groups.map((group) => group.state).join()}`} />
       {confirming !== null && (
         <RolloutConfirmDialog action={confirming} rolloutName={name} busy={busy} onConfirm={() => void act(confirming)} onCancel={() => setConfirming(null)} />
       )}
