@@ -1,21 +1,25 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { repeatStep } from '../db/repeating-step.ts';
+import { chainPendingEntries } from '../audit/chainer.ts';
 import { signDueCheckpoints, type CheckpointSigningKey } from '../audit/checkpoints.ts';
 import { pruneAuditTrail } from '../audit/retention.ts';
 import auditLogRoutes from './routes.ts';
 
 /** How often each server process looks for checkpoints due and entries past their retention. */
 const AUDIT_UPKEEP_INTERVAL_MS = 10_000;
+/** How often each server process chains the entries committed meanwhile: an entry is in the chain (and the log) within this long. */
+const CHAINING_INTERVAL_MS = 250;
 
 export interface AuditPluginOptions {
   /** The deployment's active signing key, which signs the checkpoints. */
   signingKey: () => Promise<CheckpointSigningKey>;
 }
 
-/** The audit trail's routes, and its upkeep: signed checkpoints, and retention when AUDIT_RETENTION_DAYS is set. */
+/** The audit trail's routes, and its upkeep: chaining the entries committed, signed checkpoints, and retention when AUDIT_RETENTION_DAYS is set. */
 async function auditPlugin(app: FastifyInstance, options: AuditPluginOptions): Promise<void> {
   await app.register(auditLogRoutes, { prefix: '/api/v1/audit-log' });
+  repeatStep(app, 'audit chaining', CHAINING_INTERVAL_MS, async () => ((await chainPendingEntries(app.db)) > 0 ? 0 : CHAINING_INTERVAL_MS));
   const retentionDays = app.settings.auditRetentionDays;
   repeatStep(app, 'audit trail upkeep', AUDIT_UPKEEP_INTERVAL_MS, async () => {
     const signed = await signDueCheckpoints(app.db, options.signingKey);

@@ -9,6 +9,7 @@ import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, NO_TO
 import { ErrorResponse, IsoTime, MESSAGES, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { AUDIT_ACTION_NAMES, AUDIT_ENTITY_TYPES } from '../audit/actions.ts';
+import { chainPendingEntries } from '../audit/chainer.ts';
 import { auditCsvHeader, auditCsvLine, auditNdjsonLine } from '../audit/export-format.ts';
 import { AUDIT_LOG_PAGES, auditLogNewestFirst, searchAuditLog, type AuditFilter } from '../audit/repository.ts';
 import type { AuditEntry } from '../audit/trail.ts';
@@ -102,6 +103,8 @@ const auditLogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
+      // The entries committed before this request are in the answer, not only those the chainer reached.
+      await chainPendingEntries(app.db);
       const page = await searchAuditLog(app.db, await filterOf(request, request.query), cursorPageRequest(AUDIT_LOG_PAGES, request.query));
       return sendCursorPage(request, reply, MESSAGES.fetched, page);
     },
@@ -121,6 +124,7 @@ const auditLogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
+      await chainPendingEntries(app.db);
       const entries = auditLogNewestFirst(app.db, await filterOf(request, request.query));
       const format = request.query.format ?? 'ndjson';
       const stamp = new Date().toISOString().slice(0, 10);

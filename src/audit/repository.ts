@@ -39,8 +39,9 @@ const ENTRY_COLUMNS = [
   'hash',
 ] as const;
 
+/** The chained entries the filter selects (an entry is shown once it has its place in the chain, within a second of its commit). */
 function selected(db: Db, filter: AuditFilter) {
-  let query = db.selectFrom('audit_entries').select(ENTRY_COLUMNS);
+  let query = db.selectFrom('audit_entries').select(ENTRY_COLUMNS).where('seq', 'is not', null);
   if (filter.actor !== undefined) query = query.where('actor_id', '=', filter.actor.id).where('actor_kind', '=', filter.actor.kind);
   if (filter.customer !== undefined) query = query.where('customer', '=', filter.customer);
   if (filter.entityType !== undefined) query = query.where('entity_type', '=', filter.entityType);
@@ -79,7 +80,7 @@ export async function* auditLogNewestFirst(db: Db, filter: AuditFilter): AsyncGe
 export async function* auditChainInOrder(db: Db): AsyncGenerator<AuditEntry[]> {
   let after = -1;
   for (;;) {
-    const rows = await db.selectFrom('audit_entries').select(ENTRY_COLUMNS).where('seq', '>', after).orderBy('seq').limit(STREAM_CHUNK * 5).execute();
+    const rows = await db.selectFrom('audit_entries').select(ENTRY_COLUMNS).where('seq', 'is not', null).where('seq', '>', after).orderBy('seq').limit(STREAM_CHUNK * 5).execute();
     if (rows.length > 0) yield rows.map(entryOfRow);
     if (rows.length < STREAM_CHUNK * 5) return;
     after = Number(rows.at(-1)!.seq);
@@ -113,7 +114,7 @@ export async function latestAuditCheckpoint(db: Db): Promise<StoredCheckpoint | 
 /** The hash of the entry `seq`, if it is kept. */
 export async function auditEntryHash(db: Db, seq: number): Promise<string | undefined> {
   const row = await db.selectFrom('audit_entries').select('hash').where('seq', '=', seq).executeTakeFirst();
-  return row?.hash;
+  return row?.hash ?? undefined;
 }
 
 /** Stores a signed checkpoint; another process that signed the same seq first wins, as both signed the same thing. */
@@ -127,7 +128,7 @@ export async function insertAuditCheckpoint(db: Db, checkpoint: StoredCheckpoint
 
 /** The oldest entry kept (after retention), if any. */
 export async function oldestAuditEntry(db: Db): Promise<{ seq: number; time: number } | undefined> {
-  const row = await db.selectFrom('audit_entries').select(['seq', 'time']).orderBy('seq').limit(1).executeTakeFirst();
+  const row = await db.selectFrom('audit_entries').select(['seq', 'time']).where('seq', 'is not', null).orderBy('seq').limit(1).executeTakeFirst();
   return row && { seq: Number(row.seq), time: Number(row.time) };
 }
 
@@ -149,4 +150,14 @@ export async function auditEntriesAfter(db: Db, after: number, limit: number): P
     .limit(limit)
     .execute();
   return rows.map((row) => ({ entry: entryOfRow(row), customerId: row.customer_id === null ? null : Number(row.customer_id) }));
+}
+
+/** How many committed entries wait for the chainer, and since when. */
+export async function unchainedAuditEntries(db: Db): Promise<{ count: number; oldest: number | null }> {
+  const row = await db
+    .selectFrom('audit_entries')
+    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('time').as('oldest')])
+    .where('seq', 'is', null)
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), oldest: row.oldest === null ? null : Number(row.oldest) };
 }

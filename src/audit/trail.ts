@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../auth/actor.ts';
 import type { Db } from '../db/database.ts';
+import type { AuditEntriesTable } from '../db/schema.ts';
 import type { AuditAction, AuditEntityType } from './actions.ts';
-import { chainEntry } from './chain.ts';
 import { redactChange } from './redaction.ts';
 
 /** Where a change came from: who made it and through which request (none for the command line). */
@@ -56,91 +56,46 @@ export function changeSourceOf(request: FastifyRequest): ChangeSource {
 /** keyfleet itself: a rollout paused by its thresholds, a change no person or credential asked for. */
 export const SYSTEM_SOURCE: ChangeSource = { actor: { kind: 'system', id: 'keyfleet', name: 'keyfleet' }, requestId: null, ip: null, userAgent: null };
 
+
 /**
- * Appends one entry per change to the chain, inside the caller's transaction `trx`, so that the
- * entries commit with the change or not at all. Call it as the transaction's last statements:
- * it locks the chain's head row (an UPDATE of it, which every database orders) and the lock is
- * held until the commit, so writers on every process take the next ids one after the other,
- * each holding the head only for its last statements.
+ * Writes one entry per change inside the caller's transaction `trx`, so that the entries commit
+ * with the change or not at all: one INSERT, no lock. The chainer (src/audit/chainer.ts) gives
+ * each committed entry its place in the chain (its id, prev_hash and hash) right after, off the
+ * change's path: a change never waits for another's commit.
  */
-export async function recordChanges(trx: Db, source: ChangeSource, changes: readonly Change[], now = Date.now()): Promise<AuditEntry[]> {
-  if (changes.length === 0) return [];
-  const head = await trx
-    .updateTable('audit_chain_head')
-    .set((eb) => ({ seq: eb.ref('seq') }))
-    .where('id', '=', 1)
-    .returning(['seq', 'hash'])
-    .executeTakeFirstOrThrow();
-  const time = new Date(now).toISOString();
-  const entries: AuditEntry[] = [];
-  let previous: { id: number; hash: string } = { id: Number(head.seq), hash: head.hash };
-  for (const change of changes) {
-    const { before, after } = redactChange(change.before, change.after);
-    const entry = chainEntry(previous, {
-      time,
-      actor: { kind: source.actor.kind, id: source.actor.id, name: source.actor.name },
-      customer: change.customer,
-      action: change.action,
-      entity: { type: change.entity.type, id: change.entity.id },
-      before: before ?? null,
-      after: after ?? null,
-      request_id: source.requestId,
-      ip: source.ip,
-      user_agent: source.userAgent,
-    }) as AuditEntry;
-    entries.push(entry);
-    previous = entry;
-  }
-  await trx.insertInto('audit_entries').values(entries.map((entry) => rowOf(entry, now))).execute();
-  await trx.updateTable('audit_chain_head').set({ seq: previous.id, hash: previous.hash }).where('id', '=', 1).execute();
-  return entries;
+export async function recordChanges(trx: Db, source: ChangeSource, changes: readonly Change[], now = Date.now()): Promise<void> {
+  if (changes.length === 0) return;
+  await trx
+    .insertInto('audit_entries')
+    .values(
+      changes.map((change) => {
+        const { before, after } = redactChange(change.before, change.after);
+        return {
+          time: now,
+          actor_kind: source.actor.kind,
+          actor_id: source.actor.id,
+          actor_name: source.actor.name,
+          customer: change.customer,
+          action: change.action,
+          entity_type: change.entity.type,
+          entity_id: change.entity.id,
+          before_json: before === undefined ? null : JSON.stringify(before),
+          after_json: after === undefined ? null : JSON.stringify(after),
+          request_id: source.requestId,
+          ip: source.ip,
+          user_agent: source.userAgent,
+        };
+      }),
+    )
+    .execute();
 }
 
 /** As recordChanges, for one change. */
 export const recordChange = (trx: Db, source: ChangeSource, change: Change, now = Date.now()) => recordChanges(trx, source, [change], now);
 
-function rowOf(entry: AuditEntry, now: number) {
+/** What an entry's hash covers besides its place in the chain (id, prev_hash): everything else the row holds. */
+export function entryContentOfRow(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'prev_hash' | 'hash'>): Omit<AuditEntry, 'id' | 'prev_hash' | 'hash'> {
   return {
-    seq: entry.id,
-    time: now,
-    actor_kind: entry.actor.kind,
-    actor_id: entry.actor.id,
-    actor_name: entry.actor.name,
-    customer: entry.customer,
-    action: entry.action,
-    entity_type: entry.entity.type,
-    entity_id: entry.entity.id,
-    before_json: entry.before === null ? null : JSON.stringify(entry.before),
-    after_json: entry.after === null ? null : JSON.stringify(entry.after),
-    request_id: entry.request_id,
-    ip: entry.ip,
-    user_agent: entry.user_agent,
-    prev_hash: entry.prev_hash,
-    hash: entry.hash,
-  };
-}
-
-/** A stored row as the entry it was hashed as. */
-export function entryOfRow(row: {
-  seq: number;
-  time: number;
-  actor_kind: string;
-  actor_id: string;
-  actor_name: string;
-  customer: string | null;
-  action: string;
-  entity_type: string;
-  entity_id: string;
-  before_json: string | null;
-  after_json: string | null;
-  request_id: string | null;
-  ip: string | null;
-  user_agent: string | null;
-  prev_hash: string;
-  hash: string;
-}): AuditEntry {
-  return {
-    id: Number(row.seq),
     time: new Date(Number(row.time)).toISOString(),
     actor: { kind: row.actor_kind as Actor['kind'], id: row.actor_id, name: row.actor_name },
     customer: row.customer,
@@ -151,7 +106,10 @@ export function entryOfRow(row: {
     request_id: row.request_id,
     ip: row.ip,
     user_agent: row.user_agent,
-    prev_hash: row.prev_hash,
-    hash: row.hash,
   };
+}
+
+/** A chained row as the entry it was hashed as. */
+export function entryOfRow(row: Omit<AuditEntriesTable, 'id'>): AuditEntry {
+  return { id: Number(row.seq), ...entryContentOfRow(row), prev_hash: row.prev_hash!, hash: row.hash! };
 }

@@ -2,7 +2,7 @@ import type { JWK } from 'jose';
 import type { Db } from '../db/database.ts';
 import { verifyChain, type ChainProblem, type Checkpoint } from './chain.ts';
 import { checkCheckpoint } from './checkpoints.ts';
-import { auditChainInOrder, listAuditCheckpoints, oldestAuditEntry } from './repository.ts';
+import { auditChainInOrder, listAuditCheckpoints, oldestAuditEntry, unchainedAuditEntries } from './repository.ts';
 
 /** The first thing wrong with the trail: a broken chain, or a checkpoint whose signature does not hold. */
 export type TrailProblem = ChainProblem | { kind: 'bad_checkpoint'; seq: number; detail: string };
@@ -18,6 +18,8 @@ export interface TrailVerification {
   lastCheckpoint: number | null;
   /** Where the walk began after retention pruned the entries before it: the signed checkpoint it started from. */
   anchor: number | null;
+  /** Committed entries the chainer has not reached yet (a server chains them within a second; the command line as it ends). */
+  waiting: number;
   problem?: TrailProblem;
 }
 
@@ -65,9 +67,9 @@ export async function verifyAuditTrail(db: Db): Promise<TrailVerification> {
     const end = last ?? 0;
     return failed({ kind: 'missing_tail', seq: end + 1, detail: `a signed checkpoint counts ${furthest.seq} entries and the chain ends at ${end}: entries ${end + 1}–${furthest.seq} are gone` }, walked, oldest?.seq ?? null, last, verified, anchorSeq);
   }
-  return { intact: true, entries: walked, first: oldest?.seq ?? null, last, checkpoints: verified.length, lastCheckpoint: furthest?.seq ?? null, anchor: anchorSeq };
+  return { intact: true, entries: walked, first: oldest?.seq ?? null, last, checkpoints: verified.length, lastCheckpoint: furthest?.seq ?? null, anchor: anchorSeq, waiting: (await unchainedAuditEntries(db)).count };
 }
 
 function failed(problem: TrailProblem, walked: number, first: number | null, last: number | null, verified: readonly Checkpoint[], anchor: number | null = null): TrailVerification {
-  return { intact: false, entries: walked, first, last, checkpoints: verified.length, lastCheckpoint: verified.at(-1)?.seq ?? null, anchor, problem };
+  return { intact: false, entries: walked, first, last, checkpoints: verified.length, lastCheckpoint: verified.at(-1)?.seq ?? null, anchor, waiting: 0, problem };
 }

@@ -4,10 +4,11 @@ import type { Command } from 'commander';
 import { AUDIT_ACTION_NAMES, AUDIT_ENTITY_TYPES } from '../audit/actions.ts';
 import { auditLogNewestFirst, type AuditFilter } from '../audit/repository.ts';
 import { auditCsvHeader, auditCsvLine, auditNdjsonLine } from '../audit/export-format.ts';
-import { UsageError, commandGroup, openContext } from './context.ts';
+import { UsageError, commandGroup, openContext, printResult } from './context.ts';
 
 interface ExportOptions {
   format: string;
+  json?: boolean;
   output?: string;
   actor?: string;
   customer?: string;
@@ -56,20 +57,27 @@ export function register(program: Command): void {
     .option('--action <action>', 'only this action (acl.updated …)')
     .option('--since <time>', 'entries at or after this ISO 8601 time')
     .option('--until <time>', 'entries before this ISO 8601 time')
+    .option('--json', 'with --output: print one JSON object saying how many entries were written where')
     .action(async (options: ExportOptions) => {
       if (options.format !== 'ndjson' && options.format !== 'csv') throw new UsageError('--format: ndjson or csv');
+      if (options.json && options.output === undefined) throw new UsageError('--json: the export itself goes to standard output; give --output FILE for a summary');
       const filter = filterOf(options);
       const context = await openContext();
       const out = options.output === undefined ? process.stdout : createWriteStream(options.output);
       const write = async (text: string) => {
         if (!out.write(text)) await once(out, 'drain');
       };
+      let written = 0;
       try {
         if (options.format === 'csv') await write(auditCsvHeader());
-        for await (const entry of auditLogNewestFirst(context.db, filter)) await write(options.format === 'csv' ? auditCsvLine(entry) : auditNdjsonLine(entry));
+        for await (const entry of auditLogNewestFirst(context.db, filter)) {
+          await write(options.format === 'csv' ? auditCsvLine(entry) : auditNdjsonLine(entry));
+          written += 1;
+        }
       } finally {
         if (out !== process.stdout) await new Promise<void>((resolve) => out.end(() => resolve()));
         await context.close();
       }
+      if (options.output !== undefined) printResult(options.json, { entries: written, format: options.format, output: options.output }, `wrote ${written} entries to ${options.output}`);
     });
 }

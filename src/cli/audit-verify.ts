@@ -13,7 +13,7 @@ export function register(program: Command): void {
         const startedAt = Date.now();
         const result = await verifyAuditTrail(context.db);
         const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-        const walked = `${result.entries} entries${result.first === null ? '' : ` (${result.first}–${result.last})`}, ${result.checkpoints} signed checkpoints${result.lastCheckpoint === null ? '' : ` (last at ${result.lastCheckpoint})`}${result.anchor === null ? '' : `, from the signed anchor ${result.anchor}`}, ${seconds} s`;
+        const walked = `${result.entries} entries${result.first === null ? '' : ` (${result.first}–${result.last})`}, ${result.checkpoints} signed checkpoints${result.lastCheckpoint === null ? '' : ` (last at ${result.lastCheckpoint})`}${result.anchor === null ? '' : `, from the signed anchor ${result.anchor}`}${result.waiting === 0 ? '' : `, ${result.waiting} committed entries not chained yet`}, ${seconds} s`;
         const text = result.problem === undefined ? `intact: ${walked}` : `NOT INTACT: ${result.problem.kind} at entry ${result.problem.seq}: ${result.problem.detail}\nwalked ${walked}`;
         printResult(options.json, { ...result }, text);
         if (!result.intact) process.exitCode = 1;

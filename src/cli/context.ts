@@ -23,13 +23,14 @@ export interface CliContext {
  */
 export async function openContext(): Promise<CliContext> {
   // Imported here rather than above: help, --version and usage errors need no database driver.
-  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }, { loadKeyRing }, { createKeyRing }] = await Promise.all([
+  const [{ loadSettings }, { dialectFor, openDatabase }, { migrateToLatest }, { loadMasterKey }, { loadKeyRing }, { createKeyRing }, { chainAllPendingEntries }] = await Promise.all([
     import('../config/settings.ts'),
     import('../db/database.ts'),
     import('../db/migrate.ts'),
     import('../secrets/master-key.ts'),
     import('../secrets/load-key-ring.ts'),
     import('../key-ring.ts'),
+    import('../audit/chainer.ts'),
   ]);
   const settings = loadSettings();
   const masterKey = loadMasterKey(settings);
@@ -37,7 +38,15 @@ export async function openContext(): Promise<CliContext> {
   try {
     await migrateToLatest(db, dialect);
     const keyRing = await loadKeyRing(createKeyRing(db, masterKey), settings);
-    return { settings, db, dialect, keyRing, close: () => db.destroy() };
+    // A command's changes are chained as it ends, so that they are in the trail also when no server runs.
+    const close = async () => {
+      try {
+        await chainAllPendingEntries(db);
+      } finally {
+        await db.destroy();
+      }
+    };
+    return { settings, db, dialect, keyRing, close };
   } catch (error) {
     await db.destroy();
     throw error;

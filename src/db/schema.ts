@@ -561,9 +561,11 @@ export interface ApiTokensTable {
   revoked_by: string | null;
 }
 
-/** One change (SPEC section 18), numbered from 1 by `seq` and chained by its hashes; never updated. */
+/** One change (SPEC section 18): written by the change's transaction, then given its place in the chain (seq, prev_hash, hash) by the chainer; never updated after. */
 export interface AuditEntriesTable {
-  seq: number;
+  id: Generated<number> & Id;
+  /** Null until the chainer reaches it. */
+  seq: number | null;
   time: number;
   actor_kind: string;
   actor_id: string;
@@ -579,11 +581,11 @@ export interface AuditEntriesTable {
   request_id: string | null;
   ip: string | null;
   user_agent: string | null;
-  prev_hash: string;
-  hash: string;
+  prev_hash: string | null;
+  hash: string | null;
 }
 
-/** The one row (id 1) holding the chain's last seq and hash: what a writer locks to append. */
+/** The one row (id 1) holding the chain's last seq and hash: what the chainer locks while it chains. */
 export interface AuditChainHeadTable {
   id: number;
   seq: number;

@@ -318,10 +318,11 @@ export async function assignGroup(db: Db, rolloutId: number, group: number, chun
  * No OKM is offered the rollout from its next poll on: clears it from its members' rows,
  * `chunk` per statement in serial order. Called after the rollout's abort has committed (the
  * poll offers nothing for an aborted rollout, so the rows still naming it cost a read, not an
- * offer); running it again finishes one that stopped half-way.
+ * offer); running it again finishes one that stopped half-way. With `group`, only that group's
+ * members not yet updated: those a start or advance that failed had named.
  */
-export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CHUNK): Promise<void> {
-  for (let serials = await memberChunk(db, rolloutId, '', chunk); serials.length > 0; serials = await memberChunk(db, rolloutId, serials.at(-1)!, chunk)) {
+export async function withdrawOffers(db: Db, rolloutId: number, chunk = OFFER_CHUNK, group?: number): Promise<void> {
+  for (let serials = await memberChunk(db, rolloutId, '', chunk, group); serials.length > 0; serials = await memberChunk(db, rolloutId, serials.at(-1)!, chunk, group)) {
     await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', 'in', serials).where('rollout_id', '=', rolloutId).execute();
     if (serials.length < chunk) return;
   }

@@ -34,6 +34,7 @@ import {
   ROLLOUT_PAGES,
   assignGroup,
   updateRolloutIf,
+  OFFER_CHUNK,
   withdrawOffers,
   type RolloutRow,
 } from './repository.ts';
@@ -309,6 +310,20 @@ async function clearIfAborted(db: Db, rolloutId: number): Promise<void> {
 }
 
 /**
+ * Runs the start or advance transaction that follows a group's assignment; when it fails, the
+ * group's rows named the rollout for nothing, and are cleared again (best effort: the poll
+ * offers nothing for a group the rollout has not reached, so a row left over costs a read).
+ */
+async function afterAssigning<T>(db: Db, rolloutId: number, group: number, transaction: () => Promise<T>): Promise<T> {
+  try {
+    return await transaction();
+  } catch (error) {
+    await withdrawOffers(db, rolloutId, OFFER_CHUNK, group).catch(() => {});
+    throw error;
+  }
+}
+
+/**
  * Starts a ready rollout: its first group is offered the version from the next poll on. The
  * group's rows name the rollout first, in chunks (offered nothing until the start commits),
  * then the start and its events commit in one transaction. False when another process
@@ -316,14 +331,14 @@ async function clearIfAborted(db: Db, rolloutId: number): Promise<void> {
  */
 export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, source: ChangeSource): Promise<boolean> {
   await assignGroup(db, row.id, 0);
-  const started = await db.transaction().execute(async (tx) => {
+  const started = await afterAssigning(db, row.id, 0, () => db.transaction().execute(async (tx) => {
     const started = { state: 'running', state_reason: reason, current_group: 0, started_at: now, group_started_at: JSON.stringify([now]), updated_at: now };
     if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, started))) return false;
     await emit(emitter, tx, 'rollout.started', row, { reason });
     await emit(emitter, tx, 'rollout.group_started', row, { group: 0 });
     await recordChange(tx, source, rolloutStepChange('rollout.started', row, { state: 'ready', current_group: null }, { state: 'running', current_group: 0, state_reason: reason }), now);
     return true;
-  });
+  }));
   if (!started) await clearIfAborted(db, row.id);
   return started;
 }
@@ -348,14 +363,14 @@ export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, 
     });
   }
   await assignGroup(db, row.id, from + 1);
-  const advanced = await db.transaction().execute(async (tx) => {
+  const advanced = await afterAssigning(db, row.id, from + 1, () => db.transaction().execute(async (tx) => {
     // The compare-and-set on the group makes the row's start times those this advance extends.
     const groupStartedAt = JSON.stringify([...groupStarts({ ...row, current_group: from }), now]);
     if (!(await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, group_started_at: groupStartedAt, updated_at: now }))) return false;
     await emit(emitter, tx, 'rollout.group_started', row, { group: from + 1, reason });
     await recordChange(tx, source, rolloutStepChange('rollout.advanced', row, { state: 'running', current_group: from }, { state: 'running', current_group: from + 1 }), now);
     return true;
-  });
+  }));
   if (!advanced) await clearIfAborted(db, row.id);
   return advanced;
 }

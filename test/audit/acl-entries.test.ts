@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import { REDACTED, REDACTED_CHANGED } from '../../src/audit/redaction.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { ACLS, aclUser, call, issueAclTokens, sampleAcl, type AclTokens } from '../acl/helpers.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
 
 forEachDatabase('audit entries of ACL changes', (kind) => {
   let t: TestApp;
@@ -70,20 +69,10 @@ forEachDatabase('audit entries of ACL changes', (kind) => {
     const acl = sampleAcl('acme');
     await call(t, 'POST', ACLS, { token: tokens.acme, payload: acl });
     const start = await lastAuditId(t.db);
-    // The failure comes from the database, after the entry's INSERT, in the statement that moves the chain's head.
-    if (kind === 'sqlite') {
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(t.db);
-    } else {
-      await sql`CREATE FUNCTION fail_after_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`.execute(t.db);
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head FOR EACH ROW EXECUTE FUNCTION fail_after_entry()`.execute(t.db);
-    }
-    try {
+    await withFailureAfterEachAuditEntry(t.db, kind, async () => {
       const failed = await call(t, 'PUT', `${ACLS}/${acl.id}`, { token: tokens.acme, payload: { ...acl, locks: ['ZZZ'], users: [] } });
       assert.equal(failed.statusCode, 500);
-    } finally {
-      await sql`DROP TRIGGER fail_after_entry${sql.raw(kind === 'sqlite' ? '' : ' ON audit_chain_head')}`.execute(t.db);
-      if (kind === 'postgres') await sql`DROP FUNCTION fail_after_entry()`.execute(t.db);
-    }
+    });
 
     assert.deepEqual(await auditEntriesAfter(t.db, start), []);
     const stored = await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acmeRead });

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { createIntermediate, type IntermediateCertificate } from '../../src/pki/intermediates.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { FIRMWARE, call } from '../okm/admin-helpers.ts';
 
@@ -212,20 +211,10 @@ forEachDatabase('audit entries of DLock and firmware changes', (kind) => {
   test('an upload whose entry fails to commit leaves neither the release nor its file nor the entry', async () => {
     const version = nextVersion();
     const start = await lastAuditId(t.db);
-    // The failure comes from the database, after the entry's INSERT, in the statement that moves the chain's head.
-    if (kind === 'sqlite') {
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(t.db);
-    } else {
-      await sql`CREATE FUNCTION fail_after_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`.execute(t.db);
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head FOR EACH ROW EXECUTE FUNCTION fail_after_entry()`.execute(t.db);
-    }
-    try {
+    await withFailureAfterEachAuditEntry(t.db, kind, async () => {
       const failed = await upload('kas', version, Buffer.alloc(3 * 1024 * 1024 + 5, 7));
       assert.equal(failed.statusCode, 500);
-    } finally {
-      await sql`DROP TRIGGER fail_after_entry${sql.raw(kind === 'sqlite' ? '' : ' ON audit_chain_head')}`.execute(t.db);
-      if (kind === 'postgres') await sql`DROP FUNCTION fail_after_entry()`.execute(t.db);
-    }
+    });
 
     assert.deepEqual(await auditEntriesAfter(t.db, start), []);
     assert.equal((await call(t, 'GET', `${FIRMWARE}/kas/${version}`, { token: releaser })).statusCode, 404);

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import { sessionIdOf } from '../../src/auth/sessions.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { forEachDatabase } from '../helpers/app.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
 import type { ProviderPerson } from '../helpers/openid-provider.ts';
 import { appWithSingleSignOn, type SingleSignOnWorld } from '../helpers/single-sign-on.ts';
 import { SignInClient } from '../helpers/sign-in-client.ts';
@@ -154,19 +153,10 @@ forEachDatabase('audit entries of role bindings, sessions and API tokens', (kind
 
   test('a role binding whose entry fails to be written is not made either', async () => {
     const start = await lastAuditId(t.db);
-    if (kind === 'sqlite') {
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(t.db);
-    } else {
-      await sql`CREATE FUNCTION fail_after_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`.execute(t.db);
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head FOR EACH ROW EXECUTE FUNCTION fail_after_entry()`.execute(t.db);
-    }
-    try {
+    await withFailureAfterEachAuditEntry(t.db, kind, async () => {
       const failed = await api('POST', '/api/v1/role-bindings', { token: admin, body: { kind: 'group', value: 'never-bound', role: 'viewer' } });
       assert.equal(failed.status, 500);
-    } finally {
-      await sql`DROP TRIGGER fail_after_entry${sql.raw(kind === 'sqlite' ? '' : ' ON audit_chain_head')}`.execute(t.db);
-      if (kind === 'postgres') await sql`DROP FUNCTION fail_after_entry()`.execute(t.db);
-    }
+    });
 
     assert.deepEqual(await auditEntriesAfter(t.db, start), []);
     const bindings = (await (await api('GET', '/api/v1/role-bindings', { token: admin })).json()).data as { value: string }[];

@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { createRollout } from '../../src/rollouts/service.ts';
 import { sweepRollouts } from '../../src/rollouts/sweep.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import type { Db } from '../../src/db/database.ts';
-import type { DatabaseKind } from '../helpers/databases.ts';
 import { buildTestApp, forEachDatabase, openTestStore, type TestApp, type TestStore } from '../helpers/app.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { createTestCustomer, issueTestToken } from '../helpers/tokens.ts';
 import { addRelease } from '../device/config-helpers.ts';
@@ -36,20 +34,6 @@ async function insertOkms(db: Db, customerId: number, prefix: string, count: num
 /** Sets the status of every member of one group of the rollout, as polls and the sweep leave them. */
 async function setGroupStatus(db: Db, rolloutId: number, group: number, status: string): Promise<void> {
   await db.updateTable('rollout_members').set({ status }).where('rollout_id', '=', rolloutId).where('group_index', '=', group).execute();
-}
-
-/** Makes every append to the audit chain fail in the database, after the entry's INSERT, until the returned function removes the failure. */
-async function failAuditAppends(db: Db, kind: DatabaseKind): Promise<() => Promise<void>> {
-  if (kind === 'sqlite') {
-    await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db);
-  } else {
-    await sql`CREATE FUNCTION fail_after_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`.execute(db);
-    await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head FOR EACH ROW EXECUTE FUNCTION fail_after_entry()`.execute(db);
-  }
-  return async () => {
-    await sql`DROP TRIGGER fail_after_entry${sql.raw(kind === 'sqlite' ? '' : ' ON audit_chain_head')}`.execute(db);
-    if (kind === 'postgres') await sql`DROP FUNCTION fail_after_entry()`.execute(db);
-  };
 }
 
 forEachDatabase('audit entries of rollout changes', (kind) => {
@@ -261,13 +245,10 @@ forEachDatabase('audit entries of rollout changes', (kind) => {
     await setGroupStatus(t.db, second, 0, 'failed');
     const start = await lastAuditId(t.db);
 
-    const removeFailure = await failAuditAppends(t.db, kind);
-    try {
+    await withFailureAfterEachAuditEntry(t.db, kind, async () => {
       assert.equal((await writer.act(first, 'pause')).statusCode, 500);
       await assert.rejects(sweepRollouts(t.db, recordingEmitter().emit, Date.now()), /injected failure/);
-    } finally {
-      await removeFailure();
-    }
+    });
 
     assert.deepEqual(await auditEntriesAfter(t.db, start), []);
     assert.deepEqual([(await writer.get(first)).json().data.state, (await writer.get(second)).json().data.state], ['running', 'running']);

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
-import { sql } from 'kysely';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import { signDueCheckpoints, CHECKPOINT_EVERY_ENTRIES, dueCheckpointSeqs } from '../../src/audit/checkpoints.ts';
 import { pruneAuditTrail } from '../../src/audit/retention.ts';
 import { entryHash } from '../../src/audit/chain.ts';
@@ -35,6 +38,7 @@ forEachDatabase('keyfleet audit verify', (kind) => {
     await t.db.deleteFrom('audit_checkpoints').execute();
     await t.db.updateTable('audit_chain_head').set({ seq: 0, hash: '0'.repeat(64) }).execute();
     await t.db.transaction().execute((trx) => recordChanges(trx, SYSTEM_SOURCE, Array.from({ length: count }, (_, index) => change(index)), now));
+    await chainAllPendingEntries(t.db);
     if (checkpoint) assert.equal(await signDueCheckpoints(t.db, signingKey, now), 1);
   }
   const verify = async () => {
@@ -77,7 +81,8 @@ forEachDatabase('keyfleet audit verify', (kind) => {
     // Entries 4… move one on, and an entry made outside the chain, hashed right under seq 4 but linked to no entry of it, takes seq 4.
     for (let seq = 8; seq >= 4; seq -= 1) await moveSeq(seq, seq + 1);
     const third = await t.db.selectFrom('audit_entries').selectAll().where('seq', '=', 3).executeTakeFirstOrThrow();
-    const forged = { ...third, seq: 4, actor_name: 'mallory', prev_hash: 'f'.repeat(64) };
+    const { id: _id, ...content } = third;
+    const forged = { ...content, seq: 4, actor_name: 'mallory', prev_hash: 'f'.repeat(64) };
     await t.db.insertInto('audit_entries').values({ ...forged, hash: entryHash(entryOfRow(forged)) }).execute();
     const { exitCode, result } = await verify();
     assert.equal(exitCode, 1);
@@ -104,8 +109,9 @@ forEachDatabase('keyfleet audit verify', (kind) => {
   test('a tail rewritten with fresh hashes verifies link by link, and the signed checkpoint names it', async () => {
     const rows = await t.db.selectFrom('audit_entries').selectAll().where('seq', '>=', 6).orderBy('seq').execute();
     await t.db.deleteFrom('audit_entries').where('seq', '>=', 6).execute();
-    await t.db.updateTable('audit_chain_head').set({ seq: 5, hash: (await t.db.selectFrom('audit_entries').select('hash').where('seq', '=', 5).executeTakeFirstOrThrow()).hash }).execute();
+    await t.db.updateTable('audit_chain_head').set({ seq: 5, hash: (await t.db.selectFrom('audit_entries').select('hash').where('seq', '=', 5).executeTakeFirstOrThrow()).hash! }).execute();
     await t.db.transaction().execute((trx) => recordChanges(trx, SYSTEM_SOURCE, rows.map((_, index) => change(100 + index))));
+    await chainAllPendingEntries(t.db);
     const { result } = await verify();
     assert.deepEqual([result.problem?.kind, result.problem?.seq], ['altered', 8]);
   });
@@ -126,6 +132,7 @@ forEachDatabase('keyfleet audit verify', (kind) => {
     assert.equal(await signDueCheckpoints(t.db, signingKey, now), 2);
     await t.db.transaction().execute((trx) => recordChanges(trx, SYSTEM_SOURCE, Array.from({ length: 300 }, (_, index) => change(index)), now - 40 * day));
     await t.db.transaction().execute((trx) => recordChanges(trx, SYSTEM_SOURCE, [change(9_999)], now));
+    await chainAllPendingEntries(t.db);
 
     assert.equal(await pruneAuditTrail(t.db, 30, now), 1_200);
     assert.equal(await pruneAuditTrail(t.db, 30, now), 0);
@@ -134,5 +141,25 @@ forEachDatabase('keyfleet audit verify', (kind) => {
     assert.deepEqual([verification.anchor, verification.first, verification.last], [1_200, 1_201, 1_501]);
     // An entry younger than the retention stays whatever the checkpoints: 60 days keeps them all.
     assert.equal(await pruneAuditTrail(t.db, 60, now), 0);
+  });
+
+  test('keyfleet audit export writes the selection newest first: NDJSON lines as the API shows them, CSV with a header, a file with --output', async () => {
+    const ndjson = await runKeyfleet(t.database.env, 'audit', 'export', '--entity-type', 'customer', '--since', new Date(Date.now() - 3_600_000).toISOString());
+    assert.equal(ndjson.exitCode, 0, ndjson.stderr);
+    const lines = ndjson.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { id: number; hash: string });
+    assert.deepEqual(lines.map((entry) => entry.id), [8, 7, 6, 5, 4, 3, 2, 1]);
+    for (const entry of lines) assert.equal(entryHash(entry as never), entry.hash);
+
+    const file = path.join(os.tmpdir(), `keyfleet-audit-${process.pid}-${kind}.csv`);
+    const csv = await runKeyfleet(t.database.env, 'audit', 'export', '--format', 'csv', '--action', 'customer.updated', '--output', file, '--json');
+    assert.equal(csv.exitCode, 0, csv.stderr);
+    assert.deepEqual(JSON.parse(csv.stdout), { entries: 8, format: 'csv', output: file });
+    const rows = fs.readFileSync(file, 'utf8').trimEnd().split('\r\n');
+    fs.rmSync(file);
+    assert.equal(rows.length, 9);
+    assert.match(rows[0]!, /^id,time,actor_kind/);
+
+    const refused = await runKeyfleet(t.database.env, 'audit', 'export', '--action', 'customer.exploded');
+    assert.notEqual(refused.exitCode, 0);
   });
 });

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import { findCustomerByName } from '../../src/customers/repository.ts';
 import { customerOwner, webhookSecrets } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
 import { call } from '../okm/admin-helpers.ts';
 
@@ -122,21 +121,12 @@ forEachDatabase('audit entries of webhook endpoint changes', (kind) => {
     const created = await call(t, 'POST', ENDPOINTS, { token: acme, payload: { url: 'https://hooks.example/before', event_types: ['okm.overdue'] } });
     const id = created.json().data.id as number;
     const start = await lastAuditId(t.db);
-    if (kind === 'sqlite') {
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(t.db);
-    } else {
-      await sql`CREATE FUNCTION fail_after_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`.execute(t.db);
-      await sql`CREATE TRIGGER fail_after_entry BEFORE UPDATE OF hash ON audit_chain_head FOR EACH ROW EXECUTE FUNCTION fail_after_entry()`.execute(t.db);
-    }
-    try {
+    await withFailureAfterEachAuditEntry(t.db, kind, async () => {
       const patched = await call(t, 'PATCH', `${ENDPOINTS}/${id}`, { token: acme, payload: { url: 'https://hooks.example/after' } });
       const deleted = await call(t, 'DELETE', `${ENDPOINTS}/${id}`, { token: acme });
       const createdAnother = await call(t, 'POST', ENDPOINTS, { token: acme, payload: { url: 'https://hooks.example/another', event_types: ['okm.overdue'] } });
       assert.deepEqual([patched.statusCode, deleted.statusCode, createdAnother.statusCode], [500, 500, 500]);
-    } finally {
-      await sql`DROP TRIGGER fail_after_entry${sql.raw(kind === 'sqlite' ? '' : ' ON audit_chain_head')}`.execute(t.db);
-      if (kind === 'postgres') await sql`DROP FUNCTION fail_after_entry()`.execute(t.db);
-    }
+    });
 
     assert.deepEqual(await auditEntriesAfter(t.db, start), []);
     assert.equal((await call(t, 'GET', `${ENDPOINTS}/${id}`, { token: acme })).json().data.url, 'https://hooks.example/before');

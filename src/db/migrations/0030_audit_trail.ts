@@ -1,5 +1,6 @@
 import type { AnyDb, MigrationContext } from './migration-context.ts';
-import { idType } from './frozen/dialect.ts';
+import { sql } from 'kysely';
+import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /** The hash the first entry of the chain follows (src/audit/chain.ts GENESIS_HASH). */
 const GENESIS_HASH = '0'.repeat(64);
@@ -7,13 +8,14 @@ const GENESIS_HASH = '0'.repeat(64);
 /**
  * The audit trail of changes (SPEC section 18).
  *
- * - `audit_entries`: one row per change, numbered by `seq` from 1 without gaps; `hash` chains
- *   each entry to the one before (`prev_hash`). No foreign keys: an entry outlives what it
- *   names. Indexed for the searches the API offers, each ending in `seq` for its newest-first
- *   pages.
- * - `audit_chain_head`: one row, the chain's last seq and hash. A change's transaction updates
- *   it as its last statement, so that writers on every process take the next seq one after the
- *   other without an advisory lock, and hold it only until they commit.
+ * - `audit_entries`: one row per change, inserted by the change's own transaction (`id`, in the
+ *   order written). The chainer then gives each committed entry its place in the chain: `seq`
+ *   from 1 without gaps, `prev_hash` and `hash`; null until then. No foreign keys: an entry
+ *   outlives what it names. Indexed for the searches the API offers, each ending in `seq` for
+ *   its newest-first pages, and the entries not yet chained by a partial index.
+ * - `audit_chain_head`: one row, the chain's last seq and hash, which the chainer locks (an
+ *   UPDATE of it) while it chains: one chainer at a time on every process, no advisory lock,
+ *   and no change ever waits for it.
  * - `audit_checkpoints`: the chain's length and last hash at a seq, signed by the deployment's
  *   signing key (a compact JWS); what pins the chain against a rewrite of its tail, and the
  *   anchor it is verified from after retention pruned the entries before it.
@@ -23,7 +25,8 @@ const GENESIS_HASH = '0'.repeat(64);
 export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('audit_entries')
-    .addColumn('seq', idType(context), (c) => c.primaryKey())
+    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
+    .addColumn('seq', idType(context), (c) => c.unique())
     .addColumn('time', 'bigint', (c) => c.notNull())
     .addColumn('actor_kind', 'text', (c) => c.notNull())
     .addColumn('actor_id', 'text', (c) => c.notNull())
@@ -37,9 +40,10 @@ export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
     .addColumn('request_id', 'text')
     .addColumn('ip', 'text')
     .addColumn('user_agent', 'text')
-    .addColumn('prev_hash', 'text', (c) => c.notNull())
-    .addColumn('hash', 'text', (c) => c.notNull())
+    .addColumn('prev_hash', 'text')
+    .addColumn('hash', 'text')
     .execute();
+  await db.schema.createIndex('audit_entries_unchained_idx').on('audit_entries').column('id').where(sql.ref('seq'), 'is', null).execute();
   await db.schema.createIndex('audit_entries_entity_idx').on('audit_entries').columns(['entity_type', 'entity_id', 'seq']).execute();
   await db.schema.createIndex('audit_entries_customer_idx').on('audit_entries').columns(['customer', 'seq']).execute();
   await db.schema.createIndex('audit_entries_actor_idx').on('audit_entries').columns(['actor_id', 'seq']).execute();

@@ -1,0 +1,49 @@
+import type { Db } from '../db/database.ts';
+import { chainEntry } from './chain.ts';
+import { entryContentOfRow } from './trail.ts';
+
+/** Entries one chaining transaction takes at most; the next takes the rest. */
+const CHAIN_BATCH = 1_000;
+
+const CONTENT_COLUMNS = ['id', 'time', 'actor_kind', 'actor_id', 'actor_name', 'customer', 'action', 'entity_type', 'entity_id', 'before_json', 'after_json', 'request_id', 'ip', 'user_agent'] as const;
+
+/**
+ * Gives the committed entries not yet chained their place in the one chain of the deployment
+ * (SPEC section 18), in the order they were written: the next seq, the hash of the entry before
+ * as prev_hash, and their own hash. One chainer at a time, on every process: it locks the
+ * chain's head row (an UPDATE of it) until it commits; changes never take that lock, so the
+ * chain never makes a change wait. An entry whose transaction has not committed yet is not
+ * seen, and is chained by a later call. Returns how many entries it chained (0 with one cheap
+ * read when none waits).
+ */
+export async function chainPendingEntries(db: Db): Promise<number> {
+  const waiting = await db.selectFrom('audit_entries').select('id').where('seq', 'is', null).limit(1).executeTakeFirst();
+  if (waiting === undefined) return 0;
+  return db.transaction().execute(async (trx) => {
+    const head = await trx
+      .updateTable('audit_chain_head')
+      .set((eb) => ({ seq: eb.ref('seq') }))
+      .where('id', '=', 1)
+      .returning(['seq', 'hash'])
+      .executeTakeFirstOrThrow();
+    const rows = await trx.selectFrom('audit_entries').select(CONTENT_COLUMNS).where('seq', 'is', null).orderBy('id').limit(CHAIN_BATCH).execute();
+    let previous = { id: Number(head.seq), hash: head.hash };
+    for (const row of rows) {
+      const entry = chainEntry(previous, entryContentOfRow(row));
+      await trx.updateTable('audit_entries').set({ seq: entry.id, prev_hash: entry.prev_hash, hash: entry.hash }).where('id', '=', row.id).execute();
+      previous = entry;
+    }
+    await trx.updateTable('audit_chain_head').set({ seq: previous.id, hash: previous.hash }).where('id', '=', 1).execute();
+    return rows.length;
+  });
+}
+
+/** Chains every entry waiting, in as many batches as it takes. */
+export async function chainAllPendingEntries(db: Db): Promise<number> {
+  let chained = 0;
+  for (;;) {
+    const batch = await chainPendingEntries(db);
+    chained += batch;
+    if (batch < CHAIN_BATCH) return chained;
+  }
+}
