@@ -8,6 +8,8 @@ export interface AclState {
   okm_id: string | null;
   locks: readonly string[];
   usersJson: string;
+  /** The users parsed already (an update's body), which spares parsing usersJson. */
+  users?: readonly AclUser[];
   userDataJson: string | null;
 }
 
@@ -23,7 +25,21 @@ function auditUser(user: AclUser, locks: readonly string[]): AuditUser {
   return { ...settings, access };
 }
 
-const usersOf = (state: AclState) => new Map((JSON.parse(state.usersJson) as AclUser[]).map((user) => [String(user.user_id), user]));
+const usersOf = (state: AclState) => new Map((state.users ?? (JSON.parse(state.usersJson) as AclUser[])).map((user) => [String(user.user_id), user]));
+
+/** The user's settings and permissions are those it had, on the same locks: nothing to record, found without building its access. */
+function unchangedUser(before: AclUser, after: AclUser): boolean {
+  if (before.permissions.length !== after.permissions.length) return false;
+  for (let index = 0; index < before.permissions.length; index += 1) if (before.permissions[index] !== after.permissions[index]) return false;
+  return (
+    before.pin_hash === after.pin_hash &&
+    before.auth_time === after.auth_time &&
+    before.sounder === after.sounder &&
+    before.sounder_delay === after.sounder_delay &&
+    before.sounder_duration === after.sounder_duration &&
+    before.sounder_volume === after.sounder_volume
+  );
+}
 
 /** The whole ACL: what a creation records after, and a deletion before. */
 function wholeAcl(state: AclState): Record<string, unknown> {
@@ -55,6 +71,7 @@ function aclDifference(before: AclState, after: AclState): { before: Record<stri
   }
   const beforeLocks = new Set(before.locks);
   const afterLocks = new Set(after.locks);
+  const sameLocks = before.locks.length === after.locks.length && before.locks.every((lock, index) => lock === after.locks[index]);
   const removedLocks = before.locks.filter((lock) => !afterLocks.has(lock));
   const addedLocks = after.locks.filter((lock) => !beforeLocks.has(lock));
   if (removedLocks.length > 0 || addedLocks.length > 0) {
@@ -72,6 +89,7 @@ function aclDifference(before: AclState, after: AclState): { before: Record<stri
       isUsers[userId] = null;
       continue;
     }
+    if (sameLocks && unchangedUser(user, kept)) continue;
     const [changedBefore, changedAfter] = userDifference(auditUser(user, before.locks), auditUser(kept, after.locks));
     if (changedBefore !== undefined) {
       wasUsers[userId] = changedBefore;

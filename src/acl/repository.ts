@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Selectable, type SqlBool } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { AclContentsTable, AclsTable } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { aclNameSearchKey, type StoredAcl } from './model.ts';
@@ -56,6 +57,14 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
   const row = await selectAcls(db).where('acls.id', '=', id).executeTakeFirst();
   return row && toStoredAcl(row);
 }
+
+/** The ACL's lists and user_data as stored, read by its key alone: what an update compares its new content with. */
+export async function findAclContent(db: Db, id: string): Promise<{ usersJson: string; locksJson: string; userDataJson: string | null } | undefined> {
+  const [row] = (await selectAclContent(db, id)).rows;
+  return row && { usersJson: row.users, locksJson: row.locks, userDataJson: row.user_data };
+}
+
+const selectAclContent = precompiledQuery(1, (db, [id]) => db.selectFrom('acl_contents').select(['users', 'locks', 'user_data']).where('acl_id', '=', id as string));
 
 /** A LIKE pattern that matches `text` anywhere, its own % _ and \ taken literally (with ESCAPE '\'). */
 const likeContaining = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;

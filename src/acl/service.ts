@@ -14,6 +14,7 @@ import {
   ACL_SUMMARY_PAGES,
   deleteAcl,
   findAcl,
+  findAclContent,
   findAclLink,
   insertAcl,
   listAclSummaries,
@@ -75,11 +76,11 @@ const aclState = (acl: Pick<StoredAcl, 'customerName' | 'name' | 'usersJson' | '
 });
 
 /** The state the write leaves: the OKM the body names, or (absent) the one it had. */
-const stateAfter = (acl: StoredAcl, current: string | null, requested: string | null | undefined) => aclState(acl, requested === undefined ? current : requested);
+const stateAfter = (acl: StoredAcl, current: string | null, requested: string | null | undefined, users: AclBody['users']): AclState => ({ ...aclState(acl, requested === undefined ? current : requested), users });
 
 /** The ACL as stored before this transaction changes it (it is locked). */
-async function stateBefore(trx: Db, id: string, okmSerial: string | null): Promise<AclState> {
-  return aclState((await findAcl(trx, id))!, okmSerial);
+async function stateBefore(trx: Db, id: string, owner: Pick<Customer, 'name'>, name: string | null, okmSerial: string | null): Promise<AclState> {
+  return aclState({ customerName: owner.name, name, ...(await findAclContent(trx, id))! }, okmSerial);
 }
 
 /** The customer named in the body, which a customer-bound token can only name as its own. */
@@ -113,7 +114,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
       const locked = await lockAcl(trx, id);
       if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
       if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
-      before = await stateBefore(trx, id, locked.okmSerial);
+      before = await stateBefore(trx, id, owner, locked.name, locked.okmSerial);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
       currentName = locked.name;
@@ -122,7 +123,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
     await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
     const acl = storedAcl(id, owner, findables.name, content);
-    await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, current, write.body.okm_id)), request.now);
+    await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, current, write.body.okm_id, write.body.users)), request.now);
     return acl;
   });
 }
@@ -136,13 +137,13 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
   return request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, acting, id);
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
-    const before = await stateBefore(trx, id, locked.okmSerial);
+    const before = await stateBefore(trx, id, owner, locked.name, locked.okmSerial);
     await updateAclContent(trx, id, content, request.now);
     const findables = findablesAfter(write.body, locked.name);
     await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
     const acl = storedAcl(id, owner, findables.name, content);
-    await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, locked.okmSerial, write.body.okm_id)), request.now);
+    await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, locked.okmSerial, write.body.okm_id, write.body.users)), request.now);
     return acl;
   });
 }
@@ -188,7 +189,7 @@ export async function removeAcl(request: AclRequest, id: string, customerName: s
   const acting = await actingCustomer(request.db, request.principal, customerName);
   await request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, acting, id);
-    const before = await stateBefore(trx, id, locked.okmSerial);
+    const before = aclState((await findAcl(trx, id))!, locked.okmSerial);
     await deleteAcl(trx, id);
     if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);
     await recordChange(trx, request.source, aclChange(id, before, undefined), request.now);
