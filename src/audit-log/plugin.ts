@@ -19,7 +19,7 @@ export interface AuditPluginOptions {
 /** The audit trail's routes, and its upkeep: chaining the entries committed, signed checkpoints, and retention when AUDIT_RETENTION_DAYS is set. */
 async function auditPlugin(app: FastifyInstance, options: AuditPluginOptions): Promise<void> {
   await app.register(auditLogRoutes, { prefix: '/api/v1/audit-log' });
-  repeatStep(app, 'audit chaining', CHAINING_INTERVAL_MS, async () => ((await chainPendingEntries(app.db)) > 0 ? 0 : CHAINING_INTERVAL_MS));
+  repeatStep(app, 'audit chaining', CHAINING_INTERVAL_MS, async () => ((await chainPendingEntries(app.db, app.dialect.rowSet)) > 0 ? 0 : CHAINING_INTERVAL_MS));
   const retentionDays = app.settings.auditRetentionDays;
   repeatStep(app, 'audit trail upkeep', AUDIT_UPKEEP_INTERVAL_MS, async () => {
     const signed = await signDueCheckpoints(app.db, options.signingKey);

@@ -104,7 +104,7 @@ const auditLogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       // The entries committed before this request are in the answer, not only those the chainer reached.
-      await chainPendingEntries(app.db);
+      await chainPendingEntries(app.db, app.dialect.rowSet);
       const page = await searchAuditLog(app.db, await filterOf(request, request.query), cursorPageRequest(AUDIT_LOG_PAGES, request.query));
       return sendCursorPage(request, reply, MESSAGES.fetched, page);
     },
@@ -124,7 +124,7 @@ const auditLogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await chainPendingEntries(app.db);
+      await chainPendingEntries(app.db, app.dialect.rowSet);
       const entries = auditLogNewestFirst(app.db, await filterOf(request, request.query));
       const format = request.query.format ?? 'ndjson';
       const stamp = new Date().toISOString().slice(0, 10);

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
+import type { RowSet } from '../db/dialects/strategy.ts';
 import { chainEntry } from './chain.ts';
 import { entryContentOfRow } from './trail.ts';
 
@@ -10,6 +11,30 @@ const placeEntry = precompiledQuery(4, (db, [seq, prevHash, hash, id]) =>
     .set({ seq: seq as number, prev_hash: prevHash as string, hash: hash as string })
     .where('id', '=', id as number),
 );
+
+/**
+ * Writes the entries' places: where a statement round trip costs more than building a set
+ * (PostgreSQL), one UPDATE … FROM the row set of the batch; else (SQLite) one compiled UPDATE
+ * an entry.
+ */
+async function placeEntries(trx: Db, placed: readonly { rowId: number; seq: number; prevHash: string; hash: string }[], rowSet: RowSet | undefined): Promise<void> {
+  if (rowSet === undefined) {
+    for (const entry of placed) await placeEntry(trx, entry.seq, entry.prevHash, entry.hash, entry.rowId);
+    return;
+  }
+  const places = rowSet<{ row_id: number; seq: number; prev_hash: string; hash: string }, 'places'>('places', [
+    { name: 'row_id', type: 'bigint', values: placed.map((entry) => entry.rowId) },
+    { name: 'seq', type: 'bigint', values: placed.map((entry) => entry.seq) },
+    { name: 'prev_hash', type: 'text', values: placed.map((entry) => entry.prevHash) },
+    { name: 'hash', type: 'text', values: placed.map((entry) => entry.hash) },
+  ]);
+  await trx
+    .updateTable('audit_entries')
+    .from(places)
+    .set((eb) => ({ seq: eb.ref('places.seq'), prev_hash: eb.ref('places.prev_hash'), hash: eb.ref('places.hash') }))
+    .whereRef('audit_entries.id', '=', 'places.row_id')
+    .execute();
+}
 
 /** Entries one chaining transaction takes at most; the next takes the rest. */
 const CHAIN_BATCH = 1_000;
@@ -25,7 +50,7 @@ const CONTENT_COLUMNS = ['id', 'time', 'actor_kind', 'actor_id', 'actor_name', '
  * seen, and is chained by a later call. Returns how many entries it chained (0 with one cheap
  * read when none waits).
  */
-export async function chainPendingEntries(db: Db): Promise<number> {
+export async function chainPendingEntries(db: Db, rowSet?: RowSet): Promise<number> {
   const waiting = await db.selectFrom('audit_entries').select('id').where('seq', 'is', null).limit(1).executeTakeFirst();
   if (waiting === undefined) return 0;
   return db.transaction().execute(async (trx) => {
@@ -37,21 +62,23 @@ export async function chainPendingEntries(db: Db): Promise<number> {
       .executeTakeFirstOrThrow();
     const rows = await trx.selectFrom('audit_entries').select(CONTENT_COLUMNS).where('seq', 'is', null).orderBy('id').limit(CHAIN_BATCH).execute();
     let previous = { id: Number(head.seq), hash: head.hash };
+    const placed: { rowId: number; seq: number; prevHash: string; hash: string }[] = [];
     for (const row of rows) {
       const entry = chainEntry(previous, entryContentOfRow(row));
-      await placeEntry(trx, entry.id, entry.prev_hash, entry.hash, row.id);
+      placed.push({ rowId: row.id, seq: entry.id, prevHash: entry.prev_hash, hash: entry.hash });
       previous = entry;
     }
+    await placeEntries(trx, placed, rowSet);
     await trx.updateTable('audit_chain_head').set({ seq: previous.id, hash: previous.hash }).where('id', '=', 1).execute();
     return rows.length;
   });
 }
 
 /** Chains every entry waiting, in as many batches as it takes. */
-export async function chainAllPendingEntries(db: Db): Promise<number> {
+export async function chainAllPendingEntries(db: Db, rowSet?: RowSet): Promise<number> {
   let chained = 0;
   for (;;) {
-    const batch = await chainPendingEntries(db);
+    const batch = await chainPendingEntries(db, rowSet);
     chained += batch;
     if (batch < CHAIN_BATCH) return chained;
   }

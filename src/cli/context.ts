@@ -41,7 +41,7 @@ export async function openContext(): Promise<CliContext> {
     // A command's changes are chained as it ends, so that they are in the trail also when no server runs.
     const close = async () => {
       try {
-        await chainAllPendingEntries(db);
+        await chainAllPendingEntries(db, dialect.rowSet);
       } finally {
         await db.destroy();
       }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { auditEntriesAfter } from '../audit/repository.ts';
 import type { Db } from '../db/database.ts';
 import { repeatStep } from '../db/repeating-step.ts';
-import { emitFleetEvents, type FleetEvent } from './fleet-events.ts';
+import { anyEndpointSubscribes, emitFleetEvents, type FleetEvent } from './fleet-events.ts';
 
 /** How often each server process looks for audit entries to ship. */
 const SHIPPING_INTERVAL_MS = 1_000;
@@ -19,11 +19,21 @@ const ENTRIES_PER_STEP = 500;
  * entry ships once whatever the number of processes. Returns how many entries it passed.
  */
 export async function shipAuditEntries(db: Db, now = Date.now()): Promise<number> {
+  const [cursor, head] = await Promise.all([
+    db.selectFrom('audit_event_cursor').select('seq').where('id', '=', 1).executeTakeFirstOrThrow(),
+    db.selectFrom('audit_chain_head').select('seq').where('id', '=', 1).executeTakeFirstOrThrow(),
+  ]);
+  if (Number(cursor.seq) >= Number(head.seq)) return 0;
+  if (!(await anyEndpointSubscribes(db, 'audit.entry', now))) {
+    // Nobody takes the entries (the usual case): the cursor moves on without reading them, so
+    // that an endpoint subscribed later receives the entries from then on, not the whole trail.
+    await db.updateTable('audit_event_cursor').set({ seq: Number(head.seq) }).where('id', '=', 1).where('seq', '=', Number(cursor.seq)).execute();
+    return 0;
+  }
   return db.transaction().execute(async (trx) => {
     const cursor = await trx.updateTable('audit_event_cursor').set((eb) => ({ seq: eb.ref('seq') })).where('id', '=', 1).returning('seq').executeTakeFirstOrThrow();
     const entries = await auditEntriesAfter(trx, Number(cursor.seq), ENTRIES_PER_STEP);
     if (entries.length === 0) return 0;
-    // With no subscriber (the usual case) this queues nothing and costs no statement while the endpoint list is fresh.
     await emitFleetEvents(trx, entries.map(({ entry, customerId }): FleetEvent => ({ type: 'audit.entry', customerId, data: entry })), now);
     await trx.updateTable('audit_event_cursor').set({ seq: entries.at(-1)!.entry.id }).where('id', '=', 1).execute();
     return entries.length;

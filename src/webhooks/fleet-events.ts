@@ -130,6 +130,11 @@ export async function emitFleetEvents(db: Db, events: readonly FleetEvent[], now
   return queueDeliveries(db, deliveries, now);
 }
 
+/** Whether any endpoint, of any customer or deployment-wide, subscribes to the type; no statement while the endpoint list is fresh. */
+export async function anyEndpointSubscribes(db: Db, type: FleetEventType, now: number): Promise<boolean> {
+  return (await endpointList(db, now)).some((endpoint) => endpoint.eventTypes.has(type));
+}
+
 /** The ids of the endpoints an event would be queued to; no statement while the endpoint list is fresh. */
 export async function fleetEventSubscribers(db: Db, event: Pick<FleetEvent, 'type' | 'customerId'>, now: number): Promise<number[]> {
   return subscribers(await endpointList(db, now), event);
