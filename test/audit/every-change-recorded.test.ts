@@ -12,8 +12,8 @@ import { insertOkm } from '../../src/okm/repository.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { shipAuditEntries } from '../../src/webhooks/audit-events.ts';
 import { forEachDatabase, type TestApp } from '../helpers/app.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
-import { databaseDigest, digestDifferences, failAuditAppends, type DatabaseDigest, type DigestExclusion } from '../helpers/audit-rollback.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
+import { databaseDigest, digestDifferences, type DigestExclusion } from '../helpers/audit-rollback.ts';
 import type { ProviderPerson } from '../helpers/openid-provider.ts';
 import { SignInClient } from '../helpers/sign-in-client.ts';
 import { appWithSingleSignOn, type SingleSignOnWorld } from '../helpers/single-sign-on.ts';
@@ -524,15 +524,10 @@ forEachDatabase('every write route appends its entries, in the transaction of it
       const call = await scenario.setup();
       const start = await lastAuditId(w.t.db);
       await settle();
-      const removeFailure = await failAuditAppends(w.t.db, kind);
-      let answer: Answer;
-      let digestBefore: DatabaseDigest;
-      try {
-        digestBefore = await databaseDigest(w.t.db, WRITTEN_OUTSIDE_THE_CHANGE);
-        answer = await call();
-      } finally {
-        await removeFailure();
-      }
+      const { answer, digestBefore } = await withFailureAfterEachAuditEntry(w.t.db, kind, async () => {
+        const digestBefore = await databaseDigest(w.t.db, WRITTEN_OUTSIDE_THE_CHANGE);
+        return { answer: await call(), digestBefore };
+      });
 
       assert.ok(answer.status >= 500 && answer.status < 600, `${operationId}: ${answer.status} ${answer.body}`);
       const changed = digestDifferences(digestBefore, await databaseDigest(w.t.db, WRITTEN_OUTSIDE_THE_CHANGE));

@@ -22,9 +22,9 @@ import { createIntermediateCertificate, createRootCertificate } from '../../src/
 import { createRollout, pauseRollout, startRollout, type RolloutRequest } from '../../src/rollouts/service.ts';
 import { RETIRE_AFTER_MS } from '../../src/secrets/rotate-master-key.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
-import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
-import { databaseDigest, digestDifferences, failAuditAppends, type DatabaseDigest } from '../helpers/audit-rollback.ts';
-import { runKeyfleet, type CliRun } from '../helpers/cli.ts';
+import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfterEachAuditEntry } from '../helpers/audit.ts';
+import { databaseDigest, digestDifferences } from '../helpers/audit-rollback.ts';
+import { runKeyfleet } from '../helpers/cli.ts';
 import { addRelease } from '../device/config-helpers.ts';
 
 /**
@@ -303,15 +303,10 @@ forEachDatabase('every command appends its entries, in the transaction of its ch
     test(`keyfleet ${command} whose entry fails to be written changes nothing at all: the change rolls back with its entry`, async () => {
       const { args, store = w.store } = await scenario.setup();
       const start = await lastAuditId(store.db);
-      const removeFailure = await failAuditAppends(store.db, kind);
-      let run: CliRun;
-      let digestBefore: DatabaseDigest;
-      try {
-        digestBefore = await databaseDigest(store.db);
-        run = await runKeyfleet(store.database.env, ...args);
-      } finally {
-        await removeFailure();
-      }
+      const { run, digestBefore } = await withFailureAfterEachAuditEntry(store.db, kind, async () => {
+        const digestBefore = await databaseDigest(store.db);
+        return { run: await runKeyfleet(store.database.env, ...args), digestBefore };
+      });
 
       assert.notEqual(run.exitCode, 0, `${command} succeeded although its entry could not be written`);
       assert.match(run.stderr, /injected failure/);

@@ -23,7 +23,7 @@ forEachDatabase('keyfleet migrate', (kind) => {
     const second = keyfleet(database.env, 'migrate', '--json');
 
     assert.equal(first.status, 0, first.stderr);
-    assert.deepEqual(JSON.parse(first.stdout), { applied: ['0001_initial', '0002_pki', '0003_api_keys', '0004_dlock', '0005_acl', '0006_status_events', '0007_okm_hardening', '0008_status_fan_out', '0009_data_keys', '0010_okm_claims', '0011_okm_last_correction', '0012_fleet_events', '0013_rollouts', '0014_list_paging', '0015_acl_list_sizes', '0016_list_filters', '0017_fleet_summary_counts', '0018_statement_page_buckets', '0019_drop_okms_summary_index', '0020_page_bucket_deltas', '0021_firmware_page_buckets', '0022_state_page_buckets', '0023_lean_poll', '0024_claim_failures_per_customer', '0025_acl_names', '0026_okm_subscriber_urls', '0027_rollout_okm_list', '0028_stuck_okms', '0029_people_and_sessions'] });
+    assert.deepEqual(JSON.parse(first.stdout), { applied: ['0001_initial', '0002_pki', '0003_api_keys', '0004_dlock', '0005_acl', '0006_status_events', '0007_okm_hardening', '0008_status_fan_out', '0009_data_keys', '0010_okm_claims', '0011_okm_last_correction', '0012_fleet_events', '0013_rollouts', '0014_list_paging', '0015_acl_list_sizes', '0016_list_filters', '0017_fleet_summary_counts', '0018_statement_page_buckets', '0019_drop_okms_summary_index', '0020_page_bucket_deltas', '0021_firmware_page_buckets', '0022_state_page_buckets', '0023_lean_poll', '0024_claim_failures_per_customer', '0025_acl_names', '0026_okm_subscriber_urls', '0027_rollout_okm_list', '0028_stuck_okms', '0029_people_and_sessions', '0030_audit_trail'] });
     assert.equal(second.status, 0, second.stderr);
     assert.deepEqual(JSON.parse(second.stdout), { applied: [] });
   });

@@ -1,26 +1,5 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
-import type { DatabaseKind } from './databases.ts';
-
-/**
- * Makes every audit entry fail in the database as it is written: a trigger raises an error
- * right after the entry's INSERT, the statement by which a change records itself in its own
- * transaction, whether the chain's head moves in that transaction too or is moved after the
- * commit. Until the returned function removes the failure.
- */
-export async function failAuditAppends(db: Db, kind: DatabaseKind): Promise<() => Promise<void>> {
-  if (kind === 'sqlite') {
-    await sql`CREATE TRIGGER fail_after_entry AFTER INSERT ON audit_entries BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db);
-  } else {
-    await sql`CREATE FUNCTION fail_after_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`.execute(db);
-    await sql`CREATE TRIGGER fail_after_entry AFTER INSERT ON audit_entries FOR EACH ROW EXECUTE FUNCTION fail_after_entry()`.execute(db);
-  }
-  return async () => {
-    await sql`DROP TRIGGER fail_after_entry${sql.raw(kind === 'sqlite' ? '' : ' ON audit_entries')}`.execute(db);
-    if (kind === 'postgres') await sql`DROP FUNCTION fail_after_entry()`.execute(db);
-  };
-}
 
 /** A table, or some of its columns, that a digest leaves out, and why a change's rollback cannot be seen there. */
 export interface DigestExclusion {
