@@ -1,3 +1,4 @@
+import { changedMembers } from '../audit/changed-members.ts';
 import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { notFound } from '../http/errors.ts';
@@ -57,13 +58,6 @@ export async function updateCustomerSettings(db: Db, source: ChangeSource, name:
       await setCustomerRetryPolicy(trx, name, update.retryPolicy);
       after.firmware_retry_policy = update.retryPolicy === null ? null : retryPolicyToWire(update.retryPolicy);
     }
-    const was: Partial<CustomerSettings> = {};
-    const is: Partial<CustomerSettings> = {};
-    for (const member of ['time_zone', 'firmware_retry_policy'] as const) {
-      if (JSON.stringify(before[member]) === JSON.stringify(after[member])) continue;
-      Object.assign(was, { [member]: before[member] });
-      Object.assign(is, { [member]: after[member] });
-    }
-    await recordChange(trx, source, { action: 'customer.updated', customer: name, entity: customerEntity(name), before: was, after: is });
+    await recordChange(trx, source, { action: 'customer.updated', customer: name, entity: customerEntity(name), ...changedMembers({ ...before }, { ...after }) });
   });
 }

@@ -1,3 +1,4 @@
+import { changedMembers } from '../audit/changed-members.ts';
 import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
@@ -56,19 +57,6 @@ const endpointChange = (action: 'webhook_endpoint.created' | 'webhook_endpoint.u
   ...(before === undefined ? {} : { before }),
   ...(after === undefined ? {} : { after }),
 });
-
-/** The fields a change moved, before and after; undefined when it moved none. */
-function endpointDifference(before: WebhookEndpoint, after: WebhookEndpoint): { before: Record<string, unknown>; after: Record<string, unknown> } | undefined {
-  const was: Record<string, unknown> = {};
-  const is: Record<string, unknown> = {};
-  const [stateBefore, stateAfter] = [endpointState(before), endpointState(after)];
-  for (const member of Object.keys(stateAfter) as (keyof typeof stateAfter)[]) {
-    if (JSON.stringify(stateBefore[member]) === JSON.stringify(stateAfter[member])) continue;
-    was[member] = stateBefore[member];
-    is[member] = stateAfter[member];
-  }
-  return Object.keys(is).length === 0 ? undefined : { before: was, after: is };
-}
 
 /**
  * The customer a request's endpoints belong to; null (the deployment's, and every customer's)
@@ -161,8 +149,8 @@ export async function patchEndpoint(request: EndpointRequest, id: number, patch:
     const before = (await findEndpoint(tx, endpoint.id, {}))!;
     await updateEndpoint(tx, endpoint.id, { url: patch.url, eventTypes: patch.event_types });
     const after = (await findEndpoint(tx, endpoint.id, {}))!;
-    const difference = endpointDifference(before, after);
-    if (difference) await recordChange(tx, request.source, endpointChange('webhook_endpoint.updated', after, difference.before, difference.after), request.now);
+    const difference = changedMembers(endpointState(before), endpointState(after));
+    if (Object.keys(difference.after).length > 0) await recordChange(tx, request.source, endpointChange('webhook_endpoint.updated', after, difference.before, difference.after), request.now);
     return after;
   });
   endpointsChanged(request.db);
