@@ -1,4 +1,5 @@
 import { badRequest } from '../http/errors.ts';
+import { strongEtag } from '../http/preconditions.ts';
 import type { AclSummary } from './repository.ts';
 import { MAX_USER_DATA_BYTES, type AclBody, type AclUser } from './schemas.ts';
 
@@ -12,6 +13,8 @@ export interface StoredAcl {
   usersJson: string;
   locksJson: string;
   userDataJson: string | null;
+  /** The OKM it is linked to, when the reader knows it (responses never show it; its ETag covers it). */
+  okmSerial?: string | null;
 }
 
 /**
@@ -71,6 +74,12 @@ export function canonicalUsersJson(users: readonly AclUser[]): string {
     })),
   );
 }
+
+/**
+ * The ACL's strong ETag: a digest of what its writes can change, its link included (a PUT may
+ * set okm_id), so that any change, by whatever path, gives another tag (docs/adr/0100).
+ */
+export const aclEtag = (acl: StoredAcl, okmSerial: string | null) => strongEtag(`${okmSerial ?? ''}\n${aclJson(acl)}`);
 
 /** The ACL's JSON as responses show it (no okm_id), built from the stored texts without parsing them. */
 export function aclJson(acl: StoredAcl): string {

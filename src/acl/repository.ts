@@ -34,6 +34,7 @@ function toStoredAcl(row: AclRow): StoredAcl {
     usersJson: row.users,
     locksJson: row.locks,
     userDataJson: row.user_data,
+    okmSerial: row.okm_serial,
   };
 }
 

@@ -7,11 +7,14 @@ import { methodNotAllowed } from '../http/errors.ts';
 import { methodNotAllowedRoute } from '../http/openapi.ts';
 import { cursorPageResponse, linkNextPage, NO_TOTAL } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, pageResponse, paginated, resourceResponse } from '../http/schemas.ts';
-import { aclJson, aclSummaryJson, type StoredAcl } from './model.ts';
+import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
+import { aclEtag, aclJson, aclSummaryJson, type StoredAcl } from './model.ts';
 import { createAcl, getAcl, getAclOkm, listCustomerAclSummaries, listCustomerAcls, removeAcl, replaceAcl, type AclRequest, type AclWrite } from './service.ts';
 import { AclCustomerQuery, AclListQuery, AclOkmView, AclParams, AclSummaryListQuery, AclSummaryView, AclView, MAX_USER_DATA_BYTES, aclBody, type AclBody, type AclLimits } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
+/** The answers of a write that honours If-Match: a 412 holds the ACL as it now is. */
+const conditionalErrorResponses = { 412: preconditionFailedResponse(AclView), ...errorResponses };
 
 /** Room for the largest valid body the caps allow, written with a space after each comma. */
 const bodyLimitFor = (limits: AclLimits) => 128 * 1024 + MAX_USER_DATA_BYTES + limits.maxLocks * 70 + limits.maxUsers * (400 + limits.maxLocks * 4);
@@ -19,6 +22,11 @@ const bodyLimitFor = (limits: AclLimits) => 128 * 1024 + MAX_USER_DATA_BYTES + l
 /** Responses are written from the stored JSON texts, so user_data goes back exactly as it came. */
 function sendJson(reply: FastifyReply, statusCode: number, json: string) {
   return reply.code(statusCode).type('application/json; charset=utf-8').send(json);
+}
+
+/** An answer that holds one ACL, with its ETag (RFC 9110 §8.8.3), the version a later If-Match names. */
+function sendAcl(reply: FastifyReply, statusCode: number, message: string, acl: StoredAcl) {
+  return sendJson(reply.header('etag', aclEtag(acl, acl.okmSerial ?? null)), statusCode, resourceJson(message, acl));
 }
 
 const resourceJson = (message: string, acl: StoredAcl) => `{"message":${JSON.stringify(message)},"data":${aclJson(acl)}}`;
@@ -30,6 +38,12 @@ function pageJson(query: AclListQuery, items: string[], total: number): string {
 
 /** The request as the ACL service takes it: who asks, when, and the change's source for the audit trail. */
 const aclRequest = (request: FastifyRequest): AclRequest => ({ db: request.server.db, principal: principalOf(request), now: Date.now(), source: changeSourceOf(request) });
+
+/** A write's request: also its If-Match (RFC 9110), checked under the ACL's row lock. */
+const aclWriteRequest = (request: FastifyRequest): AclRequest => {
+  const ifMatch = parseIfMatch(request.headers['if-match']);
+  return { ...aclRequest(request), ...(ifMatch === undefined ? {} : { ifMatch }) };
+};
 
 const refusePatch = (allow: string) => async () => {
   throw methodNotAllowed('Cannot PATCH', allow);
@@ -51,9 +65,16 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: canCreate,
       bodyLimit,
-      schema: { operationId: 'createAcl', summary: 'Create an ACL (or overwrite one of the same customer)', body: AclBody, response: { 201: resourceResponse(AclView), ...errorResponses } },
+      schema: {
+        operationId: 'createAcl',
+        summary: 'Create an ACL (or overwrite one of the same customer)',
+        description: 'With If-Match, only an existing ACL of that version is overwritten (412 otherwise).',
+        headers: IfMatchHeaders,
+        body: AclBody,
+        response: { 201: resourceResponse(AclView), ...conditionalErrorResponses },
+      },
     },
-    async (request, reply) => sendJson(reply, 201, resourceJson(MESSAGES.created, await createAcl(aclRequest(request), aclWrite(request, request.body)))),
+    async (request, reply) => sendAcl(reply, 201, MESSAGES.created, await createAcl(aclWriteRequest(request), aclWrite(request, request.body))),
   );
 
   app.get(
@@ -76,7 +97,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const acl = await getAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
-      return sendJson(reply, 200, resourceJson(MESSAGES.fetched, acl));
+      return sendAcl(reply, 200, MESSAGES.fetched, acl);
     },
   );
 
@@ -108,13 +129,14 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Replace an ACL',
         params: AclParams,
         querystring: AclCustomerQuery,
+        headers: IfMatchHeaders,
         body: AclBody,
-        response: { 200: resourceResponse(AclView), ...errorResponses },
+        response: { 200: resourceResponse(AclView), ...conditionalErrorResponses },
       },
     },
     async (request, reply) => {
-      const acl = await replaceAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer, aclWrite(request, request.body));
-      return sendJson(reply, 200, resourceJson(MESSAGES.updated, acl));
+      const acl = await replaceAcl(aclWriteRequest(request), request.params.id.toLowerCase(), request.query.customer, aclWrite(request, request.body));
+      return sendAcl(reply, 200, MESSAGES.updated, acl);
     },
   );
 
@@ -122,10 +144,17 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       onRequest: canDelete,
-      schema: { operationId: 'deleteAcl', summary: 'Delete an ACL', params: AclParams, querystring: AclCustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
+      schema: {
+        operationId: 'deleteAcl',
+        summary: 'Delete an ACL',
+        params: AclParams,
+        querystring: AclCustomerQuery,
+        headers: IfMatchHeaders,
+        response: { 204: Type.Null(), ...conditionalErrorResponses },
+      },
     },
     async (request, reply) => {
-      await removeAcl(aclRequest(request), request.params.id.toLowerCase(), request.query.customer);
+      await removeAcl(aclWriteRequest(request), request.params.id.toLowerCase(), request.query.customer);
       return reply.code(204).send(null);
     },
   );

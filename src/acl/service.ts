@@ -5,10 +5,11 @@ import type { Customer } from '../customers/repository.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { cursorPageRequest, type CursorPage } from '../http/cursor-paging.ts';
+import { checkIfMatch, type IfMatch } from '../http/preconditions.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import { aclChange, type AclState } from './audit-view.ts';
-import { canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
+import { aclEtag, aclJson, canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
 import {
   ACL_SUMMARY_PAGES,
@@ -35,6 +36,8 @@ export interface AclRequest {
   now: number;
   /** Who changes, for the audit trail (unused by reads). */
   source: ChangeSource;
+  /** The write's If-Match, checked under the ACL's row lock; undefined: unconditional. */
+  ifMatch?: IfMatch;
 }
 
 /** A POST or PUT body, parsed and as the JSON text it came in (user_data is kept as written). */
@@ -63,7 +66,16 @@ const findablesAfter = (body: AclBody, currentName: string | null): AclFindables
   lockSerials: body.locks,
 });
 
-const storedAcl = (id: string, owner: Customer, name: string | null, content: AclContent): StoredAcl => ({ id, customerId: owner.id, customerName: owner.name, name, ...content });
+const storedAcl = (id: string, owner: Customer, name: string | null, content: AclContent, okmSerial: string | null): StoredAcl => ({
+  id,
+  customerId: owner.id,
+  customerName: owner.name,
+  name,
+  usersJson: content.usersJson,
+  locksJson: content.locksJson,
+  userDataJson: content.userDataJson,
+  okmSerial,
+});
 
 /** The ACL as the audit trail records it. */
 const aclState = (acl: Pick<StoredAcl, 'customerName' | 'name' | 'usersJson' | 'locksJson' | 'userDataJson'>, okmSerial: string | null): AclState => ({
@@ -98,6 +110,16 @@ async function lockVisibleAcl(trx: Db, acting: Customer | null, id: string) {
 }
 
 /**
+ * Evaluates the request's If-Match against the ACL as stored, in the write's transaction after
+ * its row lock was taken: no other write of the ACL can come between the check and this one.
+ */
+async function checkAclVersion(trx: Db, request: AclRequest, id: string): Promise<void> {
+  if (request.ifMatch === undefined) return;
+  const acl = await findAcl(trx, id);
+  checkIfMatch(request.ifMatch, acl ? aclEtag(acl, acl.okmSerial ?? null) : null, () => aclJson(acl!));
+}
+
+/**
  * POST: creates the ACL, or overwrites the customer's own ACL with that id (both 201). An id
  * held by another customer is the duplicate-key 400.
  */
@@ -109,11 +131,14 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
     let current: string | null = null;
     let currentName: string | null = null;
     let before: AclState | undefined;
+    // With If-Match, POST only overwrites: there is no version of a missing ACL to match (RFC 9110 §13.1.1).
+    if (request.ifMatch !== undefined && !(await lockAcl(trx, id))) checkIfMatch(request.ifMatch, null, () => 'null');
     const created = await insertAcl(trx, id, owner.id, content, request.now);
     if (!created) {
       const locked = await lockAcl(trx, id);
       if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
       if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
+      await checkAclVersion(trx, request, id);
       before = await stateBefore(trx, id, owner, locked.name, locked.okmSerial);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
@@ -122,7 +147,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
     const findables = findablesAfter(write.body, currentName);
     await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
-    const acl = storedAcl(id, owner, findables.name, content);
+    const acl = storedAcl(id, owner, findables.name, content, write.body.okm_id === undefined ? current : write.body.okm_id);
     await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, current, write.body.okm_id, write.body.users)), request.now);
     return acl;
   });
@@ -137,12 +162,13 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
   return request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, acting, id);
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
+    await checkAclVersion(trx, request, id);
     const before = await stateBefore(trx, id, owner, locked.name, locked.okmSerial);
     await updateAclContent(trx, id, content, request.now);
     const findables = findablesAfter(write.body, locked.name);
     await writeAclFindables(trx, id, owner.id, findables);
     await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
-    const acl = storedAcl(id, owner, findables.name, content);
+    const acl = storedAcl(id, owner, findables.name, content, write.body.okm_id === undefined ? locked.okmSerial : write.body.okm_id);
     await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, locked.okmSerial, write.body.okm_id, write.body.users)), request.now);
     return acl;
   });
@@ -189,6 +215,7 @@ export async function removeAcl(request: AclRequest, id: string, customerName: s
   const acting = await actingCustomer(request.db, request.principal, customerName);
   await request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, acting, id);
+    await checkAclVersion(trx, request, id);
     const before = aclState((await findAcl(trx, id))!, locked.okmSerial);
     await deleteAcl(trx, id);
     if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);

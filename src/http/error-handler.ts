@@ -18,6 +18,7 @@ interface ErrorReply {
   errorCode: string;
   message: string;
   headers: Record<string, string>;
+  bodyMembers?: Record<string, string>;
 }
 
 const FASTIFY_CODES: Record<number, string> = {
@@ -66,7 +67,7 @@ function logUnavailable(error: UnavailableError, request: FastifyRequest): void 
 
 function toErrorReply(error: FastifyError | HttpError, request: FastifyRequest): ErrorReply | undefined {
   if (error instanceof HttpError) {
-    return { statusCode: error.statusCode, errorCode: error.errorCode, message: error.message, headers: error.headers };
+    return { statusCode: error.statusCode, errorCode: error.errorCode, message: error.message, headers: error.headers, bodyMembers: error.bodyMembers };
   }
   if (error.validation && error.validation.length > 0) {
     const message = describeValidationError(error.validationContext ?? 'body', error.validation[0] as never);
@@ -115,7 +116,14 @@ export function sendError(error: FastifyError | HttpError, request: FastifyReque
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send(errorBody(request, 500, 'INTERNAL_ERROR', 'Internal server error'));
   }
-  return reply.code(known.statusCode).headers(known.headers).send(errorBody(request, known.statusCode, known.errorCode, known.message));
+  const body = errorBody(request, known.statusCode, known.errorCode, known.message);
+  const members = 'error_code' in body ? Object.entries(known.bodyMembers ?? {}) : [];
+  if (members.length > 0) {
+    // Members given as JSON text (a resource as its read writes it) are written as they are.
+    const json = JSON.stringify(body).slice(0, -1) + members.map(([name, text]) => `,${JSON.stringify(name)}:${text}`).join('') + '}';
+    return reply.code(known.statusCode).headers(known.headers).type('application/json; charset=utf-8').send(json);
+  }
+  return reply.code(known.statusCode).headers(known.headers).send(body);
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

@@ -5,6 +5,8 @@ export class HttpError extends Error {
     readonly errorCode: string,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** Members the body has beyond error_code and error_msg: name → its value as JSON text. */
+    readonly bodyMembers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'HttpError';

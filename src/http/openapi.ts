@@ -65,6 +65,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'Valid credentials without the required scopes, or acting for another customer',
   404: 'Not found (also for a record of another customer)',
   409: 'Conflict: the record exists already, or another record is in the way; the message says which',
+  412: 'Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag',
   413: 'Body too large',
   415: 'Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed',
   416: 'Range not satisfiable',
@@ -136,7 +137,7 @@ function documentedSchema(route: RouteOptions, devicePaths: string[], tokenCheck
   const responses: Record<string, unknown> = Object.fromEntries(
     Object.entries(ownResponses).map(([status, response]) => [
       status,
-      { 'x-response-description': SUCCESS_DESCRIPTIONS[Number(status)] ?? 'Success', ...(isCursorPage(response) ? { headers: NEXT_PAGE_LINK } : {}), ...(response as object) },
+      { 'x-response-description': SUCCESS_DESCRIPTIONS[Number(status)] ?? ERROR_DESCRIPTIONS[Number(status)] ?? 'Success', ...(isCursorPage(response) ? { headers: NEXT_PAGE_LINK } : {}), ...(response as object) },
     ]),
   );
   for (const [status, response] of Object.entries(documentation.responses ?? {})) responses[status] ??= responseObject(response);
