@@ -244,3 +244,20 @@ export async function findAclLink(db: Db, id: string): Promise<{ customerId: num
 export async function deleteAcl(db: Db, id: string): Promise<void> {
   await db.deleteFrom('acls').where('id', '=', id).execute();
 }
+
+/** An ACL that holds a user: what a removal of the user previews. */
+export interface AclHoldingUser {
+  id: string;
+  name: string | null;
+  okmSerial: string | null;
+}
+
+/**
+ * The customer's ACLs whose users hold `userId`, by id, at most `max` of them: a range of
+ * acl_users' (customer_id, user_id, acl_id) index, each ACL's row then read by its key.
+ */
+export async function findAclsHoldingUser(db: Db, customerId: number, userId: number, max: number): Promise<AclHoldingUser[]> {
+  const holders = db.selectFrom('acl_users').select('acl_users.acl_id').where('acl_users.customer_id', '=', customerId).where('acl_users.user_id', '=', userId);
+  const rows = await db.selectFrom('acls').select(['id', 'name', 'okm_serial']).where('customer_id', '=', customerId).where('id', 'in', holders).orderBy('id').limit(max).execute();
+  return rows.map((row) => ({ id: row.id, name: row.name, okmSerial: row.okm_serial }));
+}

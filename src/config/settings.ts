@@ -76,6 +76,8 @@ export interface Settings {
   aclMaxUsers: number;
   /** Most locks one ACL may hold (and so permissions per user). */
   aclMaxLocks: number;
+  /** Most OKMs one bulk action, and most ACLs one removal of a user, may change in its one transaction. */
+  bulkActionMax: number;
   /** Single sign-on through the company's OpenID Provider (SPEC section 17); undefined: not set up. */
   oidc: OidcSettings | undefined;
   /** A session ends after this long without a request, in ms. */
@@ -353,6 +355,7 @@ export function loadSettings(env: Env = process.env): Settings {
     requestTimeoutSeconds,
     aclMaxUsers: integer(env, 'ACL_MAX_USERS', 5000, 1, 100_000),
     aclMaxLocks: integer(env, 'ACL_MAX_LOCKS', 1000, 1, 10_000),
+    bulkActionMax: integer(env, 'BULK_ACTION_MAX', 1000, 1, 10_000),
     oidc: oidc(env, publicBaseUrl),
     sessionIdleMs: duration(env, 'SESSION_IDLE_TIMEOUT', '30m', 60_000, 24 * 3_600_000),
     sessionLifetimeMs: duration(env, 'SESSION_LIFETIME', '12h', 60_000, 30 * 24 * 3_600_000),
