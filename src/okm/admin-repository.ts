@@ -181,3 +181,12 @@ export async function deleteOkmHistory(db: Db, serialNumber: string): Promise<vo
   await db.deleteFrom('okm_messages').where('okm_serial', '=', serialNumber).execute();
   await db.deleteFrom('okm_audit_records').where('okm_serial', '=', serialNumber).execute();
 }
+
+/**
+ * The serial numbers of the OKMs that match, in order, at most `limit` + 1 of them (so that a
+ * caller bounded to `limit` sees there are more): the list's own walk (a bulk action's selection).
+ */
+export async function matchingSerialNumbers(db: Db, filter: OkmListFilter, limit: number): Promise<string[]> {
+  const rows = await pageSerialNumbers(db, filter, { limit, after: undefined }).execute();
+  return rows.map((row) => row.serial_number);
+}

@@ -17,7 +17,7 @@ import { renderFieldPath } from '../http/validation.ts';
 import type { PageQuery } from '../http/request-schemas.ts';
 import { unlinkAclOfOkm } from './acl-link.ts';
 import { okmChange, okmConfigured, okmDeleted, type OkmAuditState } from './audit-view.ts';
-import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OwnedOkm } from './admin-repository.ts';
+import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OkmListFilter, type OwnedOkm } from './admin-repository.ts';
 import { dividingStateOf, isOverdue, stateFactsOf } from './fleet-states.ts';
 import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
 import { listMessages, MESSAGE_PAGES, queueMessage, type OkmMessage } from './messages-repository.ts';
@@ -225,24 +225,31 @@ const actingFor = (request: OkmRequest) => actingCustomer(request.db, request.pr
 
 export async function listOkmRecords(request: OkmRequest, query: OkmListQuery): Promise<CursorPage<OkmRecord>> {
   const page = cursorPageRequest(OKM_PAGES, query);
+  const okms = await listOkms(request.db, await listFilterOf(request, query), page);
+  return mapCursorPage(okms, (owned) => toOkmRecord(owned, request.settings.fleetPollingInterval));
+}
+
+/** The list's filters, as the OKM list and a bulk action take them. */
+export type OkmFilterQuery = Pick<OkmListQuery, 'unassigned' | 'overdue' | 'firmware_version' | 'state' | 'serial_prefix' | 'last_correction' | 'subscriber_url'>;
+
+/**
+ * What the list's filters select, within what the principal may see: a customer's principal
+ * its customer's OKMs only (another customer named: 403), unassigned OKMs for an admin only.
+ */
+export async function listFilterOf(request: OkmRequest, query: OkmFilterQuery): Promise<OkmListFilter> {
   if (query.unassigned && !request.principal.isAdmin) throw forbidden('unassigned: only an admin token may list unassigned OKMs');
   const acting = await actingFor(request);
   if (query.unassigned && acting !== null) throw badRequest('unassigned: cannot be combined with customer');
-  const okms = await listOkms(
-    request.db,
-    {
-      ...(acting === null ? {} : { customerId: acting.id }),
-      ...(query.unassigned ? { unassigned: true } : {}),
-      ...(query.overdue === undefined ? {} : { overdue: query.overdue }),
-      ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
-      ...(query.state === undefined ? {} : { state: query.state }),
-      ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
-      ...(query.last_correction === undefined ? {} : { lastCorrection: query.last_correction }),
-      ...(query.subscriber_url === undefined ? {} : { subscriberUrl: query.subscriber_url }),
-    },
-    page,
-  );
-  return mapCursorPage(okms, (owned) => toOkmRecord(owned, request.settings.fleetPollingInterval));
+  return {
+    ...(acting === null ? {} : { customerId: acting.id }),
+    ...(query.unassigned ? { unassigned: true } : {}),
+    ...(query.overdue === undefined ? {} : { overdue: query.overdue }),
+    ...(query.firmware_version === undefined ? {} : { firmwareVersion: query.firmware_version }),
+    ...(query.state === undefined ? {} : { state: query.state }),
+    ...(query.serial_prefix === undefined ? {} : { serialPrefix: query.serial_prefix }),
+    ...(query.last_correction === undefined ? {} : { lastCorrection: query.last_correction }),
+    ...(query.subscriber_url === undefined ? {} : { subscriberUrl: query.subscriber_url }),
+  };
 }
 
 /** Throws the 404 of an OKM that does not exist or that the acting customer may not see. */
@@ -326,18 +333,24 @@ export async function patchOkm(request: OkmChangeRequest, serialNumber: string, 
   const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
     const current = customerToken === null ? await lockedVisibleOkm(trx, acting, serialNumber) : await lockedOwnOkm(trx, customerToken, serialNumber);
-    rejectAclManagedFields(current, patch);
-    const linked = current.aclId !== null;
-    // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).
-    const document = settingsDocument(linked ? { ...current.okm, assetList: null, usersAssets: null } : current.okm);
-    const desired = parseMergedSettings(applyMergePatch(document, patch));
-    const keptUsersAssetsJson = Object.hasOwn(patch, 'users_assets') ? usersAssetsJson : linked ? undefined : current.okm.usersAssetsJson;
-    if (keptUsersAssetsJson !== undefined) desired.usersAssetsJson = keptUsersAssetsJson;
-    checkStatusUrls(desired.statusUrls, request.settings, current.okm.statusUrls);
-    await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
-    await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
-    return recordConfigured(request, trx, serialNumber, current);
+    return patchLockedOkm(request, trx, current, patch, usersAssetsJson);
   });
+}
+
+/** A merge patch of an OKM whose row lock `trx` holds, with its okm.configured entry (PATCH, and a bulk action's settings). */
+export async function patchLockedOkm(request: OkmChangeRequest, trx: Db, current: OwnedOkm, patch: OkmPatchBody, usersAssetsJson?: string): Promise<OkmRecord> {
+  const serialNumber = current.okm.serialNumber;
+  rejectAclManagedFields(current, patch);
+  const linked = current.aclId !== null;
+  // A linked OKM's lists are the ACL's, which OKM settings bodies may not hold (caps of their own).
+  const document = settingsDocument(linked ? { ...current.okm, assetList: null, usersAssets: null } : current.okm);
+  const desired = parseMergedSettings(applyMergePatch(document, patch));
+  const keptUsersAssetsJson = Object.hasOwn(patch, 'users_assets') ? usersAssetsJson : linked ? undefined : current.okm.usersAssetsJson;
+  if (keptUsersAssetsJson !== undefined) desired.usersAssetsJson = keptUsersAssetsJson;
+  checkStatusUrls(desired.statusUrls, request.settings, current.okm.statusUrls);
+  await checkNewFirmwarePins(trx, desired.firmware, current.okm.firmware);
+  await updateOkmSettings(trx, serialNumber, desired, request.now, linked);
+  return recordConfigured(request, trx, serialNumber, current);
 }
 
 /** Deletes the OKM with its messages and audit records; if it polls again it comes back unassigned. */
@@ -363,25 +376,30 @@ export async function assignOkm(request: OkmChangeRequest, serialNumber: string,
     if (!(await lockOkm(trx, serialNumber))) throw notFound(OKM_NOT_FOUND);
     const customer = customerName === null ? null : await findCustomerByName(trx, customerName);
     if (customer === undefined) throw badRequest(`customer: unknown customer ${customerName}`);
-    const current = await findOwnedOkm(trx, serialNumber);
-    if (!current) throw notFound(OKM_NOT_FOUND);
-    const previousId = current.okm.customerId;
-    const nextId = customer?.id ?? null;
-    if (previousId !== nextId) {
-      if (previousId !== null) {
-        await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
-        await deleteOkmHistory(trx, serialNumber);
-        await unlinkAclOfOkm(trx, serialNumber, request.now);
-      }
-      await setOkmCustomer(trx, serialNumber, nextId, request.now);
-    }
-    const after = await currentOwnedOkm(trx, serialNumber);
-    // The entry is the new customer's; one moved to none is still the previous customer's to see.
-    const entryCustomer = after.customerName ?? current.customerName;
-    const change = okmChange('okm.assigned', serialNumber, entryCustomer, { before: { customer: current.customerName }, after: { customer: after.customerName } });
-    await recordChange(trx, request.source, change, request.now);
-    return toOkmRecord(after, request.settings.fleetPollingInterval);
+    return assignLockedOkm(request, trx, serialNumber, customer);
   });
+}
+
+/** As assignOkm, for an OKM whose row lock `trx` holds and a customer found already (also a bulk action's assign). */
+export async function assignLockedOkm(request: OkmChangeRequest, trx: Db, serialNumber: string, customer: Customer | null): Promise<OkmRecord> {
+  const current = await findOwnedOkm(trx, serialNumber);
+  if (!current) throw notFound(OKM_NOT_FOUND);
+  const previousId = current.okm.customerId;
+  const nextId = customer?.id ?? null;
+  if (previousId !== nextId) {
+    if (previousId !== null) {
+      await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
+      await deleteOkmHistory(trx, serialNumber);
+      await unlinkAclOfOkm(trx, serialNumber, request.now);
+    }
+    await setOkmCustomer(trx, serialNumber, nextId, request.now);
+  }
+  const after = await currentOwnedOkm(trx, serialNumber);
+  // The entry is the new customer's; one moved to none is still the previous customer's to see.
+  const entryCustomer = after.customerName ?? current.customerName;
+  const change = okmChange('okm.assigned', serialNumber, entryCustomer, { before: { customer: current.customerName }, after: { customer: after.customerName } });
+  await recordChange(trx, request.source, change, request.now);
+  return toOkmRecord(after, request.settings.fleetPollingInterval);
 }
 
 function toMessageRecord(message: OkmMessage): MessageRecord {
@@ -399,18 +417,39 @@ function toMessageRecord(message: OkmMessage): MessageRecord {
  * that text, shown as that text, and sent to the device as keyfleet reads it.
  */
 export async function postMessage(request: OkmChangeRequest, serialNumber: string, type: string, payloadJson: string): Promise<MessageRecord> {
+  checkMessagePayload(payloadJson);
+  const acting = await actingFor(request);
+  return request.db.transaction().execute(async (trx) => queueMessageLocked(request, trx, await lockedVisibleOkm(trx, acting, serialNumber), type, payloadJson));
+}
+
+/** Checks a message's payload as postMessage does, before any transaction (a bulk action checks it once). */
+export function checkMessagePayload(payloadJson: string): void {
   if (Buffer.byteLength(payloadJson) > MAX_MESSAGE_PAYLOAD_BYTES) {
     throw badRequest(`payload: must be at most ${MAX_MESSAGE_PAYLOAD_BYTES} bytes of JSON`);
   }
   refuseDuplicateNames('payload', payloadJson);
-  const acting = await actingFor(request);
-  return request.db.transaction().execute(async (trx) => {
-    const owned = await lockedVisibleOkm(trx, acting, serialNumber);
-    const message = await queueMessage(trx, serialNumber, type, new JsonText(payloadJson), request.now);
-    // Id and type only: a payload may carry what no entry should hold, and it is kept with the message.
-    await recordChange(trx, request.source, okmChange('okm.message_queued', serialNumber, owned.customerName, { after: { id: message.id, type: message.type } }), request.now);
-    return toMessageRecord(message);
-  });
+}
+
+/** Queues a checked message for an OKM whose row lock `trx` holds, with its okm.message_queued entry. */
+export async function queueMessageLocked(request: OkmChangeRequest, trx: Db, owned: OwnedOkm, type: string, payloadJson: string): Promise<MessageRecord> {
+  const serialNumber = owned.okm.serialNumber;
+  const message = await queueMessage(trx, serialNumber, type, new JsonText(payloadJson), request.now);
+  // Id and type only: a payload may carry what no entry should hold, and it is kept with the message.
+  await recordChange(trx, request.source, okmChange('okm.message_queued', serialNumber, owned.customerName, { after: { id: message.id, type: message.type } }), request.now);
+  return toMessageRecord(message);
+}
+
+/**
+ * Takes `url` out of the status URLs of an OKM whose row lock `trx` holds (a bulk action's
+ * remove_subscriber_url), its other settings as they are; okm.configured records the change.
+ * An OKM that does not hold the URL is left alone: false.
+ */
+export async function removeStatusUrlLocked(request: OkmChangeRequest, trx: Db, current: OwnedOkm, url: string): Promise<boolean> {
+  if (!current.okm.statusUrls.includes(url)) return false;
+  const linked = current.aclId !== null;
+  await updateOkmSettings(trx, current.okm.serialNumber, { ...current.okm, statusUrls: current.okm.statusUrls.filter((kept) => kept !== url) }, request.now, linked);
+  await recordConfigured(request, trx, current.okm.serialNumber, current);
+  return true;
 }
 
 /** A page of the OKM's messages (pending and delivered, or those the query picks), oldest first. */
