@@ -36,6 +36,7 @@ export const AUDIT_ACTIONS = {
   'webhook_endpoint.created': { entity: 'webhook_endpoint', says: 'a fleet-event webhook endpoint was created (its secret is never recorded)' },
   'webhook_endpoint.updated': { entity: 'webhook_endpoint', says: 'a webhook endpoint was changed' },
   'webhook_endpoint.deleted': { entity: 'webhook_endpoint', says: 'a webhook endpoint was deleted' },
+  'webhook_delivery.redelivered': { entity: 'webhook_endpoint', says: 'a finished delivery of a fleet event was queued again to its endpoint: after names the delivery and its redelivery' },
   'webhook_secret.rotated': { entity: 'webhook_secret', says: 'the signing secret of status webhooks was set or rotated (never recorded)' },
   'role_binding.created': { entity: 'role_binding', says: 'a role was bound to an IdP group or a person' },
   'role_binding.deleted': { entity: 'role_binding', says: 'a role binding was removed' },

@@ -115,3 +115,40 @@ export async function countPinningOkms(db: Db, kind: FirmwareKind, version: stri
     .executeTakeFirstOrThrow();
   return Number(row.pinning);
 }
+
+/** The okms column with the version of each kind the OKM reported at its last poll. */
+const REPORTED_COLUMNS = {
+  kas: 'firmware_version',
+  batch_key: 'batch_key_firmware_version',
+  wireless_key: 'wireless_key_firmware_version',
+} as const satisfies Record<FirmwareKind, string>;
+
+/**
+ * What a change of the fleet latest of a kind reaches, over the whole fleet in one pass: the
+ * OKMs without a pin of the kind (they follow the fleet latest), those of them that do not
+ * report `target` (null: nothing is offered to them then), and the pinned ones.
+ */
+export async function countLatestFollowers(db: Db, kind: FirmwareKind, target: string | null): Promise<{ okms: number; offered: number; pinned: number }> {
+  const pin = PIN_COLUMNS[kind];
+  const reported = REPORTED_COLUMNS[kind];
+  const row = await db
+    .selectFrom('okms')
+    .select((eb) => [
+      eb.fn.countAll<number | string>().as('total'),
+      eb.fn.count<number | string>(pin).as('pinned'),
+      eb.fn
+        .sum<number | string | null>(
+          eb
+            .case()
+            .when(eb.and([eb(pin, 'is', null), target === null ? eb.lit(false) : eb.or([eb(reported, 'is', null), eb(reported, '!=', target)])]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
+        .as('offered'),
+    ])
+    .executeTakeFirstOrThrow();
+  const total = Number(row.total);
+  const pinned = Number(row.pinned);
+  return { okms: total - pinned, offered: Number(row.offered ?? 0), pinned };
+}

@@ -10,6 +10,7 @@ import { parseRange, type ByteRange } from './byte-range.ts';
 import {
   FIRMWARE_CHUNK_BYTES,
   clearFleetLatest,
+  countLatestFollowers,
   countPinningOkms,
   deleteRelease,
   fleetLatestVersion,
@@ -24,7 +25,7 @@ import {
 } from './catalog-repository.ts';
 import { payloadTooLarge, spoolUpload } from './catalog-upload.ts';
 import { downloadUrl, findRelease, fleetLatestReleases, type FirmwareRelease } from './repository.ts';
-import type { LatestVersions, LatestView, ReleaseView, UrlReleaseBody } from './schemas.ts';
+import type { LatestPreview, LatestVersions, LatestView, ReleaseView, UrlReleaseBody } from './schemas.ts';
 import { FIRMWARE_KINDS, compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from './version.ts';
 
 type CatalogSettings = Pick<Settings, 'publicBaseUrl' | 'dataDir' | 'firmwareMaxBytes'>;
@@ -178,6 +179,18 @@ export async function setLatest(db: Db, source: ChangeSource, kind: FirmwareKind
     await recordChange(trx, source, { action: 'firmware.latest_set', customer: null, entity: { type: 'firmware', id: kind }, before: { version: before }, after: { version } }, now);
   });
   return { kind, version };
+}
+
+/**
+ * What setting (or, with null, clearing) the fleet latest of a kind would reach, before it is
+ * done: the console's confirmation names these counts. Read only; the counts are of the moment.
+ */
+export async function previewLatest(db: Db, kind: FirmwareKind, version: string | null): Promise<LatestPreview> {
+  if (version !== null && !(await findRelease(db, kind, version))) throw badRequest(`version: no ${kind} release ${version} in the firmware catalog`);
+  const current = (await fleetLatestVersion(db, kind)) ?? null;
+  // Clearing stops the offer of the current latest to those not on it yet.
+  const counts = await countLatestFollowers(db, kind, version ?? current);
+  return { kind, current, version, ...counts };
 }
 
 export interface FileReply {

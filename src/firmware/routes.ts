@@ -7,12 +7,14 @@ import { requireScopes } from '../auth/guard.ts';
 import { unsupportedMediaType } from '../http/errors.ts';
 import type { OperationDocumentation } from '../http/openapi.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
-import { addFileRelease, addUrlRelease, getRelease, listCatalog, openDownload, removeRelease, setLatest } from './catalog-service.ts';
+import { addFileRelease, addUrlRelease, getRelease, listCatalog, openDownload, previewLatest, removeRelease, setLatest } from './catalog-service.ts';
 import {
   CatalogQuery,
   CatalogResponse,
   KindParams,
   LatestBody,
+  LatestPreview,
+  LatestPreviewQuery,
   LatestView,
   ReleaseParams,
   ReleaseView,
@@ -95,6 +97,21 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { operationId: 'setLatestFirmware', summary: 'Set the fleet-wide latest release of a kind', params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
     },
     async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, changeSourceOf(request), request.params.kind, request.body.version) }),
+  );
+
+  app.get(
+    '/:kind/latest/preview',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'previewLatestFirmware',
+        summary: 'How many OKMs setting (version) or clearing (no version) the fleet-wide latest of a kind would reach; changes nothing',
+        params: KindParams,
+        querystring: LatestPreviewQuery,
+        response: { 200: resourceResponse(LatestPreview), ...errorResponses },
+      },
+    },
+    async (request) => ({ message: MESSAGES.fetched, data: await previewLatest(app.db, request.params.kind, request.query.version ?? null) }),
   );
 
   app.put(

@@ -53,3 +53,21 @@ export const CatalogResponse = Type.Object({ message: Type.String(), data: Type.
 export const LatestView = Type.Object({ kind: Kind, version: VersionOrNull });
 export type LatestView = Static<typeof LatestView>;
 
+
+export const LatestPreviewQuery = Type.Object(
+  { version: Type.Optional(Version) },
+  { additionalProperties: false, description: 'version: the release that would become the fleet latest; absent: the fleet latest would be cleared' },
+);
+export type LatestPreviewQuery = Static<typeof LatestPreviewQuery>;
+
+export const LatestPreview = Type.Object({
+  kind: Kind,
+  current: VersionOrNull,
+  version: Type.Union([Type.String(), Type.Null()], { description: 'the fleet latest after the change; null: cleared' }),
+  okms: Type.Integer({ description: 'OKMs of every customer that follow the fleet latest of this kind (no pin of it): the change applies to each' }),
+  offered: Type.Integer({
+    description: 'of those, OKMs that do not report `version`, offered it at their next poll; for a clear, those that do not report the current latest, no longer offered it',
+  }),
+  pinned: Type.Integer({ description: 'OKMs with a pin of this kind, which the change leaves as they are' }),
+});
+export type LatestPreview = Static<typeof LatestPreview>;

@@ -39,8 +39,10 @@ export type WebhookEndpointRecord = Static<typeof WebhookEndpointRecord>;
 const NullableTime = Nullable(IsoTime);
 
 export const EndpointDeliveryRecord = Type.Object({
+  id: Type.Integer({ description: 'the delivery (one event to this endpoint); a redelivery is a new delivery of the same event_id' }),
   event_id: Type.String({ description: 'webhook-id' }),
   event_type: Type.String(),
+  serial_number: Nullable(Type.String({ description: 'the OKM the event names (data.serial_number of okm.* and subscriber.failing events); null for the others' })),
   state: Type.Enum(['pending', 'delivered', 'failed', 'gone']),
   attempts: Type.Integer(),
   created_at: IsoTime,

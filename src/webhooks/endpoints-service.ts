@@ -18,6 +18,7 @@ import {
   type EndpointScope,
   type WebhookEndpoint,
 } from './endpoints-repository.ts';
+import { toDeliveryRecord } from './delivery-records.ts';
 import { ENDPOINT_DELIVERY_PAGES, endpointDeliveries } from './fleet-deliveries-repository.ts';
 import { DEPLOYMENT_ONLY_EVENT_TYPES, endpointsChanged, eventBody, newEventId, queueDeliveries, type FleetEventType } from './fleet-events.ts';
 import { checkDestination } from './ssrf-guard.ts';
@@ -71,7 +72,7 @@ async function actingOwner(request: EndpointRequest): Promise<{ id: number; name
 }
 
 /** The endpoints a request may read or change: its customer's; an admin's, every one unless it names a customer. */
-async function scopeOf(request: EndpointRequest): Promise<EndpointScope> {
+export async function scopeOf(request: EndpointRequest): Promise<EndpointScope> {
   const acting = await actingOwner(request);
   return acting === null ? {} : { customerId: acting.id };
 }
@@ -176,22 +177,9 @@ export async function sendTestEvent(request: EndpointRequest, id: number): Promi
   return body.id;
 }
 
-const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
-
 /** One page of the endpoint's deliveries, newest first. */
 export async function deliveryRecords(request: EndpointRequest, id: number, query: CursorPageQuery): Promise<CursorPage<EndpointDeliveryRecord>> {
   const page = cursorPageRequest(ENDPOINT_DELIVERY_PAGES, query);
   const endpoint = await getEndpoint(request, id);
-  return mapCursorPage(await endpointDeliveries(request.db, endpoint.id, page), (row) => ({
-    event_id: row.event_id,
-    event_type: row.event_type,
-    state: row.state,
-    attempts: row.attempts,
-    created_at: iso(row.created_at)!,
-    next_attempt_at: row.state === 'pending' ? iso(row.next_attempt_at) : null,
-    last_attempt_at: iso(row.last_attempt_at),
-    last_status_code: row.last_status_code,
-    last_error: row.last_error,
-    delivered_at: iso(row.delivered_at),
-  }));
+  return mapCursorPage(await endpointDeliveries(request.db, endpoint.id, page), toDeliveryRecord);
 }

@@ -92,3 +92,79 @@ export async function endpointDeliveries(db: Db, endpointId: number, page: Curso
   if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after, 'desc'));
   return ENDPOINT_DELIVERY_PAGES.page(await rows.execute(), page.limit, (row) => [row.id]);
 }
+
+/** One delivery of an endpoint; undefined when the endpoint has no delivery of that id (another's, or pruned). */
+export async function findEndpointDelivery(db: Db, endpointId: number, deliveryId: number): Promise<Selectable<FleetEventDeliveriesTable> | undefined> {
+  return db.selectFrom('fleet_event_deliveries').selectAll().where('id', '=', deliveryId).where('endpoint_id', '=', endpointId).executeTakeFirst();
+}
+
+/**
+ * The newest delivery of one event to one endpoint that is still pending (the original being
+ * retried, or a redelivery queued and not attempted to its end yet): a range of the endpoint
+ * index, read backwards, filtered on the event (an endpoint's deliveries of one event are few).
+ */
+export async function pendingDeliveryOfEvent(db: Db, endpointId: number, eventId: string): Promise<Selectable<FleetEventDeliveriesTable> | undefined> {
+  return db
+    .selectFrom('fleet_event_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .where('event_id', '=', eventId)
+    .where('state', '=', PENDING)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Endpoints a failing-endpoints read lists at most. */
+export const FAILING_ENDPOINTS_LIMIT = 50;
+
+export interface FailingEndpointRow {
+  id: number;
+  url: string;
+  customer_name: string | null;
+  event_type: string;
+  state: FleetEventDeliveriesTable['state'];
+  attempts: number;
+  last_attempt_at: number;
+  last_status_code: number | null;
+  last_error: string;
+}
+
+/**
+ * The endpoints in scope (one customer's, or every endpoint) whose newest attempted delivery
+ * did not get through: it is being retried, used every retry, or was answered 410. The newest
+ * attempted delivery of each endpoint is found backwards along its index (endpoint_id, id),
+ * past the few fresh deliveries not attempted yet. Most recently failing first.
+ */
+export async function failingEndpoints(db: Db, customerId: number | null | undefined): Promise<FailingEndpointRow[]> {
+  let query = db
+    .selectFrom('webhook_endpoints')
+    .leftJoin('customers', 'customers.id', 'webhook_endpoints.customer_id')
+    .innerJoin('fleet_event_deliveries as last', (join) =>
+      join.on('last.id', '=', (eb) =>
+        eb
+          .selectFrom('fleet_event_deliveries as attempted')
+          .select((select) => select.fn.max('attempted.id').as('id'))
+          .whereRef('attempted.endpoint_id', '=', 'webhook_endpoints.id')
+          .where('attempted.last_attempt_at', 'is not', null),
+      ),
+    )
+    .select([
+      'webhook_endpoints.id',
+      'webhook_endpoints.url',
+      'customers.name as customer_name',
+      'last.event_type',
+      'last.state',
+      'last.attempts',
+      'last.last_attempt_at',
+      'last.last_status_code',
+      'last.last_error',
+    ])
+    .where('last.last_error', 'is not', null)
+    .orderBy('last.last_attempt_at', 'desc')
+    .orderBy('webhook_endpoints.id')
+    .limit(FAILING_ENDPOINTS_LIMIT);
+  if (customerId !== undefined) query = customerId === null ? query.where('webhook_endpoints.customer_id', 'is', null) : query.where('webhook_endpoints.customer_id', '=', customerId);
+  const rows = await query.execute();
+  return rows.map((row) => ({ ...row, last_attempt_at: Number(row.last_attempt_at), last_error: row.last_error! }));
+}

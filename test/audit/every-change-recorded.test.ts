@@ -358,6 +358,21 @@ function operations(w: World): Record<string, Operation> {
         return () => request('DELETE', `/api/v1/webhook-endpoints/${id}`, { token: w.acmeOkm });
       },
     },
+    redeliverWebhookEndpointDelivery: {
+      actions: ['webhook_delivery.redelivered'],
+      actor: 'token',
+      setup: async () => {
+        const id = await webhookEndpoint();
+        const body = { id: `msg_${next('redeliver')}`, type: 'okm.overdue', timestamp: new Date().toISOString(), data: { serial_number: 'OKM-1' } };
+        const now = Date.now();
+        const failed = await w.t.db
+          .insertInto('fleet_event_deliveries')
+          .values({ endpoint_id: id, customer_id: w.acmeId, url: 'https://hooks.example/', host: 'hooks.example', event_id: body.id, event_type: body.type, payload: JSON.stringify(body), state: 'failed', attempts: 4, next_attempt_at: now, created_at: now, last_attempt_at: now, last_status_code: 500, last_error: 'HTTP 500' })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        return () => request('POST', `/api/v1/webhook-endpoints/${id}/deliveries/${failed.id}/redeliver`, { token: w.acmeOkm });
+      },
+    },
     sendWebhookEndpointTestEvent: { exempt: 'queues a test delivery to the endpoint: delivery bookkeeping, no configuration changes' },
     addFirmwareUrl: {
       actions: ['firmware.added'],
