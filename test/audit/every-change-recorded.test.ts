@@ -430,6 +430,30 @@ function operations(w: World): Record<string, Operation> {
         return () => request('DELETE', `/api/v1/acls/${body.id}`, { token: w.acmeAcl });
       },
     },
+    removeAclUser: {
+      actions: ['acl.updated', 'acl.updated'],
+      actor: 'token',
+      setup: async () => {
+        const leaving = 900_000_000 + (process.pid % 1000) * 1000 + ++unique;
+        const ids: string[] = [];
+        for (let index = 0; index < 2; index += 1) {
+          const body = { ...sampleAcl('acme'), users: [aclUser(1234, [1, 0, 1]), aclUser(leaving, [0, 1, 1])] };
+          ok(await request('POST', '/api/v1/acls', { token: w.acmeAcl, json: body }), 'POST acl');
+          ids.push(body.id);
+        }
+        return () => request('POST', `/api/v1/acl-users/${leaving}/removal?customer=acme`, { token: w.acmeAcl, json: { acl_ids: ids } });
+      },
+    },
+    applyOkmBulkAction: {
+      actions: ['okm.configured', 'okm.configured'],
+      actor: 'token',
+      setup: async () => {
+        const prefix = next('BULK');
+        for (const serial of [`${prefix}.1`, `${prefix}.2`]) ok(await request('PUT', `/api/v1/okms/${serial}?customer=acme`, { token: w.admin, json: {} }), 'PUT okm');
+        return () => request('POST', '/api/v1/okm-bulk-actions', { token: w.acmeOkm, json: { filter: { serial_prefix: prefix }, action: { type: 'configure', settings: { polling_interval: 45 } } } });
+      },
+    },
+    previewOkmBulkAction: { exempt: 'says which OKMs a bulk action would change: changes nothing' },
     createRollout: {
       actions: ['rollout.created'],
       actor: 'token',
@@ -445,6 +469,29 @@ function operations(w: World): Record<string, Operation> {
     advanceRollout: { actions: ['rollout.advanced'], actor: 'token', setup: rolloutAction('advance', ['start'], { groups: [50, 100] }) },
     abortRollout: { actions: ['rollout.aborted'], actor: 'token', setup: rolloutAction('abort', ['start']) },
     approveRollout: { actions: ['rollout.approved'], actor: 'token', setup: rolloutAction('approve', [], { approval: true }, () => w.rolloutApprover) },
+    updateRollout: {
+      actions: ['rollout.updated'],
+      actor: 'token',
+      setup: async () => {
+        const { id } = await rollout({}, 'start', 'pause');
+        return () => request('PATCH', `/api/v1/rollouts/${id}`, { token: w.rolloutWriter, json: { error_threshold: 40 } });
+      },
+    },
+    ...Object.fromEntries(
+      (['retry', 'exclude'] as const).map((path) => [
+        `${path}RolloutOkms`,
+        {
+          actions: [path === 'retry' ? 'rollout.members_retried' : 'rollout.members_excluded'],
+          actor: 'token',
+          setup: async (): Promise<Call> => {
+            const { id } = await rollout({}, 'start', 'pause');
+            // Members the sweep would have failed: the sweep is off here.
+            await w.t.db.updateTable('rollout_members').set({ status: 'failed', status_changed_at: Date.now() }).where('rollout_id', '=', id).execute();
+            return () => request('POST', `/api/v1/rollouts/${id}/okms/${path}`, { token: w.rolloutWriter, json: {} });
+          },
+        },
+      ]),
+    ),
     previewRollout: { exempt: 'computes which OKMs a rollout would take: changes nothing' },
   };
 }
