@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { Type } from 'typebox';
@@ -9,6 +9,7 @@ import { badRequest } from '../http/errors.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { CustomerQuery, PageQuery, SerialParams } from '../http/request-schemas.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
 import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
 import { memberSource } from '../shared/raw-json.ts';
 import {
@@ -17,6 +18,7 @@ import {
   getOkmRecord,
   listOkmRecords,
   messageHistory,
+  okmEtag,
   patchOkm,
   postMessage,
   removeOkm,
@@ -59,6 +61,14 @@ export interface OkmAdminRoutesOptions {
 }
 
 const errorResponses = { '4xx': ErrorResponse };
+/** The answers of a write that honours If-Match: a 412 holds the OKM as it now is. */
+const conditionalErrorResponses = { 412: preconditionFailedResponse(OkmRecord), ...errorResponses };
+
+/** The record with its ETag (RFC 9110 §8.8.3): the version of its configuration that a later If-Match names. */
+function withEtag<T extends OkmRecord>(reply: FastifyReply, record: T): T {
+  reply.header('etag', okmEtag(record));
+  return record;
+}
 
 /** A message body's payload as the JSON text it was sent in (SPEC §16: stored and shown as sent); null when it has none. */
 function payloadAsSent(jsonText: string | undefined, payload: unknown): string {
@@ -89,6 +99,11 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
   });
   /** As okmRequest, for a change: with who makes it, for the audit trail. */
   const okmChangeRequest = (request: FastifyRequest, customerName?: string): OkmChangeRequest => ({ ...okmRequest(request, customerName), source: changeSourceOf(request) });
+  /** As okmChangeRequest, for a write of the configuration: with its If-Match (RFC 9110). */
+  const conditionalChangeRequest = (request: FastifyRequest, customerName?: string): OkmChangeRequest => {
+    const ifMatch = parseIfMatch(request.headers['if-match']);
+    return { ...okmChangeRequest(request, customerName), ...(ifMatch === undefined ? {} : { ifMatch }) };
+  };
 
   app.get(
     '/',
@@ -120,9 +135,9 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
       onRequest: canRead,
       schema: { operationId: 'getOkm', summary: 'Get an OKM', params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
     },
-    async (request) => ({
+    async (request, reply) => ({
       message: MESSAGES.fetched,
-      data: await getOkmRecord(okmRequest(request, request.query.customer), request.params.serial),
+      data: withEtag(reply, await getOkmRecord(okmRequest(request, request.query.customer), request.params.serial)),
     }),
   );
 
@@ -137,13 +152,14 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
         summary: 'Create or replace an OKM\'s settings',
         params: SerialParams,
         querystring: CustomerQuery,
+        headers: IfMatchHeaders,
         body: OkmSettingsBody,
-        response: { 200: resourceResponse(OkmRecord), 201: resourceResponse(OkmRecord), ...errorResponses },
+        response: { 200: resourceResponse(OkmRecord), 201: resourceResponse(OkmRecord), ...conditionalErrorResponses },
       },
     },
     async (request, reply) => {
-      const { record, created } = await replaceOkm(okmChangeRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText);
-      return reply.code(created ? 201 : 200).send({ message: created ? MESSAGES.created : MESSAGES.updated, data: record });
+      const { record, created } = await replaceOkm(conditionalChangeRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText);
+      return reply.code(created ? 201 : 200).send({ message: created ? MESSAGES.created : MESSAGES.updated, data: withEtag(reply, record) });
     },
   );
 
@@ -158,13 +174,14 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
         summary: 'Update an OKM\'s settings (JSON merge patch)',
         params: SerialParams,
         querystring: CustomerQuery,
+        headers: IfMatchHeaders,
         body: OkmPatchBody,
-        response: { 200: resourceResponse(OkmRecord), ...errorResponses },
+        response: { 200: resourceResponse(OkmRecord), ...conditionalErrorResponses },
       },
     },
-    async (request) => ({
+    async (request, reply) => ({
       message: MESSAGES.updated,
-      data: await patchOkm(okmChangeRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText),
+      data: withEtag(reply, await patchOkm(conditionalChangeRequest(request, request.query.customer), request.params.serial, request.body, request.jsonText)),
     }),
   );
 
@@ -172,10 +189,17 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     '/:serial',
     {
       onRequest: canWrite,
-      schema: { operationId: 'deleteOkm', summary: 'Delete an OKM', params: SerialParams, querystring: CustomerQuery, response: { 204: Type.Null(), ...errorResponses } },
+      schema: {
+        operationId: 'deleteOkm',
+        summary: 'Delete an OKM',
+        params: SerialParams,
+        querystring: CustomerQuery,
+        headers: IfMatchHeaders,
+        response: { 204: Type.Null(), ...conditionalErrorResponses },
+      },
     },
     async (request, reply) => {
-      await removeOkm(okmChangeRequest(request, request.query.customer), request.params.serial);
+      await removeOkm(conditionalChangeRequest(request, request.query.customer), request.params.serial);
       return reply.code(204).send(null);
     },
   );
@@ -185,11 +209,18 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     {
       ...WRITES_JSON_TEXTS,
       onRequest: canAdminister,
-      schema: { operationId: 'assignOkmCustomer', summary: 'Assign an OKM to a customer (operators)', params: SerialParams, body: CustomerAssignmentBody, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
+      schema: {
+        operationId: 'assignOkmCustomer',
+        summary: 'Assign an OKM to a customer (operators)',
+        params: SerialParams,
+        headers: IfMatchHeaders,
+        body: CustomerAssignmentBody,
+        response: { 200: resourceResponse(OkmRecord), ...conditionalErrorResponses },
+      },
     },
-    async (request) => ({
+    async (request, reply) => ({
       message: MESSAGES.updated,
-      data: await assignOkm(okmChangeRequest(request), request.params.serial, request.body.customer),
+      data: withEtag(reply, await assignOkm(conditionalChangeRequest(request), request.params.serial, request.body.customer)),
     }),
   );
 

@@ -9,6 +9,9 @@ import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
+import { stringifyWithJsonTexts } from '../http/json-texts.ts';
+import { checkIfMatch, strongEtag, type IfMatch } from '../http/preconditions.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { checkDestination } from '../webhooks/ssrf-guard.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
@@ -46,6 +49,8 @@ export interface OkmRequest {
 /** A request that changes an OKM: also who asks, for the audit trail. */
 export interface OkmChangeRequest extends OkmRequest {
   source: ChangeSource;
+  /** The write's If-Match (PUT, PATCH, DELETE, customer), checked under the OKM's row lock; undefined: unconditional. */
+  ifMatch?: IfMatch;
 }
 
 const OKM_NOT_FOUND = 'OKM not found';
@@ -84,6 +89,26 @@ export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleet
 
 /** The settings a body describes; usersAssetsJson: its users_assets as the text it was sent in. */
 function settingsFromBody(body: OkmSettingsBody, usersAssetsJson?: string): OkmSettings {
+/** The record's members that its ETag covers: its configuration, what the admin API writes (the device's reports and the poll's marks are not). */
+const CONFIGURATION_MEMBERS = ['customer', 'acl_id', 'cache_mode', 'key_checkout_window', 'auditing_enabled', 'asset_list', 'polling_interval', 'firmware', 'subscribe_urls'] as const;
+
+/**
+ * The OKM's strong ETag: a digest of its configuration as its record shows it, firmware pins
+ * and a linked ACL's lists included, so that a change by any path gives another tag, while
+ * polls, which change only what the device reports, leave it (docs/adr/0100).
+ */
+export function okmEtag(record: OkmRecord): string {
+  const configuration = Object.fromEntries(CONFIGURATION_MEMBERS.map((member) => [member, record[member]]));
+  return strongEtag(`${canonicalJson(configuration)}\n${record.users_assets === null ? 'null' : record.users_assets.text}`);
+}
+
+/** Evaluates the request's If-Match against the OKM as it is; the caller holds its row lock (undefined: there is no such OKM). */
+function checkOkmVersion(request: OkmChangeRequest, current: OwnedOkm | undefined): void {
+  if (request.ifMatch === undefined) return;
+  const record = current && toOkmRecord(current, request.settings.fleetPollingInterval);
+  checkIfMatch(request.ifMatch, record ? okmEtag(record) : null, () => stringifyWithJsonTexts(record));
+}
+
   return {
     cacheMode: body.cache_mode ?? null,
     keyCheckoutWindow: body.key_checkout_window ?? null,
@@ -304,10 +329,16 @@ export async function replaceOkm(
       await updateOkmSettings(trx, serialNumber, desired, request.now, current.aclId !== null);
       return { record: await recordConfigured(request, trx, serialNumber, current), created };
     };
-    if (customerToken !== null) return replaceSettingsOf(await lockedOwnOkm(trx, customerToken, serialNumber), false);
+    if (customerToken !== null) {
+      const own = await lockedOwnOkm(trx, customerToken, serialNumber);
+      checkOkmVersion(request, own);
+      return replaceSettingsOf(own, false);
+    }
     const lockedExisting = await lockOkm(trx, serialNumber);
     if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
       await checkNewFirmwarePins(trx, desired.firmware, undefined);
+    // With If-Match, PUT only replaces: a missing OKM has no version to match.
+    if (!lockedExisting) checkOkmVersion(request, undefined);
       return { record: await recordConfigured(request, trx, serialNumber, undefined), created: true };
     }
     // Either it existed, or a poll inserted it between the lock attempt and the insert.
@@ -318,6 +349,7 @@ export async function replaceOkm(
     if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
     const assigned = acting !== null && ownerId === null;
     if (assigned) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
+    checkOkmVersion(request, current);
     return replaceSettingsOf(current, assigned);
   });
 }
@@ -335,6 +367,7 @@ export async function patchOkm(request: OkmChangeRequest, serialNumber: string, 
     const current = customerToken === null ? await lockedVisibleOkm(trx, acting, serialNumber) : await lockedOwnOkm(trx, customerToken, serialNumber);
     return patchLockedOkm(request, trx, current, patch, usersAssetsJson);
   });
+    checkOkmVersion(request, current);
 }
 
 /** A merge patch of an OKM whose row lock `trx` holds, with its okm.configured entry (PATCH, and a bulk action's settings). */
@@ -360,6 +393,7 @@ export async function removeOkm(request: OkmChangeRequest, serialNumber: string)
     const deleted = await lockedVisibleOkm(trx, acting, serialNumber);
     await deleteOkm(trx, serialNumber);
     await recordChange(trx, request.source, okmDeleted(serialNumber, auditStateOf(deleted)), request.now);
+    checkOkmVersion(request, deleted);
   });
 }
 
@@ -386,6 +420,7 @@ export async function assignLockedOkm(request: OkmChangeRequest, trx: Db, serial
   if (!current) throw notFound(OKM_NOT_FOUND);
   const previousId = current.okm.customerId;
   const nextId = customer?.id ?? null;
+  checkOkmVersion(request, current);
   if (previousId !== nextId) {
     if (previousId !== null) {
       await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
