@@ -1,15 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
 import { CustomerQuery, PageQuery } from '../http/request-schemas.ts';
 import { EndpointBody, EndpointDeliveryRecord, EndpointListQuery, EndpointParams, EndpointPatchBody, TestEventRecord, WebhookEndpointRecord } from './endpoints-schemas.ts';
-import { createEndpoint, deliveryRecords, endpointRecords, getEndpoint, patchEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
+import { createEndpoint, deliveryRecords, endpointEtag, endpointRecords, getEndpoint, patchEndpoint, removeEndpoint, sendTestEvent, toEndpointRecord, type EndpointRequest } from './endpoints-service.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
+/** The answers of a write that honours If-Match: a 412 holds the endpoint as it now is. */
+const conditionalErrorResponses = { 412: preconditionFailedResponse(WebhookEndpointRecord), ...errorResponses };
+
+/** The record with its ETag (RFC 9110 §8.8.3), the version a later If-Match names. */
+function withEtag(reply: FastifyReply, record: WebhookEndpointRecord): WebhookEndpointRecord {
+  reply.header('etag', endpointEtag(record));
+  return record;
+}
 
 /** Fleet-event webhook endpoints (SPEC §14), mounted at /api/v1/webhook-endpoints. */
 const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -22,6 +31,11 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     now: Date.now(),
     source: changeSourceOf(request),
   });
+  /** As endpointRequest, for a write: with its If-Match (RFC 9110). */
+  const conditionalRequest = (request: FastifyRequest, customerName: string | undefined): EndpointRequest => {
+    const ifMatch = parseIfMatch(request.headers['if-match']);
+    return { ...endpointRequest(request, customerName), ...(ifMatch === undefined ? {} : { ifMatch }) };
+  };
 
   app.post(
     '/',
@@ -37,7 +51,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const endpoint = await createEndpoint(endpointRequest(request, request.query.customer), request.body);
-      return reply.code(201).send({ message: MESSAGES.created, data: endpoint });
+      return reply.code(201).send({ message: MESSAGES.created, data: withEtag(reply, endpoint) });
     },
   );
 
@@ -70,9 +84,9 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: resourceResponse(WebhookEndpointRecord), ...errorResponses },
       },
     },
-    async (request) => ({
+    async (request, reply) => ({
       message: MESSAGES.fetched,
-      data: toEndpointRecord(await getEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id))),
+      data: withEtag(reply, toEndpointRecord(await getEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id)))),
     }),
   );
 
@@ -85,13 +99,14 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change a webhook endpoint\'s url or event types (JSON merge patch); its pending deliveries follow the new url',
         params: EndpointParams,
         querystring: CustomerQuery,
+        headers: IfMatchHeaders,
         body: EndpointPatchBody,
-        response: { 200: resourceResponse(WebhookEndpointRecord), ...errorResponses },
+        response: { 200: resourceResponse(WebhookEndpointRecord), ...conditionalErrorResponses },
       },
     },
-    async (request) => ({
+    async (request, reply) => ({
       message: MESSAGES.updated,
-      data: await patchEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id), request.body),
+      data: withEtag(reply, await patchEndpoint(conditionalRequest(request, request.query.customer), Number(request.params.id), request.body)),
     }),
   );
 
@@ -104,11 +119,12 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Delete a webhook endpoint and its deliveries',
         params: EndpointParams,
         querystring: CustomerQuery,
-        response: { 204: Type.Null(), ...errorResponses },
+        headers: IfMatchHeaders,
+        response: { 204: Type.Null(), ...conditionalErrorResponses },
       },
     },
     async (request, reply) => {
-      await removeEndpoint(endpointRequest(request, request.query.customer), Number(request.params.id));
+      await removeEndpoint(conditionalRequest(request, request.query.customer), Number(request.params.id));
       return reply.code(204).send(null);
     },
   );

@@ -5,6 +5,7 @@ import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
+import { checkIfMatch, strongEtag, type IfMatch } from '../http/preconditions.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import {
   countEndpoints,
@@ -38,6 +39,8 @@ export interface EndpointRequest {
   now: number;
   /** Who changes, for the audit trail (unused by reads). */
   source: ChangeSource;
+  /** A write's If-Match (PATCH, DELETE), checked under the endpoint's row lock; undefined: unconditional. */
+  ifMatch?: IfMatch;
 }
 
 export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointRecord => ({
@@ -47,6 +50,18 @@ export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointReco
   customer: endpoint.customerName,
   created_at: new Date(endpoint.createdAt).toISOString(),
 });
+
+/** The endpoint's strong ETag: a digest of what its record shows of it, all of which a PATCH can change or names it by (docs/adr/0100). */
+export function endpointEtag(record: WebhookEndpointRecord): string {
+  return strongEtag(JSON.stringify([record.id, record.customer, record.url, record.event_types]));
+}
+
+/** Evaluates the request's If-Match against the endpoint as it is (the caller holds its row lock when it writes). */
+function checkEndpointVersion(request: EndpointRequest, current: WebhookEndpoint | undefined): void {
+  if (request.ifMatch === undefined) return;
+  const record = current && toEndpointRecord(current);
+  checkIfMatch(request.ifMatch, record ? endpointEtag(record) : null, () => JSON.stringify(record));
+}
 
 /** An endpoint as the audit trail records it: where it delivers and what (it has no secret of its own: its customer's signs). */
 const endpointState = (endpoint: Pick<WebhookEndpoint, 'url' | 'eventTypes'>) => ({ url: endpoint.url, event_types: endpoint.eventTypes });
@@ -144,10 +159,14 @@ export async function patchEndpoint(request: EndpointRequest, id: number, patch:
   const endpoint = await getEndpoint(request, id);
   if (patch.url !== undefined) checkEndpointUrl(patch.url, request.settings);
   if (patch.event_types !== undefined) checkEventTypes(patch.event_types, endpoint.customerId, request.principal);
-  if (patch.url === undefined && patch.event_types === undefined) return toEndpointRecord(endpoint);
+  if (patch.url === undefined && patch.event_types === undefined) {
+    checkEndpointVersion(request, endpoint);
+    return toEndpointRecord(endpoint);
+  }
   const changed = await request.db.transaction().execute(async (tx) => {
     if (!(await lockEndpoint(tx, endpoint.id))) throw endpointNotFound(id);
     const before = (await findEndpoint(tx, endpoint.id, {}))!;
+    checkEndpointVersion(request, before);
     await updateEndpoint(tx, endpoint.id, { url: patch.url, eventTypes: patch.event_types });
     const after = (await findEndpoint(tx, endpoint.id, {}))!;
     const difference = changedMembers(endpointState(before), endpointState(after));
@@ -161,6 +180,7 @@ export async function patchEndpoint(request: EndpointRequest, id: number, patch:
 export async function removeEndpoint(request: EndpointRequest, id: number): Promise<void> {
   const scope = await scopeOf(request);
   const deleted = await request.db.transaction().execute(async (tx) => {
+    if (request.ifMatch !== undefined && (await lockEndpoint(tx, id))) checkEndpointVersion(request, await findEndpoint(tx, id, scope));
     const endpoint = await deleteEndpoint(tx, id, scope);
     if (endpoint) await recordChange(tx, request.source, endpointChange('webhook_endpoint.deleted', endpoint, endpointState(endpoint)), request.now);
     return endpoint;
