@@ -31,6 +31,7 @@ import * as rolloutOkmList from './migrations/0027_rollout_okm_list.ts';
 import * as stuckOkms from './migrations/0028_stuck_okms.ts';
 import * as peopleAndSessions from './migrations/0029_people_and_sessions.ts';
 import * as auditTrail from './migrations/0030_audit_trail.ts';
+import * as rolloutResume from './migrations/0031_rollout_resume.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -71,6 +72,7 @@ export const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0028_stuck_okms': stuckOkms,
   '0029_people_and_sessions': peopleAndSessions,
   '0030_audit_trail': auditTrail,
+  '0031_rollout_resume': rolloutResume,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -451,6 +451,8 @@ export interface RolloutsTable {
   group_started_at: ColumnType<string | null, string | null | undefined, string | null>;
   /** JSON retry policy of this rollout's offers (SPEC section 15); null: the customer's, else the fleet default. */
   retry_policy: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When it was last resumed: only failures after it pause it again (0031); null: never resumed. */
+  resumed_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** One OKM of a rollout: its group, chosen once, and its progress. */

@@ -3,17 +3,20 @@ import { notFound } from '../http/errors.ts';
 import { checkOkmVisible, type OkmRequest } from '../okm/admin-service.ts';
 import { findMessage } from '../okm/messages-repository.ts';
 import { findPolledOkm, loadList, type PolledOkmSnapshot } from './poll-repository.ts';
-import { dividingStateOf, stateFactsOf } from '../okm/fleet-states.ts';
+import { dividingStateOf, stateFactsOf, summaryStateOf } from '../okm/fleet-states.ts';
+import { effectivePollingInterval } from '../okm/model.ts';
+import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
+import { findRollout } from '../rollouts/repository.ts';
 import { correctionRecordOf } from '../okm/correction-record.ts';
 import { desiredState, effectiveReleases, pinsOf, type PollSettings } from './poll-service.ts';
-import { findRolloutOffer, rolloutRetryPolicy, withRolloutOffer } from '../rollouts/poll-offer.ts';
+import { findRolloutOffer, rolloutRetryPolicy, withRolloutOffer, type RolloutOffer } from '../rollouts/poll-offer.ts';
 import { findRetryPolicies } from '../customers/repository.ts';
-import type { RetryPolicy } from '../shared/retry-policy.ts';
+import { retryPolicyToWire, type RetryPolicy } from '../shared/retry-policy.ts';
 import { decidePoll } from './poll-verdict.ts';
 import { parseReported } from './reported.ts';
 import { RESOLVERS } from './resolvers/index.ts';
 import type { Correction, DesiredState } from './resolvers/types.ts';
-import type { DriftReport, ResolverVerdict } from './drift-schemas.ts';
+import type { DriftReport, FirmwareOfferSource, ResolverVerdict } from './drift-schemas.ts';
 import type { PollCorrections } from '../okm/admin-routes.ts';
 
 /** The OKM as a poll reads it, and when its configuration last changed. */
@@ -29,7 +32,12 @@ interface Answer {
 }
 
 /** What the OKM's next poll would be compared with: its row as a poll reads it, at the time of its last poll; and the offers the retry policy holds back on that poll. */
-async function desiredFor(db: Db, settings: PollSettings, row: Snapshot, now: number): Promise<{ desired: DesiredState; heldBack: ReadonlySet<string> }> {
+async function desiredFor(
+  db: Db,
+  settings: PollSettings,
+  row: Snapshot,
+  now: number,
+): Promise<{ desired: DesiredState; heldBack: ReadonlySet<string>; releases: EffectiveReleases; rollout: RolloutOffer | undefined }> {
   const [releases, rollout, message, customerPolicies] = await Promise.all([
     effectiveReleases(db, row),
     row.rollout_id === null ? undefined : findRolloutOffer(db, row.rollout_id, row.serial_number, now),
@@ -38,7 +46,7 @@ async function desiredFor(db: Db, settings: PollSettings, row: Snapshot, now: nu
   ]);
   const pendingMessage = message ? { id: message.id, type: message.type, payload: message.payload } : null;
   const desired = desiredState(row, withRolloutOffer(releases, pinsOf(row), rollout), pendingMessage, settings, row.last_sync_time ?? now);
-  if (row.offer_hold === null) return { desired, heldBack: new Set() };
+  if (row.offer_hold === null) return { desired, heldBack: new Set(), releases, rollout };
   // The poll's own decision, as the next poll would take it: one definition of what is held back.
   const { heldBack } = decidePoll({
     desired,
@@ -49,7 +57,65 @@ async function desiredFor(db: Db, settings: PollSettings, row: Snapshot, now: nu
     policyFor: (resolver) => rolloutRetryPolicy(rollout, resolver) ?? (row.customer_id === null ? undefined : customerPolicies.get(row.customer_id)) ?? settings.firmwareRetryPolicy,
     stuckAfterPolls: settings.stuckAfterPolls,
   });
-  return { desired, heldBack };
+  return { desired, heldBack, releases, rollout };
+}
+
+type EffectiveReleases = Awaited<ReturnType<typeof effectiveReleases>>;
+
+const FIRMWARE_RESOLVERS: Record<FirmwareKind, string> = { kas: 'kasFirmware', batch_key: 'batchKeyFirmware', wireless_key: 'wirelessKeyFirmware' };
+
+/**
+ * What stands behind each kind of firmware offer (the pin, the rollout, the fleet latest), the
+ * retry policy in force for it and that policy's hold: the same inputs the poll's resolvers and
+ * decidePoll take, read again here, off the poll's path, for the people reading the drift report.
+ */
+async function firmwareSources(
+  db: Db,
+  settings: PollSettings,
+  row: Snapshot,
+  { releases, rollout, heldBack }: { releases: EffectiveReleases; rollout: RolloutOffer | undefined; heldBack: ReadonlySet<string> },
+): Promise<FirmwareOfferSource[]> {
+  const [rolloutRow, customerPolicies] = await Promise.all([
+    row.rollout_id === null ? undefined : findRollout(db, row.rollout_id),
+    row.customer_id === null ? new Map<number, RetryPolicy>() : findRetryPolicies(db, [row.customer_id]),
+  ]);
+  const pins = pinsOf(row);
+  const offered = withRolloutOffer(releases, pins, rollout);
+  const record = correctionRecordOf(row);
+  const intervalMs = effectivePollingInterval(row.polling_interval, settings.fleetPollingInterval) * 1000;
+  return FIRMWARE_KINDS.map((kind) => {
+    const resolver = FIRMWARE_RESOLVERS[kind];
+    const release = offered[kind];
+    const fromRollout = pins[kind] === null && rollout?.offering === true && rollout.kind === kind && release?.version === rollout.release.version;
+    const own = rolloutRetryPolicy(rollout, resolver);
+    const customer = row.customer_id === null ? undefined : customerPolicies.get(row.customer_id);
+    const [policy, from] = own ? [own, 'rollout' as const] : customer ? [customer, 'customer' as const] : [settings.firmwareRetryPolicy, 'fleet' as const];
+    const hold = record.holds.find((candidate) => candidate.resolver === resolver);
+    const pollsUntil = hold === undefined ? 0 : Math.max(1, hold.resumeAtPoll - row.polls);
+    return {
+      resolver,
+      kind,
+      version: release?.version ?? null,
+      source: pins[kind] !== null ? 'pin' : fromRollout ? 'rollout' : release ? 'fleet_latest' : 'none',
+      pin: pins[kind],
+      rollout:
+        rolloutRow && rolloutRow.kind === kind
+          ? { id: rolloutRow.id, state: rolloutRow.state, version: rolloutRow.version, offering: rollout?.offering === true }
+          : null,
+      retry_policy: { ...retryPolicyToWire(policy), from },
+      hold:
+        hold === undefined
+          ? null
+          : {
+              rounds: hold.rounds,
+              offered: hold.offered,
+              held_back: heldBack.has(resolver),
+              next_offer_poll: hold.resumeAtPoll,
+              polls_until_offer: pollsUntil,
+              next_offer_at: row.last_sync_time === null ? null : new Date(row.last_sync_time + pollsUntil * intervalMs).toISOString(),
+            },
+    };
+  });
 }
 
 const reportedOf = (row: Snapshot) => parseReported(row.reported === null ? {} : (JSON.parse(row.reported) as Record<string, unknown>));
@@ -110,7 +176,7 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
   const db: Db = request.db;
   const row = await snapshotOf(db, serialNumber);
   if (!row) throw notFound('OKM not found');
-  const { desired: polled, heldBack } = await desiredFor(db, request.settings, row, request.now);
+  const { desired: polled, heldBack, releases, rollout } = await desiredFor(db, request.settings, row, request.now);
   // The lists themselves, not the poll's placeholders: a report shows the items a correction sends.
   const [assetList, usersAssets] = await Promise.all([
     polled.assetList && loadList(db, serialNumber, 'asset_list'),
@@ -118,6 +184,7 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
   ]);
   const resolvers = verdictsOf(answersOf({ ...polled, assetList, usersAssets }, row), row, heldBack);
   const next: Correction | null = resolvers.find((verdict) => !verdict.in_step && verdict.verdict !== 'held_back')?.correction ?? null;
+  const facts = stateFactsOf(row);
   return {
     serial_number: serialNumber,
     in_step: next === null,
@@ -125,7 +192,9 @@ export async function driftReport(request: OkmRequest & { settings: PollSettings
     resolvers,
     last_poll_at: row.last_sync_time === null ? null : new Date(row.last_sync_time).toISOString(),
     last_correction: row.last_sync_time === null ? null : row.last_correction,
-    state: dividingStateOf(stateFactsOf(row)),
+    state: dividingStateOf(facts),
+    summary_state: summaryStateOf(facts),
+    firmware: await firmwareSources(db, request.settings, row, { releases, rollout, heldBack }),
     expected_next: nextOf(resolvers)?.correction ?? null,
   };
 }

@@ -21,7 +21,7 @@ import type { PageQuery } from '../http/request-schemas.ts';
 import { unlinkAclOfOkm } from './acl-link.ts';
 import { okmChange, okmConfigured, okmDeleted, type OkmAuditState } from './audit-view.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OkmListFilter, type OwnedOkm } from './admin-repository.ts';
-import { dividingStateOf, isOverdue, stateFactsOf } from './fleet-states.ts';
+import { dividingStateOf, isOverdue, stateFactsOf, summaryStateOf } from './fleet-states.ts';
 import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
 import { listMessages, MESSAGE_PAGES, queueMessage, type OkmMessage } from './messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
@@ -59,6 +59,7 @@ const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
 export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleetPollingInterval: number): OkmRecord {
   const effectivePollingInterval = okm.pollingInterval ?? fleetPollingInterval;
+  const facts = stateFactsOf({ last_correction: okm.lastCorrection, overdue_at: okm.overdueAt, stuck_resolver: stuck?.resolver ?? null });
   return {
     serial_number: okm.serialNumber,
     customer: customerName,
@@ -79,7 +80,8 @@ export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleet
     firmware_version: okm.firmwareVersion,
     last_correction: okm.lastCorrection,
     device_token_issued_at: okm.deviceTokenIssuedAt === null ? null : iso(okm.deviceTokenIssuedAt),
-    state: dividingStateOf(stateFactsOf({ last_correction: okm.lastCorrection, overdue_at: okm.overdueAt, stuck_resolver: stuck?.resolver ?? null })),
+    state: dividingStateOf(facts),
+    summary_state: summaryStateOf(facts),
     overdue: isOverdue(okm.overdueAt),
     stuck: stuck === null ? null : { resolver: stuck.resolver, since: stuck.since, polls: stuck.polls },
     created_at: iso(okm.createdAt),

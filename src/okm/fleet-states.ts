@@ -92,6 +92,20 @@ export function dividingStateOf(okm: StateFacts): DividingState {
 }
 
 /**
+ * The one state shown for an OKM (its badge in the console's list and page): the first of these
+ * it is in. Never polled divides nothing else; an overdue OKM has stopped polling, which matters
+ * before what its last poll found; a stuck OKM is stuck whether its last poll was answered with
+ * a correction or, its offer held back by the retry policy, with {} (then it is in step too, and
+ * "in step" alone would read as all well).
+ */
+export const SUMMARY_STATES = ['never_polled', 'overdue', 'stuck', 'drifting', 'in_step'] as const satisfies readonly FleetState[];
+export type SummaryState = (typeof SUMMARY_STATES)[number];
+
+export function summaryStateOf(okm: StateFacts): SummaryState {
+  return SUMMARY_STATES.find((state) => isInState(state, okm)) ?? 'in_step';
+}
+
+/**
  * The state as a condition on the okms row. Each is read through an index of its own where the
  * state is rare (never polled, drifting, overdue, stuck: partial indexes), or walks the serial
  * number order where it is common. `overdue` and `stuck` are written as their partial indexes'

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { FIRMWARE_VERSION_PATTERN } from '../firmware/version.ts';
 import { badRequest } from '../http/errors.ts';
 import { AsSent } from '../http/json-texts.ts';
-import { DIVIDING_STATES, FLEET_STATES } from './fleet-states.ts';
+import { DIVIDING_STATES, FLEET_STATES, SUMMARY_STATES } from './fleet-states.ts';
 import { customerPageQueryProperties } from '../http/request-schemas.ts';
 import { FreeText, IsoTime, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN, isSerialNumber, SERIAL_NUMBER_PATTERN } from '../shared/identifiers.ts';
@@ -171,6 +171,12 @@ export const OkmState = Type.Enum([...DIVIDING_STATES], {
     'where the fleet summary counts the OKM and which state= list holds it: never_polled until its first poll (an OKM accepted from pending calls included), then drifting when its last poll was answered with a correction, else in_step',
 });
 
+/** The one state to show for an OKM (src/okm/fleet-states.ts summaryStateOf), in the OKM record and the drift report. */
+export const OkmSummaryState = Type.Enum([...SUMMARY_STATES], {
+  description:
+    'the one state to show for the OKM, the first that applies: never_polled; overdue (stopped polling); stuck (does not take a correction, even while the retry policy holds its offer back and its polls are answered {}); drifting; in_step',
+});
+
 export const OkmRecord = Type.Object({
   serial_number: Type.String(),
   customer: Nullable(Type.String()),
@@ -194,6 +200,7 @@ export const OkmRecord = Type.Object({
   ),
   device_token_issued_at: Nullable({ ...IsoTime, description: 'when its current device token was issued; null: it has none' }),
   state: OkmState,
+  summary_state: OkmSummaryState,
   overdue: Type.Boolean({ description: 'polled before, but not for 3 × effective_polling_interval' }),
   stuck: {
     ...Nullable(

@@ -105,3 +105,10 @@ export function withinWindow(window: MaintenanceWindow, timeZone: string, now: n
   const minutes = localMinutes(now, timeZone);
   return window.from < window.to ? minutes >= window.from && minutes < window.to : minutes >= window.from || minutes < window.to;
 }
+
+/**
+ * When an OKM polling every `ownSeconds` (null: the fleet's `fleetSeconds`) has had one interval
+ * since `startedAt`: before then, no poll since its group started is no silence yet (waiting
+ * for its first poll). Clamped as the poll clamps the interval it sends (5 s to 1 h).
+ */
+export const firstPollDue = (startedAt: number, ownSeconds: number | null, fleetSeconds: number) => startedAt + Math.min(3600, Math.max(5, ownSeconds ?? fleetSeconds)) * 1000;

@@ -217,6 +217,8 @@ export interface RolloutOkmRow {
   reported_version: string | null;
   /** The resolver (reply key) the OKM is stuck on; null: not stuck. */
   stuck_resolver: string | null;
+  /** Its own polling interval, seconds; null: the fleet's. */
+  polling_interval: number | null;
 }
 
 /**
@@ -245,6 +247,7 @@ export async function listRolloutOkms(
       'okm_polls.last_sync_time',
       `okms.${KIND_COLUMNS[rollout.kind].reported} as reported_version`,
       'okms.stuck_resolver',
+      'okms.polling_interval',
     ])
     .where('rollout_members.rollout_id', '=', rollout.id)
     .orderBy('rollout_members.serial_number')
@@ -385,6 +388,7 @@ async function failMembers(db: Db, rolloutId: number, status: 'scheduled' | 'off
  * memberState). Offers do not depend on a member's status, so a failed member that polls again
  * (or stops being stuck) is offered the version like the rest of its group, and counts as
  * updated once it reports it.
+ * A retried member (retryMembers) is judged from its retry, not its group's start.
  */
 export async function failExpiredMembers(
   db: Db,
@@ -396,8 +400,69 @@ export async function failExpiredMembers(
   let failed = await failMembers(db, rollout.id, 'offered', sql<SqlBool>`m.offered_at <= ${now - timeout} and ${polledSince('m', sql`m.offered_at + ${timeout}`)}`, now, limit);
   for (const [group, startedAt] of groupStarts(rollout).entries()) {
     if (startedAt + timeout > now) continue;
-    const silentOrBlocked = sql<SqlBool>`m.group_index = ${group} and (not ${polledSince('m', startedAt)} or ${okmStuck('m')})`;
+    // A retried member (its status changed after the group started) has its own timeout, from its retry.
+    const silentOrBlocked = sql<SqlBool>`m.group_index = ${group} and coalesce(m.status_changed_at, 0) <= ${now - timeout} and (not ${polledSince('m', startedAt)} or ${okmStuck('m')})`;
     failed += await failMembers(db, rollout.id, 'scheduled', silentOrBlocked, now, limit - failed);
   }
   return failed;
+}
+
+/**
+ * The rollout's failed members a retry or an exclusion acts on: those named (at most
+ * MAX_FILTER_SERIALS, schemas.ts), or every failed member. Serial numbers, in order.
+ */
+export async function failedMembers(db: Db, rolloutId: number, serialNumbers?: readonly string[]): Promise<string[]> {
+  let query = db.selectFrom('rollout_members').select('serial_number').where('rollout_id', '=', rolloutId).where('status', '=', 'failed');
+  if (serialNumbers !== undefined) query = query.where('serial_number', 'in', serialNumbers);
+  return (await query.orderBy('serial_number').execute()).map((row) => row.serial_number);
+}
+
+/** Statements of at most this many serial numbers each, so that no statement exceeds a driver's parameter limit. */
+const MEMBER_STATEMENT_CHUNK = 1_000;
+
+async function inChunks(serials: readonly string[], write: (chunk: string[]) => Promise<unknown>): Promise<void> {
+  for (let start = 0; start < serials.length; start += MEMBER_STATEMENT_CHUNK) await write(serials.slice(start, start + MEMBER_STATEMENT_CHUNK));
+}
+
+/**
+ * Gives failed members another update_timeout: scheduled again, not offered, their status
+ * changed now (failExpiredMembers counts a silent or blocked member's timeout from then). Their
+ * OKM rows still name the rollout (a failure does not clear them), so the poll offers the
+ * version again and marks them offered.
+ */
+export async function retryMembers(db: Db, rolloutId: number, serials: readonly string[], now: number): Promise<void> {
+  await inChunks(serials, (chunk) =>
+    db
+      .updateTable('rollout_members')
+      .set({ status: 'scheduled', offered_at: null, status_changed_at: now })
+      .where('rollout_id', '=', rolloutId)
+      .where('status', '=', 'failed')
+      .where('serial_number', 'in', chunk)
+      .execute(),
+  );
+}
+
+/**
+ * Takes failed members out of the rollout: their membership is deleted (no longer counted in
+ * their group) and their OKM rows stop naming the rollout (no longer offered its version: the
+ * fleet latest again, or a later rollout's).
+ */
+export async function excludeMembers(db: Db, rolloutId: number, serials: readonly string[]): Promise<void> {
+  await inChunks(serials, async (chunk) => {
+    await db.deleteFrom('rollout_members').where('rollout_id', '=', rolloutId).where('status', '=', 'failed').where('serial_number', 'in', chunk).execute();
+    await db.updateTable('okms').set({ rollout_id: null }).where('serial_number', 'in', chunk).where('rollout_id', '=', rolloutId).execute();
+  });
+}
+
+/** Per group, the members that failed after `since` (epoch ms): group index → count. */
+export async function failuresSince(db: Db, rolloutId: number, since: number): Promise<Map<number, number>> {
+  const rows = await db
+    .selectFrom('rollout_members')
+    .select(['group_index', (eb) => eb.fn.countAll<number | string>().as('okms')])
+    .where('rollout_id', '=', rolloutId)
+    .where('status', '=', 'failed')
+    .where('status_changed_at', '>', since)
+    .groupBy('group_index')
+    .execute();
+  return new Map(rows.map((row) => [row.group_index, Number(row.okms)]));
 }

@@ -1,26 +1,40 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
+import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
 import type { EmitFleetEvent } from './events.ts';
 import {
   abortRollout,
   advanceRollout,
   approveRollout,
   createRollout,
+  etagOfView,
+  excludeFailedMembers,
   getRolloutView,
   listRolloutOkmViews,
   listRolloutViews,
   pauseRollout,
   resumeRollout,
+  retryFailedMembers,
   startRollout,
+  updateRollout,
   type RolloutRequest,
 } from './service.ts';
-import { CreateRolloutBody, CustomerOnlyQuery, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutParams, RolloutView } from './schemas.ts';
+import { CreateRolloutBody, CustomerOnlyQuery, FailedMembersBody, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutParams, RolloutView, UpdateRolloutBody } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
+/** The answers of a change that honours If-Match: a 412 holds the rollout as it now is. */
+const conditionalErrorResponses = { 412: preconditionFailedResponse(RolloutView), ...errorResponses };
+
+/** The rollout with the ETag of the version it shows (RFC 9110 §8.8.3), the one a later If-Match names. */
+function withEtag(reply: FastifyReply, view: RolloutView): RolloutView {
+  const etag = etagOfView(view);
+  if (etag !== undefined) reply.header('etag', etag);
+  return view;
+}
 
 export interface RolloutRoutesOptions {
   emit: EmitFleetEvent;
@@ -50,7 +64,13 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     now: Date.now(),
     emit: options.emit,
     source: changeSourceOf(request),
+    fleetPollingInterval: app.settings.fleetPollingInterval,
   });
+  /** As rolloutRequest, for a change: with its If-Match (RFC 9110). */
+  const conditionalRequest = (request: FastifyRequest, customerName?: string): RolloutRequest => {
+    const ifMatch = parseIfMatch(request.headers['if-match']);
+    return { ...rolloutRequest(request, customerName), ...(ifMatch === undefined ? {} : { ifMatch }) };
+  };
 
   app.post(
     '/',
@@ -58,7 +78,7 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
       onRequest: canWrite,
       schema: { operationId: 'createRollout', summary: 'Create a staged firmware rollout (state ready; members chosen now)', body: CreateRolloutBody, response: { 201: resourceResponse(RolloutView), ...errorResponses } },
     },
-    async (request, reply) => reply.code(201).send({ message: MESSAGES.created, data: await createRollout(rolloutRequest(request), request.body) }),
+    async (request, reply) => reply.code(201).send({ message: MESSAGES.created, data: withEtag(reply, await createRollout(rolloutRequest(request), request.body)) }),
   );
 
   app.get(
@@ -81,7 +101,7 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
       onRequest: canRead,
       schema: { operationId: 'getRollout', summary: 'Get a rollout with per-group counts', params: RolloutParams, querystring: CustomerOnlyQuery, response: { 200: resourceResponse(RolloutView), ...errorResponses } },
     },
-    async (request) => ({ message: MESSAGES.fetched, data: await getRolloutView(rolloutRequest(request, request.query.customer), request.params.id) }),
+    async (request, reply) => ({ message: MESSAGES.fetched, data: withEtag(reply, await getRolloutView(rolloutRequest(request, request.query.customer), request.params.id)) }),
   );
 
   app.get(
@@ -100,14 +120,53 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await listRolloutOkmViews(rolloutRequest(request, request.query.customer), request.params.id, request.query)),
   );
 
+  app.patch(
+    '/:id',
+    {
+      onRequest: canWrite,
+      schema: {
+        operationId: 'updateRollout',
+        summary: 'Change the thresholds of a ready or paused rollout (409 while running: pause it first)',
+        params: RolloutParams,
+        querystring: CustomerOnlyQuery,
+        headers: IfMatchHeaders,
+        body: UpdateRolloutBody,
+        response: { 200: resourceResponse(RolloutView), ...conditionalErrorResponses },
+      },
+    },
+    async (request, reply) => ({ message: MESSAGES.updated, data: withEtag(reply, await updateRollout(conditionalRequest(request, request.query.customer), request.params.id, request.body)) }),
+  );
+
+  for (const { path, operationId, summary, action } of [
+    { path: 'retry', operationId: 'retryRolloutOkms', summary: 'Give failed OKMs of a running or paused rollout another update timeout: offered the version again', action: retryFailedMembers },
+    { path: 'exclude', operationId: 'excludeRolloutOkms', summary: 'Take failed OKMs out of a running or paused rollout: no longer offered its version nor counted', action: excludeFailedMembers },
+  ]) {
+    app.post(
+      `/:id/okms/${path}`,
+      {
+        onRequest: canWrite,
+        schema: {
+          operationId,
+          summary,
+          params: RolloutParams,
+          querystring: CustomerOnlyQuery,
+          headers: IfMatchHeaders,
+          body: FailedMembersBody,
+          response: { 200: resourceResponse(RolloutView), ...conditionalErrorResponses },
+        },
+      },
+      async (request, reply) => ({ message: MESSAGES.updated, data: withEtag(reply, await action(conditionalRequest(request, request.query.customer), request.params.id, request.body ?? {})) }),
+    );
+  }
+
   for (const { path, operationId, summary, action } of ACTIONS) {
     app.post(
       `/:id/${path}`,
       {
         onRequest: path === 'approve' ? canApprove : canWrite,
-        schema: { operationId, summary, params: RolloutParams, querystring: CustomerOnlyQuery, response: { 200: resourceResponse(RolloutView), ...errorResponses } },
+        schema: { operationId, summary, params: RolloutParams, querystring: CustomerOnlyQuery, headers: IfMatchHeaders, response: { 200: resourceResponse(RolloutView), ...conditionalErrorResponses } },
       },
-      async (request) => ({ message: MESSAGES.updated, data: await action(rolloutRequest(request, request.query.customer), request.params.id) }),
+      async (request, reply) => ({ message: MESSAGES.updated, data: withEtag(reply, await action(conditionalRequest(request, request.query.customer), request.params.id)) }),
     );
   }
 };

@@ -62,6 +62,34 @@ export const CreateRolloutBody = Type.Object(
 );
 export type CreateRolloutBody = Static<typeof CreateRolloutBody>;
 
+/** PATCH /api/v1/rollouts/{id}: what may change while a rollout is ready or paused (its thresholds); what is left out stays. */
+export const UpdateRolloutBody = Type.Object(
+  {
+    success_threshold: Type.Optional(Percent('a group passes when this % of it has updated')),
+    error_threshold: Type.Optional(Percent('the rollout pauses itself when more than this % of a started group has failed')),
+    update_timeout: Type.Optional(Type.String({ pattern: DURATION_PATTERN, description: 'an offered OKM that polls on without updating this long has failed' })),
+    auto_advance: Type.Optional(Type.Boolean({ description: 'start the next group when a group passes' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateRolloutBody = Static<typeof UpdateRolloutBody>;
+
+/** POST /api/v1/rollouts/{id}/okms/retry and /exclude: the failed members to act on. */
+export const FailedMembersBody = Type.Object(
+  {
+    serial_numbers: Type.Optional(
+      Type.Array(Type.String({ pattern: SERIAL_NUMBER_PATTERN }), {
+        minItems: 1,
+        maxItems: MAX_FILTER_SERIALS,
+        uniqueItems: true,
+        description: 'these failed OKMs of the rollout (each must be one: 409 naming those that are not); left out: every failed OKM of the rollout',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type FailedMembersBody = Static<typeof FailedMembersBody>;
+
 export const RolloutParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) }, { additionalProperties: false });
 export type RolloutParams = Static<typeof RolloutParams>;
 
@@ -96,6 +124,12 @@ export const GroupView = Type.Object({
       'waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed',
   }),
   counts: Counts,
+  started_at: Nullable({ ...IsoTime, description: 'when the group started; null: not started' }),
+  first_polls_by: Nullable({
+    ...IsoTime,
+    description:
+      'when one fleet polling interval (FLEET_POLLING_INTERVAL) has passed since the group started: until then its silent OKMs have not missed a poll yet, and the console says they are waiting for their first poll; null: not started',
+  }),
 });
 
 const MemberState = Type.Enum([...MEMBER_STATES], { description: MEMBER_STATE_DESCRIPTION });
@@ -119,6 +153,10 @@ export const RolloutOkmView = Type.Object({
   last_sync_time: Nullable(Type.String({ format: 'date-time', description: 'its last poll; null: never polled' })),
   reported_version: Nullable(Type.String({ description: 'the version of the rollout’s kind it last reported' })),
   blocked_by: Nullable(Type.String({ description: 'the resolver (reply key, e.g. cacheMode) a blocked OKM is stuck on; null unless blocked' })),
+  first_poll_due_at: Nullable({
+    ...IsoTime,
+    description: 'when one of the OKM’s own polling intervals has passed since its group started: until then a silent OKM is waiting for its first poll; null: its group has not started',
+  }),
 });
 export type RolloutOkmView = Static<typeof RolloutOkmView>;
 
@@ -150,5 +188,6 @@ export const RolloutView = Type.Object({
   updated_at: IsoTime,
   started_at: Nullable(IsoTime),
   finished_at: Nullable(IsoTime),
+  resumed_at: Nullable({ ...IsoTime, description: 'when it was last resumed: only members failed since then pause it again for its error threshold; null: never resumed' }),
 });
 export type RolloutView = Static<typeof RolloutView>;

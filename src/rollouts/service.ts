@@ -9,9 +9,11 @@ import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { formatDuration, parseDuration } from '../shared/duration.ts';
 import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicyWire } from '../shared/retry-policy.ts';
 import type { EmitFleetEvent, RolloutEventType } from './events.ts';
+import { ifMatchHolds, PreconditionFailedError, strongEtag, type IfMatch } from '../http/preconditions.ts';
 import {
   assignGroups,
   emptyStateCounts,
+  firstPollDue,
   formatClockTime,
   groupStarts,
   groupState,
@@ -33,12 +35,16 @@ import {
   ROLLOUT_OKM_PAGES,
   ROLLOUT_PAGES,
   assignGroup,
+  excludeMembers,
+  failedMembers,
+  retryMembers,
   updateRolloutIf,
   OFFER_CHUNK,
   withdrawOffers,
   type RolloutRow,
 } from './repository.ts';
-import type { CreateRolloutBody, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutView } from './schemas.ts';
+import type { CreateRolloutBody, FailedMembersBody, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutView, UpdateRolloutBody } from './schemas.ts';
+import { changedMembers } from '../audit/changed-members.ts';
 
 export const DEFAULT_SUCCESS_THRESHOLD = 95;
 export const DEFAULT_ERROR_THRESHOLD = 5;
@@ -53,7 +59,15 @@ export interface RolloutRequest {
   emit: EmitFleetEvent;
   /** Who changes, for the audit trail; absent: the principal's actor, through no request (the command line). */
   source?: ChangeSource;
+  /** An operator action's If-Match, checked under the rollout's row lock in the action's transaction; undefined: unconditional. */
+  ifMatch?: IfMatch;
+  /** FLEET_POLLING_INTERVAL, seconds, for when a silent OKM has missed a poll; absent: the setting's default. */
+  fleetPollingInterval?: number;
 }
+
+/** FLEET_POLLING_INTERVAL's default (src/config/settings.ts), for a request that does not give the setting. */
+const DEFAULT_FLEET_POLLING_INTERVAL = 150;
+const fleetIntervalOf = (request: RolloutRequest) => request.fleetPollingInterval ?? DEFAULT_FLEET_POLLING_INTERVAL;
 
 const sourceOf = (request: RolloutRequest): ChangeSource => request.source ?? { actor: request.principal.actor, requestId: null, ip: null, userAgent: null };
 
@@ -110,13 +124,22 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 const rolloutStateOf = (row: RolloutRow) => ({ state: row.state as RolloutState, current_group: row.current_group });
 
-function toView(row: RolloutRow, groups: Map<number, StateCounts>): RolloutView {
+function toView(row: RolloutRow, groups: Map<number, StateCounts>, fleetPollingInterval: number): RolloutView {
   const percents = JSON.parse(row.group_percents) as number[];
   const totals = emptyStateCounts();
+  const starts = row.current_group < 0 ? [] : groupStarts(row);
   const groupViews = percents.map((percent, index) => {
     const counts = { ...emptyStateCounts(), ...groups.get(index) };
     for (const state of MEMBER_STATES) totals[state] += counts[state];
-    return { percent, okms: memberTotal(counts), state: groupState(rolloutStateOf(row), index), counts };
+    const startedAt = starts[index];
+    return {
+      percent,
+      okms: memberTotal(counts),
+      state: groupState(rolloutStateOf(row), index),
+      counts,
+      started_at: startedAt === undefined ? null : iso(startedAt),
+      first_polls_by: startedAt === undefined ? null : iso(firstPollDue(startedAt, null, fleetPollingInterval)),
+    };
   });
   return {
     id: row.id,
@@ -147,11 +170,38 @@ function toView(row: RolloutRow, groups: Map<number, StateCounts>): RolloutView 
     updated_at: iso(row.updated_at)!,
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),
+    resumed_at: iso(row.resumed_at === null ? null : Number(row.resumed_at)),
   };
 }
 
-async function viewOf(db: Db, row: RolloutRow): Promise<RolloutView> {
-  return toView(row, await groupStateCounts(db, row.id, groupStarts(row)));
+async function viewOf(db: Db, row: RolloutRow, fleetPollingInterval: number): Promise<RolloutView> {
+  const view = toView(row, await groupStateCounts(db, row.id, groupStarts(row)), fleetPollingInterval);
+  viewEtags.set(view, rolloutEtag(row));
+  return view;
+}
+
+/**
+ * The rollout's strong ETag: a digest of its row, which every change of it writes (an
+ * operator's action, the sweep's start, advance or pause, a member retried), updated_at
+ * included; its members' progress is not part of it (docs/adr/0100).
+ */
+export const rolloutEtag = (row: RolloutRow) => strongEtag(JSON.stringify(row));
+
+const viewEtags = new WeakMap<RolloutView, string>();
+/** The ETag of the version of the rollout a view shows, for views read with their row (undefined for list items). */
+export const etagOfView = (view: RolloutView): string | undefined => viewEtags.get(view);
+
+/**
+ * Evaluates the request's If-Match against the rollout as `tx` reads it, its row lock taken
+ * first, so that no other change comes between the check and the action; the 412 holds the
+ * rollout as it is.
+ */
+async function checkRolloutVersion(request: RolloutRequest, tx: Db, id: number): Promise<void> {
+  if (request.ifMatch === undefined) return;
+  await lockRollout(tx, id);
+  const row = await visibleRollout(request, tx, id);
+  const etag = rolloutEtag(row);
+  if (!ifMatchHolds(request.ifMatch, etag)) throw new PreconditionFailedError({ etag, json: JSON.stringify(await viewOf(tx, row, fleetIntervalOf(request))) });
 }
 
 /** The rollout, if the request may see it: another customer's is not found, as if it did not exist. */
@@ -246,7 +296,7 @@ export async function createRollout(request: RolloutRequest, body: CreateRollout
         percents,
       ),
     );
-    const view = await viewOf(tx, (await findRollout(tx, id))!);
+    const view = await viewOf(tx, (await findRollout(tx, id))!, fleetIntervalOf(request));
     await recordChange(tx, sourceOf(request), rolloutCreatedChange(view), request.now);
     return view;
   });
@@ -259,7 +309,7 @@ export async function listRolloutViews(request: RolloutRequest, query: RolloutLi
   const rows = await listRollouts(request.db, { customerId: customer === null ? undefined : customer.id, state: query.state }, page);
   // Each rollout's silent OKMs are judged against its own groups' start times: a count each.
   const counts = new Map(await Promise.all(rows.items.map(async (row) => [row.id, await groupStateCounts(request.db, row.id, groupStarts(row))] as const)));
-  return mapCursorPage(rows, (row) => toView(row, counts.get(row.id)!));
+  return mapCursorPage(rows, (row) => toView(row, counts.get(row.id)!, fleetIntervalOf(request)));
 }
 
 /** One page of a rollout's OKMs (of one state, one group), by serial number, with each one's state and offer time. */
@@ -274,6 +324,7 @@ export async function listRolloutOkmViews(request: RolloutRequest, id: number, q
     { ...(query.state === undefined ? {} : { state: query.state }), ...(query.group === undefined ? {} : { group: query.group }) },
     page,
   );
+  const starts = row.current_group < 0 ? [] : groupStarts(row);
   return mapCursorPage(okms, (okm) => ({
     serial_number: okm.serial_number,
     group: okm.group_index,
@@ -282,11 +333,12 @@ export async function listRolloutOkmViews(request: RolloutRequest, id: number, q
     last_sync_time: okm.last_sync_time === null ? null : iso(Number(okm.last_sync_time)),
     reported_version: okm.reported_version,
     blocked_by: okm.state === 'blocked' ? okm.stuck_resolver : null,
+    first_poll_due_at: starts[okm.group_index] === undefined ? null : iso(firstPollDue(starts[okm.group_index]!, okm.polling_interval === null ? null : Number(okm.polling_interval), fleetIntervalOf(request))),
   }));
 }
 
 export async function getRolloutView(request: RolloutRequest, id: number): Promise<RolloutView> {
-  return viewOf(request.db, await visibleRollout(request, request.db, id));
+  return viewOf(request.db, await visibleRollout(request, request.db, id), fleetIntervalOf(request));
 }
 
 const eventData = (row: RolloutRow, extra: Record<string, unknown> = {}) => ({
@@ -329,9 +381,10 @@ async function afterAssigning<T>(db: Db, rolloutId: number, group: number, trans
  * then the start and its events commit in one transaction. False when another process
  * started it first (or it was aborted meanwhile). `db` must not be a transaction.
  */
-export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, source: ChangeSource): Promise<boolean> {
+export async function startReadyRollout(db: Db, row: RolloutRow, now: number, emitter: EmitFleetEvent, reason: string, source: ChangeSource, check?: (tx: Db) => Promise<void>): Promise<boolean> {
   await assignGroup(db, row.id, 0);
   const started = await afterAssigning(db, row.id, 0, () => db.transaction().execute(async (tx) => {
+    await check?.(tx);
     const started = { state: 'running', state_reason: reason, current_group: 0, started_at: now, group_started_at: JSON.stringify([now]), updated_at: now };
     if (!(await updateRolloutIf(tx, row.id, { states: ['ready'] }, started))) return false;
     await emit(emitter, tx, 'rollout.started', row, { reason });
@@ -350,10 +403,20 @@ export async function startReadyRollout(db: Db, row: RolloutRow, now: number, em
  * next group's rows name the rollout in chunks before the advance commits. `db` must not be a
  * transaction.
  */
-export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, now: number, emitter: EmitFleetEvent, reason: string, source: ChangeSource): Promise<boolean> {
+export async function advanceRolloutFrom(
+  db: Db,
+  row: RolloutRow,
+  from: number,
+  now: number,
+  emitter: EmitFleetEvent,
+  reason: string,
+  source: ChangeSource,
+  check?: (tx: Db) => Promise<void>,
+): Promise<boolean> {
   const groups = (JSON.parse(row.group_percents) as number[]).length;
   if (from + 1 >= groups) {
     return db.transaction().execute(async (tx) => {
+      await check?.(tx);
       const finished = await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { state: 'finished', state_reason: reason, finished_at: now, updated_at: now });
       if (!finished) return false;
       await emit(emitter, tx, 'rollout.finished', row, { reason });
@@ -364,6 +427,7 @@ export async function advanceRolloutFrom(db: Db, row: RolloutRow, from: number, 
   }
   await assignGroup(db, row.id, from + 1);
   const advanced = await afterAssigning(db, row.id, from + 1, () => db.transaction().execute(async (tx) => {
+    await check?.(tx);
     // The compare-and-set on the group makes the row's start times those this advance extends.
     const groupStartedAt = JSON.stringify([...groupStarts({ ...row, current_group: from }), now]);
     if (!(await updateRolloutIf(tx, row.id, { states: ['running'], currentGroup: from }, { current_group: from + 1, group_started_at: groupStartedAt, updated_at: now }))) return false;
@@ -397,8 +461,9 @@ async function act(request: RolloutRequest, id: number, action: (tx: Db, row: Ro
   return request.db.transaction().execute(async (tx) => {
     await lockRollout(tx, id);
     const row = await visibleRollout(request, tx, id);
+    await checkRolloutVersion(request, tx, id);
     const change = await action(tx, row);
-    const view = await viewOf(tx, (await findRollout(tx, id))!);
+    const view = await viewOf(tx, (await findRollout(tx, id))!, fleetIntervalOf(request));
     if (change) await recordChange(tx, sourceOf(request), change, request.now);
     return view;
   });
@@ -408,8 +473,9 @@ export async function startRollout(request: RolloutRequest, id: number): Promise
   const row = await visibleRollout(request, request.db, id);
   if (row.state !== 'ready') throw cannot(row, 'started');
   if (row.approval_required === 1 && row.approved_at === null) throw conflict(`rollout ${row.id} needs the approval of another operator before it starts`);
-  if (!(await startReadyRollout(request.db, row, request.now, request.emit, 'operator', sourceOf(request)))) throw cannot((await findRollout(request.db, id))!, 'started');
-  return viewOf(request.db, (await findRollout(request.db, id))!);
+  const checked = (tx: Db) => checkRolloutVersion(request, tx, id);
+  if (!(await startReadyRollout(request.db, row, request.now, request.emit, 'operator', sourceOf(request), checked))) throw cannot((await findRollout(request.db, id))!, 'started');
+  return viewOf(request.db, (await findRollout(request.db, id))!, fleetIntervalOf(request));
 }
 
 /** Pausing a paused rollout changes nothing. */
@@ -424,7 +490,8 @@ export function pauseRollout(request: RolloutRequest, id: number): Promise<Rollo
 
 export function resumeRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   return act(request, id, async (tx, row) => {
-    if (!(await updateRolloutIf(tx, row.id, { states: ['paused'] }, { state: 'running', state_reason: 'resumed', updated_at: request.now }))) throw cannot(row, 'resumed');
+    // resumed_at: the failures the operator resumed over do not pause it again (sweep.ts judges only later ones).
+    if (!(await updateRolloutIf(tx, row.id, { states: ['paused'] }, { state: 'running', state_reason: 'resumed', resumed_at: request.now, updated_at: request.now }))) throw cannot(row, 'resumed');
     return rolloutStepChange('rollout.resumed', row, { state: 'paused' }, { state: 'running', state_reason: 'resumed' });
   });
 }
@@ -432,10 +499,11 @@ export function resumeRollout(request: RolloutRequest, id: number): Promise<Roll
 /** Starts the next group now, whatever the thresholds say (after the last group: finished). */
 export async function advanceRollout(request: RolloutRequest, id: number): Promise<RolloutView> {
   const row = await visibleRollout(request, request.db, id);
-  if (row.state !== 'running' || !(await advanceRolloutFrom(request.db, row, row.current_group, request.now, request.emit, 'operator', sourceOf(request)))) {
+  const checked = (tx: Db) => checkRolloutVersion(request, tx, id);
+  if (row.state !== 'running' || !(await advanceRolloutFrom(request.db, row, row.current_group, request.now, request.emit, 'operator', sourceOf(request), checked))) {
     throw cannot((await findRollout(request.db, id))!, 'advanced');
   }
-  return viewOf(request.db, (await findRollout(request.db, id))!);
+  return viewOf(request.db, (await findRollout(request.db, id))!, fleetIntervalOf(request));
 }
 
 /**
@@ -453,7 +521,7 @@ export async function abortRollout(request: RolloutRequest, id: number): Promise
     return rolloutStepChange('rollout.aborted', row, { state: row.state as RolloutState }, { state: 'aborted', state_reason: 'operator' });
   });
   await withdrawOffers(request.db, id);
-  return viewOf(request.db, (await findRollout(request.db, id))!);
+  return viewOf(request.db, (await findRollout(request.db, id))!, fleetIntervalOf(request));
 }
 
 /**
@@ -480,5 +548,93 @@ export function approveRollout(request: RolloutRequest, id: number): Promise<Rol
     const current = (await findRollout(tx, row.id))!;
     if (current.approved_at === null) throw cannot(current, 'approved');
     return approvedBefore(current);
+  });
+}
+
+/** The thresholds of a rollout, as PATCH takes them and its audit entry holds them. */
+const thresholdsOf = (row: RolloutRow) => ({
+  success_threshold: row.success_threshold,
+  error_threshold: row.error_threshold,
+  update_timeout: formatDuration(row.update_timeout_ms),
+  auto_advance: row.auto_advance === 1,
+});
+
+/**
+ * Changes the thresholds of a ready or paused rollout (a running one is judged by them on every
+ * sweep: pause it first, so that what the operator sets is what the next sweep after Resume
+ * judges). What the body leaves out stays; setting what is already set changes nothing and
+ * records nothing.
+ */
+export function updateRollout(request: RolloutRequest, id: number, body: UpdateRolloutBody): Promise<RolloutView> {
+  const updateTimeoutMs = body.update_timeout === undefined ? undefined : parseDuration(body.update_timeout)!;
+  if (updateTimeoutMs !== undefined && updateTimeoutMs < 1000) throw badRequest('update_timeout: must be at least 1s');
+  return act(request, id, async (tx, row) => {
+    if (row.state !== 'ready' && row.state !== 'paused') {
+      throw conflict(`rollout ${row.id} is ${row.state}: its thresholds change only while it is ready or paused${row.state === 'running' ? ' (pause it first)' : ''}`);
+    }
+    const values = {
+      ...(body.success_threshold === undefined ? {} : { success_threshold: body.success_threshold }),
+      ...(body.error_threshold === undefined ? {} : { error_threshold: body.error_threshold }),
+      ...(updateTimeoutMs === undefined ? {} : { update_timeout_ms: updateTimeoutMs }),
+      ...(body.auto_advance === undefined ? {} : { auto_advance: body.auto_advance ? 1 : 0 }),
+    };
+    const changed = changedMembers(thresholdsOf(row), thresholdsOf({ ...row, ...values }));
+    if (Object.keys(changed.after).length === 0) return undefined;
+    if (!(await updateRolloutIf(tx, row.id, { states: ['ready', 'paused'] }, { ...values, updated_at: request.now }))) throw cannot(row, 'changed');
+    return { action: 'rollout.updated', customer: row.customer_name, entity: { type: 'rollout', id: String(row.id) }, ...changed };
+  });
+}
+
+/** Serial numbers an audit entry names at most; the count says how many there were. */
+const AUDITED_SERIALS = 100;
+
+/**
+ * The failed members a retry or an exclusion acts on (all of them, or those named, each of
+ * which must be one), in a rollout still offering its version (running or paused).
+ */
+async function failedToActOn(tx: Db, row: RolloutRow, body: FailedMembersBody, action: string): Promise<string[]> {
+  if (row.state !== 'running' && row.state !== 'paused') throw cannot(row, action);
+  const failed = await failedMembers(tx, row.id, body.serial_numbers);
+  if (body.serial_numbers !== undefined && failed.length < body.serial_numbers.length) {
+    const found = new Set(failed);
+    const missing = body.serial_numbers.filter((serial) => !found.has(serial));
+    throw conflict(`not failed OKMs of rollout ${row.id}: ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ` and ${missing.length - 10} more` : ''}`);
+  }
+  return failed;
+}
+
+const membersChange = (action: 'rollout.members_retried' | 'rollout.members_excluded', row: RolloutRow, serials: readonly string[]): Change => ({
+  action,
+  customer: row.customer_name,
+  entity: { type: 'rollout', id: String(row.id) },
+  after: { okms: serials.length, serial_numbers: serials.slice(0, AUDITED_SERIALS) },
+});
+
+/**
+ * Gives failed members of a running or paused rollout another update_timeout: they are
+ * scheduled again and offered the version on their next poll (repository.retryMembers). No
+ * failed member: nothing changes, nothing is recorded.
+ */
+export function retryFailedMembers(request: RolloutRequest, id: number, body: FailedMembersBody): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    const serials = await failedToActOn(tx, row, body, 'retried');
+    if (serials.length === 0) return undefined;
+    await retryMembers(tx, row.id, serials, request.now);
+    await tx.updateTable('rollouts').set({ updated_at: request.now }).where('id', '=', row.id).execute();
+    return membersChange('rollout.members_retried', row, serials);
+  });
+}
+
+/**
+ * Takes failed members out of a running or paused rollout: not offered its version any more,
+ * not counted in their group (repository.excludeMembers); they may join a later rollout.
+ */
+export function excludeFailedMembers(request: RolloutRequest, id: number, body: FailedMembersBody): Promise<RolloutView> {
+  return act(request, id, async (tx, row) => {
+    const serials = await failedToActOn(tx, row, body, 'changed');
+    if (serials.length === 0) return undefined;
+    await excludeMembers(tx, row.id, serials);
+    await tx.updateTable('rollouts').set({ updated_at: request.now }).where('id', '=', row.id).execute();
+    return membersChange('rollout.members_excluded', row, serials);
   });
 }

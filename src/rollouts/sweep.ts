@@ -2,7 +2,7 @@ import { recordChange, SYSTEM_SOURCE } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import type { EmitFleetEvent } from './events.ts';
 import { emptyCounts, groupFailing, groupPassed } from './model.ts';
-import { failExpiredMembers, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
+import { failExpiredMembers, failuresSince, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
 import { advanceRolloutFrom, pauseRunningRollout, startReadyRollout } from './service.ts';
 
 export interface SweepLimits {
@@ -16,7 +16,8 @@ const DEFAULT_LIMITS: SweepLimits = { rollouts: 100, failures: 5_000 };
 
 /**
  * Decides, for one running rollout, what the counts call for: a pause when more than the
- * error threshold of a started group has failed (done here, in the caller's transaction),
+ * error threshold of a started group has failed and, if it was resumed, a member of that group
+ * failed after the resume (done here, in the caller's transaction),
  * else (auto_advance) the next group once the current one has passed: returned, for the
  * caller to advance outside the transaction (the group is assigned in chunks). A pause is
  * keyfleet's own change in the audit trail, its entry the transaction's last statements. Every
@@ -25,9 +26,16 @@ const DEFAULT_LIMITS: SweepLimits = { rollouts: 100, failures: 5_000 };
  */
 async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent): Promise<'advance' | undefined> {
   const groups = (await groupCounts(tx, [row.id])).get(row.id);
+  // After a resume, only failures since count: the operator resumed over the earlier ones.
+  let recent: Map<number, number> | undefined;
+  const failedAfterResume = async (group: number) => {
+    if (row.resumed_at === null) return true;
+    recent ??= await failuresSince(tx, row.id, Number(row.resumed_at));
+    return (recent.get(group) ?? 0) > 0;
+  };
   for (let group = 0; group <= row.current_group; group++) {
     const counts = groups?.get(group) ?? emptyCounts();
-    if (groupFailing(counts, row.error_threshold)) {
+    if (groupFailing(counts, row.error_threshold) && (await failedAfterResume(group))) {
       const paused = await pauseRunningRollout(tx, row, now, emit, 'error_threshold', { group, failed: counts.failed });
       if (paused) await recordChange(tx, SYSTEM_SOURCE, paused, now);
       return undefined;

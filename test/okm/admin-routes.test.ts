@@ -50,6 +50,7 @@ forEachDatabase('OKM admin API routes', (kind) => {
       firmware_version: null,
       device_token_issued_at: null,
       state: 'never_polled',
+      summary_state: 'never_polled',
       overdue: false,
       stuck: null,
     });
