@@ -76,9 +76,13 @@ export class PreconditionFailedError extends HttpError {
  * write comes between this check and their own. `current` is called only to build the 412.
  */
 export function checkIfMatch(ifMatch: IfMatch | undefined, etag: string | null, current: () => string): void {
-  if (ifMatch === undefined) return;
-  if (etag !== null && (ifMatch.any || ifMatch.strong.includes(etag))) return;
+  if (ifMatchHolds(ifMatch, etag)) return;
   throw new PreconditionFailedError(etag === null ? null : { etag, json: current() });
+}
+
+/** Whether If-Match holds for a resource of this ETag (null: there is none); true without If-Match. */
+export function ifMatchHolds(ifMatch: IfMatch | undefined, etag: string | null): boolean {
+  return ifMatch === undefined || (etag !== null && (ifMatch.any || ifMatch.strong.includes(etag)));
 }
 
 /** The request header of the routes that honour If-Match. */
