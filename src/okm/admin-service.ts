@@ -89,8 +89,6 @@ export function toOkmRecord({ okm, customerName, aclId, stuck }: OwnedOkm, fleet
   };
 }
 
-/** The settings a body describes; usersAssetsJson: its users_assets as the text it was sent in. */
-function settingsFromBody(body: OkmSettingsBody, usersAssetsJson?: string): OkmSettings {
 /** The record's members that its ETag covers: its configuration, what the admin API writes (the device's reports and the poll's marks are not). */
 const CONFIGURATION_MEMBERS = ['customer', 'acl_id', 'cache_mode', 'key_checkout_window', 'auditing_enabled', 'asset_list', 'polling_interval', 'firmware', 'subscribe_urls'] as const;
 
@@ -111,6 +109,8 @@ function checkOkmVersion(request: OkmChangeRequest, current: OwnedOkm | undefine
   checkIfMatch(request.ifMatch, record ? okmEtag(record) : null, () => stringifyWithJsonTexts(record));
 }
 
+/** The settings a body describes; usersAssetsJson: its users_assets as the text it was sent in. */
+function settingsFromBody(body: OkmSettingsBody, usersAssetsJson?: string): OkmSettings {
   return {
     cacheMode: body.cache_mode ?? null,
     keyCheckoutWindow: body.key_checkout_window ?? null,
@@ -337,10 +337,10 @@ export async function replaceOkm(
       return replaceSettingsOf(own, false);
     }
     const lockedExisting = await lockOkm(trx, serialNumber);
-    if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
-      await checkNewFirmwarePins(trx, desired.firmware, undefined);
     // With If-Match, PUT only replaces: a missing OKM has no version to match.
     if (!lockedExisting) checkOkmVersion(request, undefined);
+    if (!lockedExisting && (await insertOkm(trx, serialNumber, acting?.id ?? null, desired, request.now))) {
+      await checkNewFirmwarePins(trx, desired.firmware, undefined);
       return { record: await recordConfigured(request, trx, serialNumber, undefined), created: true };
     }
     // Either it existed, or a poll inserted it between the lock attempt and the insert.
@@ -349,9 +349,9 @@ export async function replaceOkm(
     if (!current) throw notFound(OKM_NOT_FOUND);
     const ownerId = current.okm.customerId;
     if (acting !== null && ownerId !== null && ownerId !== acting.id) throw conflict('serial number is not available');
+    checkOkmVersion(request, current);
     const assigned = acting !== null && ownerId === null;
     if (assigned) await setOkmCustomer(trx, serialNumber, acting.id, request.now);
-    checkOkmVersion(request, current);
     return replaceSettingsOf(current, assigned);
   });
 }
@@ -367,9 +367,9 @@ export async function patchOkm(request: OkmChangeRequest, serialNumber: string, 
   const customerToken = customerTokenActing(request, acting);
   return request.db.transaction().execute(async (trx) => {
     const current = customerToken === null ? await lockedVisibleOkm(trx, acting, serialNumber) : await lockedOwnOkm(trx, customerToken, serialNumber);
+    checkOkmVersion(request, current);
     return patchLockedOkm(request, trx, current, patch, usersAssetsJson);
   });
-    checkOkmVersion(request, current);
 }
 
 /** A merge patch of an OKM whose row lock `trx` holds, with its okm.configured entry (PATCH, and a bulk action's settings). */
@@ -393,9 +393,9 @@ export async function removeOkm(request: OkmChangeRequest, serialNumber: string)
   const acting = await actingFor(request);
   await request.db.transaction().execute(async (trx) => {
     const deleted = await lockedVisibleOkm(trx, acting, serialNumber);
+    checkOkmVersion(request, deleted);
     await deleteOkm(trx, serialNumber);
     await recordChange(trx, request.source, okmDeleted(serialNumber, auditStateOf(deleted)), request.now);
-    checkOkmVersion(request, deleted);
   });
 }
 
@@ -420,9 +420,9 @@ export async function assignOkm(request: OkmChangeRequest, serialNumber: string,
 export async function assignLockedOkm(request: OkmChangeRequest, trx: Db, serialNumber: string, customer: Customer | null): Promise<OkmRecord> {
   const current = await findOwnedOkm(trx, serialNumber);
   if (!current) throw notFound(OKM_NOT_FOUND);
+  checkOkmVersion(request, current);
   const previousId = current.okm.customerId;
   const nextId = customer?.id ?? null;
-  checkOkmVersion(request, current);
   if (previousId !== nextId) {
     if (previousId !== null) {
       await updateOkmSettings(trx, serialNumber, UNCONFIGURED_OKM, request.now);
