@@ -54,9 +54,15 @@ export const COMMANDS: Record<string, { description: string } & ({ load: Loader 
       verify: () => import('./cert-verify.ts'),
     },
   },
+  acl: { description: 'access control lists', commands: { 'remove-user': () => import('./acl-remove-user.ts') } },
   okm: {
     description: 'manage OKMs',
-    commands: { pending: () => import('./okm-pending.ts'), accept: () => import('./okm-accept.ts'), token: () => import('./okm-token.ts') },
+    commands: {
+      pending: () => import('./okm-pending.ts'),
+      accept: () => import('./okm-accept.ts'),
+      token: () => import('./okm-token.ts'),
+      'remove-subscriber-url': () => import('./okm-remove-subscriber-url.ts'),
+    },
   },
   audit: { description: 'verify and export the audit trail of changes', commands: { verify: () => import('./audit-verify.ts'), export: () => import('./audit-export.ts') } },
   webhook: { description: 'status event webhooks', commands: { secret: () => import('./webhook-secret.ts') } },

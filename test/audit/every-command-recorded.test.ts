@@ -26,6 +26,8 @@ import { assertAuditChainIntact, auditEntriesAfter, lastAuditId, withFailureAfte
 import { databaseDigest, digestDifferences } from '../helpers/audit-rollback.ts';
 import { runKeyfleet } from '../helpers/cli.ts';
 import { addRelease } from '../device/config-helpers.ts';
+import { createAcl } from '../../src/acl/service.ts';
+import { aclUser } from '../acl/helpers.ts';
 
 /**
  * SPEC section 18 for the command line: every command (its words, as src/cli/commands.ts
@@ -227,6 +229,27 @@ function commands(w: World, kind: Parameters<typeof openTestStore>[0]): Record<s
         const serial = next('OKM');
         await insertOkm(w.store.db, serial, w.acme.id, UNCONFIGURED_OKM, Date.now());
         return { args: ['okm', 'token', serial] };
+      },
+    },
+    'okm remove-subscriber-url': {
+      actions: ['okm.configured', 'okm.configured'],
+      setup: async () => {
+        const url = `https://hooks.example/${next('dead')}`;
+        for (const serial of [next('OKM'), next('OKM')]) await insertOkm(w.store.db, serial, w.acme.id, { ...UNCONFIGURED_OKM, statusUrls: [url] }, Date.now());
+        return { args: ['okm', 'remove-subscriber-url', url, '--customer', 'acme', '--apply'] };
+      },
+    },
+    'acl remove-user': {
+      actions: ['acl.updated', 'acl.updated'],
+      setup: async () => {
+        const leaving = 900_000_000 + (process.pid % 1000) * 1000 + ++unique;
+        const actor = { kind: 'cli' as const, id: 'setup', name: 'setup' };
+        const principal: Principal = { subject: 'cli:setup', actor, customer: null, scopes: new Set(['admin']), isAdmin: true };
+        for (let index = 0; index < 2; index += 1) {
+          const body = { id: randomUUID(), customer: 'acme', locks: ['L1', 'L2'], users: [aclUser(7, [1, 0]), aclUser(leaving, [0, 1])] };
+          await createAcl({ db: w.store.db, principal, now: Date.now(), source: { actor, requestId: null, ip: null, userAgent: null } }, { body: body as never, jsonText: JSON.stringify(body) });
+        }
+        return { args: ['acl', 'remove-user', '--customer', 'acme', '--user', String(leaving), '--apply'] };
       },
     },
     'audit verify': { exempt: 'a read' },
