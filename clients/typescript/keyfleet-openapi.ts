@@ -497,6 +497,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/okm-bulk-actions/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Which OKMs a bulk action would change now (nothing changes) */
+        post: operations["previewOkmBulkAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/okm-bulk-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply an action to every OKM a filter selects, in one transaction
+         * @description At most BULK_ACTION_MAX OKMs (default 1000): a larger selection is refused with 409 and nothing changes. Each OKM changed gets the audit entry its own route writes (okm.configured, okm.assigned, okm.message_queued).
+         */
+        post: operations["applyOkmBulkAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fleet/summary": {
         parameters: {
             query?: never;
@@ -523,6 +560,23 @@ export interface paths {
         };
         /** Status-event subscriber URLs whose deliveries are failing, most OKMs first (at most 20) */
         get: operations["listFailingSubscribers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fleet/failing-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Webhook endpoints whose newest attempted delivery did not get through, most recent first (at most 50) */
+        get: operations["listFailingWebhookEndpoints"];
         put?: never;
         post?: never;
         delete?: never;
@@ -676,6 +730,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/{id}/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One delivery of a webhook endpoint, with the body it sends (secrets redacted) */
+        get: operations["getWebhookEndpointDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a finished delivery again: a new delivery of the same event (same event id) to the endpoint's URL
+         * @description The original delivery stays in the log as it ended. 409 while a delivery of the same event to this endpoint is still pending.
+         */
+        post: operations["redeliverWebhookEndpointDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/firmware": {
         parameters: {
             query?: never;
@@ -704,6 +795,23 @@ export interface paths {
         get?: never;
         /** Set the fleet-wide latest release of a kind */
         put: operations["setLatestFirmware"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/firmware/{kind}/latest/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many OKMs setting (version) or clearing (no version) the fleet-wide latest of a kind would reach; changes nothing */
+        get: operations["previewLatestFirmware"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -757,7 +865,10 @@ export interface paths {
         /** List a customer's ACLs */
         get: operations["listAcls"];
         put?: never;
-        /** Create an ACL (or overwrite one of the same customer) */
+        /**
+         * Create an ACL (or overwrite one of the same customer)
+         * @description With If-Match, only an existing ACL of that version is overwritten (412 otherwise).
+         */
         post: operations["createAcl"];
         delete?: never;
         options?: never;
@@ -818,6 +929,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/acl-users/{user_id}/removal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Which ACLs of the customer, and which OKMs, removing the user from every ACL would change (nothing changes) */
+        get: operations["previewAclUserRemoval"];
+        put?: never;
+        /**
+         * Remove the user from every ACL of the customer, in one transaction
+         * @description At most BULK_ACTION_MAX ACLs (default 1000): a user in more is refused with 409 and nothing changes. Each ACL changed gets an acl.updated audit entry recording the user removed.
+         */
+        post: operations["removeAclUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/locks": {
         parameters: {
             query?: never;
@@ -867,7 +999,8 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change the thresholds of a ready or paused rollout (409 while running: pause it first) */
+        patch: operations["updateRollout"];
         trace?: never;
     };
     "/api/v1/rollouts/{id}/okms": {
@@ -884,6 +1017,40 @@ export interface paths {
         get: operations["listRolloutOkms"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/okms/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give failed OKMs of a running or paused rollout another update timeout: offered the version again */
+        post: operations["retryRolloutOkms"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/okms/exclude": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take failed OKMs out of a running or paused rollout: no longer offered its version nor counted */
+        post: operations["excludeRolloutOkms"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1096,6 +1263,11 @@ export interface components {
              * @enum {unknown}
              */
             state: "never_polled" | "drifting" | "in_step";
+            /**
+             * @description the one state to show for the OKM, the first that applies: never_polled; overdue (stopped polling); stuck (does not take a correction, even while the retry policy holds its offer back and its polls are answered {}); drifting; in_step
+             * @enum {unknown}
+             */
+            summary_state: "never_polled" | "overdue" | "stuck" | "drifting" | "in_step";
             /** @description polled before, but not for 3 × effective_polling_interval */
             overdue: boolean;
             /** @description sent one correction on 3 polls in a row (STUCK_AFTER_POLLS) and still reporting the value it was told to change, as of its last poll: a poll clears it once the OKM reports the corrected value or is sent another. null: not stuck */
@@ -3466,7 +3638,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 serial: string;
             };
@@ -3570,6 +3745,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["OkmRecord"] | null;
+                    };
+                };
+            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -3618,7 +3807,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 serial: string;
             };
@@ -3678,6 +3870,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["OkmRecord"] | null;
+                    };
+                };
+            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -3726,7 +3932,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 serial: string;
             };
@@ -3815,6 +4024,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["OkmRecord"] | null;
+                    };
+                };
+            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -3860,7 +4083,10 @@ export interface operations {
     assignOkmCustomer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 serial: string;
             };
@@ -3929,6 +4155,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["OkmRecord"] | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -4565,6 +4805,57 @@ export interface operations {
                              * @enum {unknown}
                              */
                             state: "never_polled" | "drifting" | "in_step";
+                            /**
+                             * @description the one state to show for the OKM, the first that applies: never_polled; overdue (stopped polling); stuck (does not take a correction, even while the retry policy holds its offer back and its polls are answered {}); drifting; in_step
+                             * @enum {unknown}
+                             */
+                            summary_state: "never_polled" | "overdue" | "stuck" | "drifting" | "in_step";
+                            /** @description for each kind of firmware, in the resolvers’ order: what the OKM is offered, by whom, and the retry policy that spaces the offer */
+                            firmware: {
+                                /** @description the reply key: kasFirmware, batchKeyFirmware or wirelessKeyFirmware */
+                                resolver: string;
+                                /** @description kas, batch_key or wireless_key */
+                                kind: string;
+                                version: string | null;
+                                /**
+                                 * @description pin: the OKM's own pin; rollout: the rollout named in `rollout`, which offers its version to the OKM's group; fleet_latest: the fleet's latest release; none: nothing to offer
+                                 * @enum {unknown}
+                                 */
+                                source: "pin" | "rollout" | "fleet_latest" | "none";
+                                pin: string | null;
+                                rollout: {
+                                    id: number;
+                                    /** @description the rollout’s state (a finished rollout still offers its version to the OKMs it has not updated) */
+                                    state: string;
+                                    version: string;
+                                    /** @description it offers its version to this OKM now (running or finished, the OKM’s group started, inside its maintenance window) */
+                                    offering: boolean;
+                                } | null;
+                                /** @description the retry policy in force for this offer (SPEC section 15) */
+                                retry_policy: {
+                                    offers: number;
+                                    backoff_polls: number[];
+                                    max_backoff_polls: number;
+                                    /**
+                                     * @description whose policy it is: the rollout’s own, the customer’s, else the fleet default (FIRMWARE_RETRY_POLICY)
+                                     * @enum {unknown}
+                                     */
+                                    from: "rollout" | "customer" | "fleet";
+                                };
+                                hold: {
+                                    /** @description rounds of offers the OKM did not take so far */
+                                    rounds: number;
+                                    /** @description polls answered with the offer so far */
+                                    offered: number;
+                                    /** @description the next poll is not sent the offer */
+                                    held_back: boolean;
+                                    /** @description the number of the poll (counting every poll of the OKM) from which the offer is made again */
+                                    next_offer_poll: number;
+                                    /** @description polls from the last one until that poll; 1: the next poll */
+                                    polls_until_offer: number;
+                                    next_offer_at: string | null;
+                                } | null;
+                            }[];
                             expected_next: {
                                 [key: string]: unknown;
                             } | null;
@@ -4601,6 +4892,392 @@ export interface operations {
             };
             /** @description Not found (also for a record of another customer) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewOkmBulkAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the OKMs to act on, as GET /api/v1/okms filters them (every one given must hold); {}: every OKM the token may see */
+                    filter: {
+                        /** @description customer to act for */
+                        customer?: string;
+                        /** @description only OKMs that are (true) or are not (false) overdue */
+                        overdue?: boolean;
+                        /** @description only OKMs that last reported this version */
+                        firmware_version?: string;
+                        /** @description admin only: only OKMs that belong to no customer */
+                        unassigned?: boolean;
+                        /**
+                         * @description only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null)
+                         * @enum {unknown}
+                         */
+                        state?: "in_step" | "drifting" | "overdue" | "never_polled" | "stuck";
+                        /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
+                        serial_prefix?: string;
+                        /**
+                         * @description only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections`
+                         * @enum {unknown}
+                         */
+                        last_correction?: "message" | "kasFirmware" | "kasDateTime" | "cacheMode" | "keyCheckoutWindowTime" | "retailCfg" | "assetList" | "usersAssets" | "auditUrl" | "pollingInterval" | "batchKeyFirmware" | "wirelessKeyFirmware";
+                        /**
+                         * Format: uri
+                         * @description only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored
+                         */
+                        subscriber_url?: string;
+                    };
+                    /** @description what to do to each OKM selected: its type names it */
+                    action: {
+                        /** @enum {string} */
+                        type: "configure";
+                        /** @description a JSON merge patch of each OKM's settings (as PATCH /api/v1/okms/{serial}): null unsets; firmware pins must be catalog releases */
+                        settings: {
+                            cache_mode?: (1 | 2) | null;
+                            key_checkout_window?: {
+                                time?: number | null;
+                                contact?: ("open" | "closed") | null;
+                            } | null;
+                            auditing_enabled?: boolean | null;
+                            polling_interval?: number | null;
+                            firmware?: {
+                                kas?: string | null;
+                                batch_key?: string | null;
+                                wireless_key?: string | null;
+                            } | null;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "assign";
+                        customer: string | null;
+                    } | {
+                        /** @enum {string} */
+                        type: "queue_message";
+                        message: {
+                            type: string;
+                            /** @description any JSON value, at most 65536 bytes of JSON text, no name twice in one object; default null */
+                            payload?: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_subscriber_url";
+                        /**
+                         * Format: uri
+                         * @description the status URL to take out of subscribe_urls.status of every OKM selected that holds it
+                         */
+                        url: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description OKMs selected (preview, at most limit) or changed (applied) */
+                            count: number;
+                            /** @description those OKMs, by serial number */
+                            serial_numbers: string[];
+                            /** @description most OKMs one bulk action may change (BULK_ACTION_MAX) */
+                            limit: number;
+                            /** @description the filter selects more than limit OKMs: serial_numbers holds the first limit, and applying is refused with 409 */
+                            over_limit: boolean;
+                            /** @description false: a preview, nothing changed */
+                            applied: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    applyOkmBulkAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the OKMs to act on, as GET /api/v1/okms filters them (every one given must hold); {}: every OKM the token may see */
+                    filter: {
+                        /** @description customer to act for */
+                        customer?: string;
+                        /** @description only OKMs that are (true) or are not (false) overdue */
+                        overdue?: boolean;
+                        /** @description only OKMs that last reported this version */
+                        firmware_version?: string;
+                        /** @description admin only: only OKMs that belong to no customer */
+                        unassigned?: boolean;
+                        /**
+                         * @description only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null)
+                         * @enum {unknown}
+                         */
+                        state?: "in_step" | "drifting" | "overdue" | "never_polled" | "stuck";
+                        /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
+                        serial_prefix?: string;
+                        /**
+                         * @description only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections`
+                         * @enum {unknown}
+                         */
+                        last_correction?: "message" | "kasFirmware" | "kasDateTime" | "cacheMode" | "keyCheckoutWindowTime" | "retailCfg" | "assetList" | "usersAssets" | "auditUrl" | "pollingInterval" | "batchKeyFirmware" | "wirelessKeyFirmware";
+                        /**
+                         * Format: uri
+                         * @description only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored
+                         */
+                        subscriber_url?: string;
+                    };
+                    /** @description what to do to each OKM selected: its type names it */
+                    action: {
+                        /** @enum {string} */
+                        type: "configure";
+                        /** @description a JSON merge patch of each OKM's settings (as PATCH /api/v1/okms/{serial}): null unsets; firmware pins must be catalog releases */
+                        settings: {
+                            cache_mode?: (1 | 2) | null;
+                            key_checkout_window?: {
+                                time?: number | null;
+                                contact?: ("open" | "closed") | null;
+                            } | null;
+                            auditing_enabled?: boolean | null;
+                            polling_interval?: number | null;
+                            firmware?: {
+                                kas?: string | null;
+                                batch_key?: string | null;
+                                wireless_key?: string | null;
+                            } | null;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "assign";
+                        customer: string | null;
+                    } | {
+                        /** @enum {string} */
+                        type: "queue_message";
+                        message: {
+                            type: string;
+                            /** @description any JSON value, at most 65536 bytes of JSON text, no name twice in one object; default null */
+                            payload?: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_subscriber_url";
+                        /**
+                         * Format: uri
+                         * @description the status URL to take out of subscribe_urls.status of every OKM selected that holds it
+                         */
+                        url: string;
+                    };
+                    /** @description the OKMs the preview listed: when given, the action is refused with 409 (nothing changes) unless the filter selects exactly these */
+                    serial_numbers?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description OKMs selected (preview, at most limit) or changed (applied) */
+                            count: number;
+                            /** @description those OKMs, by serial number */
+                            serial_numbers: string[];
+                            /** @description most OKMs one bulk action may change (BULK_ACTION_MAX) */
+                            limit: number;
+                            /** @description the filter selects more than limit OKMs: serial_numbers holds the first limit, and applying is refused with 409 */
+                            over_limit: boolean;
+                            /** @description false: a preview, nothing changed */
+                            applied: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4783,6 +5460,107 @@ export interface operations {
                             last_attempt_at: string | null;
                             last_status_code: number | null;
                             last_error: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listFailingWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the webhook endpoint */
+                            id: number;
+                            url: string;
+                            customer: string | null;
+                            /** @description of its newest attempted delivery */
+                            event_type: string;
+                            /**
+                             * @description of that delivery: pending is being retried, failed used every retry, gone was answered 410
+                             * @enum {unknown}
+                             */
+                            state: "pending" | "failed" | "gone";
+                            attempts: number;
+                            /** Format: date-time */
+                            last_attempt_at: string;
+                            last_status_code: number | null;
+                            last_error: string;
                         }[];
                     };
                 };
@@ -5587,7 +6365,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 /** @description endpoint id */
                 id: string;
@@ -5648,6 +6429,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            url: string;
+                            event_types: string[];
+                            customer: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        } | null;
+                    };
+                };
+            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -5696,7 +6498,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 /** @description endpoint id */
                 id: string;
@@ -5778,6 +6583,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            url: string;
+                            event_types: string[];
+                            customer: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -5969,9 +6795,12 @@ export interface operations {
                     "application/json": {
                         message: string;
                         data: {
+                            /** @description the delivery (one event to this endpoint); a redelivery is a new delivery of the same event_id */
+                            id: number;
                             /** @description webhook-id */
                             event_id: string;
                             event_type: string;
+                            serial_number: string | null;
                             /** @enum {unknown} */
                             state: "pending" | "delivered" | "failed" | "gone";
                             attempts: number;
@@ -6016,6 +6845,247 @@ export interface operations {
             };
             /** @description Not found (also for a record of another customer) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookEndpointDelivery: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                /** @description endpoint id */
+                id: string;
+                /** @description delivery id (the `id` of a delivery-log entry) */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the delivery (one event to this endpoint); a redelivery is a new delivery of the same event_id */
+                            id: number;
+                            /** @description webhook-id */
+                            event_id: string;
+                            event_type: string;
+                            serial_number: string | null;
+                            /** @enum {unknown} */
+                            state: "pending" | "delivered" | "failed" | "gone";
+                            attempts: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            next_attempt_at: string | null;
+                            last_attempt_at: string | null;
+                            last_status_code: number | null;
+                            last_error: string | null;
+                            delivered_at: string | null;
+                            /** @description the body every attempt of this delivery sends ({"id", "type", "timestamp", "data"}), members named like secrets (pin_hash, secret, token, …) reading "[redacted]" */
+                            payload: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    redeliverWebhookEndpointDelivery: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: never;
+            path: {
+                /** @description endpoint id */
+                id: string;
+                /** @description delivery id (the `id` of a delivery-log entry) */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the delivery (one event to this endpoint); a redelivery is a new delivery of the same event_id */
+                            id: number;
+                            /** @description webhook-id */
+                            event_id: string;
+                            event_type: string;
+                            serial_number: string | null;
+                            /** @enum {unknown} */
+                            state: "pending" | "delivered" | "failed" | "gone";
+                            attempts: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            next_attempt_at: string | null;
+                            last_attempt_at: string | null;
+                            last_status_code: number | null;
+                            last_error: string | null;
+                            delivered_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6345,6 +7415,104 @@ export interface operations {
             };
             /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewLatestFirmware: {
+        parameters: {
+            query?: {
+                /** @description dotted numbers, 1–4 parts: 2.10.0 */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                kind: "kas" | "batch_key" | "wireless_key";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            current: string | null;
+                            /** @description the fleet latest after the change; null: cleared */
+                            version: string | null;
+                            /** @description OKMs of every customer that follow the fleet latest of this kind (no pin of it): the change applies to each */
+                            okms: number;
+                            /** @description of those, OKMs that do not report `version`, offered it at their next poll; for a clear, those that do not report the current latest, no longer offered it */
+                            offered: number;
+                            /** @description OKMs with a pin of this kind, which the change leaves as they are */
+                            pinned: number;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6886,7 +8054,10 @@ export interface operations {
     createAcl: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6990,6 +8161,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["Acl"] | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -7126,7 +8311,10 @@ export interface operations {
                 /** @description the ACL's customer */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7234,6 +8422,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["Acl"] | null;
+                    };
+                };
+            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -7282,7 +8484,10 @@ export interface operations {
                 /** @description the ACL's customer */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7340,6 +8545,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: components["schemas"]["Acl"] | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -7590,6 +8809,244 @@ export interface operations {
             };
         };
     };
+    previewAclUserRemoval: {
+        parameters: {
+            query: {
+                /** @description whose ACLs; a customer's token may name only its own */
+                customer: string;
+            };
+            header?: never;
+            path: {
+                /** @description the user to remove, as the ACLs' users name it */
+                user_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            customer: string;
+                            user_id: number;
+                            /** @description the ACLs that hold the user (preview) or held it (applied), by id */
+                            acls: {
+                                id: string;
+                                name: string | null;
+                                okm_id: string | null;
+                            }[];
+                            /** @description the OKMs linked to those ACLs: their next polls send the new user list */
+                            okm_ids: string[];
+                            /** @description more than BULK_ACTION_MAX ACLs hold the user: acls holds the first of them, and the removal is refused with 409 */
+                            over_limit: boolean;
+                            /** @description false: a preview, nothing changed; true: the user is removed from every one of acls */
+                            applied: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeAclUser: {
+        parameters: {
+            query: {
+                /** @description whose ACLs; a customer's token may name only its own */
+                customer: string;
+            };
+            header?: never;
+            path: {
+                /** @description the user to remove, as the ACLs' users name it */
+                user_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the ACLs the preview listed: when given, the removal is refused with 409 (nothing changes) unless the ACLs holding the user are exactly these */
+                    acl_ids?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            customer: string;
+                            user_id: number;
+                            /** @description the ACLs that hold the user (preview) or held it (applied), by id */
+                            acls: {
+                                id: string;
+                                name: string | null;
+                                okm_id: string | null;
+                            }[];
+                            /** @description the OKMs linked to those ACLs: their next polls send the new user list */
+                            okm_ids: string[];
+                            /** @description more than BULK_ACTION_MAX ACLs hold the user: acls holds the first of them, and the removal is refused with 409 */
+                            over_limit: boolean;
+                            /** @description false: a preview, nothing changed; true: the user is removed from every one of acls */
+                            applied: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listLocks: {
         parameters: {
             query?: {
@@ -7751,6 +9208,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -7789,6 +9248,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         }[];
                         next_cursor: string | null;
                     };
@@ -7956,6 +9416,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -7994,6 +9456,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -8141,6 +9604,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -8179,6 +9644,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -8212,6 +9678,299 @@ export interface operations {
             };
             /** @description Not found (also for a record of another customer) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateRollout: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a group passes when this % of it has updated */
+                    success_threshold?: number;
+                    /** @description the rollout pauses itself when more than this % of a started group has failed */
+                    error_threshold?: number;
+                    /** @description an offered OKM that polls on without updating this long has failed */
+                    update_timeout?: string;
+                    /** @description start the next group when a group passes */
+                    auto_advance?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8289,6 +10048,7 @@ export interface operations {
                             last_sync_time: string | null;
                             reported_version: string | null;
                             blocked_by: string | null;
+                            first_poll_due_at: string | null;
                         }[];
                         next_cursor: string | null;
                     };
@@ -8354,13 +10114,590 @@ export interface operations {
             };
         };
     };
+    retryRolloutOkms: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description these failed OKMs of the rollout (each must be one: 409 naming those that are not); left out: every failed OKM of the rollout */
+                    serial_numbers?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    excludeRolloutOkms: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+            };
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description these failed OKMs of the rollout (each must be one: 409 naming those that are not); left out: every failed OKM of the rollout */
+                    serial_numbers?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: the record exists already, or another record is in the way; the message says which */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: the body must be UTF-8 JSON (`application/json`), uncompressed */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     startRollout: {
         parameters: {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: number;
             };
@@ -8410,6 +10747,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -8448,6 +10787,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -8495,6 +10835,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -8545,7 +10974,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: number;
             };
@@ -8595,6 +11027,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -8633,6 +11067,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -8680,6 +11115,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -8730,7 +11254,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: number;
             };
@@ -8780,6 +11307,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -8818,6 +11347,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -8865,6 +11395,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -8915,7 +11534,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: number;
             };
@@ -8965,6 +11587,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -9003,6 +11627,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -9050,6 +11675,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -9100,7 +11814,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: number;
             };
@@ -9150,6 +11867,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -9188,6 +11907,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -9235,6 +11955,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -9285,7 +12094,10 @@ export interface operations {
                 /** @description customer to act for */
                 customer?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 id: number;
             };
@@ -9335,6 +12147,8 @@ export interface operations {
                                     updated: number;
                                     failed: number;
                                 };
+                                started_at: string | null;
+                                first_polls_by: string | null;
                             }[];
                             /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
                             totals: {
@@ -9373,6 +12187,7 @@ export interface operations {
                             updated_at: string;
                             started_at: string | null;
                             finished_at: string | null;
+                            resumed_at: string | null;
                         };
                     };
                 };
@@ -9420,6 +12235,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            id: number;
+                            customer: string | null;
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string;
+                            filter: {
+                                /** @description only OKMs that last reported this version of the kind */
+                                firmware_version?: string;
+                                /** @description only these OKMs */
+                                serial_numbers?: string[];
+                            } | null;
+                            /** @enum {unknown} */
+                            state: "ready" | "running" | "paused" | "finished" | "aborted";
+                            state_reason: string | null;
+                            current_group: number | null;
+                            groups: {
+                                percent: number;
+                                /** @description members of the group */
+                                okms: number;
+                                /**
+                                 * @description waiting: not started; running; paused: the rollout is paused at this group; completed: passed and the next one started, or the rollout finished; aborted: the rollout was aborted before this group completed
+                                 * @enum {unknown}
+                                 */
+                                state: "waiting" | "running" | "paused" | "completed" | "aborted";
+                                /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                                counts: {
+                                    scheduled: number;
+                                    blocked: number;
+                                    silent: number;
+                                    offered: number;
+                                    updated: number;
+                                    failed: number;
+                                };
+                                started_at: string | null;
+                                first_polls_by: string | null;
+                            }[];
+                            /** @description OKMs of each state (scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started); GET /api/v1/rollouts/{id}/okms?state= lists them */
+                            totals: {
+                                scheduled: number;
+                                blocked: number;
+                                silent: number;
+                                offered: number;
+                                updated: number;
+                                failed: number;
+                            };
+                            success_threshold: number;
+                            error_threshold: number;
+                            update_timeout: string;
+                            auto_advance: boolean;
+                            start_at: string | null;
+                            maintenance_window: {
+                                from: string;
+                                to: string;
+                                time_zone: string;
+                            } | null;
+                            approval_required: boolean;
+                            retry_policy: {
+                                /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
+                                offers: number;
+                                /** @description polls the offer is held back after round 1, 2, …; past the list each round doubles the last */
+                                backoff_polls: number[];
+                                /** @description the most polls an offer is held back */
+                                max_backoff_polls: number;
+                            } | null;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            resumed_at: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */
@@ -9642,7 +12546,7 @@ export interface operations {
                 customer?: string;
                 entity_type?: "acl" | "okm" | "dlock" | "api_key" | "customer" | "certificate" | "firmware" | "rollout" | "webhook_endpoint" | "webhook_secret" | "role_binding" | "session" | "token" | "master_key" | "signing_key";
                 entity_id?: string;
-                action?: "acl.created" | "acl.updated" | "acl.deleted" | "okm.configured" | "okm.deleted" | "okm.assigned" | "okm.claimed" | "okm.accepted" | "okm.message_queued" | "okm.device_token_issued" | "dlock.enrolled" | "dlock.deleted" | "api_key.created" | "api_key.revoked" | "customer.created" | "customer.updated" | "certificate.created" | "certificate.imported" | "certificate.root_imported" | "firmware.added" | "firmware.deleted" | "firmware.latest_set" | "rollout.created" | "rollout.started" | "rollout.paused" | "rollout.resumed" | "rollout.advanced" | "rollout.aborted" | "rollout.approved" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_secret.rotated" | "role_binding.created" | "role_binding.deleted" | "session.started" | "session.ended" | "session.revoked" | "token.issued" | "token.revoked" | "master_key.rotated" | "master_key.retired" | "signing_key.rotated" | "signing_key.retired";
+                action?: "acl.created" | "acl.updated" | "acl.deleted" | "okm.configured" | "okm.deleted" | "okm.assigned" | "okm.claimed" | "okm.accepted" | "okm.message_queued" | "okm.device_token_issued" | "dlock.enrolled" | "dlock.deleted" | "api_key.created" | "api_key.revoked" | "customer.created" | "customer.updated" | "certificate.created" | "certificate.imported" | "certificate.root_imported" | "firmware.added" | "firmware.deleted" | "firmware.latest_set" | "rollout.created" | "rollout.started" | "rollout.paused" | "rollout.resumed" | "rollout.advanced" | "rollout.aborted" | "rollout.approved" | "rollout.updated" | "rollout.members_retried" | "rollout.members_excluded" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_delivery.redelivered" | "webhook_secret.rotated" | "role_binding.created" | "role_binding.deleted" | "session.started" | "session.ended" | "session.revoked" | "token.issued" | "token.revoked" | "master_key.rotated" | "master_key.retired" | "signing_key.rotated" | "signing_key.retired";
                 /** @description entries at or after this time */
                 since?: string;
                 /** @description entries before this time */
@@ -9771,7 +12675,7 @@ export interface operations {
                 customer?: string;
                 entity_type?: "acl" | "okm" | "dlock" | "api_key" | "customer" | "certificate" | "firmware" | "rollout" | "webhook_endpoint" | "webhook_secret" | "role_binding" | "session" | "token" | "master_key" | "signing_key";
                 entity_id?: string;
-                action?: "acl.created" | "acl.updated" | "acl.deleted" | "okm.configured" | "okm.deleted" | "okm.assigned" | "okm.claimed" | "okm.accepted" | "okm.message_queued" | "okm.device_token_issued" | "dlock.enrolled" | "dlock.deleted" | "api_key.created" | "api_key.revoked" | "customer.created" | "customer.updated" | "certificate.created" | "certificate.imported" | "certificate.root_imported" | "firmware.added" | "firmware.deleted" | "firmware.latest_set" | "rollout.created" | "rollout.started" | "rollout.paused" | "rollout.resumed" | "rollout.advanced" | "rollout.aborted" | "rollout.approved" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_secret.rotated" | "role_binding.created" | "role_binding.deleted" | "session.started" | "session.ended" | "session.revoked" | "token.issued" | "token.revoked" | "master_key.rotated" | "master_key.retired" | "signing_key.rotated" | "signing_key.retired";
+                action?: "acl.created" | "acl.updated" | "acl.deleted" | "okm.configured" | "okm.deleted" | "okm.assigned" | "okm.claimed" | "okm.accepted" | "okm.message_queued" | "okm.device_token_issued" | "dlock.enrolled" | "dlock.deleted" | "api_key.created" | "api_key.revoked" | "customer.created" | "customer.updated" | "certificate.created" | "certificate.imported" | "certificate.root_imported" | "firmware.added" | "firmware.deleted" | "firmware.latest_set" | "rollout.created" | "rollout.started" | "rollout.paused" | "rollout.resumed" | "rollout.advanced" | "rollout.aborted" | "rollout.approved" | "rollout.updated" | "rollout.members_retried" | "rollout.members_excluded" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_delivery.redelivered" | "webhook_secret.rotated" | "role_binding.created" | "role_binding.deleted" | "session.started" | "session.ended" | "session.revoked" | "token.issued" | "token.revoked" | "master_key.rotated" | "master_key.retired" | "signing_key.rotated" | "signing_key.retired";
                 /** @description entries at or after this time */
                 since?: string;
                 /** @description entries before this time */
