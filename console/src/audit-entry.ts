@@ -46,6 +46,7 @@ export const ACTION_LABELS: Record<AuditAction, string> = {
   'webhook_endpoint.created': 'Webhook endpoint created',
   'webhook_endpoint.updated': 'Webhook endpoint changed',
   'webhook_endpoint.deleted': 'Webhook endpoint deleted',
+  'webhook_delivery.redelivered': 'Webhook delivery sent again',
   'webhook_secret.rotated': 'Webhook secret set or rotated',
   'role_binding.created': 'Role binding added',
   'role_binding.deleted': 'Role binding removed',

@@ -96,6 +96,10 @@ describe('console: pending OKMs, firmware and locks pages', { skip: browserTestS
     assert.ok(progress.some((text) => /^([1-9]|[1-9]\d)% /.test(text)), `progress shown: ${progress.join(' | ')}`);
 
     await page.getByRole('button', { name: 'Make 2.1.0 the fleet latest OKM (KAS) firmware' }).click();
+    // A change of every customer's fleet: asked first, naming the OKMs it reaches.
+    const confirm = page.getByRole('dialog', { name: 'Make 2.1.0 the fleet latest OKM (KAS) firmware?' });
+    await confirm.getByTestId('latest-preview-count').waitFor();
+    await confirm.getByRole('button', { name: 'Make 2.1.0 latest' }).click();
     await page.getByTestId('latest-kas').getByText('2.1.0').waitFor();
     assert.equal((await server.api(adminToken, 'GET', '/api/v1/firmware')).latest.kas, '2.1.0');
     const offer = await device(server, 'OKM-FW-1', '1.0.0').pollOnce();

@@ -259,6 +259,11 @@ export const addFirmwareUrl = (body: { kind: FirmwareKind; version: string; url:
 export const setLatestFirmware = (kind: FirmwareKind, version: string | null) =>
   call(api.PUT('/api/v1/firmware/{kind}/latest', { params: { path: { kind } }, body: { version } }));
 
+/** What setting (a version) or clearing (null) the fleet latest would reach, counted by the server. */
+export const previewLatestFirmware = (kind: FirmwareKind, version: string | null) =>
+  call(api.GET('/api/v1/firmware/{kind}/latest/preview', { params: { path: { kind }, query: version === null ? {} : { version } } }));
+export type LatestFirmwarePreview = Awaited<ReturnType<typeof previewLatestFirmware>>['data'];
+
 type UploadAnswer = paths['/api/v1/firmware/{kind}/{version}']['put']['responses'][201]['content']['application/json'];
 
 /**
@@ -351,6 +356,23 @@ export const sendWebhookTestEvent = (id: number) => call(api.POST('/api/v1/webho
 export const getWebhookDeliveries = (id: number, page: PageRequest) =>
   call(api.GET('/api/v1/webhook-endpoints/{id}/deliveries', { params: { path: { id: String(id) }, query: page } }));
 export type WebhookDelivery = Awaited<ReturnType<typeof getWebhookDeliveries>>['data'][number];
+
+/** One delivery with the body it sends (secrets redacted). */
+export const getWebhookDelivery = (id: number, deliveryId: number) =>
+  call(api.GET('/api/v1/webhook-endpoints/{id}/deliveries/{delivery_id}', { params: { path: { id: String(id), delivery_id: String(deliveryId) } } }));
+export type WebhookDeliveryDetail = Awaited<ReturnType<typeof getWebhookDelivery>>['data'];
+
+/** Queues a finished delivery again: a new delivery of the same event id; answers with it. */
+export const redeliverWebhookDelivery = (id: number, deliveryId: number) =>
+  call(api.POST('/api/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver', { params: { path: { id: String(id), delivery_id: String(deliveryId) } } }));
+
+/** One endpoint (the Events page narrowed to it). */
+export const getWebhookEndpoint = (id: number, customer?: string) =>
+  call(api.GET('/api/v1/webhook-endpoints/{id}', { params: { path: { id: String(id) }, query: { customer } } }));
+
+/** Endpoints whose newest attempted delivery did not get through (the overview). */
+export const listFailingEndpoints = (customer?: string) => call(api.GET('/api/v1/fleet/failing-endpoints', { params: { query: { customer } } }));
+export type FailingEndpoint = Awaited<ReturnType<typeof listFailingEndpoints>>['data'][number];
 
 // ---- People & access (role bindings, sessions, API tokens) ----------------------------------
 

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { deleteWebhookEndpoint, listWebhookEndpoints, sendWebhookTestEvent, type WebhookEndpoint } from '../api/client.ts';
+import { deleteWebhookEndpoint, getWebhookEndpoint, listWebhookEndpoints, sendWebhookTestEvent, type WebhookEndpoint } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
 import { LocalTime } from '../components/relative-time.tsx';
@@ -11,6 +11,7 @@ import { useResource } from '../components/use-resource.ts';
 import { WebhookDeleteDialog } from '../components/webhook-delete-dialog.tsx';
 import { WebhookDeliveries } from '../components/webhook-deliveries.tsx';
 import { WebhookEndpointForm } from '../components/webhook-endpoint-form.tsx';
+import { href } from '../paths.ts';
 import { useSession } from '../session.ts';
 
 const ENDPOINTS_PER_PAGE = 20;
@@ -22,8 +23,16 @@ export function EventsPage() {
   const customer = actingCustomer(session, query);
   const asOperator = session.claims.customer === null;
   const named = asOperator && customer !== '' ? customer : undefined;
+  // ?endpoint=ID (the overview's link to a failing endpoint): that endpoint alone.
+  const only = /^[1-9][0-9]{0,14}$/.test(query.endpoint ?? '') ? Number(query.endpoint) : undefined;
   const pages = useCursorPages(named ?? '');
-  const endpoints = useResource(() => listWebhookEndpoints({ customer: named, limit: ENDPOINTS_PER_PAGE, cursor: pages.cursor }), [named, pages.cursor]);
+  const endpoints = useResource(
+    () =>
+      only === undefined
+        ? listWebhookEndpoints({ customer: named, limit: ENDPOINTS_PER_PAGE, cursor: pages.cursor })
+        : getWebhookEndpoint(only, named).then((answer) => ({ ...answer, data: [answer.data], next_cursor: null })),
+    [named, only, pages.cursor],
+  );
   const [deleting, setDeleting] = useState<WebhookEndpoint | null>(null);
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<{ ok: boolean; text: string } | null>(null);
@@ -63,6 +72,11 @@ export function EventsPage() {
         Fleet events (an OKM gone silent or back, a new device, a rollout that paused or finished…) are sent to these URLs as signed webhooks, with retries.
       </p>
       <TenantPicker session={session} purpose="endpoints" />
+      {only !== undefined && (
+        <p class="small">
+          Endpoint {only} only. <a href={href(`/events${named === undefined ? '' : `?customer=${encodeURIComponent(named)}`}`)}>Every endpoint</a>
+        </p>
+      )}
       {notice !== null && (
         <p class={`notice ${notice.ok ? 'notice-ok' : 'notice-warning'}`} role={notice.ok ? 'status' : 'alert'}>
           {notice.text}
@@ -107,7 +121,7 @@ export function EventsPage() {
                     ))}
                   </p>
                   <h3>Recent deliveries</h3>
-                  <WebhookDeliveries endpointId={endpoint.id} url={endpoint.url} version={versions[endpoint.id] ?? 0} />
+                  <WebhookDeliveries endpointId={endpoint.id} url={endpoint.url} version={versions[endpoint.id] ?? 0} onNotice={setNotice} />
                 </section>
               ))}
               <Pager pages={pages} nextCursor={endpoints.data.next_cursor} noun="endpoints" />

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { getFleetSummary, listFirmware, setLatestFirmware, type FirmwareKind, type FirmwareRelease } from '../api/client.ts';
 import { FIRMWARE_KIND_LABELS, FIRMWARE_KINDS } from '../components/firmware-kind-field.tsx';
+import { FirmwareLatestDialog } from '../components/firmware-latest-dialog.tsx';
 import { FirmwareUploadForm } from '../components/firmware-upload-form.tsx';
 import { FirmwareUrlForm } from '../components/firmware-url-form.tsx';
 import { PageHeader } from '../components/layout.tsx';
@@ -17,6 +18,9 @@ export function FirmwarePage() {
   const catalog = useResource(() => Promise.all([listFirmware(), getFleetSummary()]), []);
   const [notice, setNotice] = useState<string | null>(null);
   const [latestError, setLatestError] = useState<{ kind: FirmwareKind; message: string } | null>(null);
+  /** The fleet-latest change waiting for its confirmation (it changes every customer's fleet). */
+  const [confirming, setConfirming] = useState<{ kind: FirmwareKind; version: string | null } | null>(null);
+  const [saving, setSaving] = useState(false);
 
   const added = (release: FirmwareRelease) => {
     setNotice(`Release ${release.version} (${FIRMWARE_KIND_LABELS[release.kind]}) added. Make it the fleet latest to offer it to every OKM.`);
@@ -24,12 +28,16 @@ export function FirmwarePage() {
   };
   const makeLatest = async (kind: FirmwareKind, version: string | null) => {
     setLatestError(null);
+    setSaving(true);
     try {
       await setLatestFirmware(kind, version);
       setNotice(version === null ? `${FIRMWARE_KIND_LABELS[kind]}: no fleet latest now.` : `${FIRMWARE_KIND_LABELS[kind]}: ${version} is the fleet latest; OKMs on older versions are offered it on their next poll.`);
       catalog.reload();
     } catch (failure) {
       setLatestError({ kind, message: failure instanceof Error ? failure.message : String(failure) });
+    } finally {
+      setSaving(false);
+      setConfirming(null);
     }
   };
 
@@ -62,8 +70,8 @@ export function FirmwarePage() {
                 <span>
                   Fleet latest: <strong data-testid={`latest-${kind}`}>{latest ?? 'none'}</strong>
                   {isAdmin && latest !== null && (
-                    <button type="button" class="small-button" onClick={() => void makeLatest(kind, null)}>
-                      Clear
+                    <button type="button" class="small-button" onClick={() => setConfirming({ kind, version: null })} aria-label={`Clear the fleet latest ${FIRMWARE_KIND_LABELS[kind]}…`}>
+                      Clear…
                     </button>
                   )}
                 </span>
@@ -115,8 +123,8 @@ export function FirmwarePage() {
                           {isAdmin && (
                             <td>
                               {row.release !== null && !row.isLatest && (
-                                <button type="button" class="small-button" onClick={() => void makeLatest(kind, row.version)} aria-label={`Make ${row.version} the fleet latest ${FIRMWARE_KIND_LABELS[kind]}`}>
-                                  Make latest
+                                <button type="button" class="small-button" onClick={() => setConfirming({ kind, version: row.version })} aria-label={`Make ${row.version} the fleet latest ${FIRMWARE_KIND_LABELS[kind]}…`}>
+                                  Make latest…
                                 </button>
                               )}
                             </td>
@@ -130,6 +138,15 @@ export function FirmwarePage() {
             </section>
           );
         })
+      )}
+      {confirming !== null && (
+        <FirmwareLatestDialog
+          kind={confirming.kind}
+          version={confirming.version}
+          saving={saving}
+          onConfirm={() => void makeLatest(confirming.kind, confirming.version)}
+          onCancel={() => setConfirming(null)}
+        />
       )}
       {isAdmin && (
         <div class="cards">

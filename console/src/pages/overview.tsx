@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { getFleetSummary, listFailingSubscribers, type FleetSummary } from '../api/client.ts';
+import { getFleetSummary, listFailingEndpoints, listFailingSubscribers, type FailingEndpoint, type FleetSummary } from '../api/client.ts';
 import { BarChart } from '../components/bar-chart.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
@@ -76,8 +76,59 @@ function Stat({ label, value, tone, link }: { label: string; value: number; tone
   );
 }
 
+/** Webhook endpoints whose newest attempted delivery did not get through, each linked to its endpoint on the Events page. */
+function FailingEndpoints({ scope, operator }: { scope: string | undefined; operator: boolean }) {
+  const failing = useResource(() => listFailingEndpoints(scope), [scope], OVERVIEW_REFRESH_MS);
+  const endpointLink = (endpoint: FailingEndpoint) =>
+    href(`/events?endpoint=${endpoint.id}${operator && endpoint.customer !== null ? `&customer=${encodeURIComponent(endpoint.customer)}` : ''}`);
+  return (
+    <div class="card section" data-testid="failing-endpoints">
+      <h2>Failing webhook endpoints</h2>
+      <ResourceView resource={failing} isEmpty={(list) => list.data.length === 0} empty="Every webhook endpoint accepted its latest delivery.">
+        {(list) => (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Endpoint</th>
+                  <th scope="col">Last error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.map((endpoint) => (
+                  <tr key={endpoint.id}>
+                    <td class="mono url">
+                      <a href={endpointLink(endpoint)} data-testid="failing-endpoint-link">
+                        {endpoint.url}
+                      </a>
+                      <div class="small muted">
+                        {endpoint.customer ?? 'deployment-wide'} · {endpoint.event_type}
+                      </div>
+                    </td>
+                    <td>
+                      {endpoint.last_error}
+                      <div class="small muted">
+                        {endpoint.state === 'pending' ? `retrying, ${endpoint.attempts} attempts so far` : endpoint.state === 'gone' ? 'stopped (410)' : `gave up after ${endpoint.attempts} attempts`},{' '}
+                        <RelativeTime value={endpoint.last_attempt_at} />
+                      </div>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </ResourceView>
+    </div>
+  );
+}
+
 export function OverviewPage() {
-  const isAdmin = useSession()?.claims.isAdmin ?? false;
+  const session = useSession();
+  const isAdmin = session?.claims.isAdmin ?? false;
+  // The endpoints are read with okm:write, as on the Events page; a fleet-wide role that is not
+  // an admin must name a customer there, which the overview does not.
+  const seesEndpoints = isAdmin || (session !== null && session !== undefined && session.claims.customer !== null && session.claims.scopes.includes('okm:write'));
   const [customer, setCustomer] = useState('');
   const [customerInput, setCustomerInput] = useState('');
   const scope = isAdmin && customer !== '' ? customer : undefined;
@@ -185,7 +236,7 @@ export function OverviewPage() {
               </ResourceView>
             </div>
           </div>
-
+          {seesEndpoints && <FailingEndpoints scope={scope} operator={session?.claims.customer === null} />}
         </>
       )}
     </section>
