@@ -121,7 +121,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     assert.equal(nextBeforeSave, 'Next poll: nothing to correct');
     assert.equal(fieldMessage, 'must be <= 3600');
     assert.equal(invalid, 'true');
-    assert.match(correctionShown, /"pollingInterval":300/);
+    assert.match(correctionShown, /poll every 300 s/);
     assert.deepEqual(reply, {});
     assert.equal(badge, 'In step');
     watched.assertNoProblems();

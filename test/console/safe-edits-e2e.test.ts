@@ -253,10 +253,10 @@ describe('console: edits are safe and the drift view tells the truth', { skip: b
     assert.deepEqual(
       { afterSave, listAfterSave, sent, afterSending, listAfterSending, inStep, afterReport, listAfterReport },
       {
-        afterSave: { badge: 'Correction due', last: 'Sent on the last poll: nothing', next: 'Next poll: cacheMode', nextRow: 'cacheMode', cacheModeRow: 'Will be sent next {"cacheMode":2}' },
+        afterSave: { badge: 'Correction due', last: 'Sent on the last poll: nothing', next: 'Next poll: cacheMode: set cache mode 2', nextRow: 'cacheMode', cacheModeRow: 'Will be sent next set cache mode 2' },
         listAfterSave: { state: 'Correction due', sent: '—', next: 'cacheMode' },
         sent: { cacheMode: 2 },
-        afterSending: { badge: 'Drifting', last: 'Sent on the last poll: cacheMode', next: 'Next poll: nothing to correct', nextRow: null, cacheModeRow: 'Sent on the last poll {"cacheMode":2}' },
+        afterSending: { badge: 'Drifting', last: 'Sent on the last poll: cacheMode', next: 'Next poll: nothing to correct', nextRow: null, cacheModeRow: 'Sent on the last poll set cache mode 2' },
         listAfterSending: { state: 'Drifting', sent: 'cacheMode', next: '—' },
         inStep: {},
         afterReport: { badge: 'In step', last: 'Sent on the last poll: nothing', next: 'Next poll: nothing to correct', nextRow: null, cacheModeRow: 'In step' },

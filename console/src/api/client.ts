@@ -333,6 +333,19 @@ const ROLLOUT_ACTION_PATHS = {
   approve: '/api/v1/rollouts/{id}/approve',
 } as const;
 
+/** PATCH a ready or paused rollout's thresholds. */
+export type RolloutThresholds = NonNullable<paths['/api/v1/rollouts/{id}']['patch']['requestBody']>['content']['application/json'];
+export const updateRolloutThresholds = (id: number, body: RolloutThresholds) => call(api.PATCH('/api/v1/rollouts/{id}', { params: { path: { id } }, body }));
+
+/** Retry (another update timeout) or exclude failed OKMs of a running or paused rollout: those named, or every failed one. */
+export const actOnFailedRolloutOkms = (id: number, action: 'retry' | 'exclude', serialNumbers?: string[]) =>
+  call(
+    api.POST(action === 'retry' ? '/api/v1/rollouts/{id}/okms/retry' : '/api/v1/rollouts/{id}/okms/exclude', {
+      params: { path: { id } },
+      body: serialNumbers === undefined ? {} : { serial_numbers: serialNumbers },
+    }),
+  );
+
 export const actOnRollout = (id: number, action: RolloutAction) => call(api.POST(ROLLOUT_ACTION_PATHS[action], { params: { path: { id } } }));
 
 // ---- Events (fleet-event webhook endpoints) -------------------------------------------------

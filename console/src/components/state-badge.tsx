@@ -10,31 +10,34 @@ export function Badge({ kind, label = STATE_LABELS[kind], title }: { kind: Badge
   );
 }
 
+/** The one state the server gives an OKM to show (src/okm/fleet-states.ts summaryStateOf). */
+export type OkmSummaryState = 'never_polled' | 'overdue' | 'stuck' | 'drifting' | 'in_step';
+
 /**
- * An OKM's state as the fleet summary counts it (as of its last poll), and "Overdue" beside it
- * when it has stopped polling, "Stuck" when it does not take a correction. Given `next`, what
- * the next poll is expected to send (the drift report's or the list's), an OKM in step at its
- * last poll with a correction due says so.
+ * One badge per OKM: the server's one state to show (never polled, overdue, stuck, drifting, in
+ * step: the first that applies, so a stuck OKM answered {} while its offer is held back reads
+ * Stuck, not In step). Given `next`, what the next poll is expected to send, an OKM in step
+ * with a correction due says so. The badge's title names what else applies.
  */
 export function OkmStateBadge({
   okm,
   next,
 }: {
-  okm: { state: OkmState; last_correction: string | null; overdue: boolean; stuck: StuckOkm | null };
+  okm: { state: OkmState; summary_state: OkmSummaryState; last_correction: string | null; overdue: boolean; stuck: StuckOkm | null };
   next?: string | null;
 }) {
-  const state = okmShownState(okm, next);
-  const title =
-    state === 'drifting'
-      ? `the last poll sent ${okm.last_correction}${next ? `; the next poll sends ${next}` : ''}`
-      : state === 'due'
-        ? `in step at its last poll, configured since: the next poll sends ${next}`
-        : undefined;
+  const summary = okm.summary_state;
+  const kind = summary === 'in_step' || summary === 'drifting' || summary === 'never_polled' ? okmShownState({ state: summary }, next) : summary;
+  const notes = [
+    okm.overdue && 'overdue: polled before, but not for 3 × its polling interval',
+    okm.stuck && `stuck: ${stuckReason(okm.stuck, Date.now())}`,
+    okm.state === 'drifting' && `the last poll sent ${okm.last_correction}`,
+    okm.state === 'in_step' && summary !== 'in_step' && 'its last poll was answered {}',
+    next && `the next poll sends ${next}`,
+  ].filter((note): note is string => typeof note === 'string');
   return (
     <span class="badges">
-      <Badge kind={state} title={title} />
-      {okm.overdue && <Badge kind="overdue" title="polled before, but not for 3 × its polling interval" />}
-      {okm.stuck && <Badge kind="stuck" title={stuckReason(okm.stuck, Date.now())} />}
+      <Badge kind={kind} title={notes.length === 0 ? undefined : notes.join('; ')} />
     </span>
   );
 }

@@ -12,6 +12,7 @@ import { MessagesPanel } from '../components/okm/messages-panel.tsx';
 import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
 import { OkmStateBadge } from '../components/state-badge.tsx';
 import { stuckReason } from '../format.ts';
+import { correctionWords, nextOfferWords, nextPollWords, offerSourceWords, retryPolicyWords, shortTime } from '../correction-words.ts';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
@@ -42,7 +43,11 @@ export function OkmDetailPage() {
   const pendingMessages = waiting.data?.data.length ?? 0;
   // The badge and the drift card read one answer, the drift report's, so that they cannot disagree.
   const expectedNext = report === undefined ? undefined : (report.resolvers.find((resolver) => resolver.verdict === 'next')?.name ?? null);
-  const badgeOkm = record && (report === undefined ? record : { state: report.state, last_correction: report.last_correction, overdue: record.overdue, stuck: record.stuck });
+  const badgeOkm =
+    record && (report === undefined ? record : { state: report.state, summary_state: report.summary_state, last_correction: report.last_correction, overdue: record.overdue, stuck: record.stuck });
+  const nextResolver = report?.resolvers.find((resolver) => resolver.verdict === 'next') ?? null;
+  // A stuck firmware offer: what stands behind it and when the retry policy offers it again.
+  const stuckOffer = record?.stuck ? report?.firmware.find((offer) => offer.resolver === record.stuck?.resolver) : undefined;
   return (
     <section>
       <p class="breadcrumb">
@@ -66,6 +71,13 @@ export function OkmDetailPage() {
           {record.stuck && (
             <p class="notice notice-stuck" data-testid="stuck-reason">
               <strong>Stuck:</strong> {stuckReason(record.stuck, Date.now())}.
+              {stuckOffer && (
+                <>
+                  {' '}
+                  Offered {offerSourceWords(stuckOffer)}
+                  {stuckOffer.hold && <>: {nextOfferWords(stuckOffer.hold, shortTime)}</>}; {retryPolicyWords(stuckOffer.retry_policy)}.
+                </>
+              )}
             </p>
           )}
           <dl class="kv card section facts">
@@ -107,7 +119,14 @@ export function OkmDetailPage() {
                     )}
                   </p>
                   <p data-testid="drift-verdict">
-                    Next poll: {expectedNext ? <code>{expectedNext}</code> : 'nothing to correct'}
+                    Next poll:{' '}
+                    {nextResolver ? (
+                      <>
+                        <code>{nextResolver.name}</code>: {correctionWords(nextResolver.name, nextResolver.correction)}
+                      </>
+                    ) : (
+                      nextPollWords(null, record.stuck?.resolver ?? null, report.firmware, shortTime)
+                    )}
                   </p>
                 </div>
               )}

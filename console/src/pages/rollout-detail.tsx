@@ -7,6 +7,7 @@ import { PageHeader } from '../components/layout.tsx';
 import { LocalTime, RelativeTime } from '../components/relative-time.tsx';
 import { RolloutConfirmDialog } from '../components/rollout-confirm-dialog.tsx';
 import { RolloutProgressBar } from '../components/rollout-progress-bar.tsx';
+import { RolloutRecovery } from '../components/rollout-recovery.tsx';
 import { RolloutStateBadge } from '../components/rollout-state-badge.tsx';
 import { ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
@@ -45,15 +46,20 @@ const COUNT_WORDS: [RolloutOkmState, string][] = [
   ['silent', 'silent (no poll since the group started)'],
 ];
 
-/** Every count a link to the rollout's OKMs it counts (of the group, when one is given). */
-function CountLinks({ rolloutId, group, counts }: { rolloutId: number; group?: number; counts: MemberCounts }) {
+/**
+ * Every count a link to the rollout's OKMs it counts (of the group, when one is given). Until one
+ * polling interval has passed since a group started (`waitingUntil`), its OKMs with no poll yet
+ * have missed none: they are waiting for their first poll, not silent.
+ */
+function CountLinks({ rolloutId, group, counts, waitingUntil }: { rolloutId: number; group?: number; counts: MemberCounts; waitingUntil?: string | null }) {
+  const waiting = waitingUntil !== undefined && waitingUntil !== null && Date.parse(waitingUntil) > Date.now();
   return (
     <p class="small group-counts" data-testid={group === undefined ? 'rollout-counts' : `group-counts-${group}`}>
       {COUNT_WORDS.map(([state, words], index) => (
         <span key={state}>
           {index > 0 && <span class="muted"> · </span>}
           <a href={rolloutOkmsHref(rolloutId, { state, ...(group === undefined ? {} : { group }) })} data-state={state}>
-            {counts[state].toLocaleString()} {words}
+            {counts[state].toLocaleString()} {state === 'silent' && waiting ? 'waiting for their first poll' : words}
           </a>
         </span>
       ))}
@@ -142,6 +148,15 @@ export function RolloutDetailPage() {
           ))}
         </div>
       )}
+      <RolloutRecovery
+        key={`${shown.state}:${shown.updated_at}`}
+        rollout={shown}
+        onChanged={(changed, message) => {
+          setShown(changed);
+          setOutcome({ ok: true, text: message });
+          rollout.reload();
+        }}
+      />
       <div class="cards wide-left">
         <section class="card" aria-labelledby="rollout-groups-title">
           <h2 id="rollout-groups-title">Groups</h2>
@@ -158,13 +173,13 @@ export function RolloutDetailPage() {
                   </span>
                 </div>
                 <RolloutProgressBar label={`Group ${index + 1}`} counts={group.counts} />
-                <CountLinks rolloutId={shown.id} group={index} counts={group.counts} />
+                <CountLinks rolloutId={shown.id} group={index} counts={group.counts} waitingUntil={group.first_polls_by} />
               </li>
             ))}
           </ol>
           <h3>All groups</h3>
           <RolloutProgressBar label="All groups" counts={shown.totals} />
-          <CountLinks rolloutId={shown.id} counts={shown.totals} />
+          <CountLinks rolloutId={shown.id} counts={shown.totals} waitingUntil={latestFirstPolls(shown)} />
           <p class="small">
             <a href={rolloutOkmsHref(shown.id)}>Every OKM of the rollout</a>
           </p>
@@ -222,6 +237,14 @@ export function RolloutDetailPage() {
       )}
     </section>
   );
+}
+
+/** For the rollout's totals: until when every started group's OKMs are still within their first polling interval; null before the start. */
+function latestFirstPolls(rollout: Rollout): string | null {
+  const times = rollout.groups.flatMap((group) => (group.first_polls_by === null ? [] : [group.first_polls_by]));
+  if (times.length === 0) return null;
+  // Waiting only while every started group is: the earliest such time decides.
+  return times.reduce((earliest, time) => (Date.parse(time) < Date.parse(earliest) ? time : earliest));
 }
 
 const REASONS: Record<string, string> = {

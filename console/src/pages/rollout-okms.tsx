@@ -1,5 +1,7 @@
+import { useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { getRollout, listRolloutOkms } from '../api/client.ts';
+import { actOnFailedRolloutOkms, getRollout, listRolloutOkms } from '../api/client.ts';
+import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { FIRMWARE_KIND_LABELS } from '../components/firmware-kind-field.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
@@ -48,6 +50,7 @@ export function RolloutOkmsPage() {
   const shown = rollout.data?.data;
   const go = (next: { state?: RolloutOkmState; group?: number }) => location.route(rolloutOkmsHref(id, next));
   const title = `${stateOf(state)?.label ?? 'All'} OKMs${group === undefined ? '' : ` of group ${group + 1}`}`;
+  const [notice, setNotice] = useState<string | null>(null);
 
   return (
     <section>
@@ -85,7 +88,17 @@ export function RolloutOkmsPage() {
           </select>
         </div>
       </form>
-      {state === 'silent' && <p class="muted small">Silent: not offered the version yet, and no poll since its group started: the OKM may be off line.</p>}
+      {notice !== null && (
+        <p class="notice notice-ok" role="status">
+          {notice}
+        </p>
+      )}
+      {state === 'silent' && (
+        <p class="muted small">
+          Silent: not offered the version yet, and no poll since its group started: the OKM may be off line. One that has not yet had one polling interval since its group started
+          is waiting for its first poll.
+        </p>
+      )}
       {state === 'blocked' && (
         <p class="muted small">
           Blocked: the OKM polls, but it is stuck on an earlier correction (sent on several polls in a row without effect), so the version is never offered. Each counts as failed once the
@@ -126,7 +139,16 @@ export function RolloutOkmsPage() {
                         </td>
                         <td class="num">{okm.group + 1}</td>
                         <td>
-                          <span class={`badge badge-member-${entry.state}`}>{entry.label}</span>
+                          {entry.state === 'silent' && okm.first_poll_due_at !== null && Date.parse(okm.first_poll_due_at) > Date.now() ? (
+                            <span class="badge badge-member-scheduled" title="its group started less than one polling interval ago: it has missed no poll yet">
+                              Waiting for first poll
+                            </span>
+                          ) : (
+                            <span class={`badge badge-member-${entry.state}`}>{entry.label}</span>
+                          )}
+                          {entry.state === 'failed' && shown !== undefined && (shown.state === 'running' || shown.state === 'paused') && (
+                            <FailedOkmActions rolloutId={id} serial={okm.serial_number} onDone={(message) => { setNotice(message); okms.reload(); rollout.reload(); }} />
+                          )}
                           {okm.blocked_by !== null && (
                             <span class="small" data-testid="blocked-by">
                               {' '}
@@ -150,5 +172,47 @@ export function RolloutOkmsPage() {
         )
       )}
     </section>
+  );
+}
+
+/** Retry or exclude one failed OKM of a running or paused rollout. */
+function FailedOkmActions({ rolloutId, serial, onDone }: { rolloutId: number; serial: string; onDone: (message: string) => void }) {
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const act = async (action: 'retry' | 'exclude') => {
+    setBusy(true);
+    setError(null);
+    try {
+      await actOnFailedRolloutOkms(rolloutId, action, [serial]);
+      setConfirming(false);
+      onDone(action === 'retry' ? `${serial} retried: offered the version again.` : `${serial} taken out of the rollout.`);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <span class="row-actions">
+      {' '}
+      <button type="button" class="small-button" disabled={busy} onClick={() => void act('retry')} aria-label={`Retry ${serial}`}>
+        Retry
+      </button>{' '}
+      <button type="button" class="small-button danger" disabled={busy} onClick={() => setConfirming(true)} aria-label={`Exclude ${serial}`}>
+        Exclude…
+      </button>
+      {error !== null && (
+        <span class="bad small" role="alert">
+          {' '}
+          {error}
+        </span>
+      )}
+      {confirming && (
+        <ConfirmDialog title={`Exclude ${serial}?`} confirmLabel="Exclude" busyLabel="Excluding…" busy={busy} onConfirm={() => void act('exclude')} onCancel={() => setConfirming(false)}>
+          <p>It leaves rollout #{rolloutId}: no longer offered its version nor counted; it gets the fleet latest again.</p>
+        </ConfirmDialog>
+      )}
+    </span>
   );
 }

@@ -1,5 +1,7 @@
 import type { DriftReport, OkmRecord } from '../../api/client.ts';
 import { sentOnLastPollNote } from '../../format.ts';
+import { correctionWords, nextOfferWords, offerSourceWords, retryPolicyWords, shortTime } from '../../correction-words.ts';
+import { rolloutHref } from '../../rollout-paths.ts';
 import { resolverValues } from '../../resolver-values.ts';
 import { LocalTime } from '../relative-time.tsx';
 import { Badge } from '../state-badge.tsx';
@@ -29,6 +31,7 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
         <tbody>
           {drift.resolvers.map((resolver) => {
             const values = resolverValues(resolver.name, okm, pendingMessages);
+            const offer = drift.firmware.find((candidate) => candidate.resolver === resolver.name);
             const isNext = resolver.verdict === 'next';
             return (
               <tr key={resolver.name} class={isNext ? 'highlight' : resolver.verdict === 'sent' ? 'sent' : undefined} data-resolver={resolver.name} aria-current={isNext ? 'step' : undefined}>
@@ -36,7 +39,26 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
                   {values.label}
                   <div class="mono small muted">{resolver.name}</div>
                 </th>
-                <td class="break">{values.configured}</td>
+                <td class="break">
+                  {offer ? (
+                    <>
+                      <span data-testid="offer-source">
+                        {offer.rollout !== null ? (
+                          <a href={rolloutHref(offer.rollout.id)}>{offerSourceWords(offer)}</a>
+                        ) : (
+                          offerSourceWords(offer)
+                        )}
+                      </span>
+                      {(offer.source !== 'none' || offer.hold) && (
+                        <div class="small muted" data-testid="retry-policy">
+                          {retryPolicyWords(offer.retry_policy)}
+                        </div>
+                      )}
+                    </>
+                  ) : (
+                    values.configured
+                  )}
+                </td>
                 <td class="break mono">{values.reportedTime === undefined ? values.reported : <LocalTime value={values.reportedTime} />}</td>
                 <td>
                   {resolver.verdict === 'in_step' ? (
@@ -44,7 +66,14 @@ export function DriftTable({ okm, drift, pendingMessages }: { okm: OkmRecord; dr
                   ) : (
                     <>
                       <Badge kind={resolver.verdict === 'sent' ? 'sent' : 'drifting'} label={VERDICT_LABELS[resolver.verdict]} />
-                      <div class="mono small break">{JSON.stringify(resolver.correction)}</div>
+                      <div class="small break" data-testid="correction-words">
+                        {correctionWords(resolver.name, resolver.correction)}
+                      </div>
+                      {offer?.hold && resolver.verdict === 'held_back' && (
+                        <div class="small muted" data-testid="next-offer">
+                          {nextOfferWords(offer.hold, shortTime)}
+                        </div>
+                      )}
                     </>
                   )}
                   {resolver.sent_on_last_poll && resolver.verdict !== 'sent' && (
