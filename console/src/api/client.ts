@@ -213,6 +213,17 @@ export const issueDeviceToken = (serial: string) => call(api.POST('/api/v1/okms/
 export const assignOkmCustomer = (serial: string, customer: string | null) =>
   call(api.PUT('/api/v1/okms/{serial}/customer', { params: { path: { serial } }, body: { customer } }));
 
+/** A bulk action on the OKMs a filter of the list selects: its filter and what it does to each. */
+export type OkmBulkBody = NonNullable<paths['/api/v1/okm-bulk-actions']['post']['requestBody']>['content']['application/json'];
+export type OkmBulkAction = OkmBulkBody['action'];
+
+/** Which OKMs the action would change now (nothing changes). */
+export const previewOkmBulkAction = (body: Omit<OkmBulkBody, 'serial_numbers'>) => call(api.POST('/api/v1/okm-bulk-actions/preview', { body }));
+export type OkmBulkSelection = Awaited<ReturnType<typeof previewOkmBulkAction>>['data'];
+
+/** Applies it, in one transaction, to exactly the OKMs the preview named (409 when the filter now selects others). */
+export const applyOkmBulkAction = (body: OkmBulkBody) => call(api.POST('/api/v1/okm-bulk-actions', { body }));
+
 // ---- ACLs -----------------------------------------------------------------------------------
 
 export type Acl = Schemas['Acl'];
@@ -235,6 +246,15 @@ export const replaceAcl = (id: string, body: AclBody) => call(api.PUT('/api/v1/a
 
 /** The linked OKM, if any, gets a delete-assets message on its next poll. */
 export const deleteAcl = (id: string, customer?: string) => call(api.DELETE('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
+
+/** Offboarding: which of the customer's ACLs hold the user, and the OKMs linked to them (nothing changes). */
+export const previewAclUserRemoval = (userId: number, customer: string) =>
+  call(api.GET('/api/v1/acl-users/{user_id}/removal', { params: { path: { user_id: userId }, query: { customer } } }));
+export type AclUserRemoval = Awaited<ReturnType<typeof previewAclUserRemoval>>['data'];
+
+/** Removes the user from exactly the ACLs the preview named, in one transaction (409 when others hold it now). */
+export const removeAclUser = (userId: number, customer: string, aclIds: string[]) =>
+  call(api.POST('/api/v1/acl-users/{user_id}/removal', { params: { path: { user_id: userId }, query: { customer } }, body: { acl_ids: aclIds } }));
 
 // ---- Pending OKMs ---------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { ACL_SEARCH_FIELDS, aclLabel, matchCountText, noMatchText, queryFromSearch, searchFromQuery, searchParameters, searchProblem, type AclSearch, type AclSearchField } from '../acl-search.ts';
 import { listAclSummaries } from '../api/client.ts';
+import { AclUserRemovalPanel } from '../components/acl-user-removal.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
@@ -29,6 +30,7 @@ export function AclsPage() {
   const search = searchFromQuery(query);
   const searchKey = queryFromSearch(customer, search);
   const canCreate = session.claims.isAdmin || session.claims.scopes.includes('acl:create');
+  const [offboarding, setOffboarding] = useState(false);
   const pages = useCursorPages(searchKey);
   const acls = useResource(
     () => (customer === '' ? Promise.resolve(undefined) : listAclSummaries(customer, { limit: ACLS_PER_PAGE, cursor: pages.cursor }, searchParameters(search))),
@@ -44,8 +46,14 @@ export function AclsPage() {
             New ACL
           </a>
         )}
+        {customer !== '' && canCreate && (
+          <button type="button" aria-expanded={offboarding} onClick={() => setOffboarding(!offboarding)}>
+            {offboarding ? 'Close user removal' : 'Remove a user from every ACL'}
+          </button>
+        )}
       </PageHeader>
       <TenantPicker session={session} purpose="ACLs" />
+      {customer !== '' && offboarding && <AclUserRemovalPanel key={customer} customer={customer} customerInUrl={customerInUrl} onDone={acls.reload} />}
       {customer !== '' && <AclSearchForm search={search} onSearch={(next) => location.route(href(`/acls${queryFromSearch(customerInUrl, next)}`))} />}
       {customer === '' ? (
         <Empty>Name a customer to see its access control lists.</Empty>

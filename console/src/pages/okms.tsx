@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { listOkms, type OkmListFilters } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
+import { OkmBulkActionPanel } from '../components/okm-bulk-action.tsx';
 import { Pager } from '../components/pager.tsx';
 import { RelativeTime } from '../components/relative-time.tsx';
 import { OkmStateBadge } from '../components/state-badge.tsx';
@@ -28,7 +29,10 @@ function ReplyKey({ name }: { name: string }) {
  */
 export function OkmsPage() {
   const location = useLocation();
-  const isAdmin = useSession()?.claims.isAdmin ?? false;
+  const claims = useSession()?.claims;
+  const isAdmin = claims?.isAdmin ?? false;
+  const canWrite = isAdmin || (claims?.scopes.includes('okm:write') ?? false);
+  const [acting, setActing] = useState(false);
   const filters = filtersFromQuery(location.query);
   const [draft, setDraft] = useState<ListFilters>(filters);
   const queryString = queryFromFilters(filters);
@@ -47,7 +51,13 @@ export function OkmsPage() {
 
   return (
     <section>
-      <PageHeader title="OKMs" />
+      <PageHeader title="OKMs">
+        {canWrite && (
+          <button type="button" aria-expanded={acting} onClick={() => setActing(!acting)}>
+            {acting ? 'Close bulk actions' : 'Act on these OKMs'}
+          </button>
+        )}
+      </PageHeader>
       <form
         class="filters"
         aria-label="Filter OKMs"
@@ -133,6 +143,7 @@ export function OkmsPage() {
         )}
       </form>
 
+      {acting && <OkmBulkActionPanel key={queryString} filter={filters} isAdmin={isAdmin} onDone={okms.reload} />}
       {okms.error !== undefined && <ErrorState error={okms.error} retry={okms.reload} />}
       {okms.data === undefined && okms.error === undefined && <Loading what="Loading OKMs" />}
       {okms.data !== undefined && okms.error === undefined && (
