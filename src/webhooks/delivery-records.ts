@@ -14,13 +14,16 @@ export function serialNumberOf(event: WebhookEvent): string | null {
   return typeof serial === 'string' ? serial : null;
 }
 
+/** The event types whose data names an OKM; the others' bodies (an audit entry's can be large) are not parsed for the log. */
+const namesAnOkm = (eventType: string) => eventType.startsWith('okm.') || eventType === 'subscriber.failing';
+
 /** A delivery as the delivery log shows it; the OKM read from its stored body. */
 export function toDeliveryRecord(row: Selectable<FleetEventDeliveriesTable>): EndpointDeliveryRecord {
   return {
     id: row.id,
     event_id: row.event_id,
     event_type: row.event_type,
-    serial_number: serialNumberOf(JSON.parse(row.payload) as WebhookEvent),
+    serial_number: namesAnOkm(row.event_type) ? serialNumberOf(JSON.parse(row.payload) as WebhookEvent) : null,
     state: row.state,
     attempts: row.attempts,
     created_at: iso(row.created_at)!,

@@ -66,6 +66,7 @@ forEachDatabase('webhook redelivery, payloads and failing endpoints', (kind) => 
     assert.notEqual(queued.id, original.id);
     assert.equal(queued.event_id, original.event_id);
     assert.equal(queued.event_type, 'webhook.test');
+    assert.equal(queued.serial_number, null, 'a test event names no OKM');
     const events = await eventually(async () => {
       const received = await verifiedFleetEvents(t, receiver, subscribed.path, await acmeOwner());
       return received.length === 2 && received;
