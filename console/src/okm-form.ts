@@ -79,7 +79,7 @@ export function patchFromForm(okm: OkmConfiguration, form: OkmForm): Record<stri
 }
 
 /** How the form names its fields to a person, in the form's order. */
-const FIELD_LABELS: Record<keyof OkmForm, string> = {
+export const FIELD_LABELS: Record<keyof OkmForm, string> = {
   polling_interval: 'polling interval',
   cache_mode: 'cache mode',
   key_checkout_window_time: 'key checkout window',

@@ -29,6 +29,38 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A 412: the write named the version it was based on (If-Match) and the resource has changed
+ * since. `current` is the resource as it now is (null: it is gone), `etag` its version.
+ */
+export class VersionConflict extends ApiError {
+  constructor(
+    message: string,
+    readonly current: unknown,
+    readonly etag: string | null,
+  ) {
+    super(412, 'PRECONDITION_FAILED', message, null);
+    this.name = 'VersionConflict';
+  }
+}
+
+/** The ETag each answer came with, by its body and by the resource it holds (`data`). */
+const etags = new WeakMap<object, string>();
+
+/** The version (ETag) of a resource or answer as the server sent it; null: none known. Writes send it back as If-Match. */
+export const etagOf = (answer: object | null | undefined): string | null => (answer ? (etags.get(answer) ?? null) : null);
+
+/** Records the ETag of the resource `answer` holds (a 412's `current` is such a resource). */
+function rememberEtag(answer: unknown, etag: string | null): void {
+  if (etag === null || typeof answer !== 'object' || answer === null) return;
+  etags.set(answer, etag);
+  const data = (answer as { data?: unknown }).data;
+  if (typeof data === 'object' && data !== null && !Array.isArray(data)) etags.set(data, etag);
+}
+
+/** The If-Match header of a write based on the version `etag`; none without one (the write is then unconditional). */
+const ifMatch = (etag: string | null | undefined) => (etag ? { 'if-match': etag } : undefined);
+
 /** The sign-in page's explanation of a 401. */
 export function refusedTokenReason(apiMessage: string): string {
   if (apiMessage === 'Token expired') return 'Your token has expired. Sign in with a new one (keyfleet console prints a sign-in URL).';
@@ -73,9 +105,16 @@ async function call<T>(request: Promise<Answer<T>>): Promise<T> {
     throw new ApiError(0, 'NETWORK', UNREACHABLE, null);
   }
   const { data, error, response } = answer;
-  if (response.ok) return data as T;
-  const body = (error ?? {}) as { error_code?: string; error_msg?: string };
+  if (response.ok) {
+    rememberEtag(data, response.headers.get('etag'));
+    return data as T;
+  }
+  const body = (error ?? {}) as { error_code?: string; error_msg?: string; current?: unknown };
   const apiMessage = body.error_msg ?? `${response.status} ${response.statusText}`;
+  if (response.status === 412) {
+    rememberEtag(body.current, response.headers.get('etag'));
+    throw new VersionConflict(apiMessage, body.current ?? null, response.headers.get('etag'));
+  }
   const asPerson = currentSession()?.kind === 'person';
   if (response.status === 401) signOut(asPerson ? sessionEndedReason(apiMessage) : refusedTokenReason(apiMessage));
   // A person's role is read afresh by the server (their groups at the provider, the bindings): a
@@ -187,8 +226,8 @@ export type DriftReport = Awaited<ReturnType<typeof getOkmDrift>>['data'];
 export type OkmPatch = NonNullable<paths['/api/v1/okms/{serial}']['patch']['requestBody']>['content']['application/json'];
 
 /** An RFC 7396 merge patch: only the members present change, null unsets one. */
-export const patchOkm = (serial: string, patch: OkmPatch) =>
-  call(api.PATCH('/api/v1/okms/{serial}', { params: { path: { serial } }, body: patch, headers: { 'content-type': 'application/merge-patch+json' } }));
+export const patchOkm = (serial: string, patch: OkmPatch, etag?: string | null) =>
+  call(api.PATCH('/api/v1/okms/{serial}', { params: { path: { serial } }, body: patch, headers: { 'content-type': 'application/merge-patch+json', ...ifMatch(etag) } }));
 
 /** `pending`: only the messages not delivered yet (true) or only the delivered ones (false). */
 export const listOkmMessages = (serial: string, query: PageRequest & { pending?: boolean }) => call(api.GET('/api/v1/okms/{serial}/messages', { params: { path: { serial }, query } }));
@@ -242,10 +281,11 @@ export const getAclOkm = (id: string, customer?: string) => call(api.GET('/api/v
 
 export const createAcl = (body: AclBody) => call(api.POST('/api/v1/acls', { body }));
 
-export const replaceAcl = (id: string, body: AclBody) => call(api.PUT('/api/v1/acls/{id}', { params: { path: { id } }, body }));
+/** `etag`: the version the edits were made on (If-Match); a 412 (VersionConflict) when another writer changed it since. */
+export const replaceAcl = (id: string, body: AclBody, etag?: string | null) => call(api.PUT('/api/v1/acls/{id}', { params: { path: { id } }, body, headers: { ...ifMatch(etag) } }));
 
 /** The linked OKM, if any, gets a delete-assets message on its next poll. */
-export const deleteAcl = (id: string, customer?: string) => call(api.DELETE('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } } }));
+export const deleteAcl = (id: string, customer?: string, etag?: string | null) => call(api.DELETE('/api/v1/acls/{id}', { params: { path: { id }, query: { customer } }, headers: { ...ifMatch(etag) } }));
 
 /** Offboarding: which of the customer's ACLs hold the user, and the OKMs linked to them (nothing changes). */
 export const previewAclUserRemoval = (userId: number, customer: string) =>
@@ -355,7 +395,8 @@ const ROLLOUT_ACTION_PATHS = {
 
 /** PATCH a ready or paused rollout's thresholds. */
 export type RolloutThresholds = NonNullable<paths['/api/v1/rollouts/{id}']['patch']['requestBody']>['content']['application/json'];
-export const updateRolloutThresholds = (id: number, body: RolloutThresholds) => call(api.PATCH('/api/v1/rollouts/{id}', { params: { path: { id } }, body }));
+export const updateRolloutThresholds = (id: number, body: RolloutThresholds, etag?: string | null) =>
+  call(api.PATCH('/api/v1/rollouts/{id}', { params: { path: { id } }, body, headers: { ...ifMatch(etag) } }));
 
 /** Retry (another update timeout) or exclude failed OKMs of a running or paused rollout: those named, or every failed one. */
 export const actOnFailedRolloutOkms = (id: number, action: 'retry' | 'exclude', serialNumbers?: string[]) =>
@@ -366,7 +407,7 @@ export const actOnFailedRolloutOkms = (id: number, action: 'retry' | 'exclude', 
     }),
   );
 
-export const actOnRollout = (id: number, action: RolloutAction) => call(api.POST(ROLLOUT_ACTION_PATHS[action], { params: { path: { id } } }));
+export const actOnRollout = (id: number, action: RolloutAction, etag?: string | null) => call(api.POST(ROLLOUT_ACTION_PATHS[action], { params: { path: { id } }, headers: { ...ifMatch(etag) } }));
 
 // ---- Events (fleet-event webhook endpoints) -------------------------------------------------
 

@@ -23,7 +23,8 @@ import {
   type Permission,
   type PermissionCounts,
 } from '../acl-matrix.ts';
-import { ApiError, createAcl, deleteAcl, getAcl, getAclOkm, listOkms, replaceAcl, type Acl, type AclBody } from '../api/client.ts';
+import { aclChanges, describeAclChanges, mergeAclEdits, type AclVersion } from '../acl-merge.ts';
+import { ApiError, createAcl, deleteAcl, etagOf, getAcl, getAclOkm, listOkms, replaceAcl, VersionConflict, type Acl, type AclBody } from '../api/client.ts';
 import { isAbout } from '../api/error-message.ts';
 import { AclDeleteDialog } from '../components/acl-delete-dialog.tsx';
 import { AclMatrixTable } from '../components/acl-matrix-table.tsx';
@@ -36,6 +37,7 @@ import { ErrorState, Loading } from '../components/states.tsx';
 import { actingCustomer } from '../components/tenant-picker.tsx';
 import { useFittingColumns } from '../components/use-fitting-columns.ts';
 import { useLeaveGuard } from '../components/use-leave-guard.ts';
+import { VersionConflictView } from '../components/version-conflict.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { aclHref, href, okmHref } from '../paths.ts';
 import { useSession, type Session } from '../session.ts';
@@ -100,6 +102,19 @@ interface EditorProps {
   back: ComponentChildren;
 }
 
+const userDataTextOf = (acl: Acl) => (acl.user_data === undefined ? '' : JSON.stringify(acl.user_data, null, 2));
+
+/** An ACL as the merge compares it: its lists and the fields the editor sends. */
+const versionOf = (acl: Acl, link: string | null): AclVersion => ({ model: { locks: acl.locks, users: acl.users }, fields: { name: acl.name ?? null, okm_id: link, user_data: userDataTextOf(acl) } });
+
+/** A save that met a 412: the other writer's version, its ETag, and what each side changed. */
+interface Conflict {
+  theirs: AclVersion | null;
+  etag: string | null;
+  theirLines: string[];
+  yourLines: string[];
+}
+
 function describePlace(model: AclModel, place: FieldPlace): string {
   const parts: string[] = [];
   if (place.userIndex !== null) parts.push(`user ${model.users[place.userIndex]?.user_id ?? `#${place.userIndex + 1}`}`);
@@ -138,6 +153,12 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   const [deleting, setDeleting] = useState(false);
   const [savedShown, setSavedShown] = useState(false);
   const [saves, setSaves] = useState(0);
+  // The version the edits are made on: its ETag goes with every save (If-Match), so that a save
+  // never overwrites what another writer saved meanwhile; a 412 opens the conflict view instead.
+  const [etag, setEtag] = useState<string | null>(() => etagOf(acl));
+  const [base, setBase] = useState<AclVersion | null>(() => (acl === null ? null : versionOf(acl, savedLink)));
+  const [conflict, setConflict] = useState<Conflict | null>(null);
+  const [mergeNotes, setMergeNotes] = useState<string[] | null>(null);
   useEffect(() => {
     if (!savedShown) return undefined;
     const timer = setTimeout(() => setSavedShown(false), SAVED_SHOWN_MS);
@@ -209,17 +230,24 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
     };
     setStatus('saving');
     setError(undefined);
+    setMergeNotes(null);
     try {
-      const saved = isNew ? await createAcl(body) : await replaceAcl(acl.id, body);
+      const saved = isNew ? await createAcl(body) : await replaceAcl(acl.id, body, etag);
       setLink(requestedLink);
       setSavedName(requestedName);
+      setEtag(etagOf(saved.data));
+      setBase(versionOf(saved.data, requestedLink));
       setStatus('saved');
       setSavedShown(true);
       setSaves((count) => count + 1);
       if (isNew) route(aclHref(saved.data.id, claims.customer === null ? body.customer : undefined));
     } catch (failure) {
-      setError(failure);
       setStatus('changed');
+      if (failure instanceof VersionConflict) {
+        await openConflict(failure, { model, fields: { name: requestedName, okm_id: requestedLink, user_data: userDataText.trim() === '' ? '' : userDataText } });
+        return;
+      }
+      setError(failure);
       if (failure instanceof ApiError && !FORM_FIELDS.some((control) => isAbout(failure.field, control))) reveal(placeOfField(failure.field));
     }
   }
@@ -227,13 +255,75 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
   async function remove() {
     setDeleting(true);
     try {
-      await deleteAcl(acl!.id, customerQuery);
+      await deleteAcl(acl!.id, customerQuery, etag);
       route(href(`/acls${customerQuery === undefined ? '' : `?customer=${encodeURIComponent(customerQuery)}`}`));
     } catch (failure) {
       setDeleting(false);
       setConfirmingDelete(false);
-      setError(failure);
+      if (failure instanceof VersionConflict) await openConflict(failure, null);
+      else setError(failure);
     }
+  }
+
+  /** The other writer's version (the 412's), with its link, read now: the ACL itself never shows okm_id. */
+  async function openConflict(failure: VersionConflict, yours: AclVersion | null) {
+    const theirAcl = failure.current as Acl | null;
+    let theirLink: string | null = null;
+    if (theirAcl !== null) {
+      try {
+        theirLink = (await getAclOkm(theirAcl.id, customerQuery)).data.okm_id;
+      } catch {
+        theirLink = link;
+      }
+    }
+    const theirs = theirAcl === null ? null : versionOf(theirAcl, theirLink);
+    setConflict({
+      theirs,
+      etag: failure.etag,
+      theirLines: theirs === null ? ['Deleted the ACL'] : base === null ? [] : describeAclChanges(aclChanges(base, theirs)),
+      yourLines: yours === null ? ['Delete the ACL'] : base === null ? [] : describeAclChanges(aclChanges(base, yours)),
+    });
+  }
+
+  /** Shows `version` as saved: the editor starts again from it. */
+  function startFrom(version: AclVersion, versionEtag: string | null) {
+    setModel(version.model);
+    setCounts(permissionCounts(version.model));
+    setNameText(version.fields.name ?? '');
+    setSavedName(version.fields.name);
+    setLink(version.fields.okm_id);
+    setOkmInput(version.fields.okm_id ?? '');
+    setUserDataText(version.fields.user_data);
+    setBase(version);
+    setEtag(versionEtag);
+    setError(undefined);
+    setConflict(null);
+  }
+
+  function reloadTheirs() {
+    if (conflict?.theirs == null) {
+      route(href(`/acls${customerQuery === undefined ? '' : `?customer=${encodeURIComponent(customerQuery)}`}`));
+      return;
+    }
+    startFrom(conflict.theirs, conflict.etag);
+    setMergeNotes(null);
+    setStatus('unchanged');
+  }
+
+  /** Your edits re-applied on top of their version, unsaved: to review, then save (with their ETag). */
+  function mergeOntoTheirs() {
+    if (conflict?.theirs == null || base === null) return;
+    const yours: AclVersion = { model, fields: { name: nameText.trim() === '' ? null : nameText.trim(), okm_id: okmInput.trim() === '' ? null : okmInput.trim(), user_data: userDataText.trim() === '' ? '' : userDataText } };
+    const merged = mergeAclEdits(base, yours, conflict.theirs);
+    const theirs = conflict.theirs;
+    startFrom(theirs, conflict.etag);
+    setModel(merged.model);
+    setCounts(permissionCounts(merged.model));
+    setNameText(merged.fields.name ?? '');
+    setOkmInput(merged.fields.okm_id ?? '');
+    setUserDataText(merged.fields.user_data);
+    setMergeNotes(merged.dropped.map((place) => `Not applied: your edit of ${place}.`));
+    setStatus('changed');
   }
 
   const addUserSubmit = (event: Event) => {
@@ -300,6 +390,23 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
         )}
       </PageHeader>
 
+      {conflict !== null && (
+        <VersionConflictView
+          what="ACL"
+          theirs={conflict.theirLines}
+          yours={conflict.yourLines}
+          {...(conflict.theirs !== null && conflict.yourLines[0] !== 'Delete the ACL' ? { onMerge: mergeOntoTheirs } : {})}
+          onReload={reloadTheirs}
+        />
+      )}
+      {mergeNotes !== null && status === 'changed' && (
+        <div class="notice notice-warning" role="status" data-testid="merge-notice">
+          <p>Merged: your changes are applied on top of the other writer's version. Nothing is saved yet: review, then Save ACL.</p>
+          {mergeNotes.map((note) => (
+            <p key={note}>{note}</p>
+          ))}
+        </div>
+      )}
       {status === 'saved' && savedShown && (
         <p class="notice notice-ok" role="status">
           Saved.{link !== null && ` OKM ${link} gets the new lists on its next poll.`}
@@ -581,7 +688,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
           <span class="muted">
             {status === 'changed' ? 'Unsaved changes' : status === 'saving' ? 'Saving…' : status === 'saved' ? 'All changes saved' : 'No changes'}
           </span>
-          <button type="button" class="primary" disabled={status === 'saving' || (status !== 'changed' && !isNew)} onClick={() => void save()}>
+          <button type="button" class="primary" disabled={status === 'saving' || conflict !== null || (status !== 'changed' && !isNew)} onClick={() => void save()}>
             {isNew ? 'Create ACL' : 'Save ACL'}
           </button>
         </div>

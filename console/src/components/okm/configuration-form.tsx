@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
-import { patchOkm, type OkmPatch, type OkmRecord } from '../../api/client.ts';
-import { changedFields, formFromRecord, patchFromForm, type OkmForm } from '../../okm-form.ts';
+import { etagOf, patchOkm, VersionConflict, type OkmPatch, type OkmRecord } from '../../api/client.ts';
+import { changedFields, FIELD_LABELS, formFromRecord, patchFromForm, type OkmForm } from '../../okm-form.ts';
 import { FieldError, invalidProps } from '../field-error.tsx';
 import { ErrorState } from '../states.tsx';
 import { useLeaveGuard } from '../use-leave-guard.ts';
+import { VersionConflictView } from '../version-conflict.tsx';
 
 /** How long "Saved." stays: long enough to be read, short enough not to describe a later state. */
 const SAVED_SHOWN_MS = 5_000;
@@ -21,6 +22,8 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
   const [error, setError] = useState<unknown>(undefined);
   const [saving, setSaving] = useState(false);
   const [saved, setSaved] = useState(false);
+  // A save that met a 412: the record as the other writer left it.
+  const [conflict, setConflict] = useState<OkmRecord | null>(null);
   const patch = patchFromForm(base, form);
   const changed = Object.keys(patch).length > 0;
   const serverChanges = changed ? changedFields(base, okm) : [];
@@ -41,6 +44,20 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
     setBase(record);
     setForm(formFromRecord(record));
     setError(undefined);
+    setConflict(null);
+  };
+  /** The form fields this person changed, relative to the record the form started from. */
+  const ownFields = () => {
+    const started = formFromRecord(base);
+    return (Object.keys(FIELD_LABELS) as (keyof OkmForm)[]).filter((key) => form[key] !== started[key]);
+  };
+  /** Their record with this person's own field values on top: saving it sends only those, now based on their version. */
+  const mergeOntoTheirs = (theirs: OkmRecord) => {
+    const merged = formFromRecord(theirs);
+    for (const key of ownFields()) (merged as unknown as Record<string, unknown>)[key] = form[key];
+    setBase(theirs);
+    setForm(merged);
+    setConflict(null);
   };
   const set = <K extends keyof OkmForm>(key: K, value: OkmForm[K]) => {
     setForm((previous) => ({ ...previous, [key]: value }));
@@ -51,12 +68,15 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
     setSaving(true);
     setError(undefined);
     try {
-      // Sent as typed: a value the form cannot check (a wrong number) is the API's to name.
-      startFrom((await patchOkm(okm.serial_number, patch as OkmPatch)).data);
+      // Sent as typed: a value the form cannot check (a wrong number) is the API's to name. With
+      // the version it was based on (If-Match): a change saved meanwhile by another writer is a
+      // 412, shown as a conflict, never overwritten.
+      startFrom((await patchOkm(okm.serial_number, patch as OkmPatch, etagOf(base))).data);
       setSaved(true);
       onSaved();
     } catch (failure) {
-      setError(failure);
+      if (failure instanceof VersionConflict && failure.current !== null) setConflict(failure.current as OkmRecord);
+      else setError(failure);
     } finally {
       setSaving(false);
     }
@@ -65,11 +85,21 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
 
   return (
     <form class="config-form" onSubmit={submit} aria-label="Configuration" noValidate>
-      {serverChanges.length > 0 && (
+      {conflict !== null && (
+        <VersionConflictView
+          what="OKM configuration"
+          theirs={changedFields(base, conflict).map((label) => `Changed ${label}`)}
+          yours={ownFields().map((key) => `Changed ${FIELD_LABELS[key]}`)}
+          notes={changedFields(base, conflict).filter((label) => ownFields().some((key) => FIELD_LABELS[key] === label)).map((label) => `Both of you changed ${label}: a merge keeps your value.`)}
+          onMerge={() => mergeOntoTheirs(conflict)}
+          onReload={() => startFrom(conflict)}
+        />
+      )}
+      {conflict === null && serverChanges.length > 0 && (
         <div class="notice notice-warning server-changed" role="status">
           <p>
-            This OKM was changed on the server since you started editing ({serverChanges.join(', ')}). Saving sends only your own changes; the form still shows
-            the values you started from.
+            This OKM was changed on the server since you started editing ({serverChanges.join(', ')}). Saving overwrites nothing: it shows both sides'
+            changes and lets you merge yours onto theirs or reload. The form still shows the values you started from.
           </p>
           <button type="button" onClick={() => startFrom(okm)}>
             Load the server’s values
@@ -142,7 +172,7 @@ export function ConfigurationForm({ okm, onSaved }: { okm: OkmRecord; onSaved: (
       </div>
       {unplaced && <ErrorState error={error} />}
       <div class="form-actions">
-        <button type="submit" class="primary" disabled={!changed || saving}>
+        <button type="submit" class="primary" disabled={!changed || saving || conflict !== null}>
           {saving ? 'Saving…' : 'Save changes'}
         </button>
         <button type="button" disabled={!changed || saving} onClick={() => startFrom(okm)}>
