@@ -77,6 +77,18 @@ forEachDatabase('Offboarding: a user removed from every ACL of a customer', (kin
     }
   });
 
+  test("a removal gives each ACL changed a new version: a PUT with the ETag read before it is a 412, so an editor open meanwhile cannot put the user back", async () => {
+    const leaving = freshUser();
+    const acl = aclOf('acme', [leaving, freshUser()]);
+    await post(acl);
+    const etag = (await call(t, 'GET', `${ACLS}/${acl.id}?customer=acme`, { token: tokens.acme })).headers.etag as string;
+    assert.ok(etag);
+    assert.equal((await call(t, 'POST', removal(leaving, 'acme'), { token: tokens.acme, payload: {} })).statusCode, 200);
+    const stale = await call(t, 'PUT', `${ACLS}/${acl.id}`, { token: tokens.acme, payload: acl, headers: { 'if-match': etag } });
+    assert.equal(stale.statusCode, 412, stale.body);
+    assert.equal((await usersOf(acl.id)).includes(leaving), false);
+  });
+
   test('a user in no ACL: an empty preview, and a removal that changes nothing and records nothing', async () => {
     const nobody = freshUser();
     const preview = await call(t, 'GET', removal(nobody, 'acme'), { token: tokens.acmeRead });

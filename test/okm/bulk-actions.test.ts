@@ -150,6 +150,18 @@ forEachDatabase('OKM bulk actions', (kind) => {
     for (const serial of serials) assert.equal((await okm(serial)).polling_interval, 60);
   });
 
+  test('a bulk change gives each OKM a new version: a PATCH with the ETag read before it is a 412', async () => {
+    const { prefix, serials } = await acmeOkms(1, { polling_interval: 60 });
+    const before = await call(t, 'GET', `${OKMS}/${serials[0]}`, { token: tokens.acmeWrite });
+    const etag = before.headers.etag as string;
+    assert.ok(etag);
+    const applied = await apply(tokens.acmeWrite, { filter: { serial_prefix: prefix }, action: { type: 'configure', settings: { polling_interval: 90 } } });
+    assert.equal(applied.statusCode, 200);
+    const stale = await call(t, 'PATCH', `${OKMS}/${serials[0]}`, { token: tokens.acmeWrite, payload: { polling_interval: 120 }, headers: { 'if-match': etag } });
+    assert.equal(stale.statusCode, 412, stale.body);
+    assert.equal((await okm(serials[0]!)).polling_interval, 90);
+  });
+
   test('serial_numbers that are not what the filter selects now: 409, nothing changes', async () => {
     const { prefix, serials } = await acmeOkms(2, { polling_interval: 60 });
     const applied = await apply(tokens.acmeWrite, { filter: { serial_prefix: prefix }, action: { type: 'configure', settings: { polling_interval: 90 } }, serial_numbers: [serials[0]] });
