@@ -191,6 +191,28 @@ forEachDatabase('recovering a paused rollout', (kind) => {
     await act(rollout.id, 'abort');
   });
 
+  test("a ready rollout's thresholds change too; another customer's rollout is not found; a finished one's failed OKMs are neither retried nor excluded", async () => {
+    const fleet = await createFleet(t, customerId, 2, '1.0', 'READYPATCH');
+    const created = (await writer.create({ kind: 'kas', version: '2.0', groups: [{ percent: 100 }], filter: { serial_numbers: fleet.map((okm) => okm.serialNumber) } })).json().data as RolloutView;
+    const ready = await call('PATCH', `/api/v1/rollouts/${created.id}`, { success_threshold: 80, auto_advance: false });
+    assert.equal(ready.statusCode, 200, ready.body);
+    assert.deepEqual([ready.json().data.success_threshold, ready.json().data.auto_advance, ready.json().data.state], [80, false, 'ready']);
+
+    await createTestCustomer(t, 'globex');
+    const globex = await customerWriter(t, 'globex');
+    const foreign = await t.app.inject({ method: 'PATCH', url: `/api/v1/rollouts/${created.id}`, headers: { authorization: `Bearer ${globex}` }, payload: { error_threshold: 1 } });
+    assert.equal(foreign.statusCode, 404);
+
+    await act(created.id, 'start');
+    await act(created.id, 'advance');
+    for (const path of ['retry', 'exclude']) {
+      const finished = await call('POST', `/api/v1/rollouts/${created.id}/okms/${path}`, {});
+      assert.equal(finished.statusCode, 409, path);
+    }
+    const finishedPatch = await call('PATCH', `/api/v1/rollouts/${created.id}`, { error_threshold: 1 });
+    assert.equal(finishedPatch.statusCode, 409);
+  });
+
   test('each started group says when one fleet polling interval has passed since it started, and each OKM when its own has: until then a silent OKM is waiting for its first poll', async () => {
     const fleet = await createFleet(t, customerId, 3, '1.0', 'FIRSTPOLL');
     await t.db.updateTable('okms').set({ polling_interval: 30 }).where('serial_number', '=', fleet[0]!.serialNumber).execute();
