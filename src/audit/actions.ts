@@ -5,9 +5,9 @@
  */
 export const AUDIT_ACTIONS = {
   'acl.created': { entity: 'acl', says: 'an ACL was created (or a POST overwrote one of its customer: acl.updated)' },
-  'acl.updated': { entity: 'acl', says: 'an ACL was replaced: before and after hold its users, locks, name and OKM' },
+  'acl.updated': { entity: 'acl', says: 'an ACL was replaced, or a user removed from it with every ACL of its customer (offboarding): before and after hold what changed of its users, locks, name and OKM' },
   'acl.deleted': { entity: 'acl', says: 'an ACL was deleted: before holds what it granted' },
-  'okm.configured': { entity: 'okm', says: "an OKM's configuration was set (PUT) or changed (PATCH): the fields before and after" },
+  'okm.configured': { entity: 'okm', says: "an OKM's configuration was set (PUT) or changed (PATCH, or a bulk action: one entry per OKM): the fields before and after" },
   'okm.deleted': { entity: 'okm', says: 'an OKM was deleted' },
   'okm.assigned': { entity: 'okm', says: 'an operator assigned an OKM to a customer' },
   'okm.claimed': { entity: 'okm', says: 'a customer claimed a new OKM' },
