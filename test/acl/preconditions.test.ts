@@ -124,6 +124,24 @@ forEachDatabase('ACL preconditions (If-Match, RFC 9110)', (kind) => {
     assert.equal(response.statusCode, 404);
   });
 
+  test('changes by other paths change the ETag: offboarding a user, and the linked OKM moved to another customer (which unlinks the ACL)', async () => {
+    const { acl, etag } = await createdAcl();
+    const leaving = acl.users[1]!.user_id;
+    const removed = await call(t, 'POST', `/api/v1/acl-users/${leaving}/removal?customer=acme`, { token: tokens.acme, payload: { acl_ids: [acl.id] } });
+    assert.equal(removed.statusCode, 200, removed.body);
+    const afterRemoval = (await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).headers.etag as string;
+    assert.notEqual(afterRemoval, etag);
+    assert.equal((await call(t, 'PUT', `${ACLS}/${acl.id}`, { token: tokens.acme, payload: acl, headers: { 'if-match': etag } })).statusCode, 412, 'the offboarded user is not put back');
+
+    const serial = newSerial('MOVE');
+    await createOkm(t, tokens.acmeOkm, serial);
+    const current = (await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).json().data;
+    const linked = await call(t, 'PUT', `${ACLS}/${acl.id}`, { token: tokens.acme, payload: { ...current, okm_id: serial }, headers: { 'if-match': afterRemoval } });
+    assert.equal(linked.statusCode, 200);
+    assert.equal((await call(t, 'PUT', `/api/v1/okms/${serial}/customer`, { token: tokens.admin, payload: { customer: 'beta' } })).statusCode, 200);
+    assert.notEqual((await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).headers.etag, linked.headers.etag);
+  });
+
   test('two writers racing with the same If-Match: exactly one wins, the other gets a 412 naming the winner\'s version', async () => {
     for (let round = 0; round < RACE_ROUNDS; round++) {
       const { acl, etag } = await createdAcl();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
+import { issueTestToken } from '../helpers/tokens.ts';
 import { addUrlRelease, call, createOkm, devicePoll, issueTokens, OKMS, uniqueSerial, uniqueVersion, type Tokens } from './admin-helpers.ts';
 
 const RACE_ROUNDS = 25;
@@ -96,6 +97,26 @@ forEachDatabase('OKM configuration preconditions (If-Match, RFC 9110)', (kind) =
     assert.equal((await patch(serial, { polling_interval: 700 }, `W/${etag}`)).statusCode, 412);
     assert.equal((await patch(serial, { polling_interval: 700 }, 'not-a-tag')).statusCode, 400);
     assert.equal((await patch(serial, { polling_interval: 700 })).statusCode, 200);
+  });
+
+  test('changes by other paths change the ETag: a bulk action, and the linked ACL\'s lists', async () => {
+    const { serial, etag } = await okmOfAcme();
+    const body = { filter: { serial_prefix: serial }, action: { type: 'configure', settings: { polling_interval: 900 } } };
+    const previewed = await call(t, 'POST', '/api/v1/okm-bulk-actions/preview', { token: tokens.acmeWrite, payload: body });
+    const applied = await call(t, 'POST', '/api/v1/okm-bulk-actions', { token: tokens.acmeWrite, payload: { ...body, serial_numbers: previewed.json().data.serial_numbers } });
+    assert.equal(applied.statusCode, 200, applied.body);
+    const afterBulk = (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).headers.etag as string;
+    assert.notEqual(afterBulk, etag);
+    assert.equal((await patch(serial, { polling_interval: 901 }, etag)).statusCode, 412);
+
+    const aclToken = await issueTestToken(t, { customer: 'acme', scopes: ['acl:read', 'acl:create'] });
+    const acl = { customer: 'acme', locks: ['LOCK-1'], users: [{ user_id: 1, pin_hash: 'abc', auth_time: 8, sounder: false, sounder_delay: 0, sounder_duration: 0, sounder_volume: 2, permissions: [1] }], okm_id: serial };
+    const created = await call(t, 'POST', '/api/v1/acls', { token: aclToken, payload: acl });
+    assert.equal(created.statusCode, 201, created.body);
+    const linked = (await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).headers.etag as string;
+    assert.notEqual(linked, afterBulk);
+    await call(t, 'PUT', `/api/v1/acls/${created.json().data.id}`, { token: aclToken, payload: { ...acl, locks: ['LOCK-1', 'LOCK-2'], users: [{ ...acl.users[0], permissions: [1, 17] }] } });
+    assert.notEqual((await call(t, 'GET', `${OKMS}/${serial}`, { token: tokens.acmeRead })).headers.etag, linked);
   });
 
   test('two writers racing with the same If-Match: exactly one wins', async () => {

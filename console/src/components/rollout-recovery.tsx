@@ -1,6 +1,22 @@
 import { useState } from 'preact/hooks';
-import { actOnFailedRolloutOkms, updateRolloutThresholds, type Rollout, type RolloutThresholds } from '../api/client.ts';
+import { actOnFailedRolloutOkms, etagOf, updateRolloutThresholds, VersionConflict, type Rollout, type RolloutThresholds } from '../api/client.ts';
 import { ConfirmDialog } from './confirm-dialog.tsx';
+import { VersionConflictView } from './version-conflict.tsx';
+
+/** The thresholds as people read them, by the body member that sets each. */
+const THRESHOLD_LABELS: Record<keyof RolloutThresholds, string> = {
+  success_threshold: 'success threshold',
+  error_threshold: 'error threshold',
+  update_timeout: 'update timeout',
+  auto_advance: 'next group by itself',
+};
+
+/** What changed between two versions of a rollout, for the conflict view. */
+function rolloutChanges(before: Rollout, after: Rollout): string[] {
+  const lines = (Object.keys(THRESHOLD_LABELS) as (keyof RolloutThresholds)[]).filter((key) => before[key] !== after[key]).map((key) => `Set the ${THRESHOLD_LABELS[key]} to ${String(after[key])}`);
+  if (before.state !== after.state) lines.push(`It is ${after.state} now (was ${before.state})`);
+  return lines.length > 0 ? lines : ['Changed its OKMs or progress (retried or excluded members)'];
+}
 
 /**
  * What brings a paused rollout back (docs/rollouts.md): its thresholds changed, its failed OKMs
@@ -76,7 +92,11 @@ function FailedActions({ rollout, onChanged }: { rollout: Rollout; onChanged: (r
   );
 }
 
-function ThresholdsForm({ rollout, onChanged }: { rollout: Rollout; onChanged: (rollout: Rollout, message: string) => void }) {
+function ThresholdsForm({ rollout: shown, onChanged }: { rollout: Rollout; onChanged: (rollout: Rollout, message: string) => void }) {
+  // The version the edit is made on (the page refreshes `shown`): sent as If-Match, so that a
+  // change saved meanwhile by another operator (or the sweep) is shown, never overwritten.
+  const [rollout, setRollout] = useState(shown);
+  const [conflict, setConflict] = useState<Rollout | null>(null);
   const [success, setSuccess] = useState(String(rollout.success_threshold));
   const [errorThreshold, setErrorThreshold] = useState(String(rollout.error_threshold));
   const [timeout, setTimeoutText] = useState(rollout.update_timeout);
@@ -98,9 +118,12 @@ function ThresholdsForm({ rollout, onChanged }: { rollout: Rollout; onChanged: (
     setBusy(true);
     setError(null);
     try {
-      onChanged((await updateRolloutThresholds(rollout.id, body)).data, 'Thresholds saved.');
+      const saved = (await updateRolloutThresholds(rollout.id, body, etagOf(rollout))).data;
+      setRollout(saved);
+      onChanged(saved, 'Thresholds saved.');
     } catch (failure) {
-      setError(failure instanceof Error ? failure.message : String(failure));
+      if (failure instanceof VersionConflict && failure.current !== null) setConflict(failure.current as Rollout);
+      else setError(failure instanceof Error ? failure.message : String(failure));
     } finally {
       setBusy(false);
     }
@@ -108,6 +131,36 @@ function ThresholdsForm({ rollout, onChanged }: { rollout: Rollout; onChanged: (
   return (
     <form class="form thresholds-form" onSubmit={(event) => void submit(event)} aria-label="Thresholds">
       <h3>Thresholds</h3>
+      {conflict !== null && (
+        <VersionConflictView
+          what="rollout"
+          theirs={rolloutChanges(rollout, conflict)}
+          yours={[
+            ...(success !== String(rollout.success_threshold) ? [`Set the success threshold to ${success}`] : []),
+            ...(errorThreshold !== String(rollout.error_threshold) ? [`Set the error threshold to ${errorThreshold}`] : []),
+            ...(timeout !== rollout.update_timeout ? [`Set the update timeout to ${timeout}`] : []),
+            ...(autoAdvance !== rollout.auto_advance ? [`Set next group by itself to ${String(autoAdvance)}`] : []),
+          ]}
+          onMerge={() => {
+            // Yours stay typed; the fields you left take their values, and the save is based on their version.
+            if (success === String(rollout.success_threshold)) setSuccess(String(conflict.success_threshold));
+            if (errorThreshold === String(rollout.error_threshold)) setErrorThreshold(String(conflict.error_threshold));
+            if (timeout === rollout.update_timeout) setTimeoutText(conflict.update_timeout);
+            if (autoAdvance === rollout.auto_advance) setAutoAdvance(conflict.auto_advance);
+            setRollout(conflict);
+            setConflict(null);
+          }}
+          onReload={() => {
+            setSuccess(String(conflict.success_threshold));
+            setErrorThreshold(String(conflict.error_threshold));
+            setTimeoutText(conflict.update_timeout);
+            setAutoAdvance(conflict.auto_advance);
+            setRollout(conflict);
+            setConflict(null);
+            onChanged(conflict, 'Reloaded: the thresholds are the other operator\'s.');
+          }}
+        />
+      )}
       <div class="form-grid">
         <div class="field">
           <label for="rollout-success-threshold">Success threshold (%)</label>

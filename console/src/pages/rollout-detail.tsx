@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { actOnRollout, getRollout, type Rollout } from '../api/client.ts';
+import { actOnRollout, etagOf, getRollout, VersionConflict, type Rollout } from '../api/client.ts';
 import { FIRMWARE_KIND_LABELS } from '../components/firmware-kind-field.tsx';
 import { EntityHistory } from '../components/entity-history.tsx';
 import { PageHeader } from '../components/layout.tsx';
@@ -89,11 +89,21 @@ export function RolloutDetailPage() {
     setBusy(true);
     setOutcome(null);
     try {
-      setShown((await actOnRollout(id, action)).data);
+      // The actions that move a rollout on are based on what the page shows (If-Match): an advance
+      // the sweep made meanwhile is not repeated. Pause and abort stop it whatever changed.
+      const basedOn = action === 'pause' || action === 'abort' ? undefined : etagOf(shown);
+      setShown((await actOnRollout(id, action, basedOn)).data);
       setOutcome({ ok: true, text: DONE[action] });
       setConfirming(null);
       rollout.reload();
     } catch (failure) {
+      if (failure instanceof VersionConflict && failure.current !== null) {
+        const current = failure.current as Rollout;
+        setShown(current);
+        setOutcome({ ok: false, text: `Nothing was done: the rollout changed since this page showed it (it is ${current.state} now, group ${current.current_group ?? 'none'}). The page shows it as it is; check and try again.` });
+        setConfirming(null);
+        return;
+      }
       setOutcome({ ok: false, text: failure instanceof Error ? failure.message : String(failure) });
       setConfirming(null);
     } finally {
