@@ -793,7 +793,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set the fleet-wide latest release of a kind */
+        /**
+         * Set the fleet-wide latest release of a kind
+         * @description With If-Match (the ETag of GET …/latest/preview), only if the fleet latest is still the one previewed (412 otherwise).
+         */
         put: operations["setLatestFirmware"];
         post?: never;
         delete?: never;
@@ -7328,7 +7331,10 @@ export interface operations {
     setLatestFirmware: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 precondition: the ETag of the version this write is based on (from a read or an earlier write), or `*`. When it is not the current version the answer is 412 with the current version; weak tags never match. Without it the write is unconditional. */
+                "if-match"?: string;
+            };
             path: {
                 kind: "kas" | "batch_key" | "wireless_key";
             };
@@ -7402,6 +7408,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error_code: "PRECONDITION_FAILED";
+                        error_msg: string;
+                        current: {
+                            /** @enum {unknown} */
+                            kind: "kas" | "batch_key" | "wireless_key";
+                            version: string | null;
+                        } | null;
+                    };
                 };
             };
             /** @description Body too large */

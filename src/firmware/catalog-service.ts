@@ -5,6 +5,7 @@ import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts'
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
 import { HttpError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { checkIfMatch, strongEtag, type IfMatch } from '../http/preconditions.ts';
 import { isHttpUrl } from '../shared/http-url.ts';
 import { parseRange, type ByteRange } from './byte-range.ts';
 import {
@@ -170,10 +171,15 @@ export async function removeRelease(db: Db, source: ChangeSource, kind: Firmware
 }
 
 /** Sets (or with null, clears) the release that every OKM of the fleet without a pin is offered. */
-export async function setLatest(db: Db, source: ChangeSource, kind: FirmwareKind, version: string | null, now = Date.now()): Promise<LatestView> {
+/** The strong ETag of a kind's fleet latest (null: none), the version its preview answers with and a change names in If-Match (docs/adr/0100). */
+export const fleetLatestEtag = (kind: FirmwareKind, version: string | null) => strongEtag(`fleet-latest\n${kind}\n${version ?? ''}`);
+
+export async function setLatest(db: Db, source: ChangeSource, kind: FirmwareKind, version: string | null, now = Date.now(), ifMatch?: IfMatch): Promise<LatestView> {
   await db.transaction().execute(async (trx) => {
     if (version !== null && !(await lockRelease(trx, kind, version))) throw badRequest(`version: no ${kind} release ${version} in the firmware catalog`);
     const before = (await lockFleetLatest(trx, kind)) ?? null;
+    // Under the fleet latest's lock: a change made since the confirmation's preview is a 412.
+    checkIfMatch(ifMatch, fleetLatestEtag(kind, before), () => JSON.stringify({ kind, version: before }));
     if (version === null) await clearFleetLatest(trx, kind);
     else await setFleetLatest(trx, kind, version);
     await recordChange(trx, source, { action: 'firmware.latest_set', customer: null, entity: { type: 'firmware', id: kind }, before: { version: before }, after: { version } }, now);

@@ -7,7 +7,8 @@ import { requireScopes } from '../auth/guard.ts';
 import { unsupportedMediaType } from '../http/errors.ts';
 import type { OperationDocumentation } from '../http/openapi.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
-import { addFileRelease, addUrlRelease, getRelease, listCatalog, openDownload, previewLatest, removeRelease, setLatest } from './catalog-service.ts';
+import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
+import { addFileRelease, addUrlRelease, fleetLatestEtag, getRelease, listCatalog, openDownload, previewLatest, removeRelease, setLatest } from './catalog-service.ts';
 import {
   CatalogQuery,
   CatalogResponse,
@@ -94,9 +95,21 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:kind/latest',
     {
       onRequest: canWrite,
-      schema: { operationId: 'setLatestFirmware', summary: 'Set the fleet-wide latest release of a kind', params: KindParams, body: LatestBody, response: { 200: resourceResponse(LatestView), ...errorResponses } },
+      schema: {
+        operationId: 'setLatestFirmware',
+        summary: 'Set the fleet-wide latest release of a kind',
+        description: 'With If-Match (the ETag of GET …/latest/preview), only if the fleet latest is still the one previewed (412 otherwise).',
+        params: KindParams,
+        headers: IfMatchHeaders,
+        body: LatestBody,
+        response: { 200: resourceResponse(LatestView), 412: preconditionFailedResponse(LatestView), ...errorResponses },
+      },
     },
-    async (request) => ({ message: MESSAGES.updated, data: await setLatest(app.db, changeSourceOf(request), request.params.kind, request.body.version) }),
+    async (request, reply) => {
+      const latest = await setLatest(app.db, changeSourceOf(request), request.params.kind, request.body.version, Date.now(), parseIfMatch(request.headers['if-match']));
+      reply.header('etag', fleetLatestEtag(latest.kind, latest.version));
+      return { message: MESSAGES.updated, data: latest };
+    },
   );
 
   app.get(
@@ -111,7 +124,12 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: resourceResponse(LatestPreview), ...errorResponses },
       },
     },
-    async (request) => ({ message: MESSAGES.fetched, data: await previewLatest(app.db, request.params.kind, request.query.version ?? null) }),
+    async (request, reply) => {
+      const preview = await previewLatest(app.db, request.params.kind, request.query.version ?? null);
+      // The version of the fleet latest the counts are of: a change confirmed from them names it in If-Match.
+      reply.header('etag', fleetLatestEtag(preview.kind, preview.current));
+      return { message: MESSAGES.fetched, data: preview };
+    },
   );
 
   app.put(

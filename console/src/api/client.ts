@@ -316,8 +316,8 @@ export const listFirmware = () => call(api.GET('/api/v1/firmware'));
 export const addFirmwareUrl = (body: { kind: FirmwareKind; version: string; url: string; sha256: string }) => call(api.POST('/api/v1/firmware', { body }));
 
 /** Admin: the fleet-wide latest release of a kind; null: none. */
-export const setLatestFirmware = (kind: FirmwareKind, version: string | null) =>
-  call(api.PUT('/api/v1/firmware/{kind}/latest', { params: { path: { kind } }, body: { version } }));
+export const setLatestFirmware = (kind: FirmwareKind, version: string | null, etag?: string | null) =>
+  call(api.PUT('/api/v1/firmware/{kind}/latest', { params: { path: { kind } }, body: { version }, headers: { ...ifMatch(etag) } }));
 
 /** What setting (a version) or clearing (null) the fleet latest would reach, counted by the server. */
 export const previewLatestFirmware = (kind: FirmwareKind, version: string | null) =>

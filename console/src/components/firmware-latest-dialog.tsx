@@ -1,4 +1,4 @@
-import { previewLatestFirmware, type FirmwareKind } from '../api/client.ts';
+import { etagOf, previewLatestFirmware, type FirmwareKind } from '../api/client.ts';
 import { ConfirmDialog } from './confirm-dialog.tsx';
 import { FIRMWARE_KIND_LABELS } from './firmware-kind-field.tsx';
 import { ErrorState } from './states.tsx';
@@ -21,7 +21,8 @@ export function FirmwareLatestDialog({
   kind: FirmwareKind;
   version: string | null;
   saving: boolean;
-  onConfirm: () => void;
+  /** `basedOn`: the version of the fleet latest the counts are of (the preview's ETag), for the change's If-Match. */
+  onConfirm: (basedOn: string | null) => void;
   onCancel: () => void;
 }) {
   const preview = useResource(() => previewLatestFirmware(kind, version), [kind, version]);
@@ -33,7 +34,7 @@ export function FirmwareLatestDialog({
       confirmLabel={version === null ? 'Clear fleet latest' : `Make ${version} latest`}
       busyLabel={saving ? 'Saving…' : 'Counting…'}
       busy={saving || counts === undefined}
-      onConfirm={onConfirm}
+      onConfirm={() => onConfirm(etagOf(preview.data))}
       onCancel={onCancel}
     >
       {preview.error !== undefined ? (

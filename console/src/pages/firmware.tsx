@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { getFleetSummary, listFirmware, setLatestFirmware, type FirmwareKind, type FirmwareRelease } from '../api/client.ts';
+import { getFleetSummary, listFirmware, setLatestFirmware, VersionConflict, type FirmwareKind, type FirmwareRelease } from '../api/client.ts';
 import { FIRMWARE_KIND_LABELS, FIRMWARE_KINDS } from '../components/firmware-kind-field.tsx';
 import { FirmwareLatestDialog } from '../components/firmware-latest-dialog.tsx';
 import { FirmwareUploadForm } from '../components/firmware-upload-form.tsx';
@@ -26,14 +26,21 @@ export function FirmwarePage() {
     setNotice(`Release ${release.version} (${FIRMWARE_KIND_LABELS[release.kind]}) added. Make it the fleet latest to offer it to every OKM.`);
     catalog.reload();
   };
-  const makeLatest = async (kind: FirmwareKind, version: string | null) => {
+  const makeLatest = async (kind: FirmwareKind, version: string | null, basedOn: string | null) => {
     setLatestError(null);
     setSaving(true);
     try {
-      await setLatestFirmware(kind, version);
+      // Based on the counts confirmed (If-Match): another operator's change since is a 412, not overwritten.
+      await setLatestFirmware(kind, version, basedOn);
       setNotice(version === null ? `${FIRMWARE_KIND_LABELS[kind]}: no fleet latest now.` : `${FIRMWARE_KIND_LABELS[kind]}: ${version} is the fleet latest; OKMs on older versions are offered it on their next poll.`);
       catalog.reload();
     } catch (failure) {
+      if (failure instanceof VersionConflict) {
+        const current = (failure.current as { version: string | null } | null)?.version ?? null;
+        setLatestError({ kind, message: `Nothing was changed: another operator changed the fleet latest since your confirmation (it is ${current ?? 'none'} now). Look again, then choose.` });
+        catalog.reload();
+        return;
+      }
       setLatestError({ kind, message: failure instanceof Error ? failure.message : String(failure) });
     } finally {
       setSaving(false);
@@ -144,7 +151,7 @@ export function FirmwarePage() {
           kind={confirming.kind}
           version={confirming.version}
           saving={saving}
-          onConfirm={() => void makeLatest(confirming.kind, confirming.version)}
+          onConfirm={(basedOn) => void makeLatest(confirming.kind, confirming.version, basedOn)}
           onCancel={() => setConfirming(null)}
         />
       )}
