@@ -249,8 +249,8 @@ export const listOkmDeliveryFailures = (serial: string, page: PageRequest) =>
 export const issueDeviceToken = (serial: string) => call(api.POST('/api/v1/okms/{serial}/device-token', { params: { path: { serial } } }));
 
 /** Admin: give the OKM to a customer, or to none (null). */
-export const assignOkmCustomer = (serial: string, customer: string | null) =>
-  call(api.PUT('/api/v1/okms/{serial}/customer', { params: { path: { serial } }, body: { customer } }));
+export const assignOkmCustomer = (serial: string, customer: string | null, etag?: string | null) =>
+  call(api.PUT('/api/v1/okms/{serial}/customer', { params: { path: { serial } }, body: { customer }, headers: { ...ifMatch(etag) } }));
 
 /** A bulk action on the OKMs a filter of the list selects: its filter and what it does to each. */
 export type OkmBulkBody = NonNullable<paths['/api/v1/okm-bulk-actions']['post']['requestBody']>['content']['application/json'];

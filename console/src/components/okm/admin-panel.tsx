@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { assignOkmCustomer, issueDeviceToken, type OkmRecord } from '../../api/client.ts';
+import { assignOkmCustomer, etagOf, issueDeviceToken, VersionConflict, type OkmRecord } from '../../api/client.ts';
 import { FieldError, invalidProps } from '../field-error.tsx';
 import { LocalTime } from '../relative-time.tsx';
 import { ErrorState } from '../states.tsx';
@@ -19,9 +19,15 @@ export function AdminPanel({ okm, onChanged }: { okm: OkmRecord; onChanged: () =
     setBusy(true);
     setAssignError(undefined);
     try {
-      await assignOkmCustomer(okm.serial_number, target);
+      // Based on the OKM as shown (If-Match): a move resets its configuration, which must not be one nobody here has seen.
+      await assignOkmCustomer(okm.serial_number, target, etagOf(okm));
       onChanged();
     } catch (failure) {
+      if (failure instanceof VersionConflict) {
+        setAssignError(new Error('Not moved: someone else changed this OKM since the page showed it. The page now shows it as it is: check it, then move it again.'));
+        onChanged();
+        return;
+      }
       setAssignError(failure);
     } finally {
       setBusy(false);
