@@ -75,7 +75,7 @@ describe('console: a save that meets another writer\'s change shows the conflict
     await consolePage.close();
   });
 
-  test('OKM form: the other operator\'s window and your polling interval both survive a merge; the firmware pin counts as configuration', async () => {
+  test('OKM form: the other operator\'s window and your polling interval both survive a merge', async () => {
     const serial = 'CONFLICT-OKM-1';
     const adminToken = tokenOf(await server.signInUrl());
     await server.api(adminToken, 'PUT', `/api/v1/okms/${serial}?customer=acme`, {}, 201);
