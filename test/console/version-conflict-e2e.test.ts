@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -104,6 +105,39 @@ describe('console: a save that meets another writer\'s change shows the conflict
     const saved = (await server.api(token, 'GET', `/api/v1/okms/${serial}`)).data;
     assert.equal(saved.polling_interval, 300);
     assert.deepEqual(saved.key_checkout_window, { time: 60, contact: 'open' });
+    consolePage.assertNoProblems();
+    await consolePage.close();
+  });
+
+  test('rollout thresholds: the other operator\'s error threshold and your success threshold both survive a merge', async () => {
+    const adminToken = tokenOf(await server.signInUrl());
+    for (const version of ['1.0.0', '2.0.0']) {
+      const url = `https://firmware.example.com/kas/${version}.bin`;
+      await server.api(adminToken, 'POST', '/api/v1/firmware', { kind: 'kas', version, url, sha256: createHash('sha256').update(url).digest('hex') }, 201);
+    }
+    await server.api(adminToken, 'PUT', '/api/v1/okms/CONFLICT-RO-1?customer=acme', {}, 201);
+    const rolloutId: number = (await server.api(token, 'POST', '/api/v1/rollouts', { kind: 'kas', version: '2.0.0', groups: [{ percent: 100 }], filter: { serial_numbers: ['CONFLICT-RO-1'] } }, 201)).data.id;
+    const consolePage = await openConsole(browser, customerUrl);
+    const { page } = consolePage;
+    consolePage.allowFailure('PATCH', new RegExp(`^/api/v1/rollouts/${rolloutId}$`), 412);
+    await consolePage.goto(`/rollouts/${rolloutId}`);
+    const recovery = page.getByTestId('rollout-recovery');
+    await recovery.getByLabel('Success threshold (%)').fill('80');
+
+    await server.api(token, 'PATCH', `/api/v1/rollouts/${rolloutId}`, { error_threshold: 20 }, 200);
+    await recovery.getByRole('button', { name: 'Save thresholds' }).click();
+
+    const conflict = page.getByTestId('version-conflict');
+    await conflict.waitFor();
+    const text = await conflict.innerText();
+    assert.match(text, /Their changes \(saved\)\s+Set the error threshold to 20/);
+    assert.match(text, /Your changes \(not saved\)\s+Set the success threshold to 80/);
+    await conflict.getByRole('button', { name: 'Merge: apply my changes on top of theirs' }).click();
+    await recovery.getByRole('button', { name: 'Save thresholds' }).click();
+    await page.getByRole('status').filter({ hasText: 'Thresholds saved.' }).waitFor();
+
+    const saved = (await server.api(token, 'GET', `/api/v1/rollouts/${rolloutId}`)).data;
+    assert.deepEqual([saved.success_threshold, saved.error_threshold], [80, 20]);
     consolePage.assertNoProblems();
     await consolePage.close();
   });
