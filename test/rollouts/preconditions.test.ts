@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
+import { sweepRollouts } from '../../src/rollouts/sweep.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { createTestCustomer } from '../helpers/tokens.ts';
 import { addRelease } from '../device/config-helpers.ts';
@@ -82,6 +83,20 @@ forEachDatabase('rollout preconditions (If-Match, RFC 9110)', (kind) => {
     assert.equal((await act(id, 'resume', `W/${paused.headers.etag as string}`)).statusCode, 412);
     assert.equal((await act(id, 'resume', 'bogus')).statusCode, 400);
     assert.equal((await act(id, 'resume', '*')).statusCode, 200);
+    await act(id, 'abort');
+  });
+
+  test('the sweep starting a scheduled rollout gives it another ETag: an action based on the ready one is a 412', async () => {
+    const created = await request('POST', ROLLOUTS, { payload: { kind: 'kas', version: '2.0', groups: GROUPS, start_at: new Date(Date.now() + 60_000).toISOString() } });
+    assert.equal(created.statusCode, 201, created.body);
+    const { id } = created.json().data as { id: number };
+
+    await sweepRollouts(t.db, async () => {}, Date.now() + 120_000);
+
+    const read = await request('GET', `${ROLLOUTS}/${id}`);
+    assert.equal(read.json().data.state, 'running');
+    assert.notEqual(read.headers.etag, created.headers.etag);
+    assert.equal((await act(id, 'advance', created.headers.etag as string)).statusCode, 412);
     await act(id, 'abort');
   });
 
