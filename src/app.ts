@@ -37,6 +37,7 @@ import fleetPassPlugin from './fleet/fleet-pass-plugin.ts';
 import failingSubscribersRoutes from './webhooks/failing-subscribers-routes.ts';
 import { failingEndpointsRoutes, webhookDeliveryRoutes } from './webhooks/delivery-routes.ts';
 import consolePlugin from './console/plugin.ts';
+import customerRoutes from './customers/routes.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 import { AclUserView, AclView } from './acl/schemas.ts';
 import { KeyCertificate } from './dlock/schemas.ts';
@@ -117,6 +118,7 @@ async function keyfleetApp(app: FastifyInstance, options: AppOptions): Promise<v
   await app.register(aclSummaryRoutes, { prefix: '/api/v1/acl-summaries' });
   await app.register(aclUserRemovalRoutes, { prefix: '/api/v1/acl-users' });
   await app.register(locksListRoutes, { prefix: '/api/v1/locks' });
+  await app.register(customerRoutes, { prefix: '/api/v1/customers' });
   await app.register(rolloutsPlugin);
   await app.register(auditPlugin, { signingKey: () => loadActiveSigningKey(options.db, options.keyRing) });
   await app.register(auditEventsPlugin);

@@ -970,6 +970,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the customers the caller may act for, by name (a customer token: its own) */
+        get: operations["listCustomers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/rollouts": {
         parameters: {
             query?: never;
@@ -7989,7 +8006,7 @@ export interface operations {
                 customer: string;
                 /** @description only the ACLs whose users hold this user_id */
                 user_id?: number;
-                /** @description only the ACLs whose locks hold this serial number (exact, case-sensitive) */
+                /** @description only the ACLs whose locks hold this serial number, ignoring case (door-1 finds DOOR-1) */
                 lock?: string;
                 /** @description only the ACLs whose name holds this text anywhere, ignoring case */
                 name_contains?: string;
@@ -8724,10 +8741,12 @@ export interface operations {
                 customer: string;
                 /** @description only the ACLs whose users hold this user_id */
                 user_id?: number;
-                /** @description only the ACLs whose locks hold this serial number (exact, case-sensitive) */
+                /** @description only the ACLs whose locks hold this serial number, ignoring case (door-1 finds DOOR-1) */
                 lock?: string;
                 /** @description only the ACLs whose name holds this text anywhere, ignoring case */
                 name_contains?: string;
+                /** @description id (the default): by id, as GET /api/v1/acls orders them; name: by name ignoring case (ties by id), then the ACLs without a name, by id */
+                sort?: "id" | "name";
                 /** @description rows per page, 1–500 */
                 limit?: number;
                 /** @description opaque: the next_cursor of the previous page */
@@ -9106,6 +9125,100 @@ export interface operations {
                             customer: string;
                             /** Format: date-time */
                             enrolled_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listCustomers: {
+        parameters: {
+            query?: {
+                /** @description only the customers whose name contains this text, whatever its case */
+                name_contains?: string;
+                /** @description rows per page, 1–500 */
+                limit?: number;
+                /** @description opaque: the next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        data: {
+                            /** @description the name every other call names the customer by */
+                            name: string;
                         }[];
                         next_cursor: string | null;
                     };

@@ -1,8 +1,8 @@
-import { sql, type Insertable, type Selectable, type SqlBool } from 'kysely';
+import { sql, type Insertable, type Selectable, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { AclContentsTable, AclsTable } from '../db/schema.ts';
+import type { AclContentsTable, AclsTable, Database } from '../db/schema.ts';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { aclNameSearchKey, type StoredAcl } from './model.ts';
 import type { AclSearch } from './schemas.ts';
@@ -74,7 +74,8 @@ const likeContaining = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
  * The customer's ACLs that the search finds, every condition an AND. Each condition reads an
  * index that starts with the customer: the name, acls_customer_name_idx (customer_id,
  * name_key, id), one customer's entries only, never a row; a user id or a lock, the side
- * tables' (customer_id, user_id | lock_serial, acl_id), a range of exactly the ACLs that hold it.
+ * tables' (customer_id, user_id | lower(lock_serial), acl_id), a range of exactly the ACLs that
+ * hold it (a lock whatever its case: serial numbers are ASCII, which lower() folds alike everywhere).
  */
 function searchedAcls(db: Db, customerId: number, search: AclSearch) {
   let query = db.selectFrom('acls').where('acls.customer_id', '=', customerId);
@@ -86,7 +87,7 @@ function searchedAcls(db: Db, customerId: number, search: AclSearch) {
     query = query.where('acls.id', 'in', holders);
   }
   if (search.lock !== undefined) {
-    const holders = db.selectFrom('acl_locks').select('acl_locks.acl_id').where('acl_locks.customer_id', '=', customerId).where('acl_locks.lock_serial', '=', search.lock);
+    const holders = db.selectFrom('acl_locks').select('acl_locks.acl_id').where('acl_locks.customer_id', '=', customerId).where(sql<string>`lower(${sql.ref('acl_locks.lock_serial')})`, '=', search.lock.toLowerCase());
     query = query.where('acls.id', 'in', holders);
   }
   return query;
@@ -143,15 +144,64 @@ export const ACL_SUMMARY_PAGES = cursorList<[id: string]>('acl-summaries', ['str
 export async function listAclSummaries(db: Db, customerId: number, search: AclSearch, page: CursorPageRequest<[string]>): Promise<CursorPage<AclSummary>> {
   let pageIds = searchedAcls(db, customerId, search).select('acls.id').orderBy('acls.id').limit(page.limit + 1);
   if (page.after !== undefined) pageIds = pageIds.where(afterKey(['acls.id'], page.after));
+  const summaries = await aclSummariesOf(db, pageIds);
+  return ACL_SUMMARY_PAGES.page(summaries, page.limit, (summary) => [summary.id]);
+}
+
+/**
+ * ACL summaries by name: the named ACLs by their case-folded name (ties by id), then the
+ * unnamed ones by id. The key says which of the two the row is in (0 named, 1 unnamed), its
+ * name key ('' when unnamed) and its id.
+ */
+export const ACL_SUMMARY_PAGES_BY_NAME = cursorList<[unnamed: number, nameKey: string, id: string]>('acl-summaries-by-name', ['integer', 'string', 'string']);
+
+/**
+ * One page of the customer's ACLs that the search finds, by name, after the cursor's. Two
+ * ranges of acls_customer_name_idx (customer_id, name_key, id), each entered at the cursor and
+ * read for at most a page: the named ACLs (name_key, id) and, once they end within the page,
+ * those without a name (name_key IS NULL, by id). Where the databases put NULLs in an order
+ * differs, so the unnamed ACLs are never left to the order's NULL rule. Only the page's rows are read.
+ */
+export async function listAclSummariesByName(
+  db: Db,
+  customerId: number,
+  search: AclSearch,
+  page: CursorPageRequest<[number, string, string]>,
+): Promise<CursorPage<AclSummary>> {
+  const keys: [number, string, string][] = [];
+  const inUnnamed = page.after !== undefined && page.after[0] === 1;
+  if (!inUnnamed) {
+    let named = searchedAcls(db, customerId, search).select(['acls.id', 'acls.name_key']).where('acls.name_key', 'is not', null).orderBy('acls.name_key').orderBy('acls.id').limit(page.limit + 1);
+    if (page.after !== undefined) named = named.where(afterKey(['acls.name_key', 'acls.id'], [page.after[1], page.after[2]]));
+    for (const row of await named.execute()) keys.push([0, row.name_key!, row.id]);
+  }
+  if (keys.length <= page.limit) {
+    let unnamed = searchedAcls(db, customerId, search).select('acls.id').where('acls.name_key', 'is', null).orderBy('acls.id').limit(page.limit + 1 - keys.length);
+    if (inUnnamed) unnamed = unnamed.where(afterKey(['acls.id'], [page.after![2]]));
+    for (const row of await unnamed.execute()) keys.push([1, '', row.id]);
+  }
+  const byId = new Map((await aclSummariesOf(db, keys.map((key) => key[2]))).map((summary) => [summary.id, summary]));
+  // A row deleted between the two reads is left out; the key of the page's last row stays its own.
+  const rows = keys.flatMap((key) => {
+    const summary = byId.get(key[2]);
+    return summary === undefined ? [] : [{ key, summary }];
+  });
+  const paged = ACL_SUMMARY_PAGES_BY_NAME.page(rows, page.limit, (row) => row.key);
+  return { items: paged.items.map((row) => row.summary), nextCursor: paged.nextCursor };
+}
+
+/** The summaries of these ACLs (a subquery of their ids, or the ids), by id. */
+async function aclSummariesOf(db: Db, ids: readonly string[] | SelectQueryBuilder<Database, 'acls', { id: string }>): Promise<AclSummary[]> {
+  if (Array.isArray(ids) && ids.length === 0) return [];
   const rows = await db
     .selectFrom('acls')
     .innerJoin('customers', 'customers.id', 'acls.customer_id')
     .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
     .select(['acls.id', 'customers.name as customer_name', 'acls.name', 'acls.okm_serial', 'acls.updated_at', 'acl_contents.user_data', 'acl_contents.user_count', 'acl_contents.lock_count'])
-    .where('acls.id', 'in', pageIds)
+    .where('acls.id', 'in', ids as readonly string[])
     .orderBy('acls.id')
     .execute();
-  const summaries = rows.map((row) => ({
+  return rows.map((row) => ({
     id: row.id,
     customerName: row.customer_name,
     name: row.name,
@@ -161,7 +211,6 @@ export async function listAclSummaries(db: Db, customerId: number, search: AclSe
     updatedAt: Number(row.updated_at),
     userDataJson: row.user_data,
   }));
-  return ACL_SUMMARY_PAGES.page(summaries, page.limit, (summary) => [summary.id]);
 }
 
 /** Inserts a new, unlinked ACL; false when the id is taken (a concurrent insert waits for the first to end). */

@@ -119,7 +119,7 @@ export type AclCustomerQuery = Static<typeof AclCustomerQuery>;
  */
 export const aclSearchQueryProperties = {
   user_id: Type.Optional(Type.Integer({ minimum: 0, maximum: USER_ID_MAX, description: 'only the ACLs whose users hold this user_id' })),
-  lock: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only the ACLs whose locks hold this serial number (exact, case-sensitive)' })),
+  lock: Type.Optional(Type.String({ pattern: SERIAL_NUMBER_PATTERN, description: 'only the ACLs whose locks hold this serial number, ignoring case (door-1 finds DOOR-1)' })),
   name_contains: Type.Optional(
     FreeText({ minLength: 1, maxLength: ACL_NAME_MAX_LENGTH, description: 'only the ACLs whose name holds this text anywhere, ignoring case' }),
   ),
@@ -136,7 +136,17 @@ export type AclSearch = Pick<AclListQuery, keyof typeof aclSearchQueryProperties
 
 /** The summaries are not the seed's list: they page by cursor, as every list but the seed's ACL list does. */
 export const AclSummaryListQuery = Type.Object(
-  { customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }), ...aclSearchQueryProperties, ...cursorPageQueryProperties },
+  {
+    customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }),
+    ...aclSearchQueryProperties,
+    sort: Type.Optional(
+      Type.Enum(['id', 'name'], {
+        default: 'id',
+        description: 'id (the default): by id, as GET /api/v1/acls orders them; name: by name ignoring case (ties by id), then the ACLs without a name, by id',
+      }),
+    ),
+    ...cursorPageQueryProperties,
+  },
   { additionalProperties: false },
 );
 export type AclSummaryListQuery = Static<typeof AclSummaryListQuery>;

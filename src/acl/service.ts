@@ -13,12 +13,14 @@ import { aclEtag, aclJson, canonicalUsersJson, checkAclRules, type StoredAcl } f
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
 import {
   ACL_SUMMARY_PAGES,
+  ACL_SUMMARY_PAGES_BY_NAME,
   deleteAcl,
   findAcl,
   findAclContent,
   findAclLink,
   insertAcl,
   listAclSummaries,
+  listAclSummariesByName,
   listAcls,
   lockAcl,
   updateAclContent,
@@ -205,6 +207,11 @@ export async function listCustomerAcls(request: AclRequest, query: AclListQuery)
 
 /** GET /api/v1/acl-summaries: a page of the customer's ACLs without their lists. */
 export async function listCustomerAclSummaries(request: AclRequest, query: AclSummaryListQuery): Promise<CursorPage<AclSummary>> {
+  if (query.sort === 'name') {
+    const page = cursorPageRequest(ACL_SUMMARY_PAGES_BY_NAME, query);
+    const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
+    return listAclSummariesByName(request.db, customer.id, searchOf(query), page);
+  }
   const page = cursorPageRequest(ACL_SUMMARY_PAGES, query);
   const customer = (await actingCustomer(request.db, request.principal, query.customer))!;
   return listAclSummaries(request.db, customer.id, searchOf(query), page);

@@ -1,4 +1,7 @@
+import { sql, type SqlBool } from 'kysely';
+import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';
@@ -68,4 +71,39 @@ export async function setCustomerRetryPolicy(db: Db, name: string, policy: Retry
   const stored = policy === null ? null : JSON.stringify(retryPolicyToWire(policy));
   const result = await db.updateTable('customers').set({ firmware_retry_policy: stored }).where('name', '=', name).executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) throw notFound(`customer ${name} not found`);
+}
+
+/** The customer list pages by name, which the customers' unique index holds. */
+export const CUSTOMER_PAGES = cursorList<[name: string]>('customers', ['string']);
+
+/** What the customer list is held to: one customer (a customer's principal), and a piece of the name. */
+export interface CustomerListFilter {
+  /** Only this customer (a customer-bound principal sees its own only). */
+  id?: number;
+  /** Names that contain this text, whatever its case (the picker's search as you type). */
+  nameContains?: string;
+}
+
+/** A LIKE pattern that matches `text` anywhere, its own % _ and \ taken literally (with ESCAPE '\'). */
+const likeContaining = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+
+/**
+ * One page of customers by name, after the cursor's. Without a search the page is a range of
+ * the unique index on name entered at the cursor; a search compares lower() of both sides (names
+ * are ASCII, which lower() folds alike on both databases) and walks that index from the cursor
+ * until the page is full: it reads customers, never OKMs, ACLs or locks.
+ */
+export async function listCustomers(db: Db, filter: CustomerListFilter, page: CursorPageRequest<[string]>): Promise<CursorPage<Customer>> {
+  let query = db.selectFrom('customers').select(['id', 'name']).orderBy('name').limit(page.limit + 1);
+  if (filter.id !== undefined) query = query.where('id', '=', filter.id);
+  if (filter.nameContains !== undefined) {
+    query = query.where(sql<SqlBool>`lower(${sql.ref('name')}) LIKE ${likeContaining(filter.nameContains.toLowerCase())} ESCAPE '\\'`);
+  }
+  if (page.after !== undefined) query = query.where(afterKey(['name'], page.after));
+  const rows = await query.execute();
+  return CUSTOMER_PAGES.page(
+    rows.map((row) => ({ id: Number(row.id), name: row.name })),
+    page.limit,
+    (customer) => [customer.name],
+  );
 }

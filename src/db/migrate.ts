@@ -32,6 +32,7 @@ import * as stuckOkms from './migrations/0028_stuck_okms.ts';
 import * as peopleAndSessions from './migrations/0029_people_and_sessions.ts';
 import * as auditTrail from './migrations/0030_audit_trail.ts';
 import * as rolloutResume from './migrations/0031_rollout_resume.ts';
+import * as lockSearchIgnoringCase from './migrations/0032_lock_search_ignoring_case.ts';
 
 // Migrations describe tables that the current schema types may no longer have.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -73,6 +74,7 @@ export const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0029_people_and_sessions': peopleAndSessions,
   '0030_audit_trail': auditTrail,
   '0031_rollout_resume': rolloutResume,
+  '0032_lock_search_ignoring_case': lockSearchIgnoringCase,
 };
 
 export async function migrateToLatest(db: AnyDb, dialect: DialectStrategy): Promise<MigrationResultSet> {

@@ -148,7 +148,8 @@ forEachDatabase('ACL search', (kind) => {
     ['&user_id=999999999', []],
     ['&lock=LOCK-B', ['berlin', 'hamburg']],
     ['&lock=LOCK-Z', ['unnamed']],
-    ['&lock=lock-b', []],
+    ['&lock=lock-b', ['berlin', 'hamburg']],
+    ['&lock=Lock-z', ['unnamed']],
     ['&name_contains=412', ['berlin', 'hamburg']],
     ['&name_contains=BERLIN', ['berlin']],
     ['&name_contains=store%204', ['berlin', 'hamburg']],
@@ -177,6 +178,33 @@ forEachDatabase('ACL search', (kind) => {
     assert.deepEqual(listedIds(asAdmin), idsOf('berlin', 'hamburg'));
     assert.deepEqual(listedIds(asBeta as Listed), [acls.beta!.id]);
     assert.equal(betaNamingAcme.statusCode, 403);
+  });
+
+  test('sort=name orders the summaries by name ignoring case, then the unnamed ones by id, page after page', async () => {
+    const expected = [acls.depot!.id, acls.berlin!.id, acls.hamburg!.id, acls.unnamed!.id];
+    for (const limit of [1, 2, 3, 500]) {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const response = await call(t, 'GET', `${SUMMARIES}?customer=acme&sort=name&limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`, { token: tokens.acme });
+        assert.equal(response.statusCode, 200, response.body);
+        ids.push(...response.json().data.map((summary: { id: string }) => summary.id));
+        cursor = response.json().next_cursor;
+      } while (cursor !== null);
+      assert.deepEqual(ids, expected, `limit ${limit}`);
+    }
+    const searched = await call(t, 'GET', `${SUMMARIES}?customer=acme&sort=name&lock=LOCK-C`, { token: tokens.acme });
+    assert.deepEqual(searched.json().data.map((summary: { id: string }) => summary.id), [acls.depot!.id, acls.hamburg!.id]);
+  });
+
+  test("a cursor of the summaries by id is not one of the summaries by name, and beta's token may not list acme's by name", async () => {
+    const byId = (await call(t, 'GET', `${SUMMARIES}?customer=acme&limit=1`, { token: tokens.acme })).json();
+    const mixed = await call(t, 'GET', `${SUMMARIES}?customer=acme&sort=name&cursor=${byId.next_cursor}`, { token: tokens.acme });
+    const foreign = await call(t, 'GET', `${SUMMARIES}?customer=acme&sort=name`, { token: tokens.beta });
+
+    assert.equal(mixed.statusCode, 400);
+    assert.equal(foreign.statusCode, 403);
+    assert.equal((await call(t, 'GET', `${SUMMARIES}?customer=acme&sort=size`, { token: tokens.acme })).statusCode, 400);
   });
 
   test('the summaries take the same search and show the name', async () => {
