@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
+import { sql, type InsertQueryBuilder, type QueryCreator } from 'kysely';
 import type { Actor } from '../auth/actor.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { AuditEntriesTable } from '../db/schema.ts';
+import type { AuditEntriesTable, Database } from '../db/schema.ts';
 import type { AuditAction, AuditEntityType } from './actions.ts';
 import { redactChange } from './redaction.ts';
 
@@ -108,6 +109,43 @@ export async function recordChanges(trx: Db, source: ChangeSource, changes: read
     .insertInto('audit_entries')
     .values(changes.map((change) => entryValues(source, change, now) as never))
     .execute();
+}
+
+/** A write that is the whole of a change, built with placeholders for its values: an INSERT, UPDATE or DELETE … RETURNING a row where it changed one. */
+export type ChangeWrite<Table extends keyof Database> = (db: QueryCreator<Database>, placeholders: readonly unknown[]) => InsertQueryBuilder<Database, Table, object>;
+
+/**
+ * A change that is one write, with its entry, compiled once: where the database lets a WITH
+ * clause write (PostgreSQL), one statement (`WITH changed AS (<write> RETURNING …) INSERT INTO
+ * audit_entries SELECT … FROM changed`) that writes the entry only when the write returned a
+ * row, one round trip where a transaction of the two takes four; elsewhere that transaction.
+ * The returned function tells whether the write changed a row: an entry was written if so.
+ */
+export function changeWithEntry<Args extends readonly unknown[], Table extends keyof Database>(arity: Args['length'], write: ChangeWrite<Table>) {
+  const writeAndEntry = precompiledQuery<{ id: number }, unknown[]>(arity + ENTRY_COLUMNS.length, (db, placeholders) =>
+    db
+      .with('changed', (creator) => write(creator, placeholders.slice(0, arity)))
+      .insertInto('audit_entries')
+      .columns(ENTRY_COLUMNS)
+      .expression((eb) =>
+        eb.selectFrom('changed').select(
+          // A parameter in a select list is text to PostgreSQL unless cast; the entry's only other type is its time.
+          ENTRY_COLUMNS.map((column, index) => (column === 'time' ? sql`cast(${placeholders[arity + index]} as bigint)` : sql`${placeholders[arity + index]}`).as(column)),
+        ),
+      )
+      .returning('id'),
+  );
+  const writeAlone = precompiledQuery<unknown, unknown[]>(arity, (db, placeholders) => write(db, placeholders));
+  return async (db: Db, writesInWith: boolean, args: Args, source: ChangeSource, change: Change, now = Date.now()): Promise<boolean> => {
+    const values = entryValues(source, change, now);
+    const entry = ENTRY_COLUMNS.map((column) => values[column]);
+    if (writesInWith) return (await writeAndEntry(db, ...args, ...entry)).rows.length > 0;
+    return db.transaction().execute(async (trx) => {
+      if ((await writeAlone(trx, ...args)).rows.length === 0) return false;
+      await insertEntry(trx, ...entry);
+      return true;
+    });
+  };
 }
 
 /** As recordChanges, for one change. */
