@@ -5,6 +5,7 @@ import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { AuditEntriesTable, Database } from '../db/schema.ts';
 import type { AuditAction, AuditEntityType } from './actions.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
 import { redactChange } from './redaction.ts';
 
 /** Where a change came from: who made it and through which request (none for the command line). */
@@ -84,8 +85,9 @@ function entryValues(source: ChangeSource, change: Change, now: number): EntryVa
     action: change.action,
     entity_type: change.entity.type,
     entity_id: change.entity.id,
-    before_json: before === undefined ? null : JSON.stringify(before),
-    after_json: after === undefined ? null : JSON.stringify(after),
+    // Canonical as written, so that the chainer hashes the stored text as it is (canonicalEntryText).
+    before_json: before === undefined ? null : canonicalJson(before),
+    after_json: after === undefined ? null : canonicalJson(after),
     request_id: source.requestId,
     ip: source.ip,
     user_agent: source.userAgent,
@@ -165,6 +167,27 @@ export function entryContentOfRow(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'p
     ip: row.ip,
     user_agent: row.user_agent,
   };
+}
+
+/** A JSON string, or null: RFC 8785 writes strings as JSON.stringify does. */
+const jsonText = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
+
+/**
+ * The canonical JSON (RFC 8785) of the entry a row becomes at `id` after `prevHash`, which is
+ * what its hash covers: the same text as canonicalJson of entryOfRow's entry without its
+ * hash (a property test holds the two equal), written member by member in canonical order
+ * with the row's before and after as they are stored (canonical already), so that chaining
+ * neither parses them nor sorts anything.
+ */
+export function canonicalEntryText(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'prev_hash' | 'hash'>, id: number, prevHash: string): string {
+  return (
+    `{"action":${JSON.stringify(row.action)}` +
+    `,"actor":{"id":${JSON.stringify(row.actor_id)},"kind":${JSON.stringify(row.actor_kind)},"name":${JSON.stringify(row.actor_name)}}` +
+    `,"after":${row.after_json ?? 'null'},"before":${row.before_json ?? 'null'},"customer":${jsonText(row.customer)}` +
+    `,"entity":{"id":${JSON.stringify(row.entity_id)},"type":${JSON.stringify(row.entity_type)}}` +
+    `,"id":${id},"ip":${jsonText(row.ip)},"prev_hash":${JSON.stringify(prevHash)},"request_id":${jsonText(row.request_id)}` +
+    `,"time":${JSON.stringify(new Date(Number(row.time)).toISOString())},"user_agent":${jsonText(row.user_agent)}}`
+  );
 }
 
 /** A chained row as the entry it was hashed as. */
