@@ -1,8 +1,8 @@
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { RowSet } from '../db/dialects/strategy.ts';
-import { chainEntry } from './chain.ts';
-import { entryContentOfRow } from './trail.ts';
+import { canonicalTextDigest } from '../shared/canonical-json.ts';
+import { canonicalEntryText } from './trail.ts';
 
 /** The UPDATE that places one entry, compiled once: the chainer runs it for every entry. */
 const placeEntry = precompiledQuery(4, (db, [seq, prevHash, hash, id]) =>
@@ -18,6 +18,7 @@ const placeEntry = precompiledQuery(4, (db, [seq, prevHash, hash, id]) =>
  * an entry.
  */
 async function placeEntries(trx: Db, placed: readonly { rowId: number; seq: number; prevHash: string; hash: string }[], rowSet: RowSet | undefined): Promise<void> {
+  if (placed.length === 0) return;
   if (rowSet === undefined) {
     for (const entry of placed) await placeEntry(trx, entry.seq, entry.prevHash, entry.hash, entry.rowId);
     return;
@@ -28,11 +29,15 @@ async function placeEntries(trx: Db, placed: readonly { rowId: number; seq: numb
     { name: 'prev_hash', type: 'text', values: placed.map((entry) => entry.prevHash) },
     { name: 'hash', type: 'text', values: placed.map((entry) => entry.hash) },
   ]);
+  // The batch's range of row ids lets the planner read only those rows (by the primary key)
+  // rather than join the row set with the whole trail, which it does when left to the join.
   await trx
     .updateTable('audit_entries')
     .from(places)
     .set((eb) => ({ seq: eb.ref('places.seq'), prev_hash: eb.ref('places.prev_hash'), hash: eb.ref('places.hash') }))
     .whereRef('audit_entries.id', '=', 'places.row_id')
+    .where('audit_entries.id', '>=', placed[0]!.rowId)
+    .where('audit_entries.id', '<=', placed.at(-1)!.rowId)
     .execute();
 }
 
@@ -64,9 +69,10 @@ export async function chainPendingEntries(db: Db, rowSet?: RowSet): Promise<numb
     let previous = { id: Number(head.seq), hash: head.hash };
     const placed: { rowId: number; seq: number; prevHash: string; hash: string }[] = [];
     for (const row of rows) {
-      const entry = chainEntry(previous, entryContentOfRow(row));
-      placed.push({ rowId: row.id, seq: entry.id, prevHash: entry.prev_hash, hash: entry.hash });
-      previous = entry;
+      const seq = previous.id + 1;
+      const hash = canonicalTextDigest(canonicalEntryText(row, seq, previous.hash));
+      placed.push({ rowId: row.id, seq, prevHash: previous.hash, hash });
+      previous = { id: seq, hash };
     }
     await placeEntries(trx, placed, rowSet);
     await trx.updateTable('audit_chain_head').set({ seq: previous.id, hash: previous.hash }).where('id', '=', 1).execute();

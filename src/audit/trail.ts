@@ -1,9 +1,11 @@
 import type { FastifyRequest } from 'fastify';
+import { sql, type InsertQueryBuilder, type QueryCreator } from 'kysely';
 import type { Actor } from '../auth/actor.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { AuditEntriesTable } from '../db/schema.ts';
+import type { AuditEntriesTable, Database } from '../db/schema.ts';
 import type { AuditAction, AuditEntityType } from './actions.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
 import { redactChange } from './redaction.ts';
 
 /** Where a change came from: who made it and through which request (none for the command line). */
@@ -83,8 +85,9 @@ function entryValues(source: ChangeSource, change: Change, now: number): EntryVa
     action: change.action,
     entity_type: change.entity.type,
     entity_id: change.entity.id,
-    before_json: before === undefined ? null : JSON.stringify(before),
-    after_json: after === undefined ? null : JSON.stringify(after),
+    // Canonical as written, so that the chainer hashes the stored text as it is (canonicalEntryText).
+    before_json: before === undefined ? null : canonicalJson(before),
+    after_json: after === undefined ? null : canonicalJson(after),
     request_id: source.requestId,
     ip: source.ip,
     user_agent: source.userAgent,
@@ -110,6 +113,43 @@ export async function recordChanges(trx: Db, source: ChangeSource, changes: read
     .execute();
 }
 
+/** A write that is the whole of a change, built with placeholders for its values: an INSERT, UPDATE or DELETE … RETURNING a row where it changed one. */
+export type ChangeWrite<Table extends keyof Database> = (db: QueryCreator<Database>, placeholders: readonly unknown[]) => InsertQueryBuilder<Database, Table, object>;
+
+/**
+ * A change that is one write, with its entry, compiled once: where the database lets a WITH
+ * clause write (PostgreSQL), one statement (`WITH changed AS (<write> RETURNING …) INSERT INTO
+ * audit_entries SELECT … FROM changed`) that writes the entry only when the write returned a
+ * row, one round trip where a transaction of the two takes four; elsewhere that transaction.
+ * The returned function tells whether the write changed a row: an entry was written if so.
+ */
+export function changeWithEntry<Args extends readonly unknown[], Table extends keyof Database>(arity: Args['length'], write: ChangeWrite<Table>) {
+  const writeAndEntry = precompiledQuery<{ id: number }, unknown[]>(arity + ENTRY_COLUMNS.length, (db, placeholders) =>
+    db
+      .with('changed', (creator) => write(creator, placeholders.slice(0, arity)))
+      .insertInto('audit_entries')
+      .columns(ENTRY_COLUMNS)
+      .expression((eb) =>
+        eb.selectFrom('changed').select(
+          // A parameter in a select list is text to PostgreSQL unless cast; the entry's only other type is its time.
+          ENTRY_COLUMNS.map((column, index) => (column === 'time' ? sql`cast(${placeholders[arity + index]} as bigint)` : sql`${placeholders[arity + index]}`).as(column)),
+        ),
+      )
+      .returning('id'),
+  );
+  const writeAlone = precompiledQuery<unknown, unknown[]>(arity, (db, placeholders) => write(db, placeholders));
+  return async (db: Db, writesInWith: boolean, args: Args, source: ChangeSource, change: Change, now = Date.now()): Promise<boolean> => {
+    const values = entryValues(source, change, now);
+    const entry = ENTRY_COLUMNS.map((column) => values[column]);
+    if (writesInWith) return (await writeAndEntry(db, ...args, ...entry)).rows.length > 0;
+    return db.transaction().execute(async (trx) => {
+      if ((await writeAlone(trx, ...args)).rows.length === 0) return false;
+      await insertEntry(trx, ...entry);
+      return true;
+    });
+  };
+}
+
 /** As recordChanges, for one change. */
 export const recordChange = (trx: Db, source: ChangeSource, change: Change, now = Date.now()) => recordChanges(trx, source, [change], now);
 
@@ -127,6 +167,27 @@ export function entryContentOfRow(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'p
     ip: row.ip,
     user_agent: row.user_agent,
   };
+}
+
+/** A JSON string, or null: RFC 8785 writes strings as JSON.stringify does. */
+const jsonText = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
+
+/**
+ * The canonical JSON (RFC 8785) of the entry a row becomes at `id` after `prevHash`, which is
+ * what its hash covers: the same text as canonicalJson of entryOfRow's entry without its
+ * hash (a property test holds the two equal), written member by member in canonical order
+ * with the row's before and after as they are stored (canonical already), so that chaining
+ * neither parses them nor sorts anything.
+ */
+export function canonicalEntryText(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'prev_hash' | 'hash'>, id: number, prevHash: string): string {
+  return (
+    `{"action":${JSON.stringify(row.action)}` +
+    `,"actor":{"id":${JSON.stringify(row.actor_id)},"kind":${JSON.stringify(row.actor_kind)},"name":${JSON.stringify(row.actor_name)}}` +
+    `,"after":${row.after_json ?? 'null'},"before":${row.before_json ?? 'null'},"customer":${jsonText(row.customer)}` +
+    `,"entity":{"id":${JSON.stringify(row.entity_id)},"type":${JSON.stringify(row.entity_type)}}` +
+    `,"id":${id},"ip":${jsonText(row.ip)},"prev_hash":${JSON.stringify(prevHash)},"request_id":${jsonText(row.request_id)}` +
+    `,"time":${JSON.stringify(new Date(Number(row.time)).toISOString())},"user_agent":${jsonText(row.user_agent)}}`
+  );
 }
 
 /** A chained row as the entry it was hashed as. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
+import { changeWithEntry, recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import { HttpError, badRequest, notFound } from '../http/errors.ts';
@@ -39,6 +39,8 @@ export interface LockContext {
   keyRing: KeyRing;
   deploymentSecret: Buffer;
   validityDays: number;
+  /** The dialect's writesInWith: an enrolment and its entry are then one statement. */
+  writesInWith: boolean;
 }
 
 /** The caller's own intermediate, or 403 (unknown and foreign names answer alike). */
@@ -49,7 +51,7 @@ export async function ownIntermediate(db: Db, owner: ApiKeyOwner, name: string) 
 }
 
 // The enrolment and fetch queries, built once: Kysely's building cost more than running them.
-const insertLockQuery = precompiledQuery<{ serial_no: string }, [string, number, string, string, string, number]>(
+const insertLockWithEntry = changeWithEntry<[string, number, string, string, string, number], 'dlocks'>(
   6,
   (db, [serialNo, customerId, certificateName, certificateJson, keySealed, createdAt]) =>
     db
@@ -132,11 +134,9 @@ export async function registerLock(context: LockContext, owner: ApiKeyOwner, req
   const { key: _key, ...withoutKey } = certificate;
   // Sealed before the transaction: sealing may re-read the key ring, through a connection of its own.
   const keySealed = await seal(context.keyRing, lockKey, lockKeyAssociatedData(request.serial_no));
-  await context.db.transaction().execute(async (trx) => {
-    const inserted = await insertLockQuery(trx, request.serial_no, owner.customerId, intermediate.name, JSON.stringify(withoutKey), keySealed, now);
-    if (inserted.rows.length === 0) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
-    await recordChange(trx, source, lockChange('dlock.enrolled', owner, withoutKey), now);
-  });
+  const lockRow: [string, number, string, string, string, number] = [request.serial_no, owner.customerId, intermediate.name, JSON.stringify(withoutKey), keySealed, now];
+  const inserted = await insertLockWithEntry(context.db, context.writesInWith, lockRow, source, lockChange('dlock.enrolled', owner, withoutKey), now);
+  if (!inserted) throw badRequest(`serial_no: DLock ${request.serial_no} is already registered`);
   return certificate;
 }
 

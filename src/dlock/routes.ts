@@ -68,6 +68,7 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
     keyRing: app.keyRing,
     deploymentSecret: await ensureDeploymentSecret(app.db, app.keyRing),
     validityDays: app.settings.dlockCertificateValidityDays,
+    writesInWith: app.dialect.writesInWith,
   };
 
   app.post<{ Body: RegisterBody }>(

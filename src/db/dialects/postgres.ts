@@ -91,6 +91,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     skipRowsClaimedByOthers: (query) => query.forNoKeyUpdate().skipLocked(),
     // ORDER BY runs before the locking clause, so the rows are locked in the query's order.
     lockRowsInOrder: (query) => query.forNoKeyUpdate(),
+    writesInWith: true,
     rowSet: <Row, Alias extends string>(alias: Alias, columns: readonly RowSetColumn[]) =>
       sql<Row>`unnest(${sql.join(columns.map(({ values, type }) => sql`${values}::${sql.raw(type)}[]`))})`.as<Alias>(
         sql`${sql.table(alias)}(${sql.join(columns.map(({ name }) => sql.id(name)))})`,

@@ -20,6 +20,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
   return {
     name: 'sqlite',
     binaryType: 'blob',
+    writesInWith: false,
     idType: 'integer',
     // One connection, one writer: a commit (WAL append) per poll cost more than the poll's own statements.
     writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 1 },

@@ -50,6 +50,13 @@ export interface DialectStrategy {
    */
   readonly rowSet?: RowSet;
   /**
+   * Whether a WITH clause may write (`WITH changed AS (INSERT … RETURNING …) INSERT … SELECT …
+   * FROM changed`), so that a change and its audit entry are one statement: one round trip
+   * where a transaction takes four (PostgreSQL). SQLite's may not, and its transactions cost
+   * no round trip.
+   */
+  readonly writesInWith: boolean;
+  /**
    * Makes a SELECT lock the rows it returns until the transaction ends, in the order it
    * returns them, as an UPDATE of them would; so that a set-based UPDATE locks its rows in a
    * known order, which a join does not promise.

@@ -25,7 +25,10 @@ const GENESIS_HASH = '0'.repeat(64);
 export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
   await db.schema
     .createTable('audit_entries')
-    .addColumn('id', idType(context), (c) => autoIncrementPrimaryKey(context, c))
+    // On SQLite the plain rowid, without AUTOINCREMENT, so that an insert does not write
+    // sqlite_sequence as well: a row id only orders the entries waiting to be chained (the
+    // chain's own numbering is seq), so one used again after retention emptied the table is harmless.
+    .addColumn('id', idType(context), (c) => (context.kind === 'postgres' ? autoIncrementPrimaryKey(context, c) : c.primaryKey()))
     .addColumn('seq', idType(context), (c) => c.unique())
     .addColumn('time', 'bigint', (c) => c.notNull())
     .addColumn('actor_kind', 'text', (c) => c.notNull())
