@@ -103,6 +103,16 @@ export async function setFleetLatest(db: Db, kind: FirmwareKind, version: string
     .execute();
 }
 
+/**
+ * Sets the fleet latest of a kind that has none; false when a row is there (a concurrent insert
+ * waits for the other transaction, then finds it): what a conditional change checks against, as
+ * there is no row to lock while a kind has no fleet latest.
+ */
+export async function insertFleetLatestIfNone(db: Db, kind: FirmwareKind, version: string): Promise<boolean> {
+  const result = await db.insertInto('fleet_firmware').values({ kind, version }).onConflict((oc) => oc.column('kind').doNothing()).executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
 export async function clearFleetLatest(db: Db, kind: FirmwareKind): Promise<void> {
   await db.deleteFrom('fleet_firmware').where('kind', '=', kind).execute();
 }

@@ -11,6 +11,7 @@ import { parseRange, type ByteRange } from './byte-range.ts';
 import {
   FIRMWARE_CHUNK_BYTES,
   clearFleetLatest,
+  insertFleetLatestIfNone,
   countLatestFollowers,
   countPinningOkms,
   deleteRelease,
@@ -181,7 +182,12 @@ export async function setLatest(db: Db, source: ChangeSource, kind: FirmwareKind
     // Under the fleet latest's lock: a change made since the confirmation's preview is a 412.
     checkIfMatch(ifMatch, fleetLatestEtag(kind, before), () => JSON.stringify({ kind, version: before }));
     if (version === null) await clearFleetLatest(trx, kind);
-    else await setFleetLatest(trx, kind, version);
+    else if (ifMatch !== undefined && before === null && !(await insertFleetLatestIfNone(trx, kind, version))) {
+      // There was no row to lock: another change set a fleet latest since this one found none.
+      const now = (await lockFleetLatest(trx, kind)) ?? null;
+      checkIfMatch(ifMatch, fleetLatestEtag(kind, now), () => JSON.stringify({ kind, version: now }));
+      await setFleetLatest(trx, kind, version);
+    } else if (before !== null || ifMatch === undefined) await setFleetLatest(trx, kind, version);
     await recordChange(trx, source, { action: 'firmware.latest_set', customer: null, entity: { type: 'firmware', id: kind }, before: { version: before }, after: { version } }, now);
   });
   return { kind, version };
