@@ -125,8 +125,12 @@ forEachDatabase('ACL preconditions (If-Match, RFC 9110)', (kind) => {
   });
 
   test('changes by other paths change the ETag: offboarding a user, and the linked OKM moved to another customer (which unlinks the ACL)', async () => {
-    const { acl, etag } = await createdAcl();
-    const leaving = acl.users[1]!.user_id;
+    // A user in this ACL alone: offboarding removes a user from every ACL of the customer.
+    const leaving = 654_321;
+    const acl = withUser(sampleAcl('acme'), leaving);
+    const posted = await call(t, 'POST', ACLS, { token: tokens.acme, payload: acl });
+    assert.equal(posted.statusCode, 201);
+    const etag = posted.headers.etag as string;
     const removed = await call(t, 'POST', `/api/v1/acl-users/${leaving}/removal?customer=acme`, { token: tokens.acme, payload: { acl_ids: [acl.id] } });
     assert.equal(removed.statusCode, 200, removed.body);
     const afterRemoval = (await call(t, 'GET', `${ACLS}/${acl.id}`, { token: tokens.acme })).headers.etag as string;
