@@ -497,6 +497,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/okm-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Export the OKMs the list's filters select as CSV (streamed) */
+        get: operations["exportOkms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/okms/{serial}/audit/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Export an OKM's audit records as CSV (streamed), in the order and window the list takes */
+        get: operations["exportOkmAuditRecords"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/okm-bulk-actions/preview": {
         parameters: {
             query?: never;
@@ -1035,6 +1069,23 @@ export interface paths {
          * @description By serial number, a page at a time; `state` and `group` pick the OKMs a group count counts.
          */
         get: operations["listRolloutOkms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{id}/okms/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Export a rollout's OKMs, with their state and offer time, as CSV (streamed) */
+        get: operations["exportRolloutOkms"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4684,6 +4735,12 @@ export interface operations {
             query?: {
                 /** @description customer to act for */
                 customer?: string;
+                /** @description oldest_first (the default): the order they arrived in; newest_first: the last one first */
+                order?: "oldest_first" | "newest_first";
+                /** @description records received at or after this time */
+                since?: string;
+                /** @description records received before this time */
+                until?: string;
                 /** @description rows per page, 1–500 */
                 limit?: number;
                 /** @description opaque: the next_cursor of the previous page */
@@ -4881,6 +4938,190 @@ export interface operations {
                             } | null;
                         };
                     };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportOkms: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                /** @description only OKMs that are (true) or are not (false) overdue */
+                overdue?: boolean;
+                /** @description only OKMs that last reported this version */
+                firmware_version?: string;
+                /** @description admin only: only OKMs that belong to no customer */
+                unassigned?: boolean;
+                /** @description only OKMs in this state, as the fleet summary counts them: in_step (the last poll was answered {}), drifting (it was answered with a correction), never_polled; and across those, overdue (polled before but not for 3 effective polling intervals) and stuck (sent the same correction on 3 polls in a row without effect: stuck not null) */
+                state?: "in_step" | "drifting" | "overdue" | "never_polled" | "stuck";
+                /** @description only OKMs whose serial number begins with this (1–64 characters of A-Z a-z 0-9 . _ -) */
+                serial_prefix?: string;
+                /** @description only OKMs whose last poll this resolver answered (its reply key, as in last_correction): those the fleet summary counts under it in `corrections` */
+                last_correction?: "message" | "kasFirmware" | "kasDateTime" | "cacheMode" | "keyCheckoutWindowTime" | "retailCfg" | "assetList" | "usersAssets" | "auditUrl" | "pollingInterval" | "batchKeyFirmware" | "wirelessKeyFirmware";
+                /** @description only OKMs whose subscribe_urls.status holds this URL, compared exactly as stored */
+                subscriber_url?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A header row (serial_number, customer, summary_state, state, overdue, stuck_resolver, firmware_version, last_sync_time, last_ip, last_correction, effective_polling_interval, kas_firmware_pin, batch_key_firmware_pin, wireless_key_firmware_pin, acl_id, created_at, updated_at), then one OKM a row, by serial number: the OKMs GET /api/v1/okms lists with the same filters */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportOkmAuditRecords: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                /** @description oldest_first (the default): the order they arrived in; newest_first: the last one first */
+                order?: "oldest_first" | "newest_first";
+                /** @description records received at or after this time */
+                since?: string;
+                /** @description records received before this time */
+                until?: string;
+            };
+            header?: never;
+            path: {
+                serial: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A header row (id, received_at, record), then one audit record a row, the record as the JSON text the OKM sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             /** @description Bad request: the message names the field and what is wrong */
@@ -10189,6 +10430,93 @@ export interface operations {
                         }[];
                         next_cursor: string | null;
                     };
+                };
+            };
+            /** @description Bad request: the message names the field and what is wrong */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, invalid, expired or revoked credentials (with `WWW-Authenticate: Bearer error="invalid_token"`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Valid credentials without the required scopes, or acting for another customer */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for a record of another customer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable, the server is shutting down, or it does not hold the current master key; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportRolloutOkms: {
+        parameters: {
+            query?: {
+                /** @description customer to act for */
+                customer?: string;
+                /** @description scheduled: not offered the version yet; blocked: scheduled in a started group, polling, but stuck on a resolver (one before the rollout’s answers its polls, so the offer is never sent); silent: scheduled in a started group, and no poll since the group started; offered: offered, not updated yet; updated: reports the version or a newer one; failed: offered, and still polling without updating after update_timeout, or blocked or silent for update_timeout after its group started */
+                state?: "scheduled" | "blocked" | "silent" | "offered" | "updated" | "failed";
+                /** @description only the OKMs of this group (its index, from 0) */
+                group?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A header row (serial_number, group, state, offered_at, last_sync_time, reported_version, blocked_by, first_poll_due_at), then one OKM a row, by serial number: the OKMs GET /api/v1/rollouts/{id}/okms lists with the same filters */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             /** @description Bad request: the message names the field and what is wrong */

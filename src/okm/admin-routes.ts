@@ -7,7 +7,7 @@ import { changeSourceOf } from '../audit/trail.ts';
 import { principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
-import { CustomerQuery, PageQuery, SerialParams } from '../http/request-schemas.ts';
+import { CustomerQuery, SerialParams } from '../http/request-schemas.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
 import { WRITES_JSON_TEXTS } from '../http/json-texts.ts';
@@ -29,6 +29,7 @@ import {
 import { claimOkm } from './claim-service.ts';
 import { issueDeviceTokenRecorded, toDeviceTokenRecord } from './device-tokens.ts';
 import {
+  AuditRecordListQuery,
   AuditRecordView,
   ClaimBody,
   CustomerAssignmentBody,
@@ -302,8 +303,11 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
         operationId: 'listOkmAuditRecords',
         summary: 'List an OKM\'s audit records',
         params: SerialParams,
-        querystring: PageQuery,
-        response: { 200: cursorPageResponse(AuditRecordView, `The audit records the OKM posted, in the order they arrived. ${NO_TOTAL}`), ...errorResponses },
+        querystring: AuditRecordListQuery,
+        response: {
+          200: cursorPageResponse(AuditRecordView, `The audit records the OKM posted, in the order they arrived (order=newest_first: the last first), received in the since/until window if given. ${NO_TOTAL}`),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await auditRecords(okmRequest(request, request.query.customer), request.params.serial, request.query)),

@@ -8,6 +8,7 @@ import { lockRelease } from '../firmware/catalog-repository.ts';
 import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
+import { everyItem } from '../http/csv-export.ts';
 import { describeValidationError, validatorCompiler } from '../http/validation.ts';
 import { stringifyWithJsonTexts } from '../http/json-texts.ts';
 import { checkIfMatch, strongEtag, type IfMatch } from '../http/preconditions.ts';
@@ -17,18 +18,19 @@ import { checkDestination } from '../webhooks/ssrf-guard.ts';
 import { applyMergePatch } from '../shared/merge-patch.ts';
 import { duplicateNamePath, JsonText, memberSource } from '../shared/raw-json.ts';
 import { renderFieldPath } from '../http/validation.ts';
-import type { PageQuery } from '../http/request-schemas.ts';
 import { unlinkAclOfOkm } from './acl-link.ts';
 import { okmChange, okmConfigured, okmDeleted, type OkmAuditState } from './audit-view.ts';
 import { deleteOkmHistory, findOwnedOkm, listOkms, lockOkm, OKM_PAGES, setOkmCustomer, type OkmListFilter, type OwnedOkm } from './admin-repository.ts';
 import { dividingStateOf, isOverdue, stateFactsOf, summaryStateOf } from './fleet-states.ts';
-import { AUDIT_RECORD_PAGES, listAuditRecords } from './audit-repository.ts';
+import { AUDIT_RECORD_PAGES, AUDIT_RECORD_PAGES_NEWEST_FIRST, listAuditRecords, type AuditRecord, type AuditRecordFilter } from './audit-repository.ts';
 import { listMessages, MESSAGE_PAGES, queueMessage, type OkmMessage } from './messages-repository.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from './model.ts';
 import { deleteOkm, insertOkm, updateOkmSettings } from './repository.ts';
 import {
   MAX_MESSAGE_PAYLOAD_BYTES,
   OkmSettingsBody,
+  type AuditRecordExportQuery,
+  type AuditRecordListQuery,
   type AuditRecordView,
   type MessageListQuery,
   type MessageRecord,
@@ -496,9 +498,30 @@ export async function messageHistory(request: OkmRequest, serialNumber: string, 
   return mapCursorPage(await listMessages(request.db, serialNumber, page, query.pending), toMessageRecord);
 }
 
-/** A page of the OKM's audit records, in the order they arrived. */
-export async function auditRecords(request: OkmRequest, serialNumber: string, query: PageQuery): Promise<CursorPage<AuditRecordView>> {
-  const page = cursorPageRequest(AUDIT_RECORD_PAGES, query);
+/** The filter of an audit record query; `until` before `since` is a 400. */
+function auditRecordFilterOf(query: Pick<AuditRecordListQuery, 'order' | 'since' | 'until'>): AuditRecordFilter {
+  const since = query.since === undefined ? undefined : Date.parse(query.since);
+  const until = query.until === undefined ? undefined : Date.parse(query.until);
+  if (since !== undefined && until !== undefined && until < since) throw badRequest('until: must not be before since');
+  return { newestFirst: query.order === 'newest_first', ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) };
+}
+
+const auditRecordView = (record: AuditRecord): AuditRecordView => ({ id: record.id, received_at: iso(record.receivedAt), record: new JsonText(record.recordJson) });
+
+/** A page of the OKM's audit records, in the order they arrived or newest first, received in a window or at any time. */
+export async function auditRecords(request: OkmRequest, serialNumber: string, query: AuditRecordListQuery): Promise<CursorPage<AuditRecordView>> {
+  const filter = auditRecordFilterOf(query);
+  const page = cursorPageRequest(filter.newestFirst ? AUDIT_RECORD_PAGES_NEWEST_FIRST : AUDIT_RECORD_PAGES, query);
   await visibleOkm(request.db, await actingFor(request), serialNumber);
-  return mapCursorPage(await listAuditRecords(request.db, serialNumber, page), (record) => ({ id: record.id, received_at: iso(record.receivedAt), record: new JsonText(record.recordJson) }));
+  return mapCursorPage(await listAuditRecords(request.db, serialNumber, page, filter), auditRecordView);
+}
+
+/** Every audit record the query picks, a page at a time (for a CSV export); the first page's read is where a 404 comes from. */
+export function everyAuditRecord(request: OkmRequest, serialNumber: string, query: AuditRecordExportQuery): AsyncGenerator<AuditRecord> {
+  const filter = auditRecordFilterOf(query);
+  const pages = filter.newestFirst ? AUDIT_RECORD_PAGES_NEWEST_FIRST : AUDIT_RECORD_PAGES;
+  return everyItem(async (cursor, limit) => {
+    if (cursor === undefined) await visibleOkm(request.db, await actingFor(request), serialNumber);
+    return listAuditRecords(request.db, serialNumber, cursorPageRequest(pages, { cursor, limit }), filter);
+  });
 }

@@ -39,15 +39,33 @@ export async function appendAuditRecords(db: Db, serialNumber: string, records: 
   });
 }
 
+/** The same records newest first (the console's order): a cursor of either order is refused by the other. */
+export const AUDIT_RECORD_PAGES_NEWEST_FIRST = cursorList<[id: number]>('okm-audit-records-newest-first', ['integer']);
+
+/** Which of an OKM's audit records a page holds: when keyfleet received them, and in which order. */
+export interface AuditRecordFilter {
+  newestFirst?: boolean;
+  /** Received at or after (epoch ms). */
+  since?: number;
+  /** Received before (epoch ms). */
+  until?: number;
+}
+
 /**
- * One page of the OKM's audit records in the order they arrived, after the cursor's id: a
- * range of the (okm_serial, id) index entered at the cursor, so that a page keeps its content
- * while new records are appended and a deep page costs what the first does; only the page's
- * rows are read.
+ * One page of the OKM's audit records in the order they arrived (or newest first), after the
+ * cursor's id: a range of the (okm_serial, id) index entered at the cursor, so that a page keeps
+ * its content while new records are appended and a deep page costs what the first does; only
+ * the page's rows are read. A time filter is checked on the rows of that one OKM's range as
+ * it is walked: a window far from the cursor's end reads the OKM's records outside it too (at
+ * most the OKM's own records, never another's), which is why no index on received_at was
+ * added: it would cost every audit intake of every OKM an index entry per record.
  */
-export async function listAuditRecords(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<AuditRecord>> {
-  let rows = db.selectFrom('okm_audit_records').selectAll().where('okm_serial', '=', serialNumber).orderBy('id').limit(page.limit + 1);
-  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after));
+export async function listAuditRecords(db: Db, serialNumber: string, page: CursorPageRequest<[number]>, filter: AuditRecordFilter = {}): Promise<CursorPage<AuditRecord>> {
+  const direction = filter.newestFirst ? 'desc' : 'asc';
+  let rows = db.selectFrom('okm_audit_records').selectAll().where('okm_serial', '=', serialNumber).orderBy('id', direction).limit(page.limit + 1);
+  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after, direction));
+  if (filter.since !== undefined) rows = rows.where('received_at', '>=', filter.since);
+  if (filter.until !== undefined) rows = rows.where('received_at', '<', filter.until);
   // The answer writes each record's stored text; it is parsed only if read as a value.
   const records = (await rows.execute()).map(
     (row): AuditRecord => ({
@@ -60,5 +78,5 @@ export async function listAuditRecords(db: Db, serialNumber: string, page: Curso
       recordJson: row.record,
     }),
   );
-  return AUDIT_RECORD_PAGES.page(records, page.limit, (record) => [record.id]);
+  return (filter.newestFirst ? AUDIT_RECORD_PAGES_NEWEST_FIRST : AUDIT_RECORD_PAGES).page(records, page.limit, (record) => [record.id]);
 }

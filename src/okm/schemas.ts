@@ -62,6 +62,22 @@ export const MessageListQuery = Type.Object(
 );
 export type MessageListQuery = Static<typeof MessageListQuery>;
 
+/** What picks an OKM's audit records: the order, and when keyfleet received them. */
+const auditRecordFilterProperties = {
+  customer: customerPageQueryProperties.customer,
+  order: Type.Optional(
+    Type.Enum(['oldest_first', 'newest_first'], { default: 'oldest_first', description: 'oldest_first (the default): the order they arrived in; newest_first: the last one first' }),
+  ),
+  since: Type.Optional({ ...IsoTime, description: 'records received at or after this time' }),
+  until: Type.Optional({ ...IsoTime, description: 'records received before this time' }),
+};
+
+export const AuditRecordListQuery = Type.Object({ ...auditRecordFilterProperties, ...customerPageQueryProperties }, { additionalProperties: false });
+export type AuditRecordListQuery = Static<typeof AuditRecordListQuery>;
+
+export const AuditRecordExportQuery = Type.Object(auditRecordFilterProperties, { additionalProperties: false });
+export type AuditRecordExportQuery = Static<typeof AuditRecordExportQuery>;
+
 /**
  * The OKM list's query. `correctionNames` are the resolvers' reply keys, which the device
  * protocol defines (admin-routes.ts says how they get here): what last_correction may hold.

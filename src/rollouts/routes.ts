@@ -5,6 +5,7 @@ import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { IfMatchHeaders, parseIfMatch, preconditionFailedResponse } from '../http/preconditions.ts';
+import { csvExportDocumentation, everyItem, sendCsv } from '../http/csv-export.ts';
 import type { EmitFleetEvent } from './events.ts';
 import {
   abortRollout,
@@ -23,9 +24,12 @@ import {
   updateRollout,
   type RolloutRequest,
 } from './service.ts';
-import { CreateRolloutBody, CustomerOnlyQuery, FailedMembersBody, RolloutListQuery, RolloutOkmListQuery, RolloutOkmView, RolloutParams, RolloutView, UpdateRolloutBody } from './schemas.ts';
+import { CreateRolloutBody, CustomerOnlyQuery, FailedMembersBody, RolloutListQuery, RolloutOkmExportQuery, RolloutOkmListQuery, RolloutOkmView, RolloutParams, RolloutView, UpdateRolloutBody } from './schemas.ts';
 
 const errorResponses = { '4xx': ErrorResponse };
+
+/** The columns of a rollout's OKMs as CSV: the list's fields, in its order. */
+const ROLLOUT_OKM_COLUMNS = ['serial_number', 'group', 'state', 'offered_at', 'last_sync_time', 'reported_version', 'blocked_by', 'first_poll_due_at'] as const satisfies readonly (keyof RolloutOkmView)[];
 /** The answers of a change that honours If-Match: a 412 holds the rollout as it now is. */
 const conditionalErrorResponses = { 412: preconditionFailedResponse(RolloutView), ...errorResponses };
 
@@ -118,6 +122,26 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
       },
     },
     async (request, reply) => sendCursorPage(request, reply, MESSAGES.fetched, await listRolloutOkmViews(rolloutRequest(request, request.query.customer), request.params.id, request.query)),
+  );
+
+  app.get(
+    '/:id/okms/export',
+    {
+      onRequest: canRead,
+      config: { openapi: csvExportDocumentation(`A header row (${ROLLOUT_OKM_COLUMNS.join(', ')}), then one OKM a row, by serial number: the OKMs GET /api/v1/rollouts/{id}/okms lists with the same filters`) },
+      schema: {
+        operationId: 'exportRolloutOkms',
+        summary: 'Export a rollout\'s OKMs, with their state and offer time, as CSV (streamed)',
+        params: RolloutParams,
+        querystring: RolloutOkmExportQuery,
+        response: errorResponses,
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const members = everyItem((cursor, limit) => listRolloutOkmViews(rolloutRequest(request, request.query.customer), id, { ...request.query, limit, ...(cursor === undefined ? {} : { cursor }) }));
+      return sendCsv(reply, `keyfleet-rollout-${id}-okms-${new Date().toISOString().slice(0, 10)}.csv`, ROLLOUT_OKM_COLUMNS, members, (okm) => ROLLOUT_OKM_COLUMNS.map((column) => okm[column]));
+    },
   );
 
   app.patch(

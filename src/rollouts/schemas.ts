@@ -145,6 +145,13 @@ export const RolloutOkmListQuery = Type.Object(
 );
 export type RolloutOkmListQuery = Static<typeof RolloutOkmListQuery>;
 
+/** The rollout OKM list's filters without its paging: what its CSV export takes. */
+export const RolloutOkmExportQuery = Type.Object(
+  { customer: RolloutOkmListQuery.properties.customer, state: RolloutOkmListQuery.properties.state, group: RolloutOkmListQuery.properties.group },
+  { additionalProperties: false },
+);
+export type RolloutOkmExportQuery = Static<typeof RolloutOkmExportQuery>;
+
 export const RolloutOkmView = Type.Object({
   serial_number: Type.String({ description: 'the OKM’s serial number' }),
   group: Type.Integer({ description: 'index of its group, from 0' }),

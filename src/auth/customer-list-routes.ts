@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { principalOf, requireScopes } from '../auth/guard.ts';
+import { CUSTOMER_PAGES, listCustomers } from '../customers/repository.ts';
+import { principalOf, requireScopes } from './guard.ts';
 import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES } from '../http/schemas.ts';
-import { CUSTOMER_PAGES, listCustomers } from './repository.ts';
 
 const CustomerListQuery = Type.Object(
   {
@@ -21,7 +21,8 @@ const CustomerView = Type.Object({ name: Type.String({ description: 'the name ev
  * GET /api/v1/customers: the customers a principal may name, for pickers. Tenancy (SPEC
  * sections 3 and 17): a customer's principal lists its own customer only, whatever it asks; an
  * operator or a fleet-wide role lists every customer. Any valid credential may ask: the names
- * it gets are the ones it may already name in every other call.
+ * it gets are the ones it may already name in every other call. It lives with the guard, which
+ * decides who acts for which customer (customers/ is below auth/, which reads it).
  */
 const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
