@@ -3634,6 +3634,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3750,6 +3752,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3762,6 +3766,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3819,6 +3825,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3944,6 +3952,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4041,6 +4051,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4098,6 +4110,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4174,6 +4188,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4231,6 +4247,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6423,6 +6441,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6544,6 +6564,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6693,6 +6715,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6785,6 +6809,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6849,6 +6875,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7610,6 +7638,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7671,6 +7701,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7745,6 +7777,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8391,6 +8425,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8448,6 +8484,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8518,6 +8556,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8650,6 +8690,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8707,6 +8749,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8832,6 +8876,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9755,6 +9801,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9943,6 +9991,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10120,6 +10170,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10252,6 +10304,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10606,6 +10660,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10738,6 +10794,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10893,6 +10951,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11025,6 +11085,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11173,6 +11235,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11305,6 +11369,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11453,6 +11519,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11585,6 +11653,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11733,6 +11803,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11865,6 +11937,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12013,6 +12087,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12145,6 +12221,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12293,6 +12371,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12425,6 +12505,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12573,6 +12655,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12705,6 +12789,8 @@ export interface operations {
             /** @description Precondition failed: If-Match names another version than the current one; the body holds the current version (`current`) and the ETag header its tag */
             412: {
                 headers: {
+                    /** @description strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {

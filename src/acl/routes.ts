@@ -93,6 +93,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       onRequest: canRead,
+      config: { openapi: { etag: true } },
       schema: { operationId: 'getAcl', summary: 'Get an ACL', params: AclParams, querystring: AclCustomerQuery, response: { 200: resourceResponse(AclView), ...errorResponses } },
     },
     async (request, reply) => {

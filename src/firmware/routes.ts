@@ -116,6 +116,7 @@ const firmwareRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:kind/latest/preview',
     {
       onRequest: canWrite,
+      config: { openapi: { etag: true } },
       schema: {
         operationId: 'previewLatestFirmware',
         summary: 'How many OKMs setting (version) or clearing (no version) the fleet-wide latest of a kind would reach; changes nothing',

@@ -32,6 +32,8 @@ export interface OperationDocumentation {
   responses?: Record<number, DocumentedResponse>;
   /** Error statuses beyond the ones every operation of its kind can answer. */
   errors?: number[];
+  /** Its success answers carry an ETag (RFC 9110): a read of a resource whose writes honour If-Match. Such writes are found by their If-Match header. */
+  etag?: boolean;
 }
 
 declare module 'fastify' {
@@ -80,6 +82,13 @@ const RETRY_AFTER = { 'retry-after': Type.String({ description: 'seconds to wait
 /** A cursor-paged list's answer (src/http/cursor-paging.ts) carries the next page's Link. */
 const isCursorPage = (response: unknown) => typeof response === 'object' && response !== null && 'next_cursor' in ((response as { properties?: object }).properties ?? {});
 const NEXT_PAGE_LINK = { link: Type.String({ description: '`<URL of the next page>; rel="next"` (RFC 8288), when next_cursor is not null' }) };
+const ETAG = { etag: Type.String({ description: 'strong validator of the version answered (RFC 9110 §8.8.3): what a later write sends as If-Match' }) };
+
+/** An operation whose success answers carry the resource's ETag: declared so, or a write taking If-Match. */
+function answersWithEtag(schema: Record<string, unknown>, documentation: OperationDocumentation): boolean {
+  const headers = schema.headers as { properties?: Record<string, unknown> } | undefined;
+  return documentation.etag === true || headers?.properties?.['if-match'] !== undefined;
+}
 
 /** The route's onRequest and preHandler hooks: where guards run. */
 function hooksOf(route: RouteOptions): object[] {
@@ -134,10 +143,16 @@ function documentedSchema(route: RouteOptions, devicePaths: string[], tokenCheck
   ]);
   // The route's `4xx` entry serializes its errors; the document names each status instead (generators read `4XX` poorly).
   const { '4xx': _wildcard, ...ownResponses } = (schema.response as Record<string, unknown> | undefined) ?? {};
+  const etagged = answersWithEtag(schema, documentation);
   const responses: Record<string, unknown> = Object.fromEntries(
     Object.entries(ownResponses).map(([status, response]) => [
       status,
-      { 'x-response-description': SUCCESS_DESCRIPTIONS[Number(status)] ?? ERROR_DESCRIPTIONS[Number(status)] ?? 'Success', ...(isCursorPage(response) ? { headers: NEXT_PAGE_LINK } : {}), ...(response as object) },
+      {
+        'x-response-description': SUCCESS_DESCRIPTIONS[Number(status)] ?? ERROR_DESCRIPTIONS[Number(status)] ?? 'Success',
+        ...(isCursorPage(response) ? { headers: NEXT_PAGE_LINK } : {}),
+        ...(etagged && (Number(status) === 200 || Number(status) === 201 || Number(status) === 412) ? { headers: ETAG } : {}),
+        ...(response as object),
+      },
     ]),
   );
   for (const [status, response] of Object.entries(documentation.responses ?? {})) responses[status] ??= responseObject(response);

@@ -134,6 +134,7 @@ const okmAdminRoutes: FastifyPluginAsyncTypebox<OkmAdminRoutesOptions> = async (
     {
       ...WRITES_JSON_TEXTS,
       onRequest: canRead,
+      config: { openapi: { etag: true } },
       schema: { operationId: 'getOkm', summary: 'Get an OKM', params: SerialParams, querystring: CustomerQuery, response: { 200: resourceResponse(OkmRecord), ...errorResponses } },
     },
     async (request, reply) => ({

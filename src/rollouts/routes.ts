@@ -80,6 +80,7 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     '/',
     {
       onRequest: canWrite,
+      config: { openapi: { etag: true } },
       schema: { operationId: 'createRollout', summary: 'Create a staged firmware rollout (state ready; members chosen now)', body: CreateRolloutBody, response: { 201: resourceResponse(RolloutView), ...errorResponses } },
     },
     async (request, reply) => reply.code(201).send({ message: MESSAGES.created, data: withEtag(reply, await createRollout(rolloutRequest(request), request.body)) }),
@@ -103,6 +104,7 @@ const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (ap
     '/:id',
     {
       onRequest: canRead,
+      config: { openapi: { etag: true } },
       schema: { operationId: 'getRollout', summary: 'Get a rollout with per-group counts', params: RolloutParams, querystring: CustomerOnlyQuery, response: { 200: resourceResponse(RolloutView), ...errorResponses } },
     },
     async (request, reply) => ({ message: MESSAGES.fetched, data: withEtag(reply, await getRolloutView(rolloutRequest(request, request.query.customer), request.params.id)) }),

@@ -41,6 +41,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       onRequest: canWrite,
+      config: { openapi: { etag: true } },
       schema: {
         operationId: 'createWebhookEndpoint',
         summary: 'Subscribe a URL to fleet events (deployment-wide: an admin token naming no customer)',
@@ -76,6 +77,7 @@ const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       onRequest: canWrite,
+      config: { openapi: { etag: true } },
       schema: {
         operationId: 'getWebhookEndpoint',
         summary: 'A webhook endpoint',
