@@ -205,6 +205,7 @@ describe('console: every page fits a 390 px phone and a 1280×800 window', { ski
       await signedOut.page.locator('#token').waitFor();
       const signIn = await overflowOf(signedOut.page);
       if (signIn.overflow > 0) tooWide.push(`sign-in: ${signIn.overflow} px too wide (${signIn.culprits.join(', ')})`);
+      if (SCREENSHOTS) await signedOut.page.screenshot({ path: path.join(SCREENSHOTS, `console-page-sign-in${size.name === 'phone' ? '-phone' : ''}.png`) });
       await signedOut.close();
       assert.deepEqual(tooWide, []);
     });
