@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { CompiledQuery, Kysely, sql } from 'kysely';
 import { findCustomerByName } from '../../src/customers/repository.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { listAcls } from '../../src/acl/repository.ts';
+import { listAcls, listAclSummariesByName } from '../../src/acl/repository.ts';
 import type { AclSearch } from '../../src/acl/schemas.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { issueTestToken } from '../helpers/tokens.ts';
@@ -121,6 +121,26 @@ describe('a deep page of the ACL list on SQLite reads the customer\'s index, not
       assert.ok(!plans.flat().some((step) => /^SCAN (acls|acl_contents|acl_users|acl_locks)\b/.test(step)), all);
     });
   }
+
+  test('the summaries by name, after a cursor in the named ACLs and in the unnamed ones, read ranges of acls_customer_name_idx, never a whole table', async () => {
+    for (const after of [[0, 'store 0500', 'x'], [1, '', 'x']] as [number, string, string][]) {
+      const statements: CompiledQuery[] = [];
+      const logged = new Kysely<Database>({ dialect: t.dialect.createDialect(), log: (event) => void statements.push(event.query) });
+      try {
+        await listAclSummariesByName(logged, customerId, {}, { after, limit: 50 });
+      } finally {
+        await logged.destroy();
+      }
+      const plans: string[] = [];
+      for (const statement of statements) {
+        const plan = await t.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${statement.sql}`, [...statement.parameters]));
+        plans.push(...plan.rows.map((row) => row.detail));
+      }
+      const all = plans.join('\n');
+      assert.ok(/SEARCH acls USING COVERING INDEX acls_customer_name_idx \(customer_id=\? AND name_key/.test(all), all);
+      assert.ok(!plans.some((step) => /^SCAN (acls|acl_contents)\b/.test(step) || /USE TEMP B-TREE FOR ORDER BY/.test(step)), all);
+    }
+  });
 
   test('the ids of page 40 and the total are searches of acls_customer_idx alone; only the page\'s rows are read', async () => {
     const plans = await plansOfList({}, 40);

@@ -235,8 +235,25 @@ export const listOkmMessages = (serial: string, query: PageRequest & { pending?:
 export const queueOkmMessage = (serial: string, type: string, payload: unknown = null) =>
   call(api.POST('/api/v1/okms/{serial}/messages', { params: { path: { serial } }, body: { type, payload } }));
 
-export const listOkmAudit = (serial: string, page: PageRequest) =>
-  call(api.GET('/api/v1/okms/{serial}/audit', { params: { path: { serial }, query: page } }));
+/** Which audit records of an OKM: the order and the window of when keyfleet received them (ISO times). */
+export type OkmAuditFilters = Omit<NonNullable<paths['/api/v1/okms/{serial}/audit']['get']['parameters']['query']>, 'limit' | 'cursor' | 'customer'>;
+
+export const listOkmAudit = (serial: string, page: PageRequest, filters: OkmAuditFilters = {}) =>
+  call(api.GET('/api/v1/okms/{serial}/audit', { params: { path: { serial }, query: { ...filters, ...page } } }));
+
+/** The OKM's audit records the filters pick, as a CSV file. */
+export const fetchOkmAuditCsv = (serial: string, filters: OkmAuditFilters) =>
+  call(api.GET('/api/v1/okms/{serial}/audit/export', { params: { path: { serial }, query: filters }, parseAs: 'blob' })) as Promise<Blob>;
+
+/** The OKMs the list's filters select (no paging), as a CSV file. */
+export const fetchOkmListCsv = (filters: Omit<OkmListFilters, 'limit' | 'cursor' | 'next_correction'>) =>
+  call(api.GET('/api/v1/okm-export', { params: { query: filters }, parseAs: 'blob' })) as Promise<Blob>;
+
+// ---- Customers ------------------------------------------------------------------------------
+
+/** Customers whose name holds the text, ignoring case, by name: those the session may name (a customer's session: its own). */
+export const listCustomers = (nameContains: string | undefined, limit: number) =>
+  call(api.GET('/api/v1/customers', { params: { query: { limit, ...(nameContains === undefined || nameContains === '' ? {} : { name_contains: nameContains }) } } }));
 
 export const getOkmDeliveries = (serial: string) => call(api.GET('/api/v1/okms/{serial}/deliveries', { params: { path: { serial } } }));
 export type DeliveryLog = Awaited<ReturnType<typeof getOkmDeliveries>>['data'];
@@ -377,6 +394,10 @@ export const getRollout = (id: number) => call(api.GET('/api/v1/rollouts/{id}', 
 export type RolloutOkmQuery = NonNullable<paths['/api/v1/rollouts/{id}/okms']['get']['parameters']['query']>;
 export const listRolloutOkms = (id: number, query: RolloutOkmQuery) => call(api.GET('/api/v1/rollouts/{id}/okms', { params: { path: { id }, query } }));
 export type RolloutOkm = Awaited<ReturnType<typeof listRolloutOkms>>['data'][number];
+
+/** The rollout's OKMs the filters select, as a CSV file. */
+export const fetchRolloutOkmsCsv = (id: number, query: Omit<RolloutOkmQuery, 'limit' | 'cursor'>) =>
+  call(api.GET('/api/v1/rollouts/{id}/okms/export', { params: { path: { id }, query }, parseAs: 'blob' })) as Promise<Blob>;
 
 export const createRollout = (body: RolloutBody) => call(api.POST('/api/v1/rollouts', { body }));
 

@@ -4,6 +4,7 @@ import { actionOfDraft, actionWords, FIRMWARE_KINDS, SETTINGS, type ActionKind, 
 import { okmHref } from '../paths.ts';
 import { ConfirmDialog } from './confirm-dialog.tsx';
 import { ErrorState } from './states.tsx';
+import { CustomerInput } from './customer-input.tsx';
 
 /** How many serial numbers the preview shows before "and N more". */
 const SHOWN = 12;
@@ -129,7 +130,7 @@ export function OkmBulkActionPanel({ filter, isAdmin, onDone }: { filter: OkmBul
         {draft.kind === 'assign' && (
           <div class="field">
             <label for="bulk-customer">Customer</label>
-            <input id="bulk-customer" value={draft.customer} size={12} placeholder="empty: none" onInput={(event) => set('customer', event.currentTarget.value)} />
+            <CustomerInput id="bulk-customer" value={draft.customer} size={12} placeholder="empty: none" onValue={(value) => set('customer', value)} />
           </div>
         )}
         {draft.kind === 'message' && (

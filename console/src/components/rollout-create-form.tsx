@@ -5,6 +5,7 @@ import { createBody, EMPTY_ROLLOUT_FORM, previewBody, type FormProblem, type Rol
 import { errorFor, FieldError, invalidProps } from './field-error.tsx';
 import { FirmwareKindField } from './firmware-kind-field.tsx';
 import { RolloutGroupPreview } from './rollout-group-preview.tsx';
+import { CustomerInput } from './customer-input.tsx';
 
 /** How long the form waits after the last change before it asks for a new preview. */
 const PREVIEW_DELAY_MS = 350;
@@ -75,7 +76,7 @@ export function RolloutCreateForm({ releases, isAdmin, onCreated }: { releases: 
         {isAdmin && (
           <div class="field">
             <label for="rollout-customer">Customer</label>
-            <input id="rollout-customer" value={form.customer} placeholder="every customer" {...invalidProps(shown, 'customer')} onInput={(event) => set('customer', event.currentTarget.value)} />
+            <CustomerInput id="rollout-customer" value={form.customer} placeholder="every customer" {...invalidProps(shown, 'customer')} onValue={(value) => set('customer', value)} />
             <p class="field-hint">Empty: the OKMs of every customer.</p>
             <FieldError error={shown} control="customer" />
           </div>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { Session } from '../session.ts';
+import { CustomerInput } from './customer-input.tsx';
 
 /**
  * The customer a page acts for: a customer token's own, or for an operator (admin) the
@@ -24,7 +25,7 @@ export function TenantPicker({ session, purpose }: { session: Session; purpose: 
     <form class="filters" onSubmit={submit} aria-label={`Customer whose ${purpose} to show`}>
       <div class="field">
         <label for="tenant-customer">Customer</label>
-        <input id="tenant-customer" name="customer" value={name} autocomplete="off" placeholder="e.g. acme" onInput={(event) => setName(event.currentTarget.value)} />
+        <CustomerInput id="tenant-customer" name="customer" value={name} placeholder="e.g. acme" onValue={setName} />
       </div>
       <button type="submit">Show {purpose}</button>
     </form>

@@ -41,6 +41,7 @@ import { VersionConflictView } from '../components/version-conflict.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { aclHref, href, okmHref } from '../paths.ts';
 import { useSession, type Session } from '../session.ts';
+import { CustomerInput } from '../components/customer-input.tsx';
 
 const USERS_PER_PAGE = 25;
 /** How long the confirmation of a save stays; the save bar keeps saying "All changes saved". */
@@ -446,7 +447,7 @@ function AclEditor({ session, acl, link: savedLink, customer: initialCustomer, c
         <div class="field">
           <label for="acl-customer">Customer</label>
           {isNew && claims.customer === null ? (
-            <input id="acl-customer" value={customer} autocomplete="off" {...invalidProps(error, 'customer')} onInput={(event) => setCustomer(event.currentTarget.value)} />
+            <CustomerInput id="acl-customer" value={customer} {...invalidProps(error, 'customer')} onValue={setCustomer} />
           ) : (
             <input id="acl-customer" value={customer} readOnly class="readonly" />
           )}

@@ -16,7 +16,7 @@ import { useSession } from '../session.ts';
 const ACLS_PER_PAGE = 20;
 
 /**
- * A customer's ACLs by id, a page at a time (Previous / Next through the summaries' cursors),
+ * A customer's ACLs by name (those without one last, by id), a page at a time (Previous / Next through the summaries' cursors),
  * each by its name (its id when it has none) with its size, linked OKM and last change
  * (summaries: the lists stay on the server). The search (by name, user id or lock serial)
  * lives in the URL, so that a search can be bookmarked and Back undoes it.
@@ -33,7 +33,7 @@ export function AclsPage() {
   const [offboarding, setOffboarding] = useState(false);
   const pages = useCursorPages(searchKey);
   const acls = useResource(
-    () => (customer === '' ? Promise.resolve(undefined) : listAclSummaries(customer, { limit: ACLS_PER_PAGE, cursor: pages.cursor }, searchParameters(search))),
+    () => (customer === '' ? Promise.resolve(undefined) : listAclSummaries(customer, { limit: ACLS_PER_PAGE, cursor: pages.cursor }, { ...searchParameters(search), sort: 'name' })),
     [searchKey, pages.cursor],
   );
   const isOnlyPage = acls.data !== undefined && pages.before === 0 && acls.data.next_cursor === null;
@@ -154,9 +154,12 @@ function AclSearchForm({ search, onSearch }: { search: AclSearch | null; onSearc
           inputMode={field === 'user_id' ? 'numeric' : undefined}
           placeholder={field === 'user_id' ? 'e.g. 100014' : field === 'lock' ? 'e.g. DOOR-0001' : 'e.g. Store 412'}
           aria-invalid={problem !== null || undefined}
-          aria-describedby={problem === null ? undefined : 'acl-search-problem'}
+          aria-describedby={problem === null ? 'acl-search-hint' : 'acl-search-problem acl-search-hint'}
           onInput={(event) => setText(event.currentTarget.value)}
         />
+        <p class="field-hint" id="acl-search-hint">
+          {field === 'user_id' ? 'The exact user id.' : field === 'lock' ? 'The whole serial number, upper or lower case alike.' : 'Any part of the name, upper or lower case alike.'}
+        </p>
       </div>
       <button type="submit">Search</button>
       <button

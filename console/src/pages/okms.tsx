@@ -1,6 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { listOkms, type OkmListFilters } from '../api/client.ts';
+import { fetchOkmListCsv, listOkms, type OkmListFilters } from '../api/client.ts';
+import { CsvDownload, csvFileName } from '../components/csv-download.tsx';
+import { CustomerInput } from '../components/customer-input.tsx';
 import { PageHeader } from '../components/layout.tsx';
 import { OkmBulkActionPanel } from '../components/okm-bulk-action.tsx';
 import { Pager } from '../components/pager.tsx';
@@ -52,6 +54,7 @@ export function OkmsPage() {
   return (
     <section>
       <PageHeader title="OKMs">
+        <CsvDownload label="Download CSV" testId="okms-csv" fileName={csvFileName('okms')} fetchFile={() => fetchOkmListCsv(filters as OkmListFilters)} />
         {canWrite && (
           <button type="button" aria-expanded={acting} onClick={() => setActing(!acting)}>
             {acting ? 'Close bulk actions' : 'Act on these OKMs'}
@@ -123,7 +126,7 @@ export function OkmsPage() {
           <>
             <div class="field">
               <label for="filter-customer">Customer</label>
-              <input id="filter-customer" value={draft.customer ?? ''} size={12} onInput={(event) => setField('customer', event.currentTarget.value || undefined)} />
+              <CustomerInput id="filter-customer" value={draft.customer ?? ''} size={12} onValue={(value) => setField('customer', value || undefined)} />
             </div>
             <div class="field">
               <label class="checkbox" for="filter-unassigned">

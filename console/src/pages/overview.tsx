@@ -8,6 +8,7 @@ import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useResource } from '../components/use-resource.ts';
 import { href } from '../paths.ts';
 import { useSession } from '../session.ts';
+import { CustomerInput } from '../components/customer-input.tsx';
 
 /** How often the overview asks again (SPEC: refreshes by itself, every ~10 s). */
 export const OVERVIEW_REFRESH_MS = 10_000;
@@ -153,7 +154,7 @@ export function OverviewPage() {
             }}
           >
             <label for="overview-customer">Customer</label>
-            <input id="overview-customer" placeholder="all customers" value={customerInput} onInput={(event) => setCustomerInput(event.currentTarget.value)} />
+            <CustomerInput id="overview-customer" placeholder="all customers" value={customerInput} onValue={setCustomerInput} />
             <button type="submit">Show</button>
           </form>
         )}

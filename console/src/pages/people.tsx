@@ -51,10 +51,6 @@ export function PeoplePage() {
   const [notice, setNotice] = useState<{ ok: boolean; text: string } | null>(null);
 
   const you = session.kind === 'person' ? Number(session.person.id) : null;
-  const customers = [...new Set([...(bindings.data?.data ?? []).map((binding) => binding.customer), ...(tokens.data?.data ?? []).map((token) => token.customer)])]
-    .filter((name): name is string => name !== null)
-    .sort();
-
   // The people and tokens the page lists, to name who added a binding.
   const names = {
     people: new Map((sessions.data?.data ?? []).map((each) => [String(each.person.id), personName(each.person)])),
@@ -113,7 +109,6 @@ export function PeoplePage() {
           </ResourceView>
         </div>
         <RoleBindingForm
-          customers={customers}
           onCreated={(binding) => {
             setNotice({ ok: true, text: `${BINDING_KIND_TEXT[binding.kind].label} ${binding.value} is bound to ${binding.role}${binding.customer === null ? '' : ` for ${binding.customer}`}.` });
             bindings.reload();

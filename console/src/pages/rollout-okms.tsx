@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { actOnFailedRolloutOkms, getRollout, listRolloutOkms } from '../api/client.ts';
+import { actOnFailedRolloutOkms, fetchRolloutOkmsCsv, getRollout, listRolloutOkms } from '../api/client.ts';
+import { CsvDownload, csvFileName } from '../components/csv-download.tsx';
 import { ConfirmDialog } from '../components/confirm-dialog.tsx';
 import { FIRMWARE_KIND_LABELS } from '../components/firmware-kind-field.tsx';
 import { PageHeader } from '../components/layout.tsx';
@@ -55,6 +56,14 @@ export function RolloutOkmsPage() {
   return (
     <section>
       <PageHeader title={<>Rollout #{valid ? id : params.id}: {title}</>}>
+        {valid && (
+          <CsvDownload
+            label="Download CSV"
+            testId="rollout-okms-csv"
+            fileName={csvFileName(`rollout-${id}-okms`)}
+            fetchFile={() => fetchRolloutOkmsCsv(id, { ...(state === undefined ? {} : { state }), ...(group === undefined ? {} : { group }) })}
+          />
+        )}
         {valid && <a href={rolloutHref(id)}>Back to the rollout</a>}
       </PageHeader>
       {shown !== undefined && (

@@ -3,6 +3,7 @@ import { assignOkmCustomer, etagOf, issueDeviceToken, VersionConflict, type OkmR
 import { FieldError, invalidProps } from '../field-error.tsx';
 import { LocalTime } from '../relative-time.tsx';
 import { ErrorState } from '../states.tsx';
+import { CustomerInput } from '../customer-input.tsx';
 
 /** Operators only: a new device token (shown once), and the customer the OKM belongs to. */
 export function AdminPanel({ okm, onChanged }: { okm: OkmRecord; onChanged: () => void }) {
@@ -52,7 +53,7 @@ export function AdminPanel({ okm, onChanged }: { okm: OkmRecord; onChanged: () =
       <h2>Operator</h2>
       <form class="inline-form wrap" onSubmit={assign}>
         <label for="assign-customer">Customer</label>
-        <input id="assign-customer" value={customer} placeholder="none" onInput={(event) => setCustomer(event.currentTarget.value)} {...invalidProps(assignError, 'customer')} />
+        <CustomerInput id="assign-customer" value={customer} placeholder="none" onValue={setCustomer} {...invalidProps(assignError, 'customer')} />
         <button type="submit" disabled={busy || customer.trim() === (okm.customer ?? '')}>
           {okm.customer === null ? 'Assign' : 'Move'}
         </button>

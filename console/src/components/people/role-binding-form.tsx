@@ -2,14 +2,15 @@ import { useState } from 'preact/hooks';
 import { createRoleBinding, type RoleBinding, type RoleBindingKind } from '../../api/client.ts';
 import { BINDING_KIND_TEXT, ROLE_NAMES, ROLE_TEXT, type RoleName } from '../../roles.ts';
 import { errorFor, FieldError, invalidProps } from '../field-error.tsx';
+import { CustomerInput } from '../customer-input.tsx';
 
 const FIELDS = ['kind', 'value', 'role', 'customer'];
 
 /**
- * Binds an IdP group or one person to a role, for every customer or one. `customers`: the names
- * to suggest (the API refuses one that does not exist, and the form shows why next to it).
+ * Binds an IdP group or one person to a role, for every customer or one; the customer field
+ * offers the customers that exist (the API refuses one that does not, and the form shows why next to it).
  */
-export function RoleBindingForm({ customers, onCreated }: { customers: string[]; onCreated: (binding: RoleBinding) => void }) {
+export function RoleBindingForm({ onCreated }: { onCreated: (binding: RoleBinding) => void }) {
   const [kind, setKind] = useState<RoleBindingKind>('group');
   const [value, setValue] = useState('');
   const [role, setRole] = useState<RoleName>('viewer');
@@ -74,22 +75,15 @@ export function RoleBindingForm({ customers, onCreated }: { customers: string[];
       </div>
       <div class="field">
         <label for="binding-customer">Customer</label>
-        <input
+        <CustomerInput
           id="binding-customer"
-          list="binding-customers"
           value={fleetWideOnly ? '' : customer}
           disabled={fleetWideOnly}
-          autocomplete="off"
           placeholder="every customer"
           aria-describedby="binding-customer-hint"
           {...invalidProps(error, 'customer')}
-          onInput={(event) => setCustomer(event.currentTarget.value)}
+          onValue={setCustomer}
         />
-        <datalist id="binding-customers">
-          {customers.map((name) => (
-            <option key={name} value={name} />
-          ))}
-        </datalist>
         <p class="field-hint" id="binding-customer-hint">
           {fleetWideOnly ? 'The admin role acts for every customer.' : 'Empty: every customer. A customer’s name: that customer’s records only.'}
         </p>
