@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -141,6 +142,23 @@ describe('console: customer pickers, ACLs by name, lock search ignoring case, au
       await consolePage.close();
     });
   }
+
+  test("a rollout's OKM list downloads as CSV with its state filter", async () => {
+    const url = 'https://firmware.example.com/kas/9.0.0.bin';
+    await server.api(adminToken, 'POST', '/api/v1/firmware', { kind: 'kas', version: '9.0.0', url, sha256: createHash('sha256').update(url).digest('hex') }, 201);
+    const acmeToken = tokenOf(acmeUrl);
+    const rollout = (await server.api(acmeToken, 'POST', '/api/v1/rollouts', { kind: 'kas', version: '9.0.0', filter: { serial_numbers: ['SHOP-AUDIT-01', 'SHOP-AUDIT-02'] }, groups: [{ percent: 100 }] }, 201)).data;
+    const consolePage = await openConsole(browser, acmeUrl);
+    const { page } = consolePage;
+    await consolePage.goto(`/rollouts/${rollout.id}/okms`);
+    await page.getByText('SHOP-AUDIT-02').first().waitFor();
+    const csv = await downloaded(page, page.getByTestId('rollout-okms-csv'));
+    assert.match(csv.name, new RegExp(`^keyfleet-rollout-${rollout.id}-okms-\\d{4}-\\d{2}-\\d{2}\\.csv$`));
+    assert.deepEqual(csv.rows[0]!.slice(0, 3), ['serial_number', 'group', 'state']);
+    assert.deepEqual(csv.rows.slice(1).map((row) => [row[0], row[2]]), [['SHOP-AUDIT-01', 'scheduled'], ['SHOP-AUDIT-02', 'scheduled']]);
+    consolePage.assertNoProblems();
+    await consolePage.close();
+  });
 
   test("the OKM list's CSV holds the OKMs its filters select, and a customer's session only its own", async () => {
     const consolePage = await openConsole(browser, acmeUrl);
