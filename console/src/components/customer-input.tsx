@@ -25,8 +25,11 @@ interface InputProps {
 export function CustomerInput({ id, value, onValue, ...props }: { id: string; value: string; onValue: (value: string) => void } & InputProps) {
   const [names, setNames] = useState<string[]>([]);
   const [unknown, setUnknown] = useState(false);
+  // Asks nothing until the field is used or holds a name: a page of many such fields (a row each) loads without a request each.
+  const [used, setUsed] = useState(false);
   const text = value.trim();
   useEffect(() => {
+    if (!used && text === '') return undefined;
     let current = true;
     const timer = setTimeout(() => {
       listCustomers(text === '' ? undefined : text, SUGGESTIONS).then(
@@ -44,7 +47,7 @@ export function CustomerInput({ id, value, onValue, ...props }: { id: string; va
       current = false;
       clearTimeout(timer);
     };
-  }, [text]);
+  }, [text, used]);
   const listId = `${id}-customers`;
   const hintId = `${id}-unknown`;
   return (
@@ -56,6 +59,7 @@ export function CustomerInput({ id, value, onValue, ...props }: { id: string; va
         list={listId}
         autocomplete="off"
         aria-describedby={[props['aria-describedby'], unknown ? hintId : undefined].filter(Boolean).join(' ') || undefined}
+        onFocus={() => setUsed(true)}
         onInput={(event) => onValue(event.currentTarget.value)}
       />
       <datalist id={listId} data-testid={listId}>

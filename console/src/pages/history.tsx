@@ -24,6 +24,7 @@ import { PageHeader } from '../components/layout.tsx';
 import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useMorePages } from '../components/use-more-pages.ts';
 import { useSession, type Session } from '../session.ts';
+import { CustomerInput } from '../components/customer-input.tsx';
 
 const ENTRIES_PER_PAGE = 50;
 
@@ -50,7 +51,6 @@ export function HistoryPage() {
       </section>
     );
   }
-  const customers = [...new Set(log.rows.map((entry) => entry.customer).filter((customer): customer is string => customer !== null))].sort();
   return (
     <section>
       <PageHeader title="History">
@@ -60,7 +60,7 @@ export function HistoryPage() {
         Every change made through the API, this console, the command line or a DLock API key, newest first: who made it, what it changed, and from where. Device polls
         and reads are not changes.
       </p>
-      <HistoryFilters key={key} filters={filters} asOperator={asOperator} customers={customers} />
+      <HistoryFilters key={key} filters={filters} asOperator={asOperator} />
       <EntityPageLink filters={filters} asOperator={asOperator} />
       {log.error !== undefined && <ErrorState error={log.error} retry={log.rows.length === 0 ? log.reload : log.more} />}
       {log.rows.length === 0 ? (
@@ -94,7 +94,7 @@ export function HistoryPage() {
  * address (so that a selection can be bookmarked and Back undoes it); a new address makes a new
  * form (its `key`), so the fields always say what the list shows.
  */
-function HistoryFilters({ filters, asOperator, customers }: { filters: AuditFilters; asOperator: boolean; customers: string[] }) {
+function HistoryFilters({ filters, asOperator }: { filters: AuditFilters; asOperator: boolean }) {
   const { route } = useLocation();
   const [actor, setActor] = useState(filters.actor ?? '');
   const [customer, setCustomer] = useState(filters.customer ?? '');
@@ -148,12 +148,7 @@ function HistoryFilters({ filters, asOperator, customers }: { filters: AuditFilt
       {asOperator && (
         <div class="field">
           <label for="history-customer">Customer</label>
-          <input id="history-customer" value={customer} list="history-customers" autocomplete="off" placeholder="every customer" onInput={(event) => setCustomer(event.currentTarget.value)} />
-          <datalist id="history-customers">
-            {customers.map((name) => (
-              <option key={name} value={name} />
-            ))}
-          </datalist>
+          <CustomerInput id="history-customer" value={customer} placeholder="every customer" onValue={setCustomer} />
         </div>
       )}
       <div class="field">

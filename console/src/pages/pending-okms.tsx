@@ -8,6 +8,7 @@ import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useCursorPages } from '../components/use-cursor-pages.ts';
 import { useResource } from '../components/use-resource.ts';
 import { okmHref } from '../paths.ts';
+import { CustomerInput } from '../components/customer-input.tsx';
 
 const PENDING_PER_PAGE = 30;
 const REFRESH_MS = 10_000;
@@ -117,14 +118,13 @@ function PendingRow({ okm, onAccepted }: { okm: PendingOkm; onAccepted: (custome
           <label for={inputId} class="visually-hidden">
             Customer for {okm.serial_number}
           </label>
-          <input
+          <CustomerInput
             id={inputId}
             value={customer}
             placeholder="customer"
-            autocomplete="off"
             aria-invalid={message !== undefined || undefined}
             aria-describedby={message !== undefined ? messageId : undefined}
-            onInput={(event) => setCustomer(event.currentTarget.value)}
+            onValue={setCustomer}
           />
           <button type="submit" class="primary" disabled={busy} aria-label={`Accept ${okm.serial_number}`}>
             {busy ? 'Accepting…' : 'Accept'}
