@@ -1,62 +1,79 @@
+import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { RowSet } from '../db/dialects/strategy.ts';
+import type { AuditContentColumns } from '../db/schema.ts';
 import { canonicalTextDigest } from '../shared/canonical-json.ts';
-import { canonicalEntryText } from './trail.ts';
+import { ENTRY_COLUMNS, canonicalEntryText } from './trail.ts';
 
-/** The UPDATE that places one entry, compiled once: the chainer runs it for every entry. */
-const placeEntry = precompiledQuery(4, (db, [seq, prevHash, hash, id]) =>
-  db
-    .updateTable('audit_entries')
-    .set({ seq: seq as number, prev_hash: prevHash as string, hash: hash as string })
-    .where('id', '=', id as number),
-);
+/** An entry waiting, as the chainer reads it. */
+type PendingRow = AuditContentColumns & { id: number };
+
+/** A waiting entry given its place in the chain. */
+interface Placed {
+  row: PendingRow;
+  seq: number;
+  prevHash: string;
+  hash: string;
+}
 
 /**
- * Writes the entries' places: where a statement round trip costs more than building a set
- * (PostgreSQL), one UPDATE … FROM the row set of the batch; else (SQLite) one compiled UPDATE
- * an entry.
+ * Writes the placed entries into the chain and removes them from the waiting ones. Where a
+ * statement round trip costs more than building a set (PostgreSQL), one INSERT … SELECT from
+ * audit_pending joined with the row set of their places (the entries' content does not travel
+ * back), and one DELETE; else (SQLite, in-process) one INSERT of the values an entry, and one
+ * DELETE. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
+ * waits for the next call.
  */
-async function placeEntries(trx: Db, placed: readonly { rowId: number; seq: number; prevHash: string; hash: string }[], rowSet: RowSet | undefined): Promise<void> {
-  if (placed.length === 0) return;
+async function moveIntoChain(trx: Db, placed: readonly Placed[], rowSet: RowSet | undefined): Promise<void> {
+  const ids = placed.map((entry) => entry.row.id);
   if (rowSet === undefined) {
-    for (const entry of placed) await placeEntry(trx, entry.seq, entry.prevHash, entry.hash, entry.rowId);
-    return;
+    for (const { row, seq, prevHash, hash } of placed) {
+      const { id: _id, ...content } = row;
+      await trx.insertInto('audit_entries').values({ ...content, seq, prev_hash: prevHash, hash }).execute();
+    }
+  } else {
+    const places = rowSet<{ row_id: number; seq: number; prev_hash: string; hash: string }, 'places'>('places', [
+      { name: 'row_id', type: 'bigint', values: ids },
+      { name: 'seq', type: 'bigint', values: placed.map((entry) => entry.seq) },
+      { name: 'prev_hash', type: 'text', values: placed.map((entry) => entry.prevHash) },
+      { name: 'hash', type: 'text', values: placed.map((entry) => entry.hash) },
+    ]);
+    await trx
+      .insertInto('audit_entries')
+      .columns(['seq', ...ENTRY_COLUMNS, 'prev_hash', 'hash'])
+      .expression((eb) =>
+        eb
+          .selectFrom('audit_pending')
+          .innerJoin(places, 'places.row_id', 'audit_pending.id')
+          .select(['places.seq', ...ENTRY_COLUMNS.map((column) => `audit_pending.${column}` as const), 'places.prev_hash', 'places.hash'])
+          // The range lets the planner read the batch by the primary key rather than join the row set with every row waiting.
+          .where('audit_pending.id', '>=', ids[0]!)
+          .where('audit_pending.id', '<=', ids.at(-1)!),
+      )
+      .execute();
   }
-  const places = rowSet<{ row_id: number; seq: number; prev_hash: string; hash: string }, 'places'>('places', [
-    { name: 'row_id', type: 'bigint', values: placed.map((entry) => entry.rowId) },
-    { name: 'seq', type: 'bigint', values: placed.map((entry) => entry.seq) },
-    { name: 'prev_hash', type: 'text', values: placed.map((entry) => entry.prevHash) },
-    { name: 'hash', type: 'text', values: placed.map((entry) => entry.hash) },
-  ]);
-  // The batch's range of row ids lets the planner read only those rows (by the primary key)
-  // rather than join the row set with the whole trail, which it does when left to the join.
   await trx
-    .updateTable('audit_entries')
-    .from(places)
-    .set((eb) => ({ seq: eb.ref('places.seq'), prev_hash: eb.ref('places.prev_hash'), hash: eb.ref('places.hash') }))
-    .whereRef('audit_entries.id', '=', 'places.row_id')
-    .where('audit_entries.id', '>=', placed[0]!.rowId)
-    .where('audit_entries.id', '<=', placed.at(-1)!.rowId)
+    .deleteFrom('audit_pending')
+    .where('id', '>=', ids[0]!)
+    .where('id', '<=', ids.at(-1)!)
+    .where('id', 'in', rowSet === undefined ? ids : sql<number>`(select unnest(${ids}::bigint[]))`)
     .execute();
 }
 
 /** Entries one chaining transaction takes at most; the next takes the rest. */
 const CHAIN_BATCH = 1_000;
 
-const CONTENT_COLUMNS = ['id', 'time', 'actor_kind', 'actor_id', 'actor_name', 'customer', 'action', 'entity_type', 'entity_id', 'before_json', 'after_json', 'request_id', 'ip', 'user_agent'] as const;
-
 /**
- * Gives the committed entries not yet chained their place in the one chain of the deployment
- * (SPEC section 18), in the order they were written: the next seq, the hash of the entry before
- * as prev_hash, and their own hash. One chainer at a time, on every process: it locks the
- * chain's head row (an UPDATE of it) until it commits; changes never take that lock, so the
- * chain never makes a change wait. An entry whose transaction has not committed yet is not
- * seen, and is chained by a later call. Returns how many entries it chained (0 with one cheap
- * read when none waits).
+ * Gives the committed entries waiting (audit_pending) their place in the one chain of the
+ * deployment (SPEC section 18), in the order they were written: the next seq, the hash of the
+ * entry before as prev_hash, and their own hash, and moves them into audit_entries. One
+ * chainer at a time, on every process: it locks the chain's head row (an UPDATE of it) until
+ * it commits; changes never take that lock, so the chain never makes a change wait. An entry
+ * whose transaction has not committed yet is not seen, and is chained by a later call. Returns
+ * how many entries it chained (0 with one cheap read when none waits).
  */
 export async function chainPendingEntries(db: Db, rowSet?: RowSet): Promise<number> {
-  const waiting = await db.selectFrom('audit_entries').select('id').where('seq', 'is', null).limit(1).executeTakeFirst();
+  const waiting = await db.selectFrom('audit_pending').select('id').limit(1).executeTakeFirst();
   if (waiting === undefined) return 0;
   return db.transaction().execute(async (trx) => {
     const head = await trx
@@ -65,17 +82,23 @@ export async function chainPendingEntries(db: Db, rowSet?: RowSet): Promise<numb
       .where('id', '=', 1)
       .returning(['seq', 'hash'])
       .executeTakeFirstOrThrow();
-    const rows = await trx.selectFrom('audit_entries').select(CONTENT_COLUMNS).where('seq', 'is', null).orderBy('id').limit(CHAIN_BATCH).execute();
-    let previous = { id: Number(head.seq), hash: head.hash };
-    const placed: { rowId: number; seq: number; prevHash: string; hash: string }[] = [];
+    const rows: PendingRow[] = await trx
+      .selectFrom('audit_pending')
+      .select(['id', ...ENTRY_COLUMNS])
+      .orderBy('id')
+      .limit(CHAIN_BATCH)
+      .execute();
+    if (rows.length === 0) return 0;
+    let previous = { seq: Number(head.seq), hash: head.hash };
+    const placed: Placed[] = [];
     for (const row of rows) {
-      const seq = previous.id + 1;
+      const seq = previous.seq + 1;
       const hash = canonicalTextDigest(canonicalEntryText(row, seq, previous.hash));
-      placed.push({ rowId: row.id, seq, prevHash: previous.hash, hash });
-      previous = { id: seq, hash };
+      placed.push({ row, seq, prevHash: previous.hash, hash });
+      previous = { seq, hash };
     }
-    await placeEntries(trx, placed, rowSet);
-    await trx.updateTable('audit_chain_head').set({ seq: previous.id, hash: previous.hash }).where('id', '=', 1).execute();
+    await moveIntoChain(trx, placed, rowSet);
+    await trx.updateTable('audit_chain_head').set({ seq: previous.seq, hash: previous.hash }).where('id', '=', 1).execute();
     return rows.length;
   });
 }

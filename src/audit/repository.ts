@@ -39,9 +39,9 @@ const ENTRY_COLUMNS = [
   'hash',
 ] as const;
 
-/** The chained entries the filter selects (an entry is shown once it has its place in the chain, within a second of its commit). */
+/** The entries the filter selects (an entry is shown once it has its place in the chain, within a second of its commit). */
 function selected(db: Db, filter: AuditFilter) {
-  let query = db.selectFrom('audit_entries').select(ENTRY_COLUMNS).where('seq', 'is not', null);
+  let query = db.selectFrom('audit_entries').select(ENTRY_COLUMNS);
   if (filter.actor !== undefined) query = query.where('actor_id', '=', filter.actor.id).where('actor_kind', '=', filter.actor.kind);
   if (filter.customer !== undefined) query = query.where('customer', '=', filter.customer);
   if (filter.entityType !== undefined) query = query.where('entity_type', '=', filter.entityType);
@@ -80,7 +80,7 @@ export async function* auditLogNewestFirst(db: Db, filter: AuditFilter): AsyncGe
 export async function* auditChainInOrder(db: Db): AsyncGenerator<AuditEntry[]> {
   let after = -1;
   for (;;) {
-    const rows = await db.selectFrom('audit_entries').select(ENTRY_COLUMNS).where('seq', 'is not', null).where('seq', '>', after).orderBy('seq').limit(STREAM_CHUNK * 5).execute();
+    const rows = await db.selectFrom('audit_entries').select(ENTRY_COLUMNS).where('seq', '>', after).orderBy('seq').limit(STREAM_CHUNK * 5).execute();
     if (rows.length > 0) yield rows.map(entryOfRow);
     if (rows.length < STREAM_CHUNK * 5) return;
     after = Number(rows.at(-1)!.seq);
@@ -128,7 +128,7 @@ export async function insertAuditCheckpoint(db: Db, checkpoint: StoredCheckpoint
 
 /** The oldest entry kept (after retention), if any. */
 export async function oldestAuditEntry(db: Db): Promise<{ seq: number; time: number } | undefined> {
-  const row = await db.selectFrom('audit_entries').select(['seq', 'time']).where('seq', 'is not', null).orderBy('seq').limit(1).executeTakeFirst();
+  const row = await db.selectFrom('audit_entries').select(['seq', 'time']).orderBy('seq').limit(1).executeTakeFirst();
   return row && { seq: Number(row.seq), time: Number(row.time) };
 }
 
@@ -155,9 +155,8 @@ export async function auditEntriesAfter(db: Db, after: number, limit: number): P
 /** How many committed entries wait for the chainer, and since when. */
 export async function unchainedAuditEntries(db: Db): Promise<{ count: number; oldest: number | null }> {
   const row = await db
-    .selectFrom('audit_entries')
+    .selectFrom('audit_pending')
     .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('time').as('oldest')])
-    .where('seq', 'is', null)
     .executeTakeFirstOrThrow();
   return { count: Number(row.count), oldest: row.oldest === null ? null : Number(row.oldest) };
 }

@@ -20,7 +20,7 @@ export async function pruneAuditTrail(db: Db, retentionDays: number, now = Date.
     .where('audit_entries.time', '<', cutoff)
     .executeTakeFirst();
   if (anchor?.seq === null || anchor?.seq === undefined) return 0;
-  const oldest = await db.selectFrom('audit_entries').select('seq').where('seq', 'is not', null).orderBy('seq').limit(1).executeTakeFirst();
+  const oldest = await db.selectFrom('audit_entries').select('seq').orderBy('seq').limit(1).executeTakeFirst();
   if (oldest?.seq === null || oldest?.seq === undefined) return 0;
   const through = Math.min(Number(anchor.seq), Number(oldest.seq) + PRUNE_BATCH - 1);
   const result = await db.deleteFrom('audit_entries').where('seq', '<=', through).executeTakeFirst();

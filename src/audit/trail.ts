@@ -3,7 +3,7 @@ import { sql, type InsertQueryBuilder, type QueryCreator } from 'kysely';
 import type { Actor } from '../auth/actor.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { AuditEntriesTable, Database } from '../db/schema.ts';
+import type { AuditContentColumns, AuditEntriesTable, Database } from '../db/schema.ts';
 import type { AuditAction, AuditEntityType } from './actions.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import { redactChange } from './redaction.ts';
@@ -60,18 +60,13 @@ export function changeSourceOf(request: FastifyRequest): ChangeSource {
 export const SYSTEM_SOURCE: ChangeSource = { actor: { kind: 'system', id: 'keyfleet', name: 'keyfleet' }, requestId: null, ip: null, userAgent: null };
 
 
-/**
- * Writes one entry per change inside the caller's transaction `trx`, so that the entries commit
- * with the change or not at all: one INSERT, no lock. The chainer (src/audit/chainer.ts) gives
- * each committed entry its place in the chain (its id, prev_hash and hash) right after, off the
- * change's path: a change never waits for another's commit.
- */
-const ENTRY_COLUMNS = ['time', 'actor_kind', 'actor_id', 'actor_name', 'customer', 'action', 'entity_type', 'entity_id', 'before_json', 'after_json', 'request_id', 'ip', 'user_agent'] as const;
+/** The columns a change writes of its entry: everything but the entry's place in the chain. */
+export const ENTRY_COLUMNS = ['time', 'actor_kind', 'actor_id', 'actor_name', 'customer', 'action', 'entity_type', 'entity_id', 'before_json', 'after_json', 'request_id', 'ip', 'user_agent'] as const;
 type EntryValues = Record<(typeof ENTRY_COLUMNS)[number], unknown>;
 
 /** The INSERT of one entry, compiled once: it runs with every change, and building it each time cost more than running it. */
 const insertEntry = precompiledQuery(ENTRY_COLUMNS.length, (db, placeholders) =>
-  db.insertInto('audit_entries').values(Object.fromEntries(ENTRY_COLUMNS.map((column, index) => [column, placeholders[index]])) as never),
+  db.insertInto('audit_pending').values(Object.fromEntries(ENTRY_COLUMNS.map((column, index) => [column, placeholders[index]])) as never),
 );
 
 function entryValues(source: ChangeSource, change: Change, now: number): EntryValues {
@@ -96,9 +91,9 @@ function entryValues(source: ChangeSource, change: Change, now: number): EntryVa
 
 /**
  * Writes one entry per change inside the caller's transaction `trx`, so that the entries commit
- * with the change or not at all: one INSERT a change, no lock. The chainer (src/audit/chainer.ts)
- * gives each committed entry its place in the chain (its id, prev_hash and hash) right after,
- * off the change's path: a change never waits for another's commit.
+ * with the change or not at all: one INSERT into audit_pending, no lock. The chainer
+ * (src/audit/chainer.ts) moves each committed entry into the chain (its id, prev_hash and hash)
+ * right after, off the change's path: a change never waits for another's commit.
  */
 export async function recordChanges(trx: Db, source: ChangeSource, changes: readonly Change[], now = Date.now()): Promise<void> {
   if (changes.length === 1) {
@@ -108,7 +103,7 @@ export async function recordChanges(trx: Db, source: ChangeSource, changes: read
   }
   if (changes.length === 0) return;
   await trx
-    .insertInto('audit_entries')
+    .insertInto('audit_pending')
     .values(changes.map((change) => entryValues(source, change, now) as never))
     .execute();
 }
@@ -119,7 +114,7 @@ export type ChangeWrite<Table extends keyof Database> = (db: QueryCreator<Databa
 /**
  * A change that is one write, with its entry, compiled once: where the database lets a WITH
  * clause write (PostgreSQL), one statement (`WITH changed AS (<write> RETURNING …) INSERT INTO
- * audit_entries SELECT … FROM changed`) that writes the entry only when the write returned a
+ * audit_pending SELECT … FROM changed`) that writes the entry only when the write returned a
  * row, one round trip where a transaction of the two takes four; elsewhere that transaction.
  * The returned function tells whether the write changed a row: an entry was written if so.
  */
@@ -127,7 +122,7 @@ export function changeWithEntry<Args extends readonly unknown[], Table extends k
   const writeAndEntry = precompiledQuery<{ id: number }, unknown[]>(arity + ENTRY_COLUMNS.length, (db, placeholders) =>
     db
       .with('changed', (creator) => write(creator, placeholders.slice(0, arity)))
-      .insertInto('audit_entries')
+      .insertInto('audit_pending')
       .columns(ENTRY_COLUMNS)
       .expression((eb) =>
         eb.selectFrom('changed').select(
@@ -154,7 +149,7 @@ export function changeWithEntry<Args extends readonly unknown[], Table extends k
 export const recordChange = (trx: Db, source: ChangeSource, change: Change, now = Date.now()) => recordChanges(trx, source, [change], now);
 
 /** What an entry's hash covers besides its place in the chain (id, prev_hash): everything else the row holds. */
-export function entryContentOfRow(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'prev_hash' | 'hash'>): Omit<AuditEntry, 'id' | 'prev_hash' | 'hash'> {
+export function entryContentOfRow(row: AuditContentColumns): Omit<AuditEntry, 'id' | 'prev_hash' | 'hash'> {
   return {
     time: new Date(Number(row.time)).toISOString(),
     actor: { kind: row.actor_kind as Actor['kind'], id: row.actor_id, name: row.actor_name },
@@ -179,7 +174,7 @@ const jsonText = (value: string | null) => (value === null ? 'null' : JSON.strin
  * with the row's before and after as they are stored (canonical already), so that chaining
  * neither parses them nor sorts anything.
  */
-export function canonicalEntryText(row: Omit<AuditEntriesTable, 'id' | 'seq' | 'prev_hash' | 'hash'>, id: number, prevHash: string): string {
+export function canonicalEntryText(row: AuditContentColumns, id: number, prevHash: string): string {
   return (
     `{"action":${JSON.stringify(row.action)}` +
     `,"actor":{"id":${JSON.stringify(row.actor_id)},"kind":${JSON.stringify(row.actor_kind)},"name":${JSON.stringify(row.actor_name)}}` +
@@ -191,6 +186,6 @@ export function canonicalEntryText(row: Omit<AuditEntriesTable, 'id' | 'seq' | '
 }
 
 /** A chained row as the entry it was hashed as. */
-export function entryOfRow(row: Omit<AuditEntriesTable, 'id'>): AuditEntry {
-  return { id: Number(row.seq), ...entryContentOfRow(row), prev_hash: row.prev_hash!, hash: row.hash! };
+export function entryOfRow(row: AuditEntriesTable): AuditEntry {
+  return { id: Number(row.seq), ...entryContentOfRow(row), prev_hash: row.prev_hash, hash: row.hash };
 }

@@ -43,6 +43,7 @@ export interface Database {
   sessions: SessionsTable;
   sign_in_attempts: SignInAttemptsTable;
   api_tokens: ApiTokensTable;
+  audit_pending: AuditPendingTable;
   audit_entries: AuditEntriesTable;
   audit_chain_head: AuditChainHeadTable;
   audit_checkpoints: AuditCheckpointsTable;
@@ -563,11 +564,8 @@ export interface ApiTokensTable {
   revoked_by: string | null;
 }
 
-/** One change (SPEC section 18): written by the change's transaction, then given its place in the chain (seq, prev_hash, hash) by the chainer; never updated after. */
-export interface AuditEntriesTable {
-  id: Generated<number> & Id;
-  /** Null until the chainer reaches it. */
-  seq: number | null;
+/** An entry as its change writes it (SPEC section 18): what its hash covers besides its place in the chain. */
+export interface AuditContentColumns {
   time: number;
   actor_kind: string;
   actor_id: string;
@@ -577,14 +575,24 @@ export interface AuditEntriesTable {
   action: string;
   entity_type: string;
   entity_id: string;
-  /** JSON, redacted (src/audit/redaction.ts); null where there was nothing before (a creation) or after (a deletion). */
+  /** Canonical JSON (RFC 8785), redacted (src/audit/redaction.ts); null where there was nothing before (a creation) or after (a deletion). */
   before_json: string | null;
   after_json: string | null;
   request_id: string | null;
   ip: string | null;
   user_agent: string | null;
-  prev_hash: string | null;
-  hash: string | null;
+}
+
+/** An entry written by its change's transaction, waiting for the chainer to move it into the chain. */
+export interface AuditPendingTable extends AuditContentColumns {
+  id: Generated<number> & Id;
+}
+
+/** The chain: each entry with its place, written once by the chainer and never updated. */
+export interface AuditEntriesTable extends AuditContentColumns {
+  seq: number;
+  prev_hash: string;
+  hash: string;
 }
 
 /** The one row (id 1) holding the chain's last seq and hash: what the chainer locks while it chains. */

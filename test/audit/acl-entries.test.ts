@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import { REDACTED, REDACTED_CHANGED } from '../../src/audit/redaction.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { ACLS, aclUser, call, issueAclTokens, sampleAcl, type AclTokens } from '../acl/helpers.ts';
@@ -53,6 +54,7 @@ forEachDatabase('audit entries of ACL changes', (kind) => {
     assert.equal((creation!.after as { users: Record<string, { pin_hash: string }> }).users['1']!.pin_hash, REDACTED);
     assert.deepEqual(change!.before, { users: { '1': { pin_hash: REDACTED } } });
     assert.deepEqual(change!.after, { users: { '1': { pin_hash: REDACTED_CHANGED } } });
+    await chainAllPendingEntries(t.db);
     const stored = await t.db.selectFrom('audit_entries').select(['before_json', 'after_json']).execute();
     assert.ok(stored.every((row) => !`${row.before_json}${row.after_json}`.includes('pin1hash') && !`${row.after_json}`.includes('newPin1')));
   });

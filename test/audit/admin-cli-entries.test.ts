@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import type { Actor } from '../../src/auth/actor.ts';
 import { dialectFor } from '../../src/db/database.ts';
@@ -34,6 +35,7 @@ async function openStore(kind: Parameters<typeof openTestStore>[0]) {
 
 /** Fails if any stored entry's before or after holds one of the values. */
 async function assertNoEntryHolds(store: TestStore, values: readonly string[]): Promise<void> {
+  await chainAllPendingEntries(store.db);
   const stored = await store.db.selectFrom('audit_entries').select(['seq', 'before_json', 'after_json']).execute();
   assert.ok(stored.length > 0);
   for (const row of stored) {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import { createCustomer } from '../../src/customers/repository.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
@@ -15,6 +16,7 @@ const SHA256 = 'cd'.repeat(32);
 
 /** Fails if any stored entry's before or after holds one of the values. */
 async function assertNoEntryHolds(t: TestApp, values: readonly string[]): Promise<void> {
+  await chainAllPendingEntries(t.db);
   const stored = await t.db.selectFrom('audit_entries').select(['seq', 'before_json', 'after_json']).execute();
   for (const row of stored) {
     const text = `${row.before_json ?? ''}${row.after_json ?? ''}`;

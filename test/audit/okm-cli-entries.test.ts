@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import { createCustomer, type Customer } from '../../src/customers/repository.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
@@ -46,6 +47,7 @@ forEachDatabase('audit entries of OKM and webhook secret commands', (kind) => {
 
   /** Every stored entry's before and after, as the text they are stored in. */
   async function storedEntryTexts(): Promise<string> {
+    await chainAllPendingEntries(store.db);
     const rows = await store.db.selectFrom('audit_entries').select(['before_json', 'after_json']).execute();
     return rows.map((row) => `${row.before_json} ${row.after_json}`).join('\n');
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import { recordPendingCall } from '../../src/okm/pending-repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -50,6 +51,7 @@ forEachDatabase('audit entries of OKM changes', (kind) => {
 
   /** Every stored entry's before and after, as the text they are stored in. */
   async function storedEntryTexts(): Promise<string> {
+    await chainAllPendingEntries(t.db);
     const rows = await t.db.selectFrom('audit_entries').select(['before_json', 'after_json']).execute();
     return rows.map((row) => `${row.before_json} ${row.after_json}`).join('\n');
   }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import { sessionHandle, sessionIdOf, startSession, upsertPerson } from '../../src/auth/sessions.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { assertAuditChainIntact, auditEntriesAfter, lastAuditId } from '../helpers/audit.ts';
@@ -155,6 +156,7 @@ forEachDatabase('audit entries of the token, role and session commands', (kind) 
   });
 
   test('no token or cookie secret is in any stored entry, and the chain is intact', async () => {
+    await chainAllPendingEntries(t.db);
     const stored = (await t.db.selectFrom('audit_entries').selectAll().execute()).map((row) => JSON.stringify(row)).join('\n');
     assert.ok(secrets.length >= 5);
     for (const secret of secrets) assert.ok(!stored.includes(secret), 'a secret reached an entry');

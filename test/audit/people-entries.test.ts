@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import { sessionIdOf } from '../../src/auth/sessions.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import type { TestApp } from '../helpers/app.ts';
@@ -268,6 +269,7 @@ forEachDatabase('audit entries of role bindings, sessions and API tokens', (kind
   });
 
   test('no cookie, session id, anti-CSRF token or API token is in any stored entry, and the chain is intact', async () => {
+    await chainAllPendingEntries(t.db);
     const rows = await t.db.selectFrom('audit_entries').selectAll().execute();
     assert.ok(rows.length > 10);
     const stored = rows.map((row) => JSON.stringify(row)).join('\n');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
 import { findCustomerByName } from '../../src/customers/repository.ts';
 import { customerOwner, webhookSecrets } from '../../src/webhooks/secrets.ts';
@@ -70,6 +71,7 @@ forEachDatabase('audit entries of webhook endpoint changes', (kind) => {
     // The customer's signing secret (which signs the endpoint's deliveries, among them the test event) is in no entry.
     const acmeId = (await findCustomerByName(t.db, 'acme'))!.id;
     const { current } = await webhookSecrets(t.db, t.app.keyRing, customerOwner(acmeId), Date.now());
+    await chainAllPendingEntries(t.db);
     const stored = await t.db.selectFrom('audit_entries').select(['entity_type', 'before_json', 'after_json']).execute();
     assert.ok(stored.every((row) => !`${row.before_json}${row.after_json}`.includes(current)));
     assert.ok(stored.filter((row) => row.entity_type === 'webhook_endpoint').every((row) => !/secret/i.test(`${row.before_json}${row.after_json}`)));

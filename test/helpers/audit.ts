@@ -42,10 +42,10 @@ export async function assertAuditChainIntact(db: Db): Promise<void> {
  */
 export async function withFailureAfterEachAuditEntry<T>(db: Db, kind: DatabaseKind, act: () => Promise<T>): Promise<T> {
   if (kind === 'sqlite') {
-    await sql`CREATE TRIGGER fail_after_audit_entry AFTER INSERT ON audit_entries BEGIN SELECT RAISE(ABORT, 'injected failure after the audit entry'); END`.execute(db);
+    await sql`CREATE TRIGGER fail_after_audit_entry AFTER INSERT ON audit_pending BEGIN SELECT RAISE(ABORT, 'injected failure after the audit entry'); END`.execute(db);
   } else {
     await sql`CREATE FUNCTION fail_after_audit_entry() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure after the audit entry'; END $$ LANGUAGE plpgsql`.execute(db);
-    await sql`CREATE TRIGGER fail_after_audit_entry AFTER INSERT ON audit_entries FOR EACH ROW EXECUTE FUNCTION fail_after_audit_entry()`.execute(db);
+    await sql`CREATE TRIGGER fail_after_audit_entry AFTER INSERT ON audit_pending FOR EACH ROW EXECUTE FUNCTION fail_after_audit_entry()`.execute(db);
   }
   try {
     return await act();
@@ -53,7 +53,7 @@ export async function withFailureAfterEachAuditEntry<T>(db: Db, kind: DatabaseKi
     if (kind === 'sqlite') {
       await sql`DROP TRIGGER fail_after_audit_entry`.execute(db);
     } else {
-      await sql`DROP TRIGGER fail_after_audit_entry ON audit_entries`.execute(db);
+      await sql`DROP TRIGGER fail_after_audit_entry ON audit_pending`.execute(db);
       await sql`DROP FUNCTION fail_after_audit_entry()`.execute(db);
     }
   }

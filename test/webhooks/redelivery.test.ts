@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import { customerOwner } from '../../src/webhooks/secrets.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -86,6 +87,7 @@ forEachDatabase('webhook redelivery, payloads and failing endpoints', (kind) => 
         [original.id, original.event_id, 'gone'],
       ],
     );
+    await chainAllPendingEntries(t.db);
     const entry = await t.db.selectFrom('audit_entries').selectAll().where('action', '=', 'webhook_delivery.redelivered').where('entity_id', '=', String(subscribed.id)).executeTakeFirstOrThrow();
     assert.equal(entry.customer, 'acme');
     assert.deepEqual(JSON.parse(entry.after_json!), { delivery_id: original.id, redelivery_id: queued.id, event_id: original.event_id, event_type: 'webhook.test' });
@@ -115,7 +117,8 @@ forEachDatabase('webhook redelivery, payloads and failing endpoints', (kind) => 
     assert.equal(readOnly.statusCode, 403, readOnly.body);
     await settled(subscribed.id, 2);
     receiver.reply = () => ({ status: 200 });
-    const entries = await t.db.selectFrom('audit_entries').select('id').where('action', '=', 'webhook_delivery.redelivered').where('entity_id', '=', String(subscribed.id)).execute();
+    await chainAllPendingEntries(t.db);
+    const entries = await t.db.selectFrom('audit_entries').select('seq').where('action', '=', 'webhook_delivery.redelivered').where('entity_id', '=', String(subscribed.id)).execute();
     assert.equal(entries.length, 1);
   });
 

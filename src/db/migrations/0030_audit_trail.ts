@@ -1,18 +1,37 @@
 import type { AnyDb, MigrationContext } from './migration-context.ts';
-import { sql } from 'kysely';
 import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /** The hash the first entry of the chain follows (src/audit/chain.ts GENESIS_HASH). */
 const GENESIS_HASH = '0'.repeat(64);
 
+/** The columns of an entry as its change writes it (what its hash covers besides its place in the chain). */
+const CONTENT_COLUMNS = [
+  ['time', 'bigint', true],
+  ['actor_kind', 'text', true],
+  ['actor_id', 'text', true],
+  ['actor_name', 'text', true],
+  ['customer', 'text', false],
+  ['action', 'text', true],
+  ['entity_type', 'text', true],
+  ['entity_id', 'text', true],
+  ['before_json', 'text', false],
+  ['after_json', 'text', false],
+  ['request_id', 'text', false],
+  ['ip', 'text', false],
+  ['user_agent', 'text', false],
+] as const;
+
 /**
  * The audit trail of changes (SPEC section 18).
  *
- * - `audit_entries`: one row per change, inserted by the change's own transaction (`id`, in the
- *   order written). The chainer then gives each committed entry its place in the chain: `seq`
- *   from 1 without gaps, `prev_hash` and `hash`; null until then. No foreign keys: an entry
- *   outlives what it names. Indexed for the searches the API offers, each ending in `seq` for
- *   its newest-first pages, and the entries not yet chained by a partial index.
+ * - `audit_pending`: an entry as its change's own transaction writes it (`id` in the order
+ *   written), until the chainer moves it into the chain; one small index, so that the change
+ *   pays for little more than the row.
+ * - `audit_entries`: the chain, insert-only: each entry with its place `seq` (from 1 without
+ *   gaps), `prev_hash` and `hash`, written once by the chainer and never updated (an update
+ *   would rewrite every index of the row, and leave a dead row for vacuum). No foreign keys: an
+ *   entry outlives what it names. Indexed for the searches the API offers, each ending in `seq`
+ *   for its newest-first pages.
  * - `audit_chain_head`: one row, the chain's last seq and hash, which the chainer locks (an
  *   UPDATE of it) while it chains: one chainer at a time on every process, no advisory lock,
  *   and no change ever waits for it.
@@ -23,30 +42,21 @@ const GENESIS_HASH = '0'.repeat(64);
  *   advanced in the transaction that queues the events, so that each entry is shipped once.
  */
 export async function up(db: AnyDb, context: MigrationContext): Promise<void> {
-  await db.schema
-    .createTable('audit_entries')
-    // On SQLite the plain rowid, without AUTOINCREMENT, so that an insert does not write
-    // sqlite_sequence as well: a row id only orders the entries waiting to be chained (the
-    // chain's own numbering is seq), so one used again after retention emptied the table is harmless.
-    .addColumn('id', idType(context), (c) => (context.kind === 'postgres' ? autoIncrementPrimaryKey(context, c) : c.primaryKey()))
-    .addColumn('seq', idType(context), (c) => c.unique())
-    .addColumn('time', 'bigint', (c) => c.notNull())
-    .addColumn('actor_kind', 'text', (c) => c.notNull())
-    .addColumn('actor_id', 'text', (c) => c.notNull())
-    .addColumn('actor_name', 'text', (c) => c.notNull())
-    .addColumn('customer', 'text')
-    .addColumn('action', 'text', (c) => c.notNull())
-    .addColumn('entity_type', 'text', (c) => c.notNull())
-    .addColumn('entity_id', 'text', (c) => c.notNull())
-    .addColumn('before_json', 'text')
-    .addColumn('after_json', 'text')
-    .addColumn('request_id', 'text')
-    .addColumn('ip', 'text')
-    .addColumn('user_agent', 'text')
-    .addColumn('prev_hash', 'text')
-    .addColumn('hash', 'text')
+  let pending = db.schema
+    .createTable('audit_pending')
+    // On SQLite the plain rowid, without AUTOINCREMENT (which writes sqlite_sequence with every
+    // insert): SQLite commits one transaction at a time, so a new row's id is above every row
+    // waiting, even one used again after the chainer emptied the table.
+    .addColumn('id', idType(context), (c) => (context.kind === 'postgres' ? autoIncrementPrimaryKey(context, c) : c.primaryKey()));
+  for (const [name, type, notNull] of CONTENT_COLUMNS) pending = pending.addColumn(name, type, (c) => (notNull ? c.notNull() : c));
+  await pending.execute();
+
+  let entries = db.schema.createTable('audit_entries').addColumn('seq', idType(context), (c) => c.primaryKey());
+  for (const [name, type, notNull] of CONTENT_COLUMNS) entries = entries.addColumn(name, type, (c) => (notNull ? c.notNull() : c));
+  await entries
+    .addColumn('prev_hash', 'text', (c) => c.notNull())
+    .addColumn('hash', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('audit_entries_unchained_idx').on('audit_entries').column('id').where(sql.ref('seq'), 'is', null).execute();
   await db.schema.createIndex('audit_entries_entity_idx').on('audit_entries').columns(['entity_type', 'entity_id', 'seq']).execute();
   await db.schema.createIndex('audit_entries_customer_idx').on('audit_entries').columns(['customer', 'seq']).execute();
   await db.schema.createIndex('audit_entries_actor_idx').on('audit_entries').columns(['actor_id', 'seq']).execute();
