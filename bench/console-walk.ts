@@ -3,7 +3,7 @@
  * (SQLite, `keyfleet serve` on a real port, the console as built in console/dist), each page's
  * load time printed as a table.
  *
- *   npx node console/build.mjs && npx node --import tsx bench/console-walk.ts [--rounds 5] [--before DIR]
+ *   npx node console/build.mjs && npx node --import tsx bench/console-walk.ts [--rounds 5] [--before DIR] [--pages /,/okms/:serial]
  *
  * `--before DIR`: a checkout of an earlier commit (its node_modules and console/dist in place,
  * e.g. `git worktree add /tmp/walk-base <commit>`, node_modules symlinked, `npx node
@@ -13,11 +13,12 @@
  *
  * A page's load time runs from the navigation's start until it shows what it loads: its
  * heading, no spinner and no API request in flight, held for HOLD_MS (so that a request a loaded
- * answer starts counts too, and the new-rollout form's preview, asked 350 ms after it shows). Each page is loaded `rounds` times in one signed-in tab (the
- * bundle cached, as an operator moving between pages has it); the median is printed, and the
- * slowest API call seen on the page (what its time goes to). Only the test fixture's helpers
- * of each checkout are used (startConsoleServer, seedFleet, seedAclFirmwareFleet), so that each
- * server is seeded as its own code seeds.
+ * answer starts counts too, and the new-rollout form's preview, asked 350 ms after it shows).
+ * Each page is loaded `rounds` times in one signed-in tab (the bundle cached, as an operator
+ * moving between pages has it); the median is printed, and the slowest API call seen on the
+ * page (what its time goes to); `--trace` lists the API calls of each page's last load. Only
+ * the test fixture's helpers of each checkout are used (startConsoleServer, seedFleet,
+ * seedAclFirmwareFleet), so that each server is seeded as its own code seeds.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -30,7 +31,7 @@ import { launchChromium } from '../test/helpers/browser.ts';
 type Fixture = typeof FixtureModule;
 type AclFirmwareSeed = typeof AclFirmwareSeedModule;
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' }, before: { type: 'string' } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' }, before: { type: 'string' }, pages: { type: 'string' }, trace: { type: 'boolean', default: false } } });
 const ROUNDS = Number(values.rounds);
 const HOLD_MS = 600;
 const SHOWCASE = 'OKM-LEEDS-WAREHOUSE-NORTH-DOCK-07-CABINET-000412';
@@ -62,7 +63,7 @@ async function side(root: string, browser: Browser) {
   const total = await server.database.db.selectFrom('okms').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
 
   let inFlight = 0;
-  const current: { slowest?: { call: string; ms: number } } = {};
+  const current: { slowest?: { call: string; ms: number }; loadStart: number; calls: string[] } = { loadStart: 0, calls: [] };
   const tabs = new Map<'admin' | 'acme', Page>();
   for (const [as, signInUrl] of [['admin', adminUrl], ['acme', acmeUrl]] as const) {
     const { page } = await fixture.watchConsole(browser, server.base);
@@ -74,6 +75,8 @@ async function side(root: string, browser: Browser) {
       const ms = performance.now() - (startedAt.get(request) ?? performance.now());
       const { pathname, search } = new URL(request.url());
       if (ms > (current.slowest?.ms ?? -1)) current.slowest = { call: `${request.method()} ${pathname}${search}`, ms };
+      const from = (startedAt.get(request) ?? current.loadStart) - current.loadStart;
+      current.calls.push(`${from.toFixed(0).padStart(5)} +${ms.toFixed(0).padStart(4)} ms  ${request.method()} ${pathname}${search}`);
     };
     page.on('request', (request) => {
       if (!isApi(request.url())) return;
@@ -88,13 +91,19 @@ async function side(root: string, browser: Browser) {
   }
   const times = new Map<string, number[]>();
   const slowestCall = new Map<string, { call: string; ms: number }>();
+  /** The API calls of a page's last load: when each started after the navigation, and how long it took. */
+  const lastCalls = new Map<string, string[]>();
   return {
+    lastCalls,
     okms: Number(total.count),
     url: (visit: Visit) => visit.url.replace(':aclId', aclId).replace(':rolloutId', String(rolloutId)),
     async load(visit: Visit) {
       current.slowest = undefined;
+      current.calls = [];
+      current.loadStart = performance.now();
       const ms = await loadTime(tabs.get(visit.as)!, () => inFlight, `${server.base}/console${this.url(visit)}`);
       times.set(visit.label, [...(times.get(visit.label) ?? []), ms]);
+      lastCalls.set(visit.label, [`loaded in ${ms.toFixed(0)} ms`, ...current.calls]);
       const slowest = current.slowest as { call: string; ms: number } | undefined;
       if (slowest && slowest.ms > (slowestCall.get(visit.label)?.ms ?? -1)) {
         slowestCall.set(visit.label, { call: slowest.call.replace(SHOWCASE, ':serial').replace(LOCK, ':serial').replace(aclId, ':id'), ms: slowest.ms });
@@ -146,13 +155,15 @@ const VISITS: Visit[] = [
   { label: '/people', url: '/people', as: 'admin' },
 ];
 
+/** `--pages`: only these pages (their labels, comma-separated), for more rounds of a few. */
+const WALKED = values.pages === undefined ? VISITS : VISITS.filter((visit) => values.pages!.split(',').includes(visit.label));
 const browser = await launchChromium();
 const sides: Array<{ name: string; walk: Awaited<ReturnType<typeof side>> }> = [];
 try {
   if (values.before !== undefined) sides.push({ name: 'before', walk: await side(path.resolve(values.before), browser) });
   sides.push({ name: values.before === undefined ? 'this checkout' : 'after', walk: await side(path.resolve(import.meta.dirname, '..'), browser) });
   for (let round = 0; round < ROUNDS; round++) {
-    for (const visit of VISITS) {
+    for (const visit of WALKED) {
       const order = round % 2 === 0 ? sides : [...sides].reverse();
       for (const { walk } of order) await walk.load(visit);
     }
@@ -160,11 +171,16 @@ try {
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
   console.log(`console walk: ${sides.map(({ name, walk }) => `${name} ${walk.okms.toLocaleString('en')} OKMs`).join(', ')}; SQLite; ${ROUNDS} loads a page; median ms (slowest API call of the last side, ms)`);
   console.log(`${'page'.padEnd(22)}${sides.map(({ name }) => name.padStart(15)).join('')}  slowest API call (${sides.map(({ name }) => name).join(', ')} ms)`);
-  for (const { label } of VISITS) {
+  for (const { label } of WALKED) {
     const call = sides.at(-1)!.walk.slowestCall.get(label);
     const callMs = sides.map(({ walk }) => walk.slowestCall.get(label)?.ms.toFixed(0) ?? '-').join(', ');
     const medians = sides.map(({ walk }) => median(walk.times.get(label)!).toFixed(0).padStart(15)).join('');
     console.log(`${label.padEnd(22)}${medians}  ${call === undefined ? '' : `${call.call.slice(0, 64)} (${callMs})`}`);
+  }
+  if (values.trace) {
+    for (const { label } of WALKED) {
+      for (const { name, walk } of sides) console.log(`\n${label} (${name}), its last load:\n  ${(walk.lastCalls.get(label) ?? []).join('\n  ')}`);
+    }
   }
 } finally {
   await browser.close();

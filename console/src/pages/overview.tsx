@@ -237,9 +237,10 @@ export function OverviewPage() {
               </ResourceView>
             </div>
           </div>
-          {seesEndpoints && <FailingEndpoints scope={scope} operator={session?.claims.customer === null} />}
         </>
       )}
+      {/* Outside the summary's block: asked with the summary, not a round trip after it has loaded. */}
+      {seesEndpoints && <FailingEndpoints scope={scope} operator={session?.claims.customer === null} />}
     </section>
   );
 }
