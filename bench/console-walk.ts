@@ -62,7 +62,9 @@ async function side(root: string, browser: Browser) {
   await server.api(acme, 'POST', '/api/v1/webhook-endpoints', { url: 'http://localhost:9/pager-bridge', event_types: ['okm.overdue', 'rollout.started'] }, 201);
   const total = await server.database.db.selectFrom('okms').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
 
-  let inFlight = 0;
+  /** API requests in flight in each tab: the other tab's refreshes are not this page's. */
+  const inFlight = new Map<'admin' | 'acme', number>([['admin', 0], ['acme', 0]]);
+  let loading: 'admin' | 'acme' = 'admin';
   const current: { slowest?: { call: string; ms: number }; loadStart: number; calls: string[] } = { loadStart: 0, calls: [] };
   const tabs = new Map<'admin' | 'acme', Page>();
   for (const [as, signInUrl] of [['admin', adminUrl], ['acme', acmeUrl]] as const) {
@@ -71,7 +73,8 @@ async function side(root: string, browser: Browser) {
     const isApi = (url: string) => new URL(url).pathname.startsWith('/api/');
     const finished = (request: Request) => {
       if (!isApi(request.url())) return;
-      inFlight--;
+      inFlight.set(as, inFlight.get(as)! - 1);
+      if (as !== loading) return;
       const ms = performance.now() - (startedAt.get(request) ?? performance.now());
       const { pathname, search } = new URL(request.url());
       if (ms > (current.slowest?.ms ?? -1)) current.slowest = { call: `${request.method()} ${pathname}${search}`, ms };
@@ -80,7 +83,7 @@ async function side(root: string, browser: Browser) {
     };
     page.on('request', (request) => {
       if (!isApi(request.url())) return;
-      inFlight++;
+      inFlight.set(as, inFlight.get(as)! + 1);
       startedAt.set(request, performance.now());
     });
     page.on('requestfinished', finished);
@@ -101,7 +104,8 @@ async function side(root: string, browser: Browser) {
       current.slowest = undefined;
       current.calls = [];
       current.loadStart = performance.now();
-      const ms = await loadTime(tabs.get(visit.as)!, () => inFlight, `${server.base}/console${this.url(visit)}`);
+      loading = visit.as;
+      const ms = await loadTime(tabs.get(visit.as)!, () => inFlight.get(visit.as)!, `${server.base}/console${this.url(visit)}`);
       times.set(visit.label, [...(times.get(visit.label) ?? []), ms]);
       lastCalls.set(visit.label, [`loaded in ${ms.toFixed(0)} ms`, ...current.calls]);
       const slowest = current.slowest as { call: string; ms: number } | undefined;
