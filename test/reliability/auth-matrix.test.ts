@@ -82,6 +82,7 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
     return t.app.inject({ method: operation.method as 'GET', url, headers: { ...authorization(credential), 'content-type': 'application/json' }, payload });
   };
   const hasCustomerQuery = (operation: Operation) => queryParameters(operation).some((parameter) => parameter.name === 'customer');
+  const requiresCustomerQuery = (operation: Operation) => queryParameters(operation).some((parameter) => parameter.name === 'customer' && parameter.required === true);
   const securedOperations = () => operations.filter((operation) => !isPublic(operation));
 
   before(async () => {
@@ -224,7 +225,8 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
       const path = identifiersOf(operation, a, world);
       const variants: Omit<Attempt, 'operation' | 'credential'>[] = [
         { path, body: a, ...(hasCustomerQuery(operation) ? { query: { customer: a.name } } : {}) },
-        { path, body: bPointingAtA },
+        // Where the customer is a required parameter, B names its own: the request is then about B's records.
+        { path, body: bPointingAtA, ...(requiresCustomerQuery(operation) ? { query: { customer: b.name } } : {}) },
       ];
       // Filters that widen a list (`unassigned=true`, `overdue=true`): still nothing of A's, nor the unassigned OKM.
       const flags = queryParameters(operation).filter((parameter) => parameter.schema.type === 'boolean');
@@ -232,12 +234,12 @@ forEachDatabase('auth matrix generated from the OpenAPI document', (kind) => {
       for (const variant of variants) {
         const response = await attempt({ operation, credential, ...variant });
         cases++;
-        const what = `${operationName(operation)} as ${b.name}${variant.query ? ` ?customer=${a.name}` : ''} → ${response.statusCode} ${response.body.slice(0, 200)}`;
+        const what = `${operationName(operation)} as ${b.name}${variant.query ? ` ?customer=${variant.query.customer}` : ''} → ${response.statusCode} ${response.body.slice(0, 200)}`;
         const success = response.statusCode >= 200 && response.statusCode < 300;
         const leaked = namesOfA.filter((name) => response.body.includes(name));
         if (success && (namesTenantResource(operation) || leaked.length > 0)) failures.push(`accepted: ${what}`);
         // An operation that names none of A's resources (a list without ?customer=A) may refuse B's request any way it likes.
-        const aimsAtA = namesTenantResource(operation) || variant.query !== undefined || variant.body !== undefined && sampleBody(operation, a) !== undefined;
+        const aimsAtA = namesTenantResource(operation) || (variant.query !== undefined && variant.query.customer !== b.name) || variant.body !== undefined && sampleBody(operation, a) !== undefined;
         const allowed = [403, 404, SPEC_OTHER_CUSTOMER_ANSWERS[operationName(operation)]?.status];
         if (!success && aimsAtA && !allowed.includes(response.statusCode)) {
           failures.push(`neither 403 nor 404: ${what}`);

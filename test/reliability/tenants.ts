@@ -102,6 +102,9 @@ export function identifiersOf(operation: Operation, tenant: Tenant, world: Tenan
         : tenant.aclId,
     kind: world.firmware.kind,
     version: world.firmware.version,
+    // The user of the tenant's ACL; a delivery id none of the tenants' endpoints has, so that its routes answer after their checks.
+    user_id: '1',
+    delivery_id: '1',
   };
 }
 
@@ -130,6 +133,10 @@ export function sampleBody(operation: Operation, owner: Tenant): { payload: stri
     'PUT /api/v1/firmware/{kind}/{version}': () => ({ payload: Buffer.from('firmware image'), contentType: 'application/octet-stream' }),
     'POST /api/v1/rollouts': () => json(rolloutBody(WORLD_FIRMWARE, owner.name)),
     'POST /api/v1/rollouts/preview': () => json(rolloutBody(WORLD_FIRMWARE, owner.name)),
+    'PATCH /api/v1/rollouts/{id}': () => json({ error_threshold: 40 }),
+    'POST /api/v1/okm-bulk-actions/preview': () => json({ filter: { customer: owner.name }, action: { type: 'configure', settings: { polling_interval: 92 } } }),
+    'POST /api/v1/okm-bulk-actions': () => json({ filter: { customer: owner.name }, action: { type: 'configure', settings: { polling_interval: 92 } } }),
+    'POST /api/v1/acl-users/{user_id}/removal': () => json({}),
   };
   const sample = samples[operationName(operation)];
   if (sample) return sample();

@@ -25,11 +25,14 @@ interface InputProps {
 export function CustomerInput({ id, value, onValue, ...props }: { id: string; value: string; onValue: (value: string) => void } & InputProps) {
   const [names, setNames] = useState<string[]>([]);
   const [unknown, setUnknown] = useState(false);
-  // Asks nothing until the field is used or holds a name: a page of many such fields (a row each) loads without a request each.
+  // Asks nothing until the field is used or its name changes: a page of many such fields (a row
+  // each) loads without a request each, and a name the page was given (a record's own customer)
+  // is not checked as if typed.
   const [used, setUsed] = useState(false);
+  const [given] = useState(() => value.trim());
   const text = value.trim();
   useEffect(() => {
-    if (!used && text === '') return undefined;
+    if (!used && text === given) return undefined;
     let current = true;
     const timer = setTimeout(() => {
       listCustomers(text === '' ? undefined : text, SUGGESTIONS).then(
