@@ -27,6 +27,11 @@
  * round's ratio.
  *
  *   git worktree add /tmp/keyfleet-base bff4059 && ln -s "$PWD/node_modules" /tmp/keyfleet-base/node_modules
+ *
+ * The figures in bench/RESULTS.md run this script from a worktree of the audit trail's own
+ * commits (git worktree add /tmp/kf-auditonly 35e81e5 && git -C /tmp/kf-auditonly cherry-pick
+ * ee3e539), so that what main added beside it (the ETag an ACL update answers with) does not
+ * count as the trail's cost.
  *   npm run bench:audit -- --base /tmp/keyfleet-base [--sqlite] [--postgres] [--rounds 5]
  *       [--duration 10] [--connections 50] [--acls 1000] [--workers N] [--entries 1000000]
  *       [--entities 10000] [--search-connections 10] [--only acl,dlock,verify,search] [--save]
