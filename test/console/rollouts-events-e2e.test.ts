@@ -200,8 +200,20 @@ describe('console: rollouts and events pages', { skip: browserTestSkip() }, () =
       assert.equal(got.headers['webhook-id'], eventId);
       assert.match(String(got.headers['webhook-signature']), /^v1,/);
 
+      // Another operator changes the endpoint after this list was loaded: the delete, based on the endpoint as listed, is refused.
+      const [listed] = (await server.api(acmeToken, 'GET', '/api/v1/webhook-endpoints')).data as { id: number }[];
+      await server.api(acmeToken, 'PATCH', `/api/v1/webhook-endpoints/${listed!.id}`, { event_types: ['okm.overdue'] });
       await endpoint.getByRole('button', { name: `Delete ${receiver.url}…` }).click();
-      const dialog = page.getByRole('dialog', { name: 'Delete this endpoint?' });
+      let dialog = page.getByRole('dialog', { name: 'Delete this endpoint?' });
+      await dialog.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByText(/was changed since this list was loaded .* nothing was deleted/).waitFor();
+      assert.equal((await server.api(acmeToken, 'GET', '/api/v1/webhook-endpoints')).data.length, 1);
+      // The list shows it as it now is; deleting that goes through.
+      await endpoint.getByLabel('Event types').getByText('okm.overdue').waitFor();
+      assert.deepEqual(await endpoint.getByLabel('Event types').locator('code').allInnerTexts(), ['okm.overdue']);
+
+      await endpoint.getByRole('button', { name: `Delete ${receiver.url}…` }).click();
+      dialog = page.getByRole('dialog', { name: 'Delete this endpoint?' });
       await dialog.getByText('Its queued deliveries and its delivery log go with it').waitFor();
       await dialog.getByRole('button', { name: 'Delete endpoint' }).click();
       await page.getByText('No webhook endpoint yet').waitFor();

@@ -441,8 +441,9 @@ export type WebhookEndpoint = Awaited<ReturnType<typeof listWebhookEndpoints>>['
 export const createWebhookEndpoint = (body: WebhookEndpointBody, customer?: string) =>
   call(api.POST('/api/v1/webhook-endpoints', { params: { query: { customer } }, body }));
 
-/** Its queued deliveries and its delivery log go with it. */
-export const deleteWebhookEndpoint = (id: number) => call(api.DELETE('/api/v1/webhook-endpoints/{id}', { params: { path: { id: String(id) } } }));
+/** Its queued deliveries and its delivery log go with it. `etag`: the version the delete is based on (If-Match); a 412 (VersionConflict) when it changed since. */
+export const deleteWebhookEndpoint = (id: number, etag?: string | null) =>
+  call(api.DELETE('/api/v1/webhook-endpoints/{id}', { params: { path: { id: String(id) } }, headers: { ...ifMatch(etag) } }));
 
 /** Queues a signed webhook.test event to this endpoint alone. */
 export const sendWebhookTestEvent = (id: number) => call(api.POST('/api/v1/webhook-endpoints/{id}/test', { params: { path: { id: String(id) } } }));

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { deleteWebhookEndpoint, getWebhookEndpoint, listWebhookEndpoints, sendWebhookTestEvent, type WebhookEndpoint } from '../api/client.ts';
+import { deleteWebhookEndpoint, etagOf, getWebhookEndpoint, listWebhookEndpoints, sendWebhookTestEvent, type WebhookEndpoint } from '../api/client.ts';
 import { PageHeader } from '../components/layout.tsx';
 import { Pager } from '../components/pager.tsx';
 import { LocalTime } from '../components/relative-time.tsx';
@@ -53,13 +53,20 @@ export function EventsPage() {
   const remove = async (endpoint: WebhookEndpoint) => {
     setBusy(true);
     try {
-      await deleteWebhookEndpoint(endpoint.id);
+      // The delete is based on the endpoint as listed: read its version, and refuse if it no longer is what the list shows.
+      const current = await getWebhookEndpoint(endpoint.id, named);
+      if (current.data.url !== endpoint.url || current.data.event_types.join(' ') !== endpoint.event_types.join(' ')) {
+        throw new Error(`Endpoint ${endpoint.id} was changed since this list was loaded (it now sends to ${current.data.url}); nothing was deleted: look at it again before you delete it.`);
+      }
+      await deleteWebhookEndpoint(endpoint.id, etagOf(current));
       setNotice({ ok: true, text: `Endpoint ${endpoint.url} deleted.` });
       setDeleting(null);
       endpoints.reload();
     } catch (failure) {
       setDeleting(null);
       failed(failure);
+      // Changed or gone meanwhile (a 412 answers so too): the list shows it as it now is.
+      endpoints.reload();
     } finally {
       setBusy(false);
     }
