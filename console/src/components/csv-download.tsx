@@ -1,5 +1,17 @@
 import { useState } from 'preact/hooks';
 
+/** Saves a file fetched with the session's credential under `fileName`, as a download link would. */
+export function saveFile(file: Blob, fileName: string): void {
+  const url = URL.createObjectURL(file);
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = fileName;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
 /**
  * A button that downloads a CSV export: the file is fetched with the session's credential (a
  * bearer token cannot ride on a plain link) and then saved under `fileName`. The export streams
@@ -12,14 +24,7 @@ export function CsvDownload({ label, fileName, fetchFile, testId }: { label: str
     setBusy(true);
     setFailure(null);
     try {
-      const url = URL.createObjectURL(await fetchFile());
-      const link = document.createElement('a');
-      link.href = url;
-      link.download = fileName;
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveFile(await fetchFile(), fileName);
     } catch (error) {
       setFailure(error instanceof Error ? error.message : String(error));
     } finally {

@@ -25,6 +25,7 @@ import { Empty, ErrorState, Loading } from '../components/states.tsx';
 import { useMorePages } from '../components/use-more-pages.ts';
 import { useSession, type Session } from '../session.ts';
 import { CustomerInput } from '../components/customer-input.tsx';
+import { saveFile } from '../components/csv-download.tsx';
 
 const ENTRIES_PER_PAGE = 50;
 
@@ -243,15 +244,7 @@ function ExportLinks({ session, filters }: { session: Session; filters: AuditFil
     setBusy(format);
     setFailure(null);
     try {
-      const file = await fetchAuditExport(filters, format);
-      const url = URL.createObjectURL(file);
-      const link = document.createElement('a');
-      link.href = url;
-      link.download = exportFileName(format, Date.now());
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveFile(await fetchAuditExport(filters, format), exportFileName(format, Date.now()));
     } catch (error) {
       setFailure(error instanceof Error ? error.message : String(error));
     } finally {
