@@ -187,11 +187,10 @@ export function requestPaths(configPath: string, okmCount: number, { firstIndex 
 /** Serials per multi-row insert into the serial list (13 parameters a row, under SQLite's limit of 32 766). */
 const SERIALS_PER_INSERT = 2_000;
 /**
- * OKMs copied from their templates per transaction (one statement): a bounded WAL and undo log
- * per commit. PostgreSQL counts a statement's rows in the page buckets once (a statement
- * trigger, migration 0018): 1 M OKMs in 82 s. With the row trigger before it, each of a
- * statement's rows walked past the versions of the bucket's row its predecessors had left,
- * so statements had to stay at 2 000 OKMs, and 100 000 took 200 s (7.9 s now).
+ * OKMs copied from their templates per transaction (one INSERT … SELECT into okms, one into
+ * okm_polls): few statements for a fleet of millions, and a WAL and undo log per commit that
+ * stay bounded. Only that bounds it: no trigger runs per copied row (migration 0023 dropped
+ * every trigger, ADR 0005).
  */
 const OKMS_PER_TRANSACTION = 50_000;
 /** Rows per multi-row insert and per transaction where every row is sent (insertOkms). */

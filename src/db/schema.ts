@@ -195,7 +195,7 @@ export interface PkiRootTable {
   slot: string;
   serial: string;
   certificate_pem: string;
-  /** PKCS#8 PEM sealed with the master key; associated data `pki-root:<serial>`. */
+  /** PKCS#8 PEM sealed under a data key, which the master key wraps (ADR 0021); associated data `pki-root:<serial>`. */
   private_key_sealed: string;
   imported: number;
   created_at: number;
@@ -207,7 +207,7 @@ export interface IntermediateCertificatesTable {
   customer_id: number;
   serial: string;
   certificate_pem: string;
-  /** PKCS#8 PEM sealed with the master key; associated data `intermediate:<name>:<serial>`. */
+  /** PKCS#8 PEM sealed under a data key (ADR 0021); associated data `intermediate:<name>:<serial>`. */
   private_key_sealed: string;
   not_after: number;
   imported: number;
@@ -229,7 +229,7 @@ export interface ApiKeysTable {
 export interface DlockSecretTable {
   /** Always 'deployment': one row. */
   slot: string;
-  /** 32 random bytes (the HKDF salt of lock keys), sealed with the master key; associated data `dlock-secret`. */
+  /** 32 random bytes (the HKDF salt of lock keys), sealed under a data key (ADR 0021); associated data `dlock-secret`. */
   secret_sealed: string;
   created_at: number;
 }
@@ -240,7 +240,7 @@ export interface DlocksTable {
   certificate_name: string;
   /** The key certificate as JSON without its `key` member. */
   certificate_json: string;
-  /** The lock key (16 bytes), sealed with the master key; associated data `dlock-key:<serial_no>`. */
+  /** The lock key (16 bytes), sealed under a data key (ADR 0021); associated data `dlock-key:<serial_no>`. */
   key_sealed: string;
   created_at: number;
 }
@@ -333,7 +333,7 @@ export interface StatusDeliveryFailuresTable {
 export interface WebhookSecretsTable {
   /** 'customer:<id>', or 'deployment' for OKMs with no customer. */
   owner: string;
-  /** The whsec_ secret, sealed with the master key; associated data `webhook-secret:<owner>`. */
+  /** The whsec_ secret, sealed under a data key (ADR 0021); associated data `webhook-secret:<owner>`. */
   secret_sealed: string;
   /** The secret before the last rotation, still used to sign until previous_valid_until. */
   previous_secret_sealed: string | null;
