@@ -5,7 +5,7 @@ import { principalOf, requireScopes } from '../auth/guard.ts';
 import { cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable, resourceResponse } from '../http/schemas.ts';
 import { CustomerQuery, PageQuery, SerialParams } from '../http/request-schemas.ts';
-import { DELIVERY_FAILURE_PAGES, deliveryLog, listDeliveryFailures } from '../webhooks/queue-repository.ts';
+import { DELIVERY_FAILURE_PAGES, deliveryLog, listDeliveryFailures } from '../webhooks/delivery-log-repository.ts';
 import { checkOkmVisible } from './admin-service.ts';
 
 const NullableTime = Nullable(IsoTime);

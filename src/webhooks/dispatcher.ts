@@ -6,6 +6,7 @@ import { createOutageLog, isDatabaseUnavailable } from '../db/connection-errors.
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { DeadlineQueue } from './deadline-queue.ts';
+import { pruneDeliveryFailures } from './delivery-log-repository.ts';
 import { postStatusEvent, type AttemptResult, type StatusEvent } from './delivery.ts';
 import {
   claimDueFleetDeliveries,
@@ -20,7 +21,6 @@ import {
   claimDueEvents,
   fanOutQueuedStatuses,
   hostsWithPendingEvents,
-  pruneDeliveryFailures,
   recordAttempts,
   releaseClaims,
   type AttemptOutcome,

@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
-import { sql, type Compilable, type QueryResult, type Selectable } from 'kysely';
-import { afterKey } from '../db/cursor.ts';
+import { sql } from 'kysely';
+import { multiRowStatement } from '../db/chunked-statements.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
-import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { StatusDeliveryFailuresTable, StatusEventState, StatusEventsTable } from '../db/schema.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import type { StatusEventState } from '../db/schema.ts';
 import { emitSubscriberFailing } from './subscriber-health.ts';
 
 // Literal, not a parameter, so that SQLite can use the partial index on pending rows.
@@ -21,33 +19,6 @@ function hostOf(url: string): string {
     hostCache.set(url, host);
   }
   return host;
-}
-
-/** Rows per statement, so that the statements built for each row count stay few. */
-const MAX_ROWS_PER_STATEMENT = 128;
-
-/**
- * A statement over many rows, built and compiled once per row count (`build` gets one list of
- * `argsPerRow` placeholders per row), run over any number of rows in chunks; the rows it
- * returns, if any, of all chunks.
- */
-function multiRowStatement<Row, Result = never>(argsPerRow: number, build: (db: Db, rows: (readonly unknown[])[]) => Compilable<Result>) {
-  const byRowCount = new Map<number, (db: Db, ...args: unknown[]) => Promise<QueryResult<Result>>>();
-  return async (db: Db, rows: readonly Row[], argsOf: (row: Row) => readonly unknown[]): Promise<Result[]> => {
-    const results: Result[] = [];
-    for (let start = 0; start < rows.length; start += MAX_ROWS_PER_STATEMENT) {
-      const chunk = rows.slice(start, start + MAX_ROWS_PER_STATEMENT);
-      let query = byRowCount.get(chunk.length);
-      if (!query) {
-        query = precompiledQuery<Result, unknown[]>(argsPerRow * chunk.length, (db, args) =>
-          build(db, Array.from({ length: chunk.length }, (_, index) => args.slice(argsPerRow * index, argsPerRow * (index + 1)))),
-        );
-        byRowCount.set(chunk.length, query);
-      }
-      results.push(...(await query(db, ...chunk.flatMap(argsOf))).rows);
-    }
-    return results;
-  };
 }
 
 interface StatusToQueue {
@@ -457,38 +428,4 @@ export async function countPendingEvents(db: Db): Promise<number> {
     ])
     .executeTakeFirstOrThrow();
   return Number(row.rows) + Number(row.marks);
-}
-
-/** Removes delivery-log entries older than `before`. */
-export async function pruneDeliveryFailures(db: Db, before: number): Promise<void> {
-  await db.deleteFrom('status_delivery_failures').where('attempted_at', '<', before).execute();
-}
-
-export interface DeliveryLog {
-  /** When a poll queued the OKM's newest status, while the dispatcher has not fanned it out to the subscriptions. */
-  queuedAt: number | null;
-  subscriptions: Selectable<StatusEventsTable>[];
-}
-
-/** An OKM's queue rows (one per URL: at most MAX_STATUS_URLS) and its status not fanned out yet. */
-export async function deliveryLog(db: Db, serialNumber: string): Promise<DeliveryLog> {
-  const [okm, subscriptions] = await Promise.all([
-    db.selectFrom('okm_polls').select('status_queued_at').where('serial_number', '=', serialNumber).executeTakeFirst(),
-    db.selectFrom('status_events').selectAll().where('okm_serial', '=', serialNumber).orderBy('url').execute(),
-  ]);
-  const queuedAt = okm?.status_queued_at ?? null;
-  return { queuedAt: queuedAt === null ? null : Number(queuedAt), subscriptions };
-}
-
-/** An OKM's failed delivery attempts page by id, newest first. */
-export const DELIVERY_FAILURE_PAGES = cursorList<[id: number]>('okm-delivery-failures', ['integer']);
-
-/**
- * One page of an OKM's failed delivery attempts, newest first, before the cursor's id: a
- * range of status_delivery_failures_okm_idx (okm_serial, id) walked backwards from the cursor.
- */
-export async function listDeliveryFailures(db: Db, serialNumber: string, page: CursorPageRequest<[number]>): Promise<CursorPage<Selectable<StatusDeliveryFailuresTable>>> {
-  let rows = db.selectFrom('status_delivery_failures').selectAll().where('okm_serial', '=', serialNumber).orderBy('id', 'desc').limit(page.limit + 1);
-  if (page.after !== undefined) rows = rows.where(afterKey(['id'], page.after, 'desc'));
-  return DELIVERY_FAILURE_PAGES.page(await rows.execute(), page.limit, (row) => [row.id]);
 }
