@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { SqliteDialect } from 'kysely';
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
 import type { DialectStrategy } from './strategy.ts';
@@ -15,6 +15,30 @@ import type { DialectStrategy } from './strategy.ts';
  * still go through the WAL.
  */
 const MAPPED_BYTES = 2 ** 31;
+
+/**
+ * Transactions begin IMMEDIATE: they take the write lock as they begin, waiting for it up to
+ * busy_timeout. Begun deferred (Kysely's `begin`), a transaction that read before it wrote was
+ * refused at once with "database is locked" when another process (a CLI command beside the
+ * server) had committed in between: SQLite cannot wait in that case, its snapshot is stale.
+ * One connection per process runs one transaction at a time anyway, so nothing waits longer.
+ */
+class ImmediateTransactionsDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateTransactionsDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver() {
+    return new ImmediateTransactionsDriver(this.#config);
+  }
+}
 
 export function sqliteStrategy(file: string): DialectStrategy {
   return {
@@ -34,7 +58,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       database.pragma(`mmap_size = ${MAPPED_BYTES}`);
       cacheStatements(database);
       checkpointInBackground(database, file);
-      return new SqliteDialect({ database });
+      return new ImmediateTransactionsDialect({ database });
     },
     poolState: () => undefined,
     // SQLite runs one write at a time (one per database file, across processes), so a claiming
