@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { repeatStep } from '../db/repeating-step.ts';
-import { chainPendingEntries } from '../audit/chainer.ts';
+import { CHAIN_BATCH, chainPendingEntries } from '../audit/chainer.ts';
 import { signDueCheckpoints, type CheckpointSigningKey } from '../audit/checkpoints.ts';
 import { pruneAuditTrail } from '../audit/retention.ts';
 import auditLogRoutes from './routes.ts';
@@ -19,7 +19,10 @@ export interface AuditPluginOptions {
 /** The audit trail's routes, and its upkeep: chaining the entries committed, signed checkpoints, and retention when AUDIT_RETENTION_DAYS is set. */
 async function auditPlugin(app: FastifyInstance, options: AuditPluginOptions): Promise<void> {
   await app.register(auditLogRoutes, { prefix: '/api/v1/audit-log' });
-  repeatStep(app, 'audit chaining', CHAINING_INTERVAL_MS, async () => ((await chainPendingEntries(app.db, app.dialect.rowSet)) > 0 ? 0 : CHAINING_INTERVAL_MS));
+  // A full batch means more are waiting: the next batch at once. Otherwise the interval, so that
+  // under a steady stream of changes each batch carries an interval's entries, and the chaining
+  // transaction's own statements (the head row, the read, the move) are paid once for them all.
+  repeatStep(app, 'audit chaining', CHAINING_INTERVAL_MS, async () => ((await chainPendingEntries(app.db, app.dialect.rowSet)) >= CHAIN_BATCH ? 0 : CHAINING_INTERVAL_MS));
   const retentionDays = app.settings.auditRetentionDays;
   repeatStep(app, 'audit trail upkeep', AUDIT_UPKEEP_INTERVAL_MS, async () => {
     const signed = await signDueCheckpoints(app.db, options.signingKey);

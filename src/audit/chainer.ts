@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { RowSet } from '../db/dialects/strategy.ts';
 import type { AuditContentColumns } from '../db/schema.ts';
 import { canonicalTextDigest } from '../shared/canonical-json.ts';
@@ -20,48 +21,63 @@ interface Placed {
  * Writes the placed entries into the chain and removes them from the waiting ones. Where a
  * statement round trip costs more than building a set (PostgreSQL), one INSERT … SELECT from
  * audit_pending joined with the row set of their places (the entries' content does not travel
- * back), and one DELETE; else (SQLite, in-process) one INSERT of the values an entry, and one
- * DELETE. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
+ * back), and one DELETE; else (SQLite, in-process) an INSERT … SELECT and a DELETE an entry,
+ * each compiled once. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
  * waits for the next call.
  */
 async function moveIntoChain(trx: Db, placed: readonly Placed[], rowSet: RowSet | undefined): Promise<void> {
   const ids = placed.map((entry) => entry.row.id);
   if (rowSet === undefined) {
     for (const { row, seq, prevHash, hash } of placed) {
-      const { id: _id, ...content } = row;
-      await trx.insertInto('audit_entries').values({ ...content, seq, prev_hash: prevHash, hash }).execute();
+      await copyIntoChain(trx, seq, prevHash, hash, row.id);
+      await deletePending(trx, row.id);
     }
-  } else {
-    const places = rowSet<{ row_id: number; seq: number; prev_hash: string; hash: string }, 'places'>('places', [
-      { name: 'row_id', type: 'bigint', values: ids },
-      { name: 'seq', type: 'bigint', values: placed.map((entry) => entry.seq) },
-      { name: 'prev_hash', type: 'text', values: placed.map((entry) => entry.prevHash) },
-      { name: 'hash', type: 'text', values: placed.map((entry) => entry.hash) },
-    ]);
-    await trx
-      .insertInto('audit_entries')
-      .columns(['seq', ...ENTRY_COLUMNS, 'prev_hash', 'hash'])
-      .expression((eb) =>
-        eb
-          .selectFrom('audit_pending')
-          .innerJoin(places, 'places.row_id', 'audit_pending.id')
-          .select(['places.seq', ...ENTRY_COLUMNS.map((column) => `audit_pending.${column}` as const), 'places.prev_hash', 'places.hash'])
-          // The range lets the planner read the batch by the primary key rather than join the row set with every row waiting.
-          .where('audit_pending.id', '>=', ids[0]!)
-          .where('audit_pending.id', '<=', ids.at(-1)!),
-      )
-      .execute();
+    return;
   }
+  const places = rowSet<{ row_id: number; seq: number; prev_hash: string; hash: string }, 'places'>('places', [
+    { name: 'row_id', type: 'bigint', values: ids },
+    { name: 'seq', type: 'bigint', values: placed.map((entry) => entry.seq) },
+    { name: 'prev_hash', type: 'text', values: placed.map((entry) => entry.prevHash) },
+    { name: 'hash', type: 'text', values: placed.map((entry) => entry.hash) },
+  ]);
+  await trx
+    .insertInto('audit_entries')
+    .columns(['seq', ...ENTRY_COLUMNS, 'prev_hash', 'hash'])
+    .expression((eb) =>
+      eb
+        .selectFrom('audit_pending')
+        .innerJoin(places, 'places.row_id', 'audit_pending.id')
+        .select(['places.seq', ...ENTRY_COLUMNS.map((column) => `audit_pending.${column}` as const), 'places.prev_hash', 'places.hash'])
+        // The range lets the planner read the batch by the primary key rather than join the row set with every row waiting.
+        .where('audit_pending.id', '>=', ids[0]!)
+        .where('audit_pending.id', '<=', ids.at(-1)!),
+    )
+    .execute();
   await trx
     .deleteFrom('audit_pending')
     .where('id', '>=', ids[0]!)
     .where('id', '<=', ids.at(-1)!)
-    .where('id', 'in', rowSet === undefined ? ids : sql<number>`(select unnest(${ids}::bigint[]))`)
+    .where('id', 'in', sql<number>`(select unnest(${ids}::bigint[]))`)
     .execute();
 }
 
+/** One waiting entry copied into the chain at its place, its content not travelling back (SQLite: a statement per entry, compiled once). */
+const copyIntoChain = precompiledQuery<unknown, [number, string, string, number]>(4, (db, [seq, prevHash, hash, id]) =>
+  db
+    .insertInto('audit_entries')
+    .columns(['seq', ...ENTRY_COLUMNS, 'prev_hash', 'hash'])
+    .expression((eb) =>
+      eb
+        .selectFrom('audit_pending')
+        .select([sql`${seq}`.as('seq'), ...ENTRY_COLUMNS, sql`${prevHash}`.as('prev_hash'), sql`${hash}`.as('hash')])
+        .where('id', '=', id as number),
+    ),
+);
+
+const deletePending = precompiledQuery<unknown, [number]>(1, (db, [id]) => db.deleteFrom('audit_pending').where('id', '=', id as number));
+
 /** Entries one chaining transaction takes at most; the next takes the rest. */
-const CHAIN_BATCH = 1_000;
+export const CHAIN_BATCH = 1_000;
 
 /**
  * Gives the committed entries waiting (audit_pending) their place in the one chain of the
