@@ -23,7 +23,7 @@ import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { encodeCursor } from '../src/http/cursor-paging.ts';
+import { encodeCursor } from '../src/db/cursor-pages.ts';
 import { OKM_PAGES } from '../src/okm/admin-repository.ts';
 import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {

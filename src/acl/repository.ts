@@ -1,9 +1,9 @@
 import { sql, type Insertable, type Selectable, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { AclContentsTable, AclsTable, Database } from '../db/schema.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { aclNameSearchKey, type StoredAcl } from './model.ts';
 import type { AclSearch } from './schemas.ts';
 

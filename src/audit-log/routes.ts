@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { cursorPageRequest } from '../db/cursor-pages.ts';
 import type { OperationDocumentation } from '../http/openapi.ts';
 import { Type, type Static } from 'typebox';
 import { actingCustomer, principalOf, requireScopes } from '../auth/guard.ts';
 import { badRequest } from '../http/errors.ts';
-import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { cursorPageQueryProperties, cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, IsoTime, MESSAGES, Nullable } from '../http/schemas.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { AUDIT_ACTION_NAMES, AUDIT_ENTITY_TYPES } from '../audit/actions.ts';

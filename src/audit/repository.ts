@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.ts';
 import { afterKey } from '../db/cursor.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { entryOfRow, type AuditEntry } from './trail.ts';
 
 /** What a search of the trail selects; every member an AND. */

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CUSTOMER_PAGES, listCustomers } from '../customers/repository.ts';
+import { cursorPageRequest, mapCursorPage } from '../db/cursor-pages.ts';
 import { principalOf, requireScopes } from './guard.ts';
-import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { cursorPageQueryProperties, cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, MESSAGES } from '../http/schemas.ts';
 
 const CustomerListQuery = Type.Object(

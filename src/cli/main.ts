@@ -2,6 +2,7 @@
 import '../config/node-runtime-guard.ts';
 import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
+import { InvalidCursorError } from '../db/cursor-pages.ts';
 import { HttpError } from '../http/errors.ts';
 import { COMMANDS } from './commands.ts';
 import { UsageError } from './context.ts';
@@ -80,7 +81,7 @@ function failureOf(error: unknown): Failure {
     return { exitCode: EXIT.usage, code: 'usage', message, hint: `Run '${commandPath()} --help' for usage.` };
   }
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof UsageError) return { exitCode: EXIT.usage, code: 'usage', message };
+  if (error instanceof UsageError || error instanceof InvalidCursorError) return { exitCode: EXIT.usage, code: 'usage', message };
   // The domain's refusals are HTTP errors: a malformed value (400), nothing by that name (404), taken or in the way (409).
   const statusCode = error instanceof HttpError ? error.statusCode : undefined;
   if (statusCode === 400) return { exitCode: EXIT.usage, code: 'usage', message };

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { HttpError } from '../http/errors.ts';
+import { InvalidCursorError } from '../db/cursor-pages.ts';
 import { pendingOkmRecords } from '../okm/pending-service.ts';
 import { UsageError, commandGroup, openContext, printResult } from './context.ts';
 
@@ -15,7 +15,7 @@ export function register(program: Command): void {
       const context = await openContext();
       try {
         const page = await pendingOkmRecords(context.db, { limit: PER_PAGE, cursor: options.cursor }).catch((error: unknown) => {
-          if (error instanceof HttpError && error.message.startsWith('cursor:')) throw new UsageError('--cursor: not a cursor of this list; pass the one a page printed, unchanged');
+          if (error instanceof InvalidCursorError) throw new UsageError('--cursor: not a cursor of this list; pass the one a page printed, unchanged');
           throw error;
         });
         const lines = page.items.map(

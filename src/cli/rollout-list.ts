@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { HttpError } from '../http/errors.ts';
+import { InvalidCursorError } from '../db/cursor-pages.ts';
 import { listRolloutViews } from '../rollouts/service.ts';
 import { memberTotal, ROLLOUT_STATES, type RolloutState } from '../rollouts/model.ts';
 import { openContext, printResult, UsageError } from './context.ts';
@@ -23,7 +23,7 @@ export function register(program: Command): void {
       try {
         const query = { customer: options.customer, state: options.state as RolloutState | undefined, limit: PER_PAGE, cursor: options.cursor };
         const page = await listRolloutViews(operatorRequest(context), query).catch((error: unknown) => {
-          if (error instanceof HttpError && error.message.startsWith('cursor:')) throw new UsageError('--cursor: not a cursor of this list; pass the one a page printed, unchanged');
+          if (error instanceof InvalidCursorError) throw new UsageError('--cursor: not a cursor of this list; pass the one a page printed, unchanged');
           throw error;
         });
         const lines = page.items.map((rollout) => {

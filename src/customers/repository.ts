@@ -1,7 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { actingCustomer, principalOf, requireScopes } from '../auth/guard.ts';
+import { cursorPageRequest, mapCursorPage } from '../db/cursor-pages.ts';
 import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
-import { cursorPageQueryProperties, cursorPageRequest, cursorPageResponse, mapCursorPage, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
+import { cursorPageQueryProperties, cursorPageResponse, NO_TOTAL, sendCursorPage } from '../http/cursor-paging.ts';
 import { ErrorResponse, IsoTime, MESSAGES } from '../http/schemas.ts';
 import { listLocks, LOCK_PAGES } from './locks-list.ts';
 

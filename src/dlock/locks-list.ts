@@ -1,6 +1,6 @@
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import type { KeyCertificate } from './key-certificate.ts';
 
 /** An enrolled DLock as the locks list shows it: never its key. */

@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
 import { Type } from 'typebox';
+import { MAX_PAGE_LIMIT, type CursorPage } from '../db/cursor-pages.ts';
 import type { OperationDocumentation } from './openapi.ts';
-import { MAX_PAGE_LIMIT, type CursorPage } from './cursor-paging.ts';
 
 /**
  * CSV exports of cursor-paged lists: the list's filters, every page of it, streamed as the pages

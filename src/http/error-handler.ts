@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createOutageLog, isDatabaseUnavailable, OUTAGE_LOG_INTERVAL_MS } from '../db/connection-errors.ts';
+import { InvalidCursorError } from '../db/cursor-pages.ts';
 import { HttpError, UnavailableError } from './errors.ts';
 import { describeValidationError } from './validation.ts';
 
@@ -69,6 +70,7 @@ function toErrorReply(error: FastifyError | HttpError, request: FastifyRequest):
   if (error instanceof HttpError) {
     return { statusCode: error.statusCode, errorCode: error.errorCode, message: error.message, headers: error.headers, bodyMembers: error.bodyMembers };
   }
+  if (error instanceof InvalidCursorError) return { statusCode: 400, errorCode: 'BAD_REQUEST', message: error.message, headers: {} };
   if (error.validation && error.validation.length > 0) {
     const message = describeValidationError(error.validationContext ?? 'body', error.validation[0] as never);
     return { statusCode: 400, errorCode: 'BAD_REQUEST', message, headers: {} };

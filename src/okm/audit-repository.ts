@@ -1,6 +1,6 @@
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { JsonText } from '../shared/raw-json.ts';
 
 /** One audit record as the OKM sent it (any JSON value), with the time keyfleet received it. */

@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { OkmMessagesTable } from '../db/schema.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { JsonText } from '../shared/raw-json.ts';
 
 /** A buffered message for one OKM; delivered ones stay as history (deliveredAt set). */

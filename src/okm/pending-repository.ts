@@ -1,9 +1,9 @@
 import { sql, type ExpressionBuilder, type OnConflictBuilder, type Selectable } from 'kysely';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { Database, PendingOkmsTable } from '../db/schema.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { emitFleetEvent } from '../webhooks/fleet-events.ts';
 
 /** An unknown serial number that called while auto-enrol is off: what an operator needs to decide on it. */

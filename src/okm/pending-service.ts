@@ -1,9 +1,9 @@
 import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import { findCustomerByName } from '../customers/repository.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../db/cursor-pages.ts';
 import type { Db } from '../db/database.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { UNCONFIGURED_OKM } from './model.ts';
-import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
 import { listPendingOkms, PENDING_OKM_PAGES, takePendingOkm, type PendingOkm } from './pending-repository.ts';
 import { checkSerialNumber, type PendingOkmRecord } from './schemas.ts';
 import { insertOkm, setLastCall } from './repository.ts';

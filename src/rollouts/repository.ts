@@ -1,9 +1,9 @@
 import { sql, type Insertable, type RawBuilder, type Selectable, type SqlBool, type Updateable } from 'kysely';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
 import { emptyCounts, emptyStateCounts, groupStarts, MEMBER_STATUSES, type GroupCounts, type MemberState, type MemberStatus, type RolloutState, type StateCounts } from './model.ts';
 
 export type RolloutRow = Selectable<RolloutsTable> & { customer_name: string | null; time_zone: string | null };

@@ -1,10 +1,10 @@
 import type { AuditAction } from '../audit/actions.ts';
 import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts';
 import { actingCustomer, type Principal } from '../auth/guard.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage } from '../db/cursor-pages.ts';
 import type { Db } from '../db/database.ts';
 import { findRelease } from '../firmware/repository.ts';
 import { compareFirmwareVersions, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
-import { cursorPageRequest, mapCursorPage, type CursorPage } from '../http/cursor-paging.ts';
 import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { formatDuration, parseDuration } from '../shared/duration.ts';
 import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicyWire } from '../shared/retry-policy.ts';

@@ -1,7 +1,7 @@
 import { after, before, mock } from 'node:test';
+import { MAX_PAGE_LIMIT } from '../../src/db/cursor-pages.ts';
 import type { Db } from '../../src/db/database.ts';
 import type { FirmwareKind } from '../../src/firmware/version.ts';
-import { MAX_PAGE_LIMIT } from '../../src/http/cursor-paging.ts';
 import { listAuditRecords } from '../../src/okm/audit-repository.ts';
 import { listMessages } from '../../src/okm/messages-repository.ts';
 import { SERVER_TIME } from './resolvers/fixtures.ts';

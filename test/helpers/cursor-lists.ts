@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { encodeCursor } from '../../src/http/cursor-paging.ts';
+import { encodeCursor } from '../../src/db/cursor-pages.ts';
 import type { TestApp } from './app.ts';
 
 export type ListKey = string | number;
@@ -149,6 +149,7 @@ export function cursorListContract(name: string, fixture: () => Promise<CursorLi
     for (const [what, cursor] of Object.entries(refused)) {
       const response = await list.t.app.inject({ method: 'GET', url: withQuery(list.url, { cursor }), headers: { authorization: `Bearer ${list.token}` } });
       assert.equal(response.statusCode, 400, `${what} cursor: ${response.body}`);
+      assert.equal(response.json().error_code, 'BAD_REQUEST', what);
       assert.match(response.json().error_msg, /cursor/, what);
     }
     for (const limit of ['0', '501', '1.5', '1e400', '-1', 'ten']) {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { cursorPageOf, decodeCursor, encodeCursor, type CursorKind } from '../../src/http/cursor-paging.ts';
-import { HttpError } from '../../src/http/errors.ts';
+import { cursorPageOf, decodeCursor, encodeCursor, InvalidCursorError, type CursorKind } from '../../src/db/cursor-pages.ts';
 
 const keyValue = (kind: CursorKind) => (kind === 'string' ? fc.string({ maxLength: 64 }) : fc.maxSafeInteger().filter((value) => value >= Number.MIN_SAFE_INTEGER));
 const shapes = fc.array(fc.constantFrom<CursorKind>('string', 'integer'), { minLength: 1, maxLength: 3 });
@@ -20,9 +19,9 @@ test('a cursor decodes to the key it was made of, for any key of its shape', () 
   );
 });
 
-test('a cursor of another shape, of non-safe numbers, or not made by encodeCursor at all is a 400 naming the cursor', () => {
+test('a cursor of another shape, of non-safe numbers, or not made by encodeCursor at all is an InvalidCursorError naming the cursor', () => {
   const refused = (cursor: string, shape: CursorKind[]) =>
-    assert.throws(() => decodeCursor(cursor, shape), (error: unknown) => error instanceof HttpError && error.statusCode === 400 && /^cursor: /.test(error.message));
+    assert.throws(() => decodeCursor(cursor, shape), (error: unknown) => error instanceof InvalidCursorError && /^cursor: /.test(error.message));
   refused(encodeCursor(['OKM-1']), ['integer']);
   refused(encodeCursor(['OKM-1', 3]), ['string']);
   refused(encodeCursor([3]), ['string']);
@@ -37,7 +36,7 @@ test('a cursor of another shape, of non-safe numbers, or not made by encodeCurso
         const key = decodeCursor(text, shape);
         assert.equal(key?.length, shape.length);
       } catch (error) {
-        assert.ok(error instanceof HttpError && error.statusCode === 400);
+        assert.ok(error instanceof InvalidCursorError);
       }
     }),
   );
