@@ -1,5 +1,5 @@
 /**
- * What the audit trail (issue 36, SPEC §18) costs, on SQLite and PostgreSQL:
+ * What the audit trail (issue 36, contract §18) costs, on SQLite and PostgreSQL:
  *
  * - acl: PUT /api/v1/acls/{id} of ACLs of 50 users × 20 locks, each update flipping one
  *   permission, round-robin over many ACLs so that no two updates wait for one row; this

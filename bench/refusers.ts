@@ -1,5 +1,5 @@
 /**
- * Refusers under the firmware retry policy (SPEC section 15): how many polls a device that
+ * Refusers under the firmware retry policy (contract §15): how many polls a device that
  * never installs firmware takes to have every other setting in step (clock, cache mode, audit
  * URL), with the policy on (the default) and off (`{"offers":0}`, strict seed order). Counted
  * in polls and device time, not CPU: a small fleet, a few minutes on both databases.

@@ -1,6 +1,6 @@
 /**
  * What a request authenticated by a session cookie costs beside the same request with a
- * bearer token (SPEC §17: a session check must cost no measurable time). One `keyfleet serve`
+ * bearer token (contract §17: a session check must cost no measurable time). One `keyfleet serve`
  * (compiled, default settings) per database; a person bound to the `viewer` role of customer
  * acme with a session, and a token of acme with the same scopes. GET /api/v1/okms?limit=1 of
  * acme (a small page: the credential's share is what shows). Rounds alternate token and

@@ -67,7 +67,7 @@ forEachDatabase('ACL names', (kind) => {
     assert.deepEqual(fetched.json().data, withoutName);
   });
 
-  test('without names and without search, the seed\'s list is unchanged: the same members in the same order, no name', async () => {
+  test('without names and without search, the list of contract §0.6 is unchanged: the same members in the same order, no name', async () => {
     const acl = sampleAcl('gamma');
     const token = await issueTestToken(t, { customer: 'gamma', scopes: ['acl:read', 'acl:create'] });
     await call(t, 'POST', ACLS, { token, payload: acl });

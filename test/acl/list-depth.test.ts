@@ -21,7 +21,7 @@ async function storeAcls(t: TestApp, customerId: number, ids: readonly string[])
   }
 }
 
-forEachDatabase("the seed's ACL list at depth (page / results_per_page / total_results)", (kind) => {
+forEachDatabase("the ACL list of contract §0.6 at depth (page / results_per_page / total_results)", (kind) => {
   let t: TestApp;
   let token: string;
   let customerId: number;

@@ -22,7 +22,7 @@ forEachDatabase('ACL routes', (kind) => {
 
   const post = (acl: unknown, token = tokens.acme) => call(t, 'POST', `${ACLS}/`, { token, payload: acl });
 
-  test('POST /api/v1/acls/ creates the ACL: 201 with the seed\'s message and the ACL as sent', async () => {
+  test('POST /api/v1/acls/ creates the ACL: 201 with the message of contract §0.6 and the ACL as sent', async () => {
     const acl = sampleAcl('acme');
 
     const response = await post(acl);
@@ -290,7 +290,7 @@ forEachDatabase('ACL list', (kind) => {
   const list = (query: string) => call(t, 'GET', `${ACLS}?customer=${customer}${query}`, { token: tokens.admin });
   const listedIds = (response: { json(): { data: { id: string }[] } }) => response.json().data.map((acl) => acl.id);
 
-  test('the list is the customer\'s ACLs by id, 30 a page by default, with the seed\'s pagination (counts as strings)', async () => {
+  test('the list is the customer\'s ACLs by id, 30 a page by default, with the pagination of contract §8.3 (counts as strings)', async () => {
     const response = await list('');
 
     assert.equal(response.statusCode, 200);

@@ -16,7 +16,7 @@ interface Route {
   success: number;
 }
 
-/** Each ACL route with the scopes the seed gives it. */
+/** Each ACL route with the scopes contract §0.7 gives it. */
 const ROUTES: Route[] = [
   { method: 'POST', url: () => `${ACLS}/`, scopes: ['acl:read', 'acl:create'], body: true, success: 201 },
   { method: 'GET', url: () => `${ACLS}?customer=acme`, scopes: ['acl:read'], success: 200 },
@@ -71,7 +71,7 @@ forEachDatabase('ACL scopes and tenancy', (kind) => {
       }
 
       for (const missing of route.scopes) {
-        test(`a token without ${missing} is the seed's 403`, async () => {
+        test(`a token without ${missing} is the 403 of contract §0.9`, async () => {
           const { url, payload } = await arrange(route);
           const others = ALL_ACL_SCOPES.filter((scope) => scope !== missing);
           const token = await issueTestToken(t, { customer: 'acme', scopes: [...others, 'okm:read', 'okm:write'] });

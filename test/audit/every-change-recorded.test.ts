@@ -22,7 +22,7 @@ import { aclUser, sampleAcl } from '../acl/helpers.ts';
 import { addRelease } from '../device/config-helpers.ts';
 
 /**
- * SPEC section 18, "every change made through any interface appends one entry, in the same
+ * contract §18, "every change made through any interface appends one entry, in the same
  * transaction as the change", checked route by route: the write operations are read from the
  * app's own OpenAPI document, and each has a scenario here (what it must append, then that a
  * failure of its entry leaves the whole database as it was) or an exemption saying why it
@@ -271,7 +271,7 @@ function operations(w: World): Record<string, Operation> {
         return () => request('DELETE', `/v1/dlock/${serial}`, { token: w.apiKey });
       },
     },
-    sendAuditRecords: { exempt: "an OKM's own audit records (what happened at its locks), which SPEC section 18 exempts like its polls: a device reporting, not a change made through an interface" },
+    sendAuditRecords: { exempt: "an OKM's own audit records (what happened at its locks), which contract §18 exempts like its polls: a device reporting, not a change made through an interface" },
     putOkm: {
       actions: ['okm.configured'],
       actor: 'token',

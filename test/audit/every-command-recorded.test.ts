@@ -30,7 +30,7 @@ import { createAcl } from '../../src/acl/service.ts';
 import { aclUser } from '../acl/helpers.ts';
 
 /**
- * SPEC section 18 for the command line: every command (its words, as src/cli/commands.ts
+ * contract §18 for the command line: every command (its words, as src/cli/commands.ts
  * defines them) has a scenario here (the entries it appends, by the account that runs it, then
  * that a failure of its entry leaves the whole database as it was) or an exemption saying why
  * it changes nothing the trail covers. A command added without either fails the first test.
@@ -111,7 +111,7 @@ function commands(w: World, kind: Parameters<typeof openTestStore>[0]): Record<s
     serve: { exempt: 'serves the API: the changes made through it are the routes’ (test/audit/every-change-recorded.test.ts)' },
     dispatch: { exempt: 'delivers queued status events: delivery bookkeeping, no configuration changes' },
     migrate: { exempt: 'applies the schema: no entity the trail covers changes' },
-    simulate: { exempt: 'runs virtual OKMs against a server: device polls and audit records, which SPEC section 18 exempts' },
+    simulate: { exempt: 'runs virtual OKMs against a server: device polls and audit records, which contract §18 exempts' },
     console: { actions: ['token.issued'], setup: async () => ({ args: ['console', '--customer', 'acme', '--url', 'https://keyfleet.example'] }) },
     'customer create': { actions: ['customer.created'], setup: async () => ({ args: ['customer', 'create', next('customer')] }) },
     'customer list': { exempt: 'a read' },

@@ -15,7 +15,7 @@ const IDP_AUDIENCE = 'keyfleet-api';
 const UNREACHABLE_ISSUER = 'https://down.example.test/';
 const ENDLESS_ISSUER = 'https://endless.example.test/';
 const HUGE_ISSUER = 'https://huge.example.test/';
-/** SPEC §16: 64 KiB of an answer, and the socket read that crosses it (reads come in pieces of up to 64 KiB). */
+/** contract §16: 64 KiB of an answer, and the socket read that crosses it (reads come in pieces of up to 64 KiB). */
 const READ_BOUND = 2 * 64 * 1024 + 1024;
 
 interface IdentityProvider {

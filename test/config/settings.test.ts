@@ -17,7 +17,7 @@ function errorFor(env: Record<string, string>): SettingsError {
 }
 
 describe('settings', () => {
-  test('with no variables set, the SPEC defaults apply', () => {
+  test('with no variables set, the defaults of contract §1.4 apply', () => {
     const settings = loadSettings({});
 
     assert.equal(settings.port, 8080);
@@ -106,7 +106,7 @@ describe('settings', () => {
     assert.deepEqual([loadSettings({}).sessionIdleMs, loadSettings({}).sessionLifetimeMs, loadSettings({}).sessionRefreshMs], [30 * 60_000, 12 * 3_600_000, 5 * 60_000]);
   });
 
-  test('the firmware retry policy is the SPEC\'s default unless FIRMWARE_RETRY_POLICY says otherwise; what it leaves out is the default\'s', () => {
+  test('the firmware retry policy is the contract\'s default (contract §15.2) unless FIRMWARE_RETRY_POLICY says otherwise; what it leaves out is the default\'s', () => {
     assert.deepEqual(loadSettings({}).firmwareRetryPolicy, { offers: 3, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
     assert.deepEqual(loadSettings({ FIRMWARE_RETRY_POLICY: '{"offers": 0}' }).firmwareRetryPolicy, { offers: 0, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
     assert.equal(loadSettings({}).stuckAfterPolls, 3);

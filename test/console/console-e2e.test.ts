@@ -51,7 +51,7 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
     for (const tone of Object.keys(EXPECTED_COUNTS)) counts[tone] = Number((await page.getByTestId(`count-${tone}`).innerText()).replace(/\D/g, ''));
     assert.deepEqual(counts, EXPECTED_COUNTS);
     assert.ok(await page.locator('.chart-box canvas').first().isVisible(), 'the firmware chart is drawn');
-    // SPEC 12's budget (bench/RESULTS.md): the console's own files, uncompressed.
+    // contract §12's budget (bench/RESULTS.md): the console's own files, uncompressed.
     assert.ok(firstLoad > 100_000 && firstLoad < 500_000, `first load ${firstLoad} bytes`);
     context.diagnostic(`console first load: ${firstLoad} bytes`);
     assertNoProblems();

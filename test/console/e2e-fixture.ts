@@ -196,7 +196,7 @@ function generator(seed: number) {
   };
 }
 
-/** The query values, as stored, of a seeded OKM that has everything the seed configures (auditing on, the fleet's interval). */
+/** The query values, as stored, of a seeded OKM that has everything the seeding configures (auditing on, the fleet's interval). */
 const inStepReported = (lastSync: number, interval: number, kasFirmware: string | null): Record<string, string> => ({
   kasDateTime: String(lastSync),
   cacheMode: '1',
@@ -206,7 +206,7 @@ const inStepReported = (lastSync: number, interval: number, kasFirmware: string 
   ...(kasFirmware === null ? {} : { kasFirmware }),
 });
 
-/** The reported value that its last correction was about, where the seed's configuration can differ from it. */
+/** The reported value that its last correction was about, where the seeded configuration can differ from it. */
 function driftedReport(correction: string, lastSync: number): Record<string, string> {
   if (correction === 'pollingInterval') return { pollingInterval: '300' };
   if (correction === 'kasDateTime') return { kasDateTime: String(lastSync - 3_600_000) };
@@ -254,7 +254,7 @@ export async function seedFleet({ db }: DatabaseHandle, spec: FleetSpec): Promis
       const stuckColumns = isStuck
         ? { correction_digest: 'seeded', correction_since_poll: polls - sentOn + 1, stuck_resolver: okm.last_correction, stuck_since: lastSync! - (sentOn - 3) * interval * 1000 }
         : {};
-      // What its last poll left, in its poll row: a report in step with what the seed configures,
+      // What its last poll left, in its poll row: a report in step with what the seeding configures,
       // but for the value its last correction was about, so that its drift report reads as a real one.
       const reported = lastSync === null ? undefined : { ...inStepReported(lastSync, interval, okm.firmware_version), ...(okm.last_correction === null ? {} : driftedReport(okm.last_correction, lastSync)) };
       const poll = lastSync === null ? undefined : { serial_number: serial, last_sync_time: lastSync, last_ip: `10.${20 + (index % 200)}.${index % 250}.${(index * 7) % 250}`, reported: JSON.stringify(reported), polls };

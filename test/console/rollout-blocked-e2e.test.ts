@@ -12,7 +12,7 @@ const BLOCKED = FLEET.slice(0, 2);
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(PROJECT_ROOT, 'docs/images') : undefined;
 
 /**
- * A rollout group's blocked OKMs (SPEC §13, §15): stuck on a correction before the rollout's, so
+ * A rollout group's blocked OKMs (contract §13, §15): stuck on a correction before the rollout's, so
  * never offered the version. Their count on the rollout's page leads to them, each with the
  * resolver that blocks it.
  */
@@ -40,7 +40,7 @@ describe('console: a rollout’s blocked OKMs', { skip: browserTestSkip() }, () 
     const rollout = (await server.api(acme, 'POST', '/api/v1/rollouts', { kind: 'batch_key', version: '2.0.0', groups: [{ percent: 100 }], retry_policy: { offers: 2 } }, 201)).data;
     rolloutId = rollout.id;
     await server.api(acme, 'POST', `/api/v1/rollouts/${rolloutId}/start`);
-    // Told a new cache mode, which these two never take: the cacheMode correction answers each of their polls, and the batch key offer (later in the seed's order) is never sent.
+    // Told a new cache mode, which these two never take: the cacheMode correction answers each of their polls, and the batch key offer (later in seed order) is never sent.
     for (const serial of BLOCKED) {
       await server.api(acme, 'PATCH', `/api/v1/okms/${serial}`, { cache_mode: 2 });
       const reported = devices.get(serial)!.reported;

@@ -29,7 +29,7 @@ const listedSerials = (page: Page) => page.getByTestId('okm-list').locator('tbod
 const listShows = (page: Page, serials: string[]) =>
   eventually(async () => JSON.stringify(await listedSerials(page)) === JSON.stringify(serials), 20_000, `the list of ${serials.join(', ')}`);
 
-/** SPEC section 15 in the console: the OKM page's "Stuck" badge and reason, the list's filter, the overview's count. */
+/** contract §15 in the console: the OKM page's "Stuck" badge and reason, the list's filter, the overview's count. */
 describe('console: stuck OKMs', { skip: browserTestSkip() }, () => {
   let server: ConsoleServer;
   let browser: Browser;

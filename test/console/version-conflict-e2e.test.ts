@@ -30,7 +30,7 @@ describe('console: a save that meets another writer\'s change shows the conflict
     await server?.stop();
   });
 
-  /** An ACL, and the same ACL with a user added by an API writer while the console has it open (no If-Match: the seed's call). */
+  /** An ACL, and the same ACL with a user added by an API writer while the console has it open (no If-Match: the call of contract §0.6). */
   async function aclChangedByTheApi(aclId: string, userId: number) {
     const current = (await server.api(token, 'GET', `/api/v1/acls/${aclId}`)).data;
     const added = { ...current.users[0], user_id: userId, pin_hash: 'c0ffee42', permissions: current.locks.map(() => 1) };

@@ -79,7 +79,7 @@ forEachDatabase('OKM drift and last_correction', (kind) => {
     assert.equal((await record(serial)).last_correction, 'keyCheckoutWindowTime');
   });
 
-  test("drift lists every resolver's verdict in the seed's order and the body the next poll would get", async () => {
+  test("drift lists every resolver's verdict in seed order (contract §0.4) and the body the next poll would get", async () => {
     const serial = uniqueSerial();
     await createOkm(t, tokens.acmeWrite, serial, { polling_interval: 60, asset_list: ['LOCK-1'] });
     await poll(t, serial, inStep());

@@ -42,7 +42,7 @@ forEachDatabase('device hardening off (the defaults)', (kind) => {
   });
   after(() => t.close());
 
-  test('an unknown OKM is inserted and answered 204, as the seed says, and nothing is pending', async () => {
+  test('an unknown OKM is inserted and answered 204, as contract §0.4 says, and nothing is pending', async () => {
     const serial = newSerial('HRD');
 
     const response = await poll(t, serial);

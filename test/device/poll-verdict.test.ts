@@ -145,7 +145,7 @@ describe('a poll\'s verdict', () => {
     assert.equal(run.verdicts.flatMap((verdict) => verdict.events).length, 1);
   });
 
-  test('{"offers": 0} keeps the seed\'s strict order: the offer on every poll, the clock never corrected', () => {
+  test('{"offers": 0} keeps strict seed order (contract §15.2): the offer on every poll, the clock never corrected', () => {
     const { desired, reported } = kasRefuser();
     const run = pollRepeatedly(desired, reported, 20, { policy: STRICT });
 

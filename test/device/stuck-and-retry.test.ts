@@ -158,7 +158,7 @@ forEachDatabase('the fleet default retry policy', (kind) => {
   });
   after(() => t.close());
 
-  test('FIRMWARE_RETRY_POLICY={"offers": 0} restores the seed\'s strict order', async () => {
+  test('FIRMWARE_RETRY_POLICY={"offers": 0} restores strict seed order (contract §15.2)', async () => {
     const serial = uniqueSerial('FLEET-STRICT');
     await poll(t, serial, refuser(t));
 

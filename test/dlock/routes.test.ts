@@ -259,7 +259,7 @@ forEachDatabase('DLock routes', (kind) => {
     assert.deepEqual(JSON.parse(Buffer.from(secondBase64, 'base64').toString('utf8')), enrolled);
   });
 
-  test('GET and DELETE work with the headers the seed sends on every call, Content-Type included', async () => {
+  test('GET and DELETE work with the headers contract §0.5 sends on every call, Content-Type included', async () => {
     const request = body();
     assert.equal((await post(request)).statusCode, 200);
     const headers = { ...bearer(acmeKey), 'content-type': 'application/json', accept: 'application/json', 'accept-charset': 'utf-8' };

@@ -49,7 +49,7 @@ export async function fleetRows(db: Db, customerId?: number): Promise<FleetRow[]
   }));
 }
 
-/** SPEC: 3 effective polling intervals (own, else the fleet's; 5 to 3600 s) after the last poll. */
+/** Overdue (contract §5.2): 3 effective polling intervals (own, else the fleet's; 5 to 3600 s) after the last poll. */
 export const dueTime = (row: Pick<FleetRow, 'last_sync_time' | 'polling_interval'>, fleetPollingInterval: number) =>
   row.last_sync_time! + 3 * 1000 * Math.min(3600, Math.max(5, row.polling_interval ?? fleetPollingInterval));
 
@@ -67,7 +67,7 @@ export interface CountedSummary {
   firmware: Record<'kas' | 'batch_key' | 'wireless_key', { version: string; okms: number }[]>;
 }
 
-/** The summary of these OKMs (SPEC section 11), those `overdue` says counted overdue. */
+/** The summary of these OKMs (contract §11), those `overdue` says counted overdue. */
 export function countSummary(rows: readonly FleetRow[], overdue: (row: FleetRow) => boolean): CountedSummary {
   const okms = { total: rows.length, in_step: 0, drifting: 0, overdue: 0, never_polled: 0, stuck: 0 };
   const corrections: Record<string, number> = {};

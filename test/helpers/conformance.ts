@@ -67,7 +67,7 @@ function checkerOf(document: Document): Check {
 /**
  * Checks every answer of the app against its own OpenAPI document: an undeclared status, media
  * type or a body that does not match its schema is turned into a 500 that names the breach, so
- * the test whose request caused it fails (SPEC §9: the document is the contract).
+ * the test whose request caused it fails (contract §9: the document is the contract).
  */
 export function checkConformance(app: FastifyInstance, { routesAddedLaterAreTests = true } = {}): void {
   let check: Check | undefined;

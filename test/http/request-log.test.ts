@@ -57,7 +57,7 @@ forEachDatabase('request log', (kind) => {
     assert.equal(traced.length, 1);
     assert.equal(traced[0]!.req!.url, '/api/v1/config/LOG-OKM-1?installCode=[redacted]&cacheMode=1');
     assert.equal(traced[0]!.res!.statusCode, 204);
-    // Who made each request (SPEC §17): the token by its id, the API key by its id; nobody for the device poll and the refused token.
+    // Who made each request (contract §17): the token by its id, the API key by its id; nobody for the device poll and the refused token.
     assert.deepEqual(
       requestLines.map((line) => line.actor && `${line.actor.kind}:${line.actor.id}`),
       [undefined, `token:${tokenId}`, `token:${tokenId}`, `token:${tokenId}`, `api_key:${keyId}`, undefined],

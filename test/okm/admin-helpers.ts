@@ -70,7 +70,7 @@ const operatorTokens = new WeakMap<TestApp, Promise<string>>();
 /**
  * Creates (PUT) an OKM with the given settings; throws unless the service answers 201. With a
  * customer's token, an operator creates it for that customer (a customer token takes no new
- * OKM: SPEC section 10), and the test goes on with the customer's token.
+ * OKM: contract §10), and the test goes on with the customer's token.
  */
 export async function createOkm(t: TestApp, token: string, serial: string, settings: Record<string, unknown> = {}, query = '') {
   const { customer, scope } = decodeJwt(token);

@@ -6,7 +6,7 @@ import { issueTestToken } from '../helpers/tokens.ts';
 import { OKMS, call, createOkm, devicePoll, issueTokens, type Tokens } from './admin-helpers.ts';
 
 /**
- * GET /api/v1/okms?subscriber_url= (SPEC §15): the OKMs whose subscribe_urls.status holds the
+ * GET /api/v1/okms?subscriber_url= (contract §15): the OKMs whose subscribe_urls.status holds the
  * URL, exactly as stored, paged by serial number like the rest of the list and scoped to the
  * token's customer.
  */

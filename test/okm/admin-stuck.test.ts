@@ -11,7 +11,7 @@ const SUMMARY = '/api/v1/fleet/summary';
 const POLL_GAP_MS = 150_000;
 
 /**
- * SPEC section 15, the admin API's side: the OKM record's `stuck`, `GET /api/v1/okms?state=stuck`
+ * contract §15, the admin API's side: the OKM record's `stuck`, `GET /api/v1/okms?state=stuck`
  * and the fleet summary's `okms.stuck`. The OKMs are made stuck the way devices make them so:
  * polls that keep reporting a value they were told to change.
  */

@@ -16,7 +16,7 @@ const SLOWDOWN_SECONDS = 2;
 const CLAIM_FAILED = { error_code: 'NOT_FOUND', error_msg: 'OKM not found or installer code does not match' };
 const notAssigned = (serial: string) => ({ error_code: 'CONFLICT', error_msg: `OKM ${serial} is not assigned to you; claim it with its installer code` });
 
-forEachDatabase('Claiming an OKM with its installer code (SPEC section 10)', (kind) => {
+forEachDatabase('Claiming an OKM with its installer code (contract §10)', (kind) => {
   let t: TestApp;
   let tokens: Tokens;
   before(async () => {

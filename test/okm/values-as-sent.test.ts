@@ -9,7 +9,7 @@ import { poll } from '../device/config-helpers.ts';
 
 /**
  * Free-form JSON that the docs say comes back "as sent" (users_assets, message payloads, audit
- * records; SPEC §16) is compared here as response text, never parsed: JSON.parse would hide
+ * records; contract §16) is compared here as response text, never parsed: JSON.parse would hide
  * exactly what is at stake (1.0 and 1, -0 and 0, a 30-digit integer and its double).
  */
 

@@ -29,22 +29,22 @@ import { CUSTOMER_SCOPES, ENROLMENT_CODE, buildTenantWorld, identifiersOf, sampl
 const PUBLIC_OPERATIONS: Record<string, string> = {
   'GET /healthz': 'liveness probe of the load balancer and supervisor',
   'GET /readyz': 'readiness probe of the load balancer and supervisor',
-  'GET /metrics': 'Prometheus scrape (SPEC 9); keep it on an internal network',
+  'GET /metrics': 'Prometheus scrape (contract §9); keep it on an internal network',
   'GET /.well-known/jwks.json': 'public keys that verify the deployment\'s tokens',
-  'GET /embeddedv1/kas/config': 'device bootstrap: OKMs have no credential (SPEC 4)',
-  'GET /embeddedv1/kas/config/{serialNumber}': 'device bootstrap: OKMs have no credential (SPEC 4)',
-  'GET /api/v1/config/{serialNumber}': 'device poll: OKMs have no credential unless per-OKM device tokens are required (SPEC 4)',
-  'POST /api/v1/audit/{serialNumber}': 'device audit intake, same credential as the poll (SPEC 4)',
-  'GET /api/v1/firmware/{kind}/{version}/file': 'firmware download by the devices the poll sends to it (SPEC 4, 13)',
-  'POST /auth/logout': 'sign-out of the session cookie (SPEC 17): it ends the session only for a valid session and anti-CSRF token, and otherwise clears the cookie',
+  'GET /embeddedv1/kas/config': 'device bootstrap: OKMs have no credential (contract §4)',
+  'GET /embeddedv1/kas/config/{serialNumber}': 'device bootstrap: OKMs have no credential (contract §4)',
+  'GET /api/v1/config/{serialNumber}': 'device poll: OKMs have no credential unless per-OKM device tokens are required (contract §4)',
+  'POST /api/v1/audit/{serialNumber}': 'device audit intake, same credential as the poll (contract §4)',
+  'GET /api/v1/firmware/{kind}/{version}/file': 'firmware download by the devices the poll sends to it (contract §4, §13)',
+  'POST /auth/logout': 'sign-out of the session cookie (contract §17): it ends the session only for a valid session and anti-CSRF token, and otherwise clears the cookie',
 };
 
-/** Where the SPEC answers another customer's identifier with something other than 403/404 (SPEC 7 and 8: the seed's answers). */
+/** Where the contract answers another customer's identifier with something other than 403/404 (contract §7.2 and §8.2, after the original requirements' answers, contract §0.9). */
 const SPEC_OTHER_CUSTOMER_ANSWERS: Record<string, { status: number; reason: string }> = {
-  'POST /api/v1/acls': { status: 400, reason: 'SPEC 8: an id that exists under another customer is the seed\'s duplicate-key 400' },
-  'POST /v1/dlock': { status: 400, reason: 'SPEC 7: a serial number already registered is 400 (the seed\'s answer)' },
-  'PUT /api/v1/okms/{serial}': { status: 409, reason: 'SPEC 10: PUT of a serial the caller does not hold is 409 (PUT creates, so a 404 would not fit)' },
-  'PATCH /api/v1/okms/{serial}': { status: 409, reason: 'SPEC 10: PATCH of a serial the caller does not hold is the same 409 as PUT, so the two tell nothing apart' },
+  'POST /api/v1/acls': { status: 400, reason: 'contract §8.2: an id that exists under another customer is the duplicate-key 400 of contract §0.9' },
+  'POST /v1/dlock': { status: 400, reason: 'contract §7.2: a serial number already registered is 400 (the answer of contract §0.9)' },
+  'PUT /api/v1/okms/{serial}': { status: 409, reason: 'contract §10: PUT of a serial the caller does not hold is 409 (PUT creates, so a 404 would not fit)' },
+  'PATCH /api/v1/okms/{serial}': { status: 409, reason: 'contract §10: PATCH of a serial the caller does not hold is the same 409 as PUT, so the two tell nothing apart' },
 };
 
 /** Path parameters that name a customer's resource; `kind` and `version` name the fleet-wide firmware catalog. */

@@ -82,7 +82,7 @@ function withValueAt(base: unknown, path: Path, value: unknown): unknown {
   return copy;
 }
 
-/** An error answer as SPEC 9 wants it: JSON, with a message (`msg` for DLock, `error_msg` elsewhere). */
+/** An error answer as contract §9 wants it: JSON, with a message (`msg` for DLock, `error_msg` elsewhere). */
 const isJsonMessage = (response: LightMyRequestResponse) =>
   response.headers['content-type'] === 'application/json; charset=utf-8' && /"(msg|error_msg)":"[^"]+"/.test(response.body);
 
@@ -94,7 +94,7 @@ forEachDatabase('fuzz of every route generated from the OpenAPI document', (kind
   let operations: Operation[];
   let requestsTried = 0;
   const serverErrors: string[] = [];
-  /** 4xx answers that are not JSON with a message saying what is wrong (SPEC 9). */
+  /** 4xx answers that are not JSON with a message saying what is wrong (contract §9). */
   const unexplained: string[] = [];
 
   /** The operation's valid credential: A's API key, or an operator token (or A's customer token) with every scope. */

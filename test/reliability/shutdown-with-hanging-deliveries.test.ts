@@ -11,7 +11,7 @@ import { Receiver, insertOkmsWithQueuedStatus } from '../webhooks/helpers.ts';
 const SHUTDOWN_LIMIT_MS = 10_000;
 const HANGING_DELIVERIES = 6;
 
-/** Every answer of keyfleet is this (SPEC §9), a 503 during the drain too. */
+/** Every answer of keyfleet is this (contract §9), a 503 during the drain too. */
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
 interface RawResponse {
@@ -84,7 +84,7 @@ forEachDatabase('keyfleet serve stopped with deliveries hanging', (kind) => {
       const port = Number(new URL(base).port);
       const { token } = await issueToken(store.db, store.keyRing, store.settings, { scopes: ['admin'], ttlSeconds: 600 });
       const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      // Status events (SPEC §6) and a fleet event (SPEC §14) to the same hanging host.
+      // Status events (contract §6) and a fleet event (contract §14) to the same hanging host.
       const serials = Array.from({ length: HANGING_DELIVERIES }, (_, index) => `HANG-${index}`);
       await insertOkmsWithQueuedStatus(store.db, serials, (serial) => receiver.url(`/${serial}`));
       const endpoint = await fetch(`${base}/api/v1/webhook-endpoints`, { method: 'POST', headers: admin, body: JSON.stringify({ url: receiver.url('/fleet'), event_types: ['okm.overdue'] }) });

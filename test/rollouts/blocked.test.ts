@@ -32,7 +32,7 @@ function refuseCacheMode(okm: SimulatedOkm): void {
 }
 
 /**
- * Blocked members (SPEC §13, §15): scheduled in a started group, polling, but stuck on a
+ * Blocked members (contract §13, §15): scheduled in a started group, polling, but stuck on a
  * resolver before the rollout's, so its offer is never sent; counted, listed with the resolver,
  * and failed once update_timeout has passed since their group started.
  */
@@ -152,7 +152,7 @@ forEachDatabase('blocked rollout members', (kind) => {
   });
 });
 
-/** A rollout's own firmware retry policy (SPEC §15): stored complete, returned, and followed by its offers. */
+/** A rollout's own firmware retry policy (contract §15): stored complete, returned, and followed by its offers. */
 forEachDatabase('a rollout’s retry policy', (kind) => {
   let t: TestApp;
   let acme: ReturnType<typeof api>;

@@ -20,7 +20,7 @@ interface ListedOkm {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * GET /api/v1/rollouts/{id}/okms (SPEC §13): a rollout's OKMs by serial number with their state
+ * GET /api/v1/rollouts/{id}/okms (contract §13): a rollout's OKMs by serial number with their state
  * and offer time, the state one of the group counts' (silent: no poll since its group started).
  */
 forEachDatabase('a rollout\'s OKM list', (kind) => {
@@ -87,7 +87,7 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     assert.ok(Date.parse(silentOkm!.last_sync_time!) < startedAt, 'its last poll, before the group started');
     assert.deepEqual(await listed('?group=1&state=silent'), []);
 
-    // Past the timeout, the sweep fails the offer of the one that still polls and the silent ones (SPEC §13).
+    // Past the timeout, the sweep fails the offer of the one that still polls and the silent ones (contract §13).
     await sleep(1100);
     await device(refusing!).poll(t);
     await sweepRollouts(t.db, recordingEmitter().emit, Date.now());

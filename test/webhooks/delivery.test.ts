@@ -12,7 +12,7 @@ import { newSerial, poll } from '../device/config-helpers.ts';
 import { ENDPOINTS, createFleetEndpoint, type DeliveryLogEntry } from './fleet-event-helpers.ts';
 import { FAST_WEBHOOKS, subscribe, type Receiver } from './helpers.ts';
 
-// SPEC §16: at most 64 KiB of any answer from outside is read, then the connection is dropped,
+// contract §16: at most 64 KiB of any answer from outside is read, then the connection is dropped,
 // and an answer whose body goes past the bound, or does not end within BODY_GRACE_MS of its
 // headers, is a failed attempt whatever its status: the retry schedule, not the subscriber,
 // sets how often keyfleet pays for such an answer. Two counts: what keyfleet read from the connection

@@ -7,7 +7,7 @@ import type { Receiver } from './helpers.ts';
 
 export const ENDPOINTS = '/api/v1/webhook-endpoints';
 
-/** A fleet event's body (SPEC §14) as a subscriber receives it. */
+/** A fleet event's body (contract §14) as a subscriber receives it. */
 export interface FleetEventBody {
   id: string;
   type: string;

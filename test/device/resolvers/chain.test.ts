@@ -30,7 +30,7 @@ test('when the device matches the desired state, no correction', () => {
   assert.equal(resolve(desired, reportInSync(desired)), undefined);
 });
 
-test('when everything differs, one correction per poll comes in the seed order (resolvers 2 to 13)', () => {
+test('when everything differs, one correction per poll comes in seed order (resolvers 2 to 13, contract §0.4)', () => {
   let desired: DesiredState = everythingConfigured;
   let reported = knowsNothing;
   const answeredBy: string[] = [];

@@ -2,7 +2,7 @@ import { parseFirmwareVersion } from '../../../src/firmware/version.ts';
 import type { ReportedState } from '../../../src/device/reported.ts';
 import type { DesiredState, FirmwareOffer } from '../../../src/device/resolvers/types.ts';
 
-/** The reply key that names each resolver, in the seed's order (SPEC section 4): written out, not read from the code. */
+/** The reply key that names each resolver, in seed order (contract §0.4): written out, not read from the code. */
 export const SEED_ORDER = [
   'message',
   'kasFirmware',
