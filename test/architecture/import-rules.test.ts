@@ -375,3 +375,31 @@ test('the cycle check finds every loop and names the imports that close it', () 
   assert.deepEqual(foundationViolations([edge('http', 'okm'), edge('db', 'shared')]), ['http/x.ts → okm/y.ts']);
   assert.deepEqual(appLayerViolations([edge('cli', APP_LAYER), edge('simulator', APP_LAYER)]), [`simulator/x.ts → ${APP_LAYER}/y.ts`]);
 });
+
+// --- the README's folder list ----------------------------------------------------------------
+
+test("the README's folder list names every folder and file of src/ once, each above what it imports, the foundation last", () => {
+  const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+  const heading = 'Folders, top to bottom';
+  const section = readme.split(/^## /m).find((part) => part.startsWith(heading));
+  assert.ok(section !== undefined, `README.md has no "## ${heading}" section`);
+  // A list item opens with the names it is about: "- `okm/` …", "- `server.ts` `app.ts` …".
+  const listed = section.split('\n').flatMap((line) => {
+    const names = /^- ((?:`[^`]+`[ ,]*)+)/.exec(line)?.[1];
+    return names === undefined ? [] : [...names.matchAll(/`([^`]+)`/g)].map(([, name]) => name!.replace(/\/$/, ''));
+  });
+  const entries = readdirSync(SRC_DIR, { withFileTypes: true });
+  const expected = entries.filter((entry) => entry.isDirectory() || /\.[cm]?[jt]sx?$/.test(entry.name)).map((entry) => entry.name);
+  assert.deepEqual([...listed].sort(), expected.sort(), "the README's folder list against src/ (each folder and each file directly in src/, once)");
+
+  const node = (name: string) => (name.includes('.') ? APP_LAYER : name);
+  const positions = new Map<string, number[]>();
+  listed.forEach((name, index) => positions.set(node(name), [...(positions.get(node(name)) ?? []), index]));
+  const upward = edgesOfSrc()
+    .filter(({ from, to }) => Math.max(...positions.get(from)!) > Math.min(...positions.get(to)!))
+    .map(({ file, target }) => `${file} → ${target}`);
+  assert.deepEqual(upward, [], 'runtime imports of something the README lists above the importer: move it below, or the import down');
+  const lastCapability = Math.max(...listed.flatMap((name, index) => (FOUNDATION.has(name) ? [] : [index])));
+  const foundationAbove = listed.filter((name, index) => FOUNDATION.has(name) && index < lastCapability);
+  assert.deepEqual(foundationAbove, [], 'foundation folders the README lists above a capability');
+});
