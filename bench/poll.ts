@@ -4,7 +4,7 @@
  *
  *   npm run bench:poll -- [--sqlite] [--postgres] [--okms 100000] [--duration 10]
  *                         [--connections 100] [--workers 1,2] [--order fleet|random] [--cpu-prof DIR]
- *                         [--no-enrolment-wave]
+ *                         [--no-enrolment-wave] [--open-loop 2000,5000|none]
  *
  * With neither --sqlite nor --postgres both run. Besides the polls it records what the fleet's
  * size costs: seeding time, database size, the server's start (spawn to /readyz 200) and RSS,
@@ -18,6 +18,9 @@
  * server runs as `npm start` does, at the default log level (its output to /dev/null); only the
  * rate limits are raised. After the steady polls, an enrolment wave (--no-enrolment-wave: none)
  * enrols as many new OKMs through first polls, and the 8 s right after it are measured.
+ * `--open-loop RATES`: after the closed-loop polls, the bare server and keyfleet (one process)
+ * each get the same polls sent on a fixed schedule at each rate (bench/open-loop.ts), over up
+ * to --connections keep-alive connections, latency counted from when each request was due.
  */
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
@@ -25,6 +28,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeCursor } from '../src/db/cursor-pages.ts';
 import { OKM_PAGES } from '../src/okm/admin-repository.ts';
+import { measureOpenLoop, openLoopLine, type OpenLoopFigures } from './open-loop.ts';
 import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {
   BENCH_OPTIONS,
@@ -54,6 +58,7 @@ const { values: options } = parseArgs({
     order: POLL_ORDER_OPTION,
     'cpu-prof': { type: 'string' },
     'enrolment-wave': { type: 'boolean', default: true },
+    'open-loop': { type: 'string', default: '2000,5000' },
   },
   allowNegative: true,
 });
@@ -62,6 +67,8 @@ const DURATION_S = Number(options.duration);
 const CONNECTIONS = Number(options.connections);
 const WORKER_COUNTS = options.workers.split(',').map(Number);
 if (!WORKER_COUNTS.every((count) => Number.isInteger(count) && count >= 1)) throw new Error(`--workers: expected process counts such as 1,2, got "${options.workers}"`);
+const OPEN_LOOP_RATES = options['open-loop'] === 'none' ? [] : options['open-loop'].split(',').map(Number);
+if (!OPEN_LOOP_RATES.every((rate) => Number.isInteger(rate) && rate > 0)) throw new Error(`--open-loop: expected rates such as 2000,5000 or none, got "${options['open-loop']}"`);
 const ADMIN_REQUESTS = 7;
 const PAGE_SIZE = 100;
 
@@ -94,6 +101,17 @@ async function adminLatencies(name: string, env: Record<string, string>, port: n
   console.table(rows);
 }
 
+/** The polls at each of OPEN_LOOP_RATES, sent on a schedule; each result printed as it comes. */
+async function openLoopPolls(target: string, port: number, server: ChildProcess, postgres: boolean): Promise<OpenLoopFigures[]> {
+  const results: OpenLoopFigures[] = [];
+  for (const rate of OPEN_LOOP_RATES) {
+    const figures = await measureOpenLoop(target, port, configPaths('/api/v1/config'), { rate, seconds: DURATION_S, connections: CONNECTIONS, server, postgres });
+    console.log(openLoopLine(figures));
+    results.push(figures);
+  }
+  return results;
+}
+
 /** Spawn to /readyz 200 of `serve` on the database as it stands. */
 async function startTime(env: Record<string, string>): Promise<number> {
   const { child, startMs } = await startKeyfleetTimed(env, { built: true });
@@ -117,6 +135,9 @@ async function afterEnrolmentWave(name: string, port: number, server: ChildProce
   const after = await measure(`keyfleet ${name}: first ${AFTER_WAVE_S} s after the wave`, port, { ...pollLoad(configPaths('/api/v1/config')), seconds: AFTER_WAVE_S }, { warmUpSeconds: 0, server, postgres: name === 'postgres' });
   return [wave, after];
 }
+
+/** Every open-loop result of the run, printed together at its end. */
+const openLoop: OpenLoopFigures[] = [];
 
 async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
   const { name, env } = database;
@@ -144,6 +165,7 @@ async function benchKeyfleet(database: BenchDatabase): Promise<Figures[]> {
       figures.push(await measure(label, port, pollLoad(configPaths('/api/v1/config')), { server: child, postgres: name === 'postgres' }));
       console.log(`${label}: RSS after the polls ${(treeRssBytes(child.pid!) / MiB).toFixed(0)} MiB${count > 1 ? ' (primary and workers)' : ''}`);
       if (count === 1) {
+        openLoop.push(...(await openLoopPolls(label, port, child, name === 'postgres')));
         // The bootstrap route does no database work: the framework's share of the cost.
         figures.push(await measure(`keyfleet ${name} bootstrap (no database)`, port, pollLoad(configPaths('/embeddedv1/kas/config'))));
         await adminLatencies(name, env, port);
@@ -165,6 +187,7 @@ async function main(): Promise<void> {
   try {
     // The same requests as keyfleet gets, so that the load generator's own cost is the same.
     figures.push(await measure('bare node:http', bare.port, pollLoad(configPaths('/api/v1/config')), { server: bare.child }));
+    openLoop.push(...(await openLoopPolls('bare node:http', bare.port, bare.child, false)));
   } finally {
     await stop(bare.child);
   }
@@ -176,6 +199,10 @@ async function main(): Promise<void> {
   console.log(`\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARM_UP_S} s warm-up, ${OKM_COUNT} OKMs polled in ${POLL_ORDER} order, ${os.cpus().length} CPUs`);
   console.log('mix:', MIX.map((entry) => `${Math.round(entry.share * 100)}% ${entry.name}`).join('; '));
   printFigures(figures, () => figures[0]);
+  if (openLoop.length > 0) {
+    console.log(`\nopen loop: requests due evenly at each rate over up to ${CONNECTIONS} connections, latency from the due time, ${DURATION_S} s after 2 s`);
+    for (const figures of openLoop) console.log(openLoopLine(figures));
+  }
   console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
