@@ -87,7 +87,7 @@ export function aclJson(acl: StoredAcl): string {
   return `{"id":${JSON.stringify(acl.id)}${nameMember(acl.name)},"customer":${JSON.stringify(acl.customerName)},"users":${acl.usersJson},"locks":${acl.locksJson}${userData}}`;
 }
 
-/** The name member of an ACL's JSON; nothing at all when it has no name, so that such an ACL reads exactly as the seed's. */
+/** The name member of an ACL's JSON; nothing at all when it has no name, so that such an ACL reads exactly as contract §0.6 has it. */
 const nameMember = (name: string | null) => (name === null ? '' : `,"name":${JSON.stringify(name)}`);
 
 /** An ACL summary's JSON (AclSummaryView), user_data written from the caller's own text. */

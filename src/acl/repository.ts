@@ -105,8 +105,8 @@ async function countAcls(db: Db, customerId: number, search: AclSearch): Promise
 }
 
 /**
- * One page (from 1) of the customer's ACLs that the search finds, ordered by id (the seed's
- * list: `page` and `results_per_page`), and how many it finds in all. A deferred join: the
+ * One page (from 1) of the customer's ACLs that the search finds, ordered by id (the list of
+ * contract §0.6 and §8.3: `page` and `results_per_page`), and how many it finds in all. A deferred join: the
  * page's ids are picked from the indexes alone (acls_customer_idx (customer_id, id) without a
  * search), walking the entries before the page there without reading their rows (ACL contents
  * reach megabytes), and only the page's rows are then read; the total counts the same entries.
@@ -133,7 +133,7 @@ export interface AclSummary {
   userDataJson: string | null;
 }
 
-/** ACL summaries page by id, as the seed's list orders the ACLs. */
+/** ACL summaries page by id, as the list of contract §8.3 orders the ACLs. */
 export const ACL_SUMMARY_PAGES = cursorList<[id: string]>('acl-summaries', ['string']);
 
 /**

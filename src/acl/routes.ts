@@ -49,7 +49,7 @@ const refusePatch = (allow: string) => async () => {
   throw methodNotAllowed('Cannot PATCH', allow);
 };
 
-/** The ACL resource (seed "ACL", SPEC §8), mounted at /api/v1/acls. */
+/** The ACL resource (contract §0.6, §8), mounted at /api/v1/acls. */
 const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const limits: AclLimits = { maxUsers: app.settings.aclMaxUsers, maxLocks: app.settings.aclMaxLocks };
   const AclBody = aclBody(limits);
@@ -160,7 +160,7 @@ const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  // The seed's PATCH is 405 whoever asks, before authentication.
+  // PATCH is 405 whoever asks (contract §0.6), before authentication.
   app.patch('/', methodNotAllowedRoute('GET, HEAD, POST'), refusePatch('GET, HEAD, POST'));
   app.patch('/:id', methodNotAllowedRoute('GET, HEAD, PUT, DELETE'), refusePatch('GET, HEAD, PUT, DELETE'));
 };
@@ -180,7 +180,7 @@ export const aclSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listAclSummaries',
         summary: 'List a customer\'s ACLs without their lists: user and lock counts, linked OKM, last change',
         querystring: AclSummaryListQuery,
-        response: { 200: cursorPageResponse(AclSummaryView, `The customer's ACLs by id, as GET /api/v1/acls orders them. ${NO_TOTAL} GET /api/v1/acls has the seed's total_results.`), ...errorResponses },
+        response: { 200: cursorPageResponse(AclSummaryView, `The customer's ACLs by id, as GET /api/v1/acls orders them. ${NO_TOTAL} GET /api/v1/acls has total_results (contract §8.3).`), ...errorResponses },
       },
     },
     async (request, reply) => {

@@ -134,7 +134,7 @@ export type AclListQuery = Static<typeof AclListQuery>;
 /** The search of a list query: what aclSearchQueryProperties validated. */
 export type AclSearch = Pick<AclListQuery, keyof typeof aclSearchQueryProperties>;
 
-/** The summaries are not the seed's list: they page by cursor, as every list but the seed's ACL list does. */
+/** The summaries are not the list of contract §0.6: they page by cursor, as every list but that one does (contract §5.3). */
 export const AclSummaryListQuery = Type.Object(
   {
     customer: Type.String({ pattern: CUSTOMER_NAME_PATTERN, description: 'whose ACLs to list' }),

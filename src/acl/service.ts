@@ -60,7 +60,7 @@ function contentOf({ body, jsonText }: AclWrite): AclContent {
 /**
  * What the searches will read of the ACL after the write. Its name: the body's, none when the
  * body sends null, the current one when it sends none (as okm_id: absent keeps), so that a
- * client that knows only the seed's fields never erases a name an operator gave.
+ * client that knows only the fields of contract §0.6 never erases a name an operator gave.
  */
 const findablesAfter = (body: AclBody, currentName: string | null): AclFindables => ({
   name: body.name === undefined ? currentName : body.name,

@@ -87,7 +87,7 @@ async function* csv(entries: AsyncIterable<AuditEntry>): AsyncGenerator<string> 
   for await (const entry of entries) yield auditCsvLine(entry);
 }
 
-/** The audit trail (SPEC section 18), mounted at /api/v1/audit-log: search, and export of the same selection. */
+/** The audit trail (contract §18), mounted at /api/v1/audit-log: search, and export of the same selection. */
 const auditLogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const canRead = requireScopes('audit:read');
 

@@ -1,5 +1,5 @@
 /**
- * Every action the audit trail records (SPEC section 18), with the entity it names and what its
+ * Every action the audit trail records (contract §18), with the entity it names and what its
  * entry holds. One list: the API's schema, the documentation (docs/audit-trail.md) and the test
  * that walks every write route are all read from it.
  */

@@ -1,7 +1,7 @@
 import { canonicalJson, canonicalTextDigest } from '../shared/canonical-json.ts';
 
 /**
- * The tamper evidence of the audit trail (SPEC §18): each entry's `hash` is the SHA-256 of the
+ * The tamper evidence of the audit trail (contract §18): each entry's `hash` is the SHA-256 of the
  * canonical JSON (RFC 8785) of the entry with its `prev_hash`, the hash of the entry before it;
  * signed checkpoints pin the chain's length and last hash from time to time. Pure: it knows no
  * database and no key; the caller reads the entries in order and checks the signatures.

@@ -81,7 +81,7 @@ export const CHAIN_BATCH = 1_000;
 
 /**
  * Gives the committed entries waiting (audit_pending) their place in the one chain of the
- * deployment (SPEC section 18), in the order they were written: the next seq, the hash of the
+ * deployment (contract §18), in the order they were written: the next seq, the hash of the
  * entry before as prev_hash, and their own hash, and moves them into audit_entries. One
  * chainer at a time, on every process: it locks the chain's head row (an UPDATE of it) until
  * it commits; changes never take that lock, so the chain never makes a change wait. An entry

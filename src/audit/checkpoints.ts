@@ -3,7 +3,7 @@ import type { Db } from '../db/database.ts';
 import { auditChainHead, auditEntryHash, insertAuditCheckpoint, latestAuditCheckpoint, type StoredCheckpoint } from './repository.ts';
 
 /**
- * Signed checkpoints of the audit chain (SPEC section 18): the chain's length and last hash,
+ * Signed checkpoints of the audit chain (contract §18): the chain's length and last hash,
  * signed with the deployment's signing key (Ed25519, public in /.well-known/jwks.json), at
  * least every CHECKPOINT_EVERY_ENTRIES entries (a checkpoint at each multiple) and every
  * CHECKPOINT_MAX_AGE_MS while entries arrive. The hash chain alone has no secret: whoever can

@@ -1,5 +1,5 @@
 /**
- * What an audit entry never holds (SPEC section 18: "secrets and key material redacted"). A
+ * What an audit entry never holds (contract §18: "secrets and key material redacted"). A
  * member with one of these names, at any depth of `before` or `after`, is replaced by a marker,
  * whatever its value: PIN hashes of ACL users (also in an OKM's user assets), secrets of webhook
  * endpoints and API keys, device and API tokens, refresh tokens, private keys, and any sealed

@@ -6,8 +6,8 @@ const PRUNE_BATCH = 10_000;
 
 /**
  * AUDIT_RETENTION_DAYS: deletes the entries older than the retention, but only down to a signed
- * checkpoint, which stays as the anchor the rest of the chain is verified from (SPEC section
- * 18: "pruning leaves the chain verifiable from a signed anchor"). An entry younger than the
+ * checkpoint, which stays as the anchor the rest of the chain is verified from (contract
+ * §18.5: "pruning leaves the chain verifiable from a signed anchor"). An entry younger than the
  * retention is never deleted, so entries past the newest old checkpoint wait for the next one.
  * Returns how many entries it deleted (at most PRUNE_BATCH a call).
  */

@@ -1,5 +1,5 @@
 /**
- * Who made a request (SPEC section 17): a person signed in through the OpenID Provider, an
+ * Who made a request (contract §17): a person signed in through the OpenID Provider, an
  * API token, a DLock API key, the command line, or keyfleet itself. Written in the request's
  * log line and recorded with each change.
  */

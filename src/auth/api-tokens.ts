@@ -6,7 +6,7 @@ import { recordChange, type ChangeSource } from '../audit/trail.ts';
 import { actorText } from './actor.ts';
 
 /**
- * The registry of the tokens this deployment signs (SPEC section 17): each has a row, by its
+ * The registry of the tokens this deployment signs (contract §17): each has a row, by its
  * `jti`, so that it can be listed and revoked. A revoked token is refused by every process
  * within REVOCATION_MAX_AGE_MS.
  */

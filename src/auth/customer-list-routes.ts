@@ -19,8 +19,8 @@ const CustomerListQuery = Type.Object(
 const CustomerView = Type.Object({ name: Type.String({ description: 'the name every other call names the customer by' }) });
 
 /**
- * GET /api/v1/customers: the customers a principal may name, for pickers. Tenancy (SPEC
- * sections 3 and 17): a customer's principal lists its own customer only, whatever it asks; an
+ * GET /api/v1/customers: the customers a principal may name, for pickers. Tenancy (contract
+ * §3.1 and §17.2): a customer's principal lists its own customer only, whatever it asks; an
  * operator or a fleet-wide role lists every customer. Any valid credential may ask: the names
  * it gets are the ones it may already name in every other call. It lives with the guard, which
  * decides who acts for which customer (customers/ is below auth/, which reads it).

@@ -45,7 +45,7 @@ const LogoutAnswer = Type.Object({
 });
 
 /**
- * Single sign-on (SPEC section 17): GET /auth/oidc/login, GET /auth/oidc/callback, POST
+ * Single sign-on (contract §17): GET /auth/oidc/login, GET /auth/oidc/callback, POST
  * /auth/logout. Pages, not JSON: a browser follows them. Without OIDC settings the first two
  * answer 404 with a page that says so.
  */

@@ -88,7 +88,7 @@ export function createOidcClient(settings: OidcSettings, clockToleranceSeconds: 
       const authentication = settings.clientSecret === undefined ? client.None() : settings.tokenEndpointAuth === 'client_secret_post' ? client.ClientSecretPost(settings.clientSecret) : client.ClientSecretBasic(settings.clientSecret);
       const config = await client.discovery(new URL(settings.issuer), settings.clientId, { redirect_uris: [settings.redirectUri], [client.clockTolerance]: clockToleranceSeconds }, authentication, {
         timeout: PROVIDER_TIMEOUT_SECONDS,
-        // Everything from outside is bounded: at most 64 KiB of any answer of the provider (SPEC section 16).
+        // Everything from outside is bounded: at most 64 KiB of any answer of the provider (contract §16).
         [client.customFetch]: (url: string, options: client.CustomFetchOptions) => fetchAtMost(url, options as RequestInit),
         ...(settings.allowHttp ? { execute: [client.allowInsecureRequests] } : {}),
       });

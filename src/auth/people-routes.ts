@@ -66,7 +66,7 @@ const RevokedCount = Type.Object({ revoked: Type.Integer() });
 const bindingView = (binding: RoleBinding) => ({ ...binding, customer: binding.customer?.name ?? null, created_at: new Date(binding.created_at).toISOString() });
 
 /**
- * Who is signed in, and the people, roles, sessions and tokens an admin manages (SPEC section 17):
+ * Who is signed in, and the people, roles, sessions and tokens an admin manages (contract §17):
  * /api/v1/me, /api/v1/role-bindings, /api/v1/sessions, /api/v1/people/{id}/sessions, /api/v1/tokens.
  */
 const peopleRoutes: FastifyPluginAsyncTypebox<{ csrfTokenFor(request: FastifyRequest): string | undefined }> = async (app, { csrfTokenFor }) => {

@@ -27,7 +27,7 @@ const csrfSecretOf = (sessionSecret: string) => createHmac('sha256', sessionSecr
 
 /**
  * Who a request is: the deployment's signing key and public JWKS, the token verifier, and
- * people signed in through the OpenID Provider with their sessions (SPEC section 17).
+ * people signed in through the OpenID Provider with their sessions (contract §17).
  */
 async function authPlugin(app: FastifyInstance): Promise<void> {
   await ensureActiveSigningKey(app.db, app.keyRing);

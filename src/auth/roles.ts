@@ -1,5 +1,5 @@
 /**
- * The roles a role binding grants (SPEC section 17): named scope sets, the one table the docs
+ * The roles a role binding grants (contract §17): named scope sets, the one table the docs
  * show (docs/operator-guide.md, "Single sign-on"). `admin` implies every scope, as the admin
  * scope of a token always has.
  */

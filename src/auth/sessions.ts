@@ -15,7 +15,7 @@ import { ProviderUnavailableError, type OidcClient, type ProviderIdentity } from
 import { grantOf, listRoleBindings, type Grant, type RoleBinding } from './role-bindings.ts';
 
 /**
- * Sessions of people signed in through the OpenID Provider (SPEC section 17): a row on the
+ * Sessions of people signed in through the OpenID Provider (contract §17): a row on the
  * server per session, found by the SHA-256 of the secret in an HttpOnly cookie. A process
  * re-reads a session's row at most SESSION_MAX_AGE_MS after it last did, so that a revocation
  * applies on every process within that, and the role from the bindings as they are at most

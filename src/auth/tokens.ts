@@ -167,7 +167,7 @@ interface TrustedIssuer {
 export function createTokenVerifier(db: Db, settings: Settings, ownKeys: OwnKeySet, log: FastifyBaseLogger, revocations: TokenRevocations): TokenVerifier {
   const trustedIssuers = new Map<string, TrustedIssuer>();
   for (const external of settings.jwtExternalIssuers) {
-    // A JWKS is a few KiB: at most 64 KiB of the answer is read (SPEC §16), within jose's 5 s timeout.
+    // A JWKS is a few KiB: at most 64 KiB of the answer is read (contract §16), within jose's 5 s timeout.
     const keys = createRemoteJWKSet(new URL(external.jwksUrl), { [customFetch]: fetchAtMost });
     trustedIssuers.set(external.issuer, { keys, audience: external.audience });
   }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { printResult, UsageError } from './context.ts';
 import { issueTokenFromOptions } from './token-issue.ts';
 
-/** Everything a customer's token may hold (SPEC 12); an operator's adds admin. */
+/** Everything a customer's token may hold (contract §12.2); an operator's adds admin. */
 export const CUSTOMER_CONSOLE_SCOPES = 'okm:read okm:write acl:read acl:create acl:delete lock:read';
 export const OPERATOR_CONSOLE_SCOPES = `admin ${CUSTOMER_CONSOLE_SCOPES}`;
 

@@ -44,13 +44,13 @@ export interface Settings {
   jwtClockToleranceSeconds: number;
   jwtExternalIssuers: ExternalIssuer[];
   fleetPollingInterval: number;
-  /** The fleet's default retry policy of firmware offers (SPEC section 15); a customer's or a rollout's own takes precedence. */
+  /** The fleet's default retry policy of firmware offers (contract §15); a customer's or a rollout's own takes precedence. */
   firmwareRetryPolicy: RetryPolicy;
-  /** Polls in a row sent one correction without effect after which an OKM is stuck (SPEC section 15). */
+  /** Polls in a row sent one correction without effect after which an OKM is stuck (contract §15). */
   stuckAfterPolls: number;
   /** Processes `keyfleet serve` runs on its port (1: the server runs in the process itself). */
   serveWorkers: number;
-  /** Whether a poll from an unknown serial number inserts the OKM (the seed's rule), or records it as pending for an operator to accept. */
+  /** Whether a poll from an unknown serial number inserts the OKM (the rule of contract §0.4), or records it as pending for an operator to accept. */
   okmAutoEnrol: boolean;
   /** Whether device calls (poll, audit) must carry the OKM's device token. */
   okmDeviceTokens: DeviceTokenMode;
@@ -78,7 +78,7 @@ export interface Settings {
   aclMaxLocks: number;
   /** Most OKMs one bulk action, and most ACLs one removal of a user, may change in its one transaction. */
   bulkActionMax: number;
-  /** Single sign-on through the company's OpenID Provider (SPEC section 17); undefined: not set up. */
+  /** Single sign-on through the company's OpenID Provider (contract §17); undefined: not set up. */
   oidc: OidcSettings | undefined;
   /** A session ends after this long without a request, in ms. */
   sessionIdleMs: number;

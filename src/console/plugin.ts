@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, notFound } from '../http/errors.ts';
 
-/** The console's pages may load only what this server serves: no CDN, no other origin (SPEC 12). */
+/** The console's pages may load only what this server serves: no CDN, no other origin (contract §12.1). */
 export const CONSOLE_CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 const MEDIA_TYPES: Record<string, string> = {
@@ -69,7 +69,7 @@ export function withSingleSignOnMeta(html: string): string {
 }
 
 /**
- * The operator console (SPEC 12) at /console/, from the same process and origin as the API:
+ * The operator console (contract §12) at /console/, from the same process and origin as the API:
  * its few built files are read once at start and served from memory; any other path below
  * /console/ without a file extension is a page of the console (a deep link), answered with
  * index.html. `GET /` leads there. None of these routes is part of the API document.

@@ -1,5 +1,5 @@
 /**
- * Cursor paging (SPEC §5) below HTTP: what a repository reads a page with and what it answers.
+ * Cursor paging (contract §5) below HTTP: what a repository reads a page with and what it answers.
  * A cursor is the sort key of the last row of the page it ended, so the next page starts
  * strictly after that row, over the list's ordinary index (afterKey, src/db/cursor.ts), and
  * stays right while rows are inserted or deleted (nothing is skipped or repeated but the rows

@@ -58,7 +58,7 @@ export interface CustomersTable {
   created_at: number;
   /** IANA time zone of the customer's stores (maintenance windows of rollouts); null: UTC. */
   time_zone: ColumnType<string | null, string | null | undefined, string | null>;
-  /** JSON retry policy of firmware offers to this customer's OKMs (SPEC section 15); null: the fleet default. */
+  /** JSON retry policy of firmware offers to this customer's OKMs (contract §15); null: the fleet default. */
   firmware_retry_policy: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
@@ -106,7 +106,7 @@ export interface OkmsTable {
   correction_since_poll: ColumnType<number | null, number | null | undefined, number | null>;
   /** JSON OfferHold: the retry policy's state for a firmware offer the OKM did not take (src/okm/correction-record.ts). */
   offer_hold: ColumnType<string | null, string | null | undefined, string | null>;
-  /** The reply key of the resolver the OKM is stuck on (SPEC section 15); null: not stuck. */
+  /** The reply key of the resolver the OKM is stuck on (contract §15); null: not stuck. */
   stuck_resolver: ColumnType<string | null, string | null | undefined, string | null>;
   /** When it became stuck, epoch ms. */
   stuck_since: ColumnType<number | null, number | null | undefined, number | null>;
@@ -414,7 +414,7 @@ export interface FleetEventDeliveriesTable {
   delivered_at: number | null;
 }
 
-/** A staged firmware rollout (SPEC section 13). */
+/** A staged firmware rollout (contract §13). */
 export interface RolloutsTable {
   id: Generated<number> & Id;
   /** null: every customer's OKMs (admin only). */
@@ -450,7 +450,7 @@ export interface RolloutsTable {
   finished_at: number | null;
   /** JSON array of the epoch ms each started group started at, by group index; null before the start. */
   group_started_at: ColumnType<string | null, string | null | undefined, string | null>;
-  /** JSON retry policy of this rollout's offers (SPEC section 15); null: the customer's, else the fleet default. */
+  /** JSON retry policy of this rollout's offers (contract §15); null: the customer's, else the fleet default. */
   retry_policy: ColumnType<string | null, string | null | undefined, string | null>;
   /** When it was last resumed: only failures after it pause it again (0031); null: never resumed. */
   resumed_at: ColumnType<number | null, number | null | undefined, number | null>;
@@ -491,7 +491,7 @@ export interface BackgroundPassesTable {
   completed_at: number | null;
 }
 
-/** A person who signed in through the OpenID Provider (SPEC section 17). */
+/** A person who signed in through the OpenID Provider (contract §17). */
 export interface PeopleTable {
   id: Generated<number> & Id;
   /** The provider's issuer and the person's `sub` there: who the person is. */
@@ -564,7 +564,7 @@ export interface ApiTokensTable {
   revoked_by: string | null;
 }
 
-/** An entry as its change writes it (SPEC section 18): what its hash covers besides its place in the chain. */
+/** An entry as its change writes it (contract §18): what its hash covers besides its place in the chain. */
 export interface AuditContentColumns {
   time: number;
   actor_kind: string;

@@ -38,7 +38,7 @@ const PENDING_OKM = 'OKM pending: an operator has to accept it';
 
 /**
  * The audit records of an intake body (an object: one record; an array: one per element), each
- * as the JSON text the OKM sent (SPEC §16: stored and shown as sent); as values when the text
+ * as the JSON text the OKM sent (contract §16: stored and shown as sent); as values when the text
  * is not known.
  */
 function recordsAsSent(jsonText: string | undefined, body: object): unknown[] {
@@ -120,7 +120,7 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
         operationId: 'pollConfig',
         summary: 'Config poll: report the device state, get at most one correction',
         description:
-          'The device reports its state in the query; the first resolver (SPEC §4) that finds a difference answers. The query parameters are never a reason for a 4xx. 404 is an OKM pending acceptance (auto-enrol off).',
+          'The device reports its state in the query; the first resolver (contract §4) that finds a difference answers. The query parameters are never a reason for a 4xx. 404 is an OKM pending acceptance (auto-enrol off).',
         params: SerialNumberParams,
       },
       schemaErrorFormatter: serialNumberError,

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 
 /**
- * The device's query parameters on the config poll (seed "GET /config"), documented only:
+ * The device's query parameters on the config poll (contract §0.4), documented only:
  * they are read leniently (src/device/reported.ts), so a missing, repeated or malformed value is
- * unknown and its resolver corrects it, never a 4xx (SPEC §4). None may carry a constraint.
+ * unknown and its resolver corrects it, never a 4xx (contract §4.2). None may carry a constraint.
  */
 const unknownIfMalformed = 'A missing or malformed value counts as unknown (never a 4xx) and the resolver for it corrects it.';
 const reported = (description: string, type: 'string' | 'integer' = 'string') =>
@@ -31,7 +31,7 @@ export const BootstrapResponse = Type.Object({ configUrl: Type.String({ descript
 /** A firmware the device should install: version, where to fetch it, and its SHA-256 (hex). */
 export const FirmwareReference = Type.Object({ version: Type.String(), url: Type.String(), sha256: Type.String() });
 
-/** The one correction of a poll (SPEC §4 resolvers 2–13): `{}` when the OKM is in step. */
+/** The one correction of a poll (contract §4 resolvers 2–13): `{}` when the OKM is in step. */
 export const PollReply = Type.Object(
   {
     message: Type.Optional(

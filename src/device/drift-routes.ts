@@ -5,7 +5,7 @@ import { driftReport } from './drift-service.ts';
 import { CustomerQuery, SerialParams } from '../http/request-schemas.ts';
 import { DriftReport } from './drift-schemas.ts';
 
-/** GET /api/v1/okms/{serial}/drift (SPEC section 11), mounted under /api/v1/okms. */
+/** GET /api/v1/okms/{serial}/drift (contract §11), mounted under /api/v1/okms. */
 const okmDriftRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:serial/drift',

@@ -10,7 +10,7 @@ export const ResolverVerdict = Type.Object({
   correction: Nullable(CorrectionBody),
   verdict: Type.Enum(['in_step', 'sent', 'next', 'later', 'held_back'], {
     description:
-      'in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (SPEC section 15)',
+      'in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (contract §15)',
   }),
   sent_on_last_poll: Type.Boolean({ description: "its correction is the one the last poll sent (last_correction)" }),
 });
@@ -19,7 +19,7 @@ export type ResolverVerdict = Static<typeof ResolverVerdict>;
 const FIRMWARE_SOURCES = ['pin', 'rollout', 'fleet_latest', 'none'] as const;
 export type FirmwareSource = (typeof FIRMWARE_SOURCES)[number];
 
-/** What stands behind one kind of firmware offer, and the retry policy that spaces it (SPEC sections 13, 15). */
+/** What stands behind one kind of firmware offer, and the retry policy that spaces it (contract §13, §15). */
 export const FirmwareOfferSource = Type.Object({
   resolver: Type.String({ description: 'the reply key: kasFirmware, batchKeyFirmware or wirelessKeyFirmware' }),
   kind: Type.String({ description: 'kas, batch_key or wireless_key' }),
@@ -41,7 +41,7 @@ export const FirmwareOfferSource = Type.Object({
     backoff_polls: Type.Array(Type.Integer()),
     max_backoff_polls: Type.Integer(),
     from: Type.Enum(['rollout', 'customer', 'fleet'], { description: 'whose policy it is: the rollout’s own, the customer’s, else the fleet default (FIRMWARE_RETRY_POLICY)' }),
-  }, { description: 'the retry policy in force for this offer (SPEC section 15)' }),
+  }, { description: 'the retry policy in force for this offer (contract §15)' }),
   hold: Nullable(
     Type.Object({
       rounds: Type.Integer({ description: 'rounds of offers the OKM did not take so far' }),
@@ -55,12 +55,12 @@ export const FirmwareOfferSource = Type.Object({
 });
 export type FirmwareOfferSource = Static<typeof FirmwareOfferSource>;
 
-/** GET /api/v1/okms/{serial}/drift (SPEC section 11). */
+/** GET /api/v1/okms/{serial}/drift (contract §11). */
 export const DriftReport = Type.Object({
   serial_number: Type.String({ description: 'the OKM the report is about' }),
   in_step: Type.Boolean({ description: 'no resolver would correct the device' }),
   next: Nullable({ ...CorrectionBody, description: 'the body the next poll would get from the reported values (offers the retry policy holds back passed over); null: {}' }),
-  resolvers: Type.Array(ResolverVerdict, { description: "every resolver's verdict, in the seed's order" }),
+  resolvers: Type.Array(ResolverVerdict, { description: "every resolver's verdict, in seed order (contract §0.4)" }),
   last_poll_at: Nullable({ ...IsoTime, description: 'when the OKM last polled (its last_sync_time); null: never' }),
   last_correction: Nullable(
     Type.String({ description: "the reply key of the correction the last poll sent, as the OKM's last_correction; null: it was answered {}, or never polled" }),

@@ -105,7 +105,7 @@ const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
 export const polledColumns = (eb: ExpressionBuilder<Database, 'okms'>) => [...POLLED_COLUMNS, oldestPendingMessageId(eb)] as const;
 
 /**
- * The status mark a poll writes (SPEC §6): its time when the OKM has subscribers, so that the
+ * The status mark a poll writes (contract §6): its time when the OKM has subscribers, so that the
  * dispatcher fans its status out; none otherwise. A mark already there stays (see okmPollUpsert).
  */
 export const statusMarkOf = (row: Pick<PolledOkmRow, 'status_urls'>, now: number) => (row.status_urls === NO_STATUS_URLS ? null : now);
@@ -299,7 +299,7 @@ export interface StuckEvents {
   now: number;
 }
 
-/** Emits okm.stuck and okm.unstuck (SPEC sections 14 and 15) in the poll's transaction. */
+/** Emits okm.stuck and okm.unstuck (contract §14 and §15) in the poll's transaction. */
 export async function emitStuckEvents(db: Db, polls: readonly StuckEvents[]): Promise<void> {
   const events = polls.flatMap(({ serialNumber, customerId, events, now }) =>
     events.map(({ type, stuck, polls }) => ({

@@ -240,7 +240,7 @@ type Decision =
   | { kind: 'pending' }
   | { kind: 'answered'; desired: DesiredState; reported: ReportedState; answer: Correction; heldBack: ReadonlySet<string>; statusEventsQueued: number };
 
-/** How many subscribers the poll's status was queued for: recordPoll marked the OKM's poll row (SPEC §6). */
+/** How many subscribers the poll's status was queued for: recordPoll marked the OKM's poll row (contract §6). */
 function statusEventsQueuedBy(row: PolledOkmRow): number {
   return row.status_urls === NO_STATUS_URLS ? 0 : (JSON.parse(row.status_urls) as string[]).length;
 }

@@ -23,7 +23,7 @@ const LockView = Type.Object({
   enrolled_at: IsoTime,
 });
 
-/** GET /api/v1/locks (SPEC section 12): a customer's enrolled DLocks for people (JWT), without any key material. */
+/** GET /api/v1/locks (contract §12): a customer's enrolled DLocks for people (JWT), without any key material. */
 const locksListRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',

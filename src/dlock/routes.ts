@@ -61,7 +61,7 @@ const keyResponse = (reply: FastifyReply, msg: string, certificate: KeyCertifica
     .type('application/json; charset=utf-8')
     .send({ status: 200, msg, data: { key: base64 ? toBase64Form(certificate) : certificate } });
 
-/** The DLock resource under /v1 (seed §DLock) and the PEM chain its key certificates verify against. */
+/** The DLock resource under /v1 (contract §0.5, §7) and the PEM chain its key certificates verify against. */
 async function dlockRoutes(app: FastifyInstance): Promise<void> {
   const context: LockContext = {
     db: app.db,
@@ -116,8 +116,8 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
-  // A method the resource does not have is 405 whoever asks, before authentication: the seed's
-  // PUT and PATCH, and the other methods of the two paths, so that no method falls to a 404.
+  // A method the resource does not have is 405 whoever asks, before authentication: PUT and
+  // PATCH (contract §0.5), and the other methods of the two paths, so that no method falls to a 404.
   for (const { url, methods, allow } of [
     { url: '/v1/dlock', methods: ['GET', 'PUT', 'PATCH', 'DELETE'], allow: 'POST' },
     { url: '/v1/dlock/:serial', methods: ['POST', 'PUT', 'PATCH'], allow: 'GET, HEAD, DELETE' },
@@ -142,7 +142,7 @@ async function dlockRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      // Reading a certificate that is not the caller's is a 404, as a lock it does not own is (SPEC §3); POST naming one stays 403.
+      // Reading a certificate that is not the caller's is a 404, as a lock it does not own is (contract §3); POST naming one stays 403.
       const certificate = await findIntermediate(app.db, request.params.name);
       if (certificate?.customerId !== request.apiKeyOwner!.customerId) throw notFound('Certificate not found');
       const { chainPem } = await exportChain(app.db, request.params.name);

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { KEY_CERTIFICATE_TYPE } from './key-certificate.ts';
 
-/** A DLock key certificate in its JSON form (SPEC §7). */
+/** A DLock key certificate in its JSON form (contract §7). */
 export const KeyCertificate = Type.Object({
   type: Type.Literal(KEY_CERTIFICATE_TYPE),
   issuer: Type.String({ description: 'name of the intermediate certificate that signed it' }),

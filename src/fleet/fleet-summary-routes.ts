@@ -5,7 +5,7 @@ import { ErrorResponse, MESSAGES, resourceResponse } from '../http/schemas.ts';
 import { fleetSummary } from './fleet-summary-service.ts';
 import { FleetSummary } from './schemas.ts';
 
-/** GET /api/v1/fleet/summary (SPEC section 11), mounted at /api/v1/fleet. */
+/** GET /api/v1/fleet/summary (contract §11), mounted at /api/v1/fleet. */
 const fleetSummaryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/summary',

@@ -27,7 +27,7 @@ function newestFirst(a: VersionCount, b: VersionCount): number {
 }
 
 /**
- * SPEC sections 11 and 15: the OKMs in each state (src/okm/fleet-states.ts), the drifting ones
+ * contract §11 and §15: the OKMs in each state (src/okm/fleet-states.ts), the drifting ones
  * by their last correction, and the versions reported. The counts are those of the last
  * complete fleet pass (fleet-pass.ts); the pending OKMs are counted now.
  */

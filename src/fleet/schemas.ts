@@ -4,7 +4,7 @@ const VersionCounts = Type.Array(Type.Object({ version: Type.String(), okms: Typ
   description: 'OKMs by the version they last reported, newest first',
 });
 
-/** GET /api/v1/fleet/summary (SPEC section 11). */
+/** GET /api/v1/fleet/summary (contract §11). */
 export const FleetSummary = Type.Object({
   okms: Type.Object({
     total: Type.Integer(),

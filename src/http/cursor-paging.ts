@@ -4,7 +4,7 @@ import { DEFAULT_PAGE_LIMIT, MAX_CURSOR_LENGTH, MAX_PAGE_LIMIT, type CursorPage 
 import { Nullable } from './schemas.ts';
 
 /**
- * Cursor paging (SPEC §5) as HTTP shows it, for every list but the seed's ACL list:
+ * Cursor paging (contract §5) as HTTP shows it, for every list but the ACL list of contract §0.6:
  * `?limit=1–500` (default 50) and `?cursor=<opaque>`; the answer has `next_cursor` (null on the
  * last page) and a `Link: <…>; rel="next"` header. What a cursor holds, how a page is read and
  * the page itself are below HTTP, in src/db/cursor-pages.ts, where repositories take them from.

@@ -8,7 +8,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * How this route's errors are rendered: the default `{error_code, error_msg}`, or
-     * `'dlock'` for `{status, msg}` (the seed's DLock resource under /v1).
+     * `'dlock'` for `{status, msg}` (the DLock resource under /v1, contract §7.6).
      */
     errorShape?: 'dlock';
   }

@@ -73,7 +73,7 @@ function charsetOf(request: FastifyRequest): string | undefined {
  * JSON bodies must be UTF-8 (RFC 8259) and uncompressed; anything else is refused with a
  * 4xx that says so, instead of being decoded with replacement characters or read as bytes.
  * Prototype-poisoning keys (`__proto__`, `constructor.prototype`) are refused too, and so is a
- * number too large for a double (SPEC §16: a 400 naming the field, for every route at once).
+ * number too large for a double (contract §16: a 400 naming the field, for every route at once).
  */
 export function registerJsonBodies(app: FastifyInstance): void {
   app.addHook('preParsing', async (request) => {
@@ -93,8 +93,8 @@ export function registerJsonBodies(app: FastifyInstance): void {
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       return done(unsupportedMediaType(`charset ${charset} is not supported; JSON bodies are UTF-8`));
     }
-    // Clients that send `Content-Type: application/json` on every request (the seed's DLock
-    // calls do) send it on DELETE too, with nothing after it: that is no body, not bad JSON.
+    // Clients that send `Content-Type: application/json` on every request (the DLock calls
+    // of contract §0.5 do) send it on DELETE too, with nothing after it: that is no body, not bad JSON.
     if (body.length === 0 && request.method === 'DELETE') return done(null, undefined);
     if (!isUtf8(body)) return done(badRequest('body: not valid UTF-8'));
     const text = withoutByteOrderMark(body.toString('utf8'));

@@ -18,7 +18,7 @@ export interface DocumentedResponse {
 
 /**
  * What the document states about a route beyond the schemas Fastify validates and serializes
- * with: documentation only, never enforced. The device protocol is read leniently (SPEC §4: a
+ * with: documentation only, never enforced. The device protocol is read leniently (contract §4: a
  * malformed parameter is unknown, never a 4xx), and some answers are streams or texts.
  */
 export interface OperationDocumentation {

@@ -55,7 +55,7 @@ export function redactUrl(url: string): string {
 declare module 'fastify' {
   interface FastifyRequest {
     /**
-     * Who made the request, once its credential is verified (SPEC section 17: a person, an API
+     * Who made the request, once its credential is verified (contract §17: a person, an API
      * token, a DLock API key): written in the request's log line. Set by the capability that
      * verifies the credential; the shape is the auth capability's Actor.
      */

@@ -22,7 +22,7 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 
 export const ErrorResponse = Type.Object({ error_code: Type.String(), error_msg: Type.String() });
 
-/** The error body of the DLock resource (seed §DLock): what the error handler renders on routes with `errorShape: 'dlock'`. */
+/** The error body of the DLock resource (contract §7.6): what the error handler renders on routes with `errorShape: 'dlock'`. */
 export const DlockError = Type.Object({ status: Type.Integer(), msg: Type.String() });
 
 export const MESSAGES = {
@@ -48,7 +48,7 @@ export interface PaginationQuery {
 export const pageOf = (query: PaginationQuery) => query.page ?? 1;
 export const perPageOf = (query: PaginationQuery) => query.results_per_page ?? DEFAULT_RESULTS_PER_PAGE;
 
-/** `pagination` of a list response, with the seed's string-typed counts. */
+/** `pagination` of a list response, with the string-typed counts of contract §8.3. */
 export const Pagination = Type.Object({
   page: Type.Integer(),
   results_per_page: Type.String(),

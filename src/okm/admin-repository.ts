@@ -8,7 +8,7 @@ import type { Okm } from './model.ts';
 import { correctionRecordOf, pollsSentWithoutEffect } from './correction-record.ts';
 import { selectOkmRows, toOkm, type OkmRow } from './repository.ts';
 
-/** Why an OKM is stuck (SPEC section 15): the resolver whose correction it does not take. */
+/** Why an OKM is stuck (contract §15): the resolver whose correction it does not take. */
 export interface OkmStuck {
   /** The resolver's reply key. */
   resolver: string;

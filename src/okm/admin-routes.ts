@@ -71,7 +71,7 @@ function withEtag<T extends OkmRecord>(reply: FastifyReply, record: T): T {
   return record;
 }
 
-/** A message body's payload as the JSON text it was sent in (SPEC §16: stored and shown as sent); null when it has none. */
+/** A message body's payload as the JSON text it was sent in (contract §16: stored and shown as sent); null when it has none. */
 function payloadAsSent(jsonText: string | undefined, payload: unknown): string {
   if (payload === undefined) return 'null';
   return (jsonText === undefined ? undefined : memberSource(jsonText, 'payload')) ?? JSON.stringify(payload);

@@ -159,7 +159,7 @@ function refuseDuplicateNames(field: string, text: string): void {
 }
 
 /**
- * The body's users_assets as the text it was sent in, to be stored and shown as such (SPEC §16);
+ * The body's users_assets as the text it was sent in, to be stored and shown as such (contract §16);
  * undefined when the body sets none (absent or null), or when its text is not known.
  */
 function usersAssetsAsSent(jsonText: string | undefined, body: { users_assets?: unknown }): string | undefined {
@@ -305,7 +305,7 @@ async function lockedOwnOkm(trx: Db, acting: Customer, serialNumber: string): Pr
 
 /**
  * The acting customer of a principal that is not an admin; null for an admin, whichever
- * customer it acts for. Only an admin assigns an OKM directly (SPEC §10): a person of every
+ * customer it acts for. Only an admin assigns an OKM directly (contract §10): a person of every
  * customer who is not one changes only OKMs their acting customer holds, as a customer token does.
  */
 const customerTokenActing = (request: OkmRequest, acting: Customer | null) => (request.principal.isAdmin ? null : acting);
@@ -452,7 +452,7 @@ function toMessageRecord(message: OkmMessage): MessageRecord {
 }
 
 /**
- * Queues a message whose payload is the JSON text `payloadJson`, as sent (SPEC §16): stored as
+ * Queues a message whose payload is the JSON text `payloadJson`, as sent (contract §16): stored as
  * that text, shown as that text, and sent to the device as keyfleet reads it.
  */
 export async function postMessage(request: OkmChangeRequest, serialNumber: string, type: string, payloadJson: string): Promise<MessageRecord> {

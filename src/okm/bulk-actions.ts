@@ -43,7 +43,7 @@ function filterQueryOf(filter: OkmFilterQuery, action: BulkAction): OkmFilterQue
   return { ...filter, subscriber_url: action.url };
 }
 
-/** Only an admin moves OKMs between customers (SPEC §10); the customer named must exist. */
+/** Only an admin moves OKMs between customers (contract §10); the customer named must exist. */
 async function checkAction(request: OkmRequest, action: BulkAction): Promise<Customer | null> {
   if (action.type === 'queue_message') checkMessagePayload(action.message.payloadJson);
   if (action.type !== 'assign') return null;

@@ -103,7 +103,7 @@ const selectionJson = (selection: BulkSelection) => ({
   applied: selection.applied,
 });
 
-/** The body's action as the service takes it: a message's payload as the JSON text it was sent in (SPEC §16). */
+/** The body's action as the service takes it: a message's payload as the JSON text it was sent in (contract §16). */
 function actionOf(body: BulkBody, jsonText: string | undefined): BulkAction {
   const action = body.action;
   if (action.type !== 'queue_message') return action as BulkAction;

@@ -1,5 +1,5 @@
 /**
- * When a claim of an OKM is taken, refused or slowed (SPEC section 10, docs/okm-admin-api.md,
+ * When a claim of an OKM is taken, refused or slowed (contract §10, docs/okm-admin-api.md,
  * Claiming): pure, so that the rules can be checked against any sequence of attempts
  * (test/okm/claim-policy.test.ts); claim-repository.ts keeps the counts in the database.
  *

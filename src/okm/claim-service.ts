@@ -57,7 +57,7 @@ export async function claimOkm(request: OkmChangeRequest, serialNumber: string, 
   });
   if (outcome.kind === 'claimed') return outcome.record;
   if (outcome.kind === 'refused') {
-    // The same answer whether the customer is blocked (up to CLAIM_BLOCK_MS) or slowed (up to CLAIM_SLOWDOWN_MS): SPEC's 429.
+    // The same answer whether the customer is blocked (up to CLAIM_BLOCK_MS) or slowed (up to CLAIM_SLOWDOWN_MS): the 429 of contract §10.3.
     const retryAfterSeconds = Math.ceil((outcome.until - now) / 1000);
     throw new HttpError(429, 'TOO_MANY_REQUESTS', `Too many failed claims of OKM ${serialNumber}; retry in ${retryAfterSeconds} seconds`, {
       'retry-after': String(retryAfterSeconds),

@@ -1,7 +1,7 @@
 /**
  * What an OKM's row records about the answers to its polls: the last correction sent and
  * since which poll, the retry policy's holds of firmware offers it did not take, and whether
- * it is stuck (SPEC section 15). The poll decides it (src/device/poll-verdict.ts) and writes it
+ * it is stuck (contract §15). The poll decides it (src/device/poll-verdict.ts) and writes it
  * only when it changes; the OKM record reads it (a stuck OKM's polls, admin-repository.ts).
  */
 

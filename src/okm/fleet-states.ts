@@ -1,7 +1,7 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 
 /**
- * The states of the fleet summary (SPEC sections 11 and 15), which the OKM list filters on
+ * The states of the fleet summary (contract §11 and §15), which the OKM list filters on
  * too. Three divide the fleet: in step (the last poll was answered {}), drifting (it was
  * answered with a correction) and never polled (neither). Two count across them: overdue
  * (polled before but not for MISSED_INTERVALS_UNTIL_OVERDUE effective polling intervals) and

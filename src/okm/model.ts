@@ -16,7 +16,7 @@ export interface OkmSettings {
   assetList: unknown[] | null;
   usersAssets: unknown[] | null;
   /**
-   * usersAssets as the JSON text it was sent in, which is stored and shown (SPEC §16: as sent);
+   * usersAssets as the JSON text it was sent in, which is stored and shown (contract §16: as sent);
    * usersAssets is what it parses to, the value its digest is computed from. Absent: the text
    * JSON.stringify writes.
    */

@@ -248,7 +248,7 @@ export const CustomerAssignmentBody = Type.Object(
 );
 export type CustomerAssignmentBody = Static<typeof CustomerAssignmentBody>;
 
-/** POST …/claim: the installer code the device reports as `installCode` (SPEC section 10). */
+/** POST …/claim: the installer code the device reports as `installCode` (contract §10). */
 export const ClaimBody = Type.Object(
   { install_code: Type.String({ pattern: '^[0-9]{5,20}$', description: 'the installer code the device reported: 5–20 digits' }) },
   { additionalProperties: false },

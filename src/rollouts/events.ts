@@ -11,7 +11,7 @@ export interface RolloutEvent {
 }
 
 /**
- * Queues a fleet event (SPEC section 14). Called inside the transaction that changes the
+ * Queues a fleet event (contract §14). Called inside the transaction that changes the
  * rollout, with that transaction, so that the event commits with the change or not at all.
  */
 export type EmitFleetEvent = (db: Db, event: RolloutEvent) => Promise<void>;

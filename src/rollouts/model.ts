@@ -13,7 +13,7 @@ export const sizeOf = (counts: GroupCounts) => counts.scheduled + counts.offered
 
 /**
  * What the API says of a member: its stored status, except for a member still scheduled in a
- * started group (SPEC sections 13, 15; repository.memberState decides it): `silent` when its OKM
+ * started group (contract §13, §15; repository.memberState decides it): `silent` when its OKM
  * has not polled since its group started, `blocked` when it has but is stuck on a resolver (one
  * before the rollout's answers every poll, so the offer is never sent). An offered, updated or
  * failed member has polled since.

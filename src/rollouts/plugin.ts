@@ -6,7 +6,7 @@ import rolloutPreviewRoutes from './preview-routes.ts';
 import rolloutRoutes from './routes.ts';
 import { sweepRollouts } from './sweep.ts';
 
-/** Rollouts (SPEC section 13): the API, and this process's share of the sweep. */
+/** Rollouts (contract §13): the API, and this process's share of the sweep. */
 async function rolloutsPlugin(app: FastifyInstance): Promise<void> {
   await app.register(rolloutRoutes, { prefix: '/api/v1/rollouts', emit: rolloutEventSink });
   await app.register(rolloutPreviewRoutes, { prefix: '/api/v1/rollouts' });

@@ -153,7 +153,7 @@ const polledSince = (members: string, since: unknown) =>
 
 /**
  * Whether the member's OKM is stuck on a resolver (okms.stuck_resolver, written by the poll that
- * finds it so, SPEC section 15): one probe of okms' key.
+ * finds it so, contract §15): one probe of okms' key.
  */
 const okmStuck = (members: string) =>
   sql<SqlBool>`(select okms.stuck_resolver from okms where okms.serial_number = ${sql.ref(`${members}.serial_number`)}) is not null`;
@@ -382,7 +382,7 @@ async function failMembers(db: Db, rolloutId: number, status: 'scheduled' | 'off
 /**
  * Marks as failed, at most `limit` in all, the members that had update_timeout to update and
  * did not, so that every rollout reaches a final state, by its error threshold or by finishing
- * (SPEC section 13): offers older than the timeout whose OKM has polled since the timeout ran
+ * (contract §13): offers older than the timeout whose OKM has polled since the timeout ran
  * out (still polling, not updating), and members still scheduled in a group that started at
  * least update_timeout ago that are silent (no poll since it started) or blocked (stuck, see
  * memberState). Offers do not depend on a member's status, so a failed member that polls again

@@ -55,7 +55,7 @@ const ACTIONS: { path: string; operationId: string; summary: string; action: Act
   { path: 'approve', operationId: 'approveRollout', summary: 'Approve a rollout that requires it, as an operator other than its creator', action: approveRollout },
 ];
 
-/** Firmware rollouts (SPEC section 13), mounted at /api/v1/rollouts. */
+/** Firmware rollouts (contract §13), mounted at /api/v1/rollouts. */
 const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, options) => {
   const canRead = requireScopes('okm:read');
   const canWrite = requireScopes('okm:read', 'rollout:write');

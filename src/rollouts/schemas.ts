@@ -54,7 +54,7 @@ export const CreateRolloutBody = Type.Object(
     retry_policy: Type.Optional(
       Type.Object(RETRY_POLICY_SCHEMA.properties, {
         additionalProperties: false,
-        description: 'the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32)',
+        description: 'the retry policy of this rollout’s offers (contract §15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32)',
       }),
     ),
   },

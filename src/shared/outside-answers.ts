@@ -1,5 +1,5 @@
 /**
- * The most keyfleet reads of any answer from an outside server (SPEC §16): a status
+ * The most keyfleet reads of any answer from an outside server (contract §16): a status
  * subscriber, a fleet-event endpoint, an identity provider's JWKS. Past it the connection is
  * dropped. Sockets are read in pieces of up to 64 KiB, so the piece that crosses the bound may
  * come off the connection too; it is not used.

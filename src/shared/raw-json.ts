@@ -142,7 +142,7 @@ export function duplicateNamePath(text: string): (string | number)[] | undefined
 
 /**
  * JSON text kept exactly as it was sent (free-form values the docs promise back "as sent",
- * SPEC §16): stored as this text, and written into answers as it is (src/http/json-texts.ts),
+ * contract §16): stored as this text, and written into answers as it is (src/http/json-texts.ts),
  * where parsing and writing it again would turn 1.0 into 1 or a 30-digit integer into a double.
  */
 export class JsonText {

@@ -2,11 +2,11 @@ import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 
 /**
- * The firmware retry policy (SPEC section 15): after `offers` polls in a row answered with the
+ * The firmware retry policy (contract §15): after `offers` polls in a row answered with the
  * same firmware offer that the OKM did not take, the offer is held back for the next
  * `backoffPolls[round - 1]` polls (doubling past the list's end, at most `maxBackoffPolls`),
  * so that the resolvers after it answer those polls; then it is offered again. `offers: 0`
- * never holds an offer back: the seed's strict order.
+ * never holds an offer back: strict seed order (contract §0.4).
  */
 export interface RetryPolicy {
   offers: number;
@@ -32,7 +32,7 @@ export const RETRY_POLICY_SCHEMA = Type.Object(
     ),
     max_backoff_polls: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_POLLS, description: 'the most polls an offer is held back' })),
   },
-  { additionalProperties: false, description: 'firmware retry policy (SPEC section 15)' },
+  { additionalProperties: false, description: 'firmware retry policy (contract §15)' },
 );
 export type RetryPolicyWire = Static<typeof RETRY_POLICY_SCHEMA>;
 

@@ -1,5 +1,5 @@
 /**
- * The device model of the seed: what an OKM does with each reply of its config poll. Written
+ * The device model of the original requirements (contract §0.4): what an OKM does with each reply of its config poll. Written
  * apart from the server's code on purpose (its own list digest, its own reading of a
  * correction), so that a server that answers something a device cannot act on never
  * converges, in the tests and in `keyfleet simulate` alike.

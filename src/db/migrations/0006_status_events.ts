@@ -3,7 +3,7 @@ import type { AnyDb, MigrationContext } from './migration-context.ts';
 import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /**
- * Status events (SPEC §6): one queue row per OKM and subscriber URL saying whether the OKM's
+ * Status events (contract §6): one queue row per OKM and subscriber URL saying whether the OKM's
  * current status (on its own row) still has to be delivered there, and what happened last;
  * the failed attempts log; and the whsec_ signing secrets (per customer, and one for OKMs
  * with no customer).

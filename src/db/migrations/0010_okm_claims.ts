@@ -1,7 +1,7 @@
 import type { AnyDb } from './migration-context.ts';
 
 /**
- * Failed claims of an OKM (SPEC section 10), one row per serial number, shared by every
+ * Failed claims of an OKM (contract §10), one row per serial number, shared by every
  * server process on the database; a row whose window and block are over is pruned.
  */
 export async function up(db: AnyDb): Promise<void> {

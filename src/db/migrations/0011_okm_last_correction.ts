@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { AnyDb, MigrationContext } from './migration-context.ts';
 
 /**
- * Drift and fleet summary (SPEC section 11): the reply key of the resolver that answered each
+ * Drift and fleet summary (contract §11): the reply key of the resolver that answered each
  * OKM's last poll (null: in step), the batch key and wireless key firmware versions the device
  * last reported (kasFirmware is firmware_version), and the index the fleet summary counts and
  * groups on, so that it reads an index, not the table.

@@ -2,11 +2,11 @@ import { sql } from 'kysely';
 import type { AnyDb, MigrationContext } from './migration-context.ts';
 import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
-/** The fleet default polling interval (SPEC §4) assumed for OKMs that polled before this migration. */
+/** The fleet default polling interval (contract §4) assumed for OKMs that polled before this migration. */
 const DEFAULT_POLLING_INTERVAL_S = 150;
 
 /**
- * Fleet events (SPEC §14): webhook endpoints (per customer, or deployment-wide when
+ * Fleet events (contract §14): webhook endpoints (per customer, or deployment-wide when
  * customer_id is null) with their event types, one delivery row per event and endpoint, and
  * on each OKM the time it becomes overdue (due_by, set by each poll) and when the overdue sweep
  * marked it (overdue_at; 0: never polled as an OKM, so its next poll is its enrolment).

@@ -3,7 +3,7 @@ import type { AnyDb, MigrationContext } from './migration-context.ts';
 import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /**
- * Firmware rollouts (SPEC section 13): the rollouts, their members (chosen once, with the
+ * Firmware rollouts (contract §13): the rollouts, their members (chosen once, with the
  * group and progress of each OKM), the rollout whose offer applies to an OKM (kept on its row
  * so that a poll of an OKM in no rollout reads nothing more), and the customer's time zone
  * for maintenance windows.

@@ -2,7 +2,7 @@ import type { AnyDb, MigrationContext } from './migration-context.ts';
 import { idType } from './frozen/dialect.ts';
 
 /**
- * Failed claims are counted per customer and serial number (SPEC section 10), so that one
+ * Failed claims are counted per customer and serial number (contract §10), so that one
  * customer's failures block only that customer: `okm_claim_customer_failures`, one row per
  * customer and serial number, pruned like `okm_claim_failures` once its window and block are
  * over. `okm_claim_failures` keeps the count of every customer, which now only slows claims,

@@ -4,7 +4,7 @@ import type { AnyDb } from './migration-context.ts';
 const BACK_FILL_CHUNK = 500;
 
 /**
- * `GET /api/v1/okms?subscriber_url=` (SPEC section 15) lists the OKMs whose status URLs hold
+ * `GET /api/v1/okms?subscriber_url=` (contract §15) lists the OKMs whose status URLs hold
  * one URL. okms.status_urls is a JSON array in a text column, which no portable index can look
  * into, so each URL of each OKM is also a row here: (url, serial_number) is an ordinary index
  * range in the list's order. The admin write path that sets an OKM's status URLs rewrites its

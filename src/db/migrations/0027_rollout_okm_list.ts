@@ -1,7 +1,7 @@
 import type { AnyDb } from './migration-context.ts';
 
 /**
- * A rollout's OKM list (`GET /api/v1/rollouts/{id}/okms?state=`, SPEC section 13) and its
+ * A rollout's OKM list (`GET /api/v1/rollouts/{id}/okms?state=`, contract §13) and its
  * `silent` count: an OKM is silent when it has not polled since its group started, so each
  * group's start is kept, in `rollouts.group_started_at` (a JSON array of epoch ms, one per
  * started group, like group_percents). Before this only the rollout's start was recorded:

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { AnyDb, MigrationContext } from './migration-context.ts';
 
 /**
- * Stuck OKMs and the firmware retry policy (SPEC section 15).
+ * Stuck OKMs and the firmware retry policy (contract §15).
  *
  * - `okm_polls.polls` numbers an OKM's polls: the poll's one upsert adds 1 to the row it
  *   writes anyway, so a steady poll writes no more rows and no index entry. The table is

@@ -2,7 +2,7 @@ import type { AnyDb, MigrationContext } from './migration-context.ts';
 import { autoIncrementPrimaryKey, idType } from './frozen/dialect.ts';
 
 /**
- * People, role bindings, sessions and the registry of API tokens (SPEC section 17).
+ * People, role bindings, sessions and the registry of API tokens (contract §17).
  *
  * - `people`: one row per (issuer, subject) of the OpenID Provider, made at first sign-in.
  * - `role_bindings`: an IdP group, an email or a subject bound to a role, for one customer or

@@ -22,7 +22,7 @@ const CONTENT_COLUMNS = [
 ] as const;
 
 /**
- * The audit trail of changes (SPEC section 18).
+ * The audit trail of changes (contract §18).
  *
  * - `audit_pending`: an entry as its change's own transaction writes it (`id` in the order
  *   written), until the chainer moves it into the chain; one small index, so that the change

@@ -17,7 +17,7 @@ export interface NamedResolver {
   /** The reply key of its corrections, which also names it in last_correction and the drift report. */
   name: string;
   resolve: Resolver;
-  /** A firmware offer: the retry policy may hold it back after offers the OKM did not take (SPEC section 15). */
+  /** A firmware offer: the retry policy may hold it back after offers the OKM did not take (contract §15). */
   retried?: true;
   /**
    * What the device is told, for telling one correction from another (stuck detection): the
