@@ -14,7 +14,7 @@ import { canonicalUsersJson } from '../src/acl/model.ts';
 import { insertAcl } from '../src/acl/repository.ts';
 import { issueToken } from '../src/auth/tokens.ts';
 import { loadSettings } from '../src/config/settings.ts';
-import { createCustomer } from '../src/customers/repository.ts';
+import { createCustomer } from '../src/customers/service.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { loadMasterKey } from '../src/secrets/master-key.ts';

@@ -18,7 +18,7 @@ import { sql, type Insertable } from 'kysely';
 import { canonicalUsersJson } from '../src/acl/model.ts';
 import type { AclUser } from '../src/acl/schemas.ts';
 import { issueToken } from '../src/auth/tokens.ts';
-import { createCustomer } from '../src/customers/repository.ts';
+import { createCustomer } from '../src/customers/service.ts';
 import type { AclsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM } from '../src/okm/model.ts';
 import { insertOkm } from '../src/okm/repository.ts';

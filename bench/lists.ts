@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { issueToken } from '../src/auth/tokens.ts';
 import { loadSettings } from '../src/config/settings.ts';
-import { createCustomer } from '../src/customers/repository.ts';
+import { createCustomer } from '../src/customers/service.ts';
 import { encodeCursor } from '../src/db/cursor-pages.ts';
 import type { Db } from '../src/db/database.ts';
 import { dialectFor, openDatabase } from '../src/db/database.ts';

@@ -2,41 +2,24 @@ import { sql, type SqlBool } from 'kysely';
 import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { badRequest, conflict, notFound } from '../http/errors.ts';
-import { CUSTOMER_NAME_PATTERN } from '../shared/identifiers.ts';
 import { retryPolicyFromWire, retryPolicyToWire, type RetryPolicy, type RetryPolicyWire } from '../shared/retry-policy.ts';
-import { isTimeZone } from '../shared/time-zone.ts';
 
 export interface Customer {
   id: number;
   name: string;
 }
 
-const CUSTOMER_NAME = new RegExp(CUSTOMER_NAME_PATTERN);
-
-export function isValidCustomerName(name: string): boolean {
-  return CUSTOMER_NAME.test(name);
-}
-
-/** A time zone that is not IANA's is a 400. */
-export function checkTimeZone(timeZone: string | null): void {
-  if (timeZone !== null && !isTimeZone(timeZone)) throw badRequest(`time_zone: expected an IANA time zone such as Europe/Berlin, got "${timeZone}"`);
-}
-
-/** Creates a customer; a malformed name or time zone is a 400, a name already taken a 409. */
-export async function createCustomer(db: Db, name: string, timeZone: string | null = null): Promise<Customer> {
-  if (!isValidCustomerName(name)) {
-    throw badRequest(`name: expected 1-64 characters of A-Z a-z 0-9 . _ -, got "${name}"`);
-  }
-  checkTimeZone(timeZone);
-  const created = await db
+/**
+ * Stores a new customer, its name and time zone as given (createCustomer in ./service.ts
+ * checks them); undefined when the name is taken.
+ */
+export async function insertCustomer(db: Db, name: string, timeZone: string | null): Promise<Customer | undefined> {
+  return db
     .insertInto('customers')
     .values({ name, created_at: Date.now(), time_zone: timeZone })
     .onConflict((oc) => oc.column('name').doNothing())
     .returning(['id', 'name'])
     .executeTakeFirst();
-  if (!created) throw conflict(`customer ${name} already exists`);
-  return created;
 }
 
 export async function findCustomerByName(db: Db, name: string): Promise<Customer | undefined> {
@@ -47,11 +30,13 @@ export async function findCustomerById(db: Db, id: number): Promise<Customer | u
   return db.selectFrom('customers').select(['id', 'name']).where('id', '=', id).executeTakeFirst();
 }
 
-/** Sets the customer's time zone (its stores' local time: rollout maintenance windows); null: UTC. */
-export async function setCustomerTimeZone(db: Db, name: string, timeZone: string | null): Promise<void> {
-  checkTimeZone(timeZone);
+/**
+ * Sets the customer's time zone (its stores' local time: rollout maintenance windows), an IANA
+ * name the caller checked; null: UTC. False when no customer has that name.
+ */
+export async function setCustomerTimeZone(db: Db, name: string, timeZone: string | null): Promise<boolean> {
   const result = await db.updateTable('customers').set({ time_zone: timeZone }).where('name', '=', name).executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw notFound(`customer ${name} not found`);
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** The retry policies of firmware offers of these customers that have their own (SPEC section 15), by id. */
@@ -66,11 +51,11 @@ export async function findRetryPolicies(db: Db, customerIds: readonly number[]):
   return new Map(rows.map((row) => [Number(row.id), retryPolicyFromWire(JSON.parse(row.firmware_retry_policy!) as RetryPolicyWire)]));
 }
 
-/** Sets the customer's retry policy of firmware offers; null: the fleet default. */
-export async function setCustomerRetryPolicy(db: Db, name: string, policy: RetryPolicy | null): Promise<void> {
+/** Sets the customer's retry policy of firmware offers; null: the fleet default. False when no customer has that name. */
+export async function setCustomerRetryPolicy(db: Db, name: string, policy: RetryPolicy | null): Promise<boolean> {
   const stored = policy === null ? null : JSON.stringify(retryPolicyToWire(policy));
   const result = await db.updateTable('customers').set({ firmware_retry_policy: stored }).where('name', '=', name).executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw notFound(`customer ${name} not found`);
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** The customer list pages by name, which the customers' unique index holds. */

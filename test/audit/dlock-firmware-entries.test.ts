@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { chainAllPendingEntries } from '../../src/audit/chainer.ts';
 import type { AuditEntry } from '../../src/audit/trail.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { createIntermediate, type IntermediateCertificate } from '../../src/pki/intermediates.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { checkApiKey } from '../../src/dlock/api-keys.ts';
 import { forEachDatabase } from '../helpers/app.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { Principal } from '../../src/auth/guard.ts';
 import { createAcl, getAcl } from '../../src/acl/service.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { findOkm, insertOkm } from '../../src/okm/repository.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { authenticateDevice } from '../../src/okm/device-tokens.ts';
 import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { recordPendingCall } from '../../src/okm/pending-repository.ts';

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import type { Browser, Page, Request } from 'playwright-core';
 import { loadSettings } from '../../src/config/settings.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { NEVER_POLLED } from '../../src/okm/fleet-states.ts';
 import { dialectFor, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { parametersAfter } from '../../src/simulator/device.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { cursorListContract, textKeyAt, type CursorListFixture } from '../helpers/cursor-lists.ts';
 import { issueTestToken } from '../helpers/tokens.ts';

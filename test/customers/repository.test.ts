@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createCustomer, findCustomerById, findCustomerByName } from '../../src/customers/repository.ts';
+import { findCustomerById, findCustomerByName } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import type { HttpError } from '../../src/http/errors.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 

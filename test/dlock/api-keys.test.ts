@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { requireApiKey } from '../../src/dlock/api-key-auth.ts';
 import { LAST_USED_RESOLUTION_MS, checkApiKey, createApiKey, revokeApiKey } from '../../src/dlock/api-keys.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { X509Certificate, verify } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createApiKey, revokeApiKey } from '../../src/dlock/api-keys.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';

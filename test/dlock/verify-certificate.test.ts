@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import type { KeyCertificate } from '../../src/dlock/key-certificate.ts';
 import { verifyKeyCertificate } from '../../src/dlock/verify-certificate.ts';

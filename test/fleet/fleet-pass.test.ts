@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import SQLite from 'better-sqlite3';
 import path from 'node:path';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createFleetPass, FLEET_PASS, FLEET_PASS_LEASE_MS, FLEET_PASS_STEP, releaseLease } from '../../src/fleet/fleet-pass.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';

@@ -1,6 +1,7 @@
 import { issueToken } from '../../src/auth/tokens.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
-import { createCustomer, findCustomerByName, type Customer } from '../../src/customers/repository.ts';
+import { findCustomerByName, type Customer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import type { TestApp } from './app.ts';
 
 export async function createTestCustomer(t: TestApp, name: string): Promise<Customer> {

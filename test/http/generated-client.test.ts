@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import ts from 'typescript';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CompiledQuery, Kysely, sql } from 'kysely';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { listOkms, type OkmListFilter } from '../../src/okm/admin-repository.ts';
 import { NEVER_POLLED } from '../../src/okm/fleet-states.ts';

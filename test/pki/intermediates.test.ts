@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createIntermediate, exportChain, importIntermediate, loadIntermediatePrivateKey } from '../../src/pki/intermediates.ts';
 import { loadRootPrivateKey } from '../../src/pki/root-ca.ts';
 import { createIntermediateCertificate, createRootCertificate } from '../../src/pki/x509.ts';

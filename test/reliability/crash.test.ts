@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { issueToken } from '../../src/auth/tokens.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { aclUser } from '../acl/helpers.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { serveProcess, type ServerProcess } from '../helpers/server-process.ts';

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { issueToken } from '../../src/auth/tokens.ts';
 import { loadSettings, type Settings } from '../../src/config/settings.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
 import { createKeyRing } from '../../src/key-ring.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { Client } from 'undici';
 import { issueToken } from '../../src/auth/tokens.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { aclUser } from '../acl/helpers.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../helpers/app.ts';
 import { eventually } from '../helpers/eventually.ts';

@@ -8,7 +8,7 @@ import { loadSettings, type Settings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { loadMasterKey, masterKeyFingerprint, MASTER_KEY_FILE, stageMasterKeyFile } from '../../src/secrets/master-key.ts';
 import { MISMATCH_RECHECK_MS } from '../../src/secrets/key-ring.ts';

@@ -5,7 +5,7 @@ import { loadSettings } from '../../src/config/settings.ts';
 import { dialectFor, openDatabase, type Db } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createApiKey } from '../../src/dlock/api-keys.ts';
-import { createCustomer } from '../../src/customers/repository.ts';
+import { createCustomer } from '../../src/customers/service.ts';
 import { createIntermediate } from '../../src/pki/intermediates.ts';
 import { loadMasterKey } from '../../src/secrets/master-key.ts';
 import { createKeyRing, SEALED_COLUMNS } from '../../src/key-ring.ts';
