@@ -323,7 +323,7 @@ export interface paths {
         };
         /**
          * Config poll: report the device state, get at most one correction
-         * @description The device reports its state in the query; the first resolver (SPEC §4) that finds a difference answers. The query parameters are never a reason for a 4xx. 404 is an OKM pending acceptance (auto-enrol off).
+         * @description The device reports its state in the query; the first resolver (contract §4) that finds a difference answers. The query parameters are never a reason for a 4xx. 404 is an OKM pending acceptance (auto-enrol off).
          */
         get: operations["pollConfig"];
         put?: never;
@@ -4877,7 +4877,7 @@ export interface operations {
                             next: {
                                 [key: string]: unknown;
                             } | null;
-                            /** @description every resolver's verdict, in the seed's order */
+                            /** @description every resolver's verdict, in seed order (contract §0.4) */
                             resolvers: {
                                 /** @description the resolver's reply key, as in last_correction (message, kasFirmware, kasDateTime, …) */
                                 name: string;
@@ -4886,7 +4886,7 @@ export interface operations {
                                     [key: string]: unknown;
                                 } | null;
                                 /**
-                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (SPEC section 15)
+                                 * @description in_step: no correction; sent: its correction is the one the last poll sent, taken as applied until the device reports again; next: the correction the next poll is expected to send; later: a correction after that one; held_back: a firmware offer the OKM did not take, which the retry policy holds back on the next poll (contract §15)
                                  * @enum {unknown}
                                  */
                                 verdict: "in_step" | "sent" | "next" | "later" | "held_back";
@@ -4926,7 +4926,7 @@ export interface operations {
                                     /** @description it offers its version to this OKM now (running or finished, the OKM’s group started, inside its maintenance window) */
                                     offering: boolean;
                                 } | null;
-                                /** @description the retry policy in force for this offer (SPEC section 15) */
+                                /** @description the retry policy in force for this offer (contract §15) */
                                 retry_policy: {
                                     offers: number;
                                     backoff_polls: number[];
@@ -9785,7 +9785,7 @@ export interface operations {
                     };
                     /** @description another operator must approve it before it starts (default false) */
                     approval_required?: boolean;
-                    /** @description the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
+                    /** @description the retry policy of this rollout’s offers (contract §15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
                     retry_policy?: {
                         /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
                         offers: number;
@@ -12966,7 +12966,7 @@ export interface operations {
                     };
                     /** @description another operator must approve it before it starts (default false) */
                     approval_required?: boolean;
-                    /** @description the retry policy of this rollout’s offers (SPEC section 15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
+                    /** @description the retry policy of this rollout’s offers (contract §15), which wins over the customer’s and the fleet default; what is left out is the built-in default’s (backoff_polls [1, 2, 4, 8], max_backoff_polls 32) */
                     retry_policy?: {
                         /** @description offers in a row the OKM did not take before one is held back; 0: never held back (strict seed order) */
                         offers: number;
