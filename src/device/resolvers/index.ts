@@ -27,7 +27,7 @@ export interface NamedResolver {
   identity?: (correction: Correction) => string;
 }
 
-/** The seed's resolvers 2–13, in its order (1, "OKM existence", is the poll service's insert). */
+/** The resolvers 2–13 of contract §0.4, in seed order (1, "OKM existence", is the poll service's insert). */
 export const RESOLVERS: readonly NamedResolver[] = [
   { name: 'message', resolve: bufferedMessage },
   { name: 'kasFirmware', resolve: kasFirmware, retried: true },
