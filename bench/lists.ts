@@ -1,5 +1,5 @@
 /**
- * List pages at depth (issue 14, SPEC §5): the OKM list pages by cursor, so a page deep in it
+ * List pages at depth (issue 14, contract §5.3): the OKM list pages by cursor, so a page deep in it
  * should cost what the first one does. ROWS OKMs (1 M by default; three in four of the
  * customer `lists`, the rest of another, one in 50 never polled, one in 97 marked overdue as
  * the fleet pass marks them, a quarter of those polled drifting; each polled one with its poll
@@ -11,7 +11,7 @@
  *   (the cursor of the row before it, as the previous page's next_cursor would be; built from
  *   the key, since walking to the middle of a million would take 10 000 requests), and pages
  *   after cursors at random places;
- * - the seed's ACL list of the customer (`page` / `results_per_page`, which keeps its
+ * - the customer's ACL list of contract §0.6 and §8.3 (`page` / `results_per_page`, which keeps its
  *   numbered pages): its first page and its deepest.
  *
  * In rounds, for p50 and p99; SQLite, then PostgreSQL (or only the one asked for).
@@ -50,7 +50,7 @@ const ROUNDS = Number(options.rounds);
 const RANDOM_PAGES = Number(options.random);
 /** The API's default page size. */
 const LIMIT = 50;
-/** The seed's default page size of the ACL list. */
+/** The default page size of the ACL list (contract §0.10). */
 const ACLS_PER_PAGE = 30;
 const ROWS_PER_STATEMENT = 50_000;
 const CUSTOMER = 'lists';
@@ -219,7 +219,7 @@ async function main(): Promise<void> {
         report(`${target.name}, ${LIMIT} a page by cursor`, matches, all, byPosition);
       }
 
-      // The seed's ACL list keeps its numbered pages: the first and the deepest of the customer's.
+      // The ACL list keeps its numbered pages (contract §8.3): the first and the deepest of the customer's.
       const deepest = Math.max(1, Math.ceil(ROWS / ACLS_PER_PAGE));
       const aclUrl = (page: number) => `/api/v1/acls?customer=${CUSTOMER}&page=${page}&results_per_page=${ACLS_PER_PAGE}`;
       const byPage: Record<'first' | 'deepest', number[]> = { first: [], deepest: [] };
@@ -229,7 +229,7 @@ async function main(): Promise<void> {
         assert.equal(body.data.length, ROWS - (deepest - 1) * ACLS_PER_PAGE, 'the deepest page holds the last ACLs');
         byPage.deepest.push(ms);
       }
-      report(`ACLs of one customer (the seed's list: page ${deepest} of ${ACLS_PER_PAGE}, total_results counted)`, ROWS, [...byPage.first, ...byPage.deepest], byPage);
+      report(`ACLs of one customer (the list of contract §8.3: page ${deepest} of ${ACLS_PER_PAGE}, total_results counted)`, ROWS, [...byPage.first, ...byPage.deepest], byPage);
     } finally {
       await app.close();
       await db.destroy();

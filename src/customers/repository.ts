@@ -39,7 +39,7 @@ export async function setCustomerTimeZone(db: Db, name: string, timeZone: string
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** The retry policies of firmware offers of these customers that have their own (SPEC section 15), by id. */
+/** The retry policies of firmware offers of these customers that have their own (contract §15.2), by id. */
 export async function findRetryPolicies(db: Db, customerIds: readonly number[]): Promise<Map<number, RetryPolicy>> {
   if (customerIds.length === 0) return new Map();
   const rows = await db

@@ -1,5 +1,5 @@
 /**
- * What every cursor-paged list promises (SPEC §5), as tests any list's file runs against it:
+ * What every cursor-paged list promises (contract §5.3), as tests any list's file runs against it:
  * pages walked by cursor hold every row once, in the list's order; rows inserted or deleted
  * during a walk appear or not by where they fall against the cursor, and nothing is repeated
  * or skipped; `Link` is there exactly when `next_cursor` is, and leads to the next page; a
