@@ -10,10 +10,19 @@ import ts from 'typescript';
  *
  * - no runtime import cycle between the top-level folders of src/ (the files directly in src/
  *   are one more node, the app layer that assembles the capabilities);
- * - the foundation (config/, db/, http/, shared/) imports only the foundation at run time, so
- *   every capability may use it and it never depends on one;
+ * - the foundation (config/, db/, http/, shared/) imports only the foundation, so every
+ *   capability may use it and it never depends on one;
  * - only cli/ imports the app layer, which assembles every capability: a capability that
  *   imported it would depend on all the others;
+ * - a repository (a file whose name holds `repository`, and every file in db/) imports nothing
+ *   from http/: what it reads and answers, cursors and pages included (db/cursor-pages.ts), is
+ *   below HTTP, so it serves the CLI and the background loops as it serves a route;
+ * - inside a capability folder imports go routes → service → repository: a repository imports
+ *   no service or routes file of its folder, a service no routes file. A file's part is read
+ *   from its name, as the folders name them: `routes.ts` and `*-routes.ts` are routes, and so
+ *   are `plugin.ts` and `*-plugin.ts`, which register them; `service.ts` and `*-service.ts` are
+ *   services; a name holding `repository` is a repository. Other files (models, schemas,
+ *   helpers) have no part and are free of this rule;
  * - a migration imports nothing outside src/db/migrations/ but npm packages, not even types:
  *   migrations are frozen (docs/adr/0007-migrations-are-frozen.md), so a later edit of live code
  *   must not rewrite what an old migration does.
@@ -21,6 +30,13 @@ import ts from 'typescript';
  * An import counts at run time unless it is written `import type`, `export type` or names only
  * `type` specifiers: the lint rule consistent-type-imports makes every import used only as a type
  * say so, and nothing else is elided, so the syntax alone tells what Node loads.
+ *
+ * Type imports: every rule of direction counts them as well (the foundation, the app layer,
+ * repositories and http/, routes → service → repository). A type ties the importer to the
+ * module that defines it as surely as a value does: a repository whose signature names a
+ * Fastify type, or a db/ file that names a capability's row type, cannot be read, changed or
+ * reused without that module. Only the cycle rule counts run time alone: capabilities may share
+ * types (acl/ names customers/' Customer), which impose no order of loading between them.
  */
 const SRC_DIR = fileURLToPath(new URL('../../src/', import.meta.url));
 const MIGRATIONS_DIR = path.join(SRC_DIR, 'db', 'migrations');
@@ -30,6 +46,20 @@ const PACKAGE_NAME = (JSON.parse(readFileSync(fileURLToPath(new URL('../../packa
 const FOUNDATION = new Set(['config', 'db', 'http', 'shared']);
 /** The node standing for the files directly in src/ (server.ts, app.ts). */
 const APP_LAYER = 'src/*.ts';
+/** The folder of HTTP: routes and services may import it, repositories may not. */
+const HTTP_LAYER = 'http';
+
+/**
+ * Repository imports of http/ known and accepted for now, each with why: `file → target`
+ * relative to src/, `*` standing for any part of a file name. The test fails on an entry that
+ * no longer matches an import, so that it is dropped once the import goes.
+ */
+const ALLOWED_REPOSITORY_HTTP_IMPORTS = new Map<string, string>([
+  [
+    'webhooks/*repository.ts → http/cursor-paging.ts',
+    "webhooks/'s repositories still take their cursors through http/cursor-paging.ts's re-export of db/cursor-pages.ts; they import db/cursor-pages.ts as the rest do once webhooks/ is split",
+  ],
+]);
 
 /**
  * Runtime cycles between folders that are known and accepted, each with why; an entry names the
@@ -140,13 +170,20 @@ interface Edge {
   target: string;
 }
 
-/** Every runtime import from one file under src/ of another, plus what could not be read. */
-function runtimeEdges(files: { file: string; text: string }[]): { edges: Edge[]; unreadable: string[] } {
-  const edges: Edge[] = [];
+/** One import of a file under src/ by another, both relative to src/. */
+interface FileImport {
+  file: string;
+  target: string;
+  /** False for an import that only names types. */
+  runtime: boolean;
+}
+
+/** Every import of one file under src/ by another, type-only ones too, plus what could not be read. */
+function fileImports(files: { file: string; text: string }[]): { imports: FileImport[]; unreadable: string[] } {
+  const imports: FileImport[] = [];
   const unreadable: string[] = [];
   for (const { file, text } of files) {
     for (const { specifier, runtime } of moduleImports(file, text)) {
-      if (!runtime) continue;
       if (specifier === null) {
         unreadable.push(`${display(file)}: a dynamic import whose module is not a string literal`);
         continue;
@@ -154,14 +191,26 @@ function runtimeEdges(files: { file: string; text: string }[]): { edges: Edge[];
       const self = selfReference(specifier);
       if (self !== undefined) unreadable.push(`${display(file)}: ${self}; import src/ files by relative path`);
       const target = resolveLocal(file, specifier);
-      if (target === undefined || !isInside(SRC_DIR, target)) continue;
-      const from = layerOf(file);
-      const to = layerOf(target);
-      const edge = { from, to, file: display(file), target: display(target) };
-      if (from !== to && !edges.some((seen) => seen.file === edge.file && seen.target === edge.target)) edges.push(edge);
+      if (target !== undefined && isInside(SRC_DIR, target)) imports.push({ file: display(file), target: display(target), runtime });
     }
   }
-  return { edges, unreadable };
+  return { imports, unreadable };
+}
+
+/** The imports between different layers, one edge per importing file and file imported. */
+function layerEdges(imports: FileImport[]): Edge[] {
+  const edges: Edge[] = [];
+  for (const { file, target } of imports) {
+    const edge = { from: layerOf(path.join(SRC_DIR, file)), to: layerOf(path.join(SRC_DIR, target)), file, target };
+    if (edge.from !== edge.to && !edges.some((seen) => seen.file === edge.file && seen.target === edge.target)) edges.push(edge);
+  }
+  return edges;
+}
+
+/** Every runtime import from one file under src/ of another, plus what could not be read. */
+function runtimeEdges(files: { file: string; text: string }[]): { edges: Edge[]; unreadable: string[] } {
+  const { imports, unreadable } = fileImports(files);
+  return { edges: layerEdges(imports.filter(({ runtime }) => runtime)), unreadable };
 }
 
 /** Strongly connected sets of layers with more than one member (Tarjan), each sorted. */
@@ -252,20 +301,70 @@ function appLayerViolations(edges: Edge[]): string[] {
     .sort();
 }
 
+// --- repositories and the parts of a capability folder -----------------------------------------
+
+const describeImport = ({ file, target, runtime }: FileImport) => `${file} → ${target}${runtime ? '' : ' (import type)'}`;
+
+/** A file under src/ (relative to it) that reads and writes the database. */
+const isRepository = (file: string) => file.startsWith('db/') || path.posix.basename(file).includes('repository');
+
+/** Imports of http/ by a repository, as `file → target`. */
+function repositoryHttpViolations(imports: FileImport[]): string[] {
+  return imports
+    .filter(({ file, target }) => isRepository(file) && layerOf(path.join(SRC_DIR, target)) === HTTP_LAYER)
+    .map(describeImport)
+    .sort();
+}
+
+/** Whether `file → target` (no `(import type)`) matches an entry of ALLOWED_REPOSITORY_HTTP_IMPORTS. */
+function allowedBy(entry: string, violation: string): boolean {
+  const pattern = new RegExp(`^${entry.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')}$`);
+  return pattern.test(violation.replace(/ \(import type\)$/, ''));
+}
+
+/** A file's part in its folder, read from its name; undefined for a file with none. */
+type Part = 'routes' | 'service' | 'repository';
+const PART_RANK: Record<Part, number> = { routes: 2, service: 1, repository: 0 };
+function partOf(file: string): Part | undefined {
+  const name = path.posix.basename(file);
+  if (/^(?:.+-)?(?:routes|plugin)\.[cm]?[jt]sx?$/.test(name)) return 'routes';
+  if (/^(?:.+-)?service\.[cm]?[jt]sx?$/.test(name)) return 'service';
+  if (name.includes('repository')) return 'repository';
+  return undefined;
+}
+
+/** Imports inside a capability folder that go up routes → service → repository, each with the parts it joins. */
+function partViolations(imports: FileImport[]): string[] {
+  return imports
+    .flatMap((found) => {
+      const layer = layerOf(path.join(SRC_DIR, found.file));
+      if (layer === APP_LAYER || FOUNDATION.has(layer) || layer !== layerOf(path.join(SRC_DIR, found.target))) return [];
+      const from = partOf(found.file);
+      const to = partOf(found.target);
+      return from !== undefined && to !== undefined && PART_RANK[from] < PART_RANK[to] ? [`${describeImport(found)}: a ${from} imports a ${to} file`] : [];
+    })
+    .sort();
+}
+
 function readSources(dir: string) {
   return sourceFiles(dir).map((file) => ({ file, text: readFileSync(file, 'utf8') }));
 }
 
-let srcEdges: Edge[] | undefined;
-/** The runtime imports between the folders of src/, read once for the rules below. */
-function edgesOfSrc(): Edge[] {
-  if (srcEdges === undefined) {
-    const { edges, unreadable } = runtimeEdges(readSources(SRC_DIR));
+let srcImports: FileImport[] | undefined;
+/** Every import of a file under src/ by another, type-only ones too, read once for the rules below. */
+function importsOfSrc(): FileImport[] {
+  if (srcImports === undefined) {
+    const { imports, unreadable } = fileImports(readSources(SRC_DIR));
     assert.deepEqual(unreadable, [], 'imports the check cannot follow');
-    srcEdges = edges;
+    srcImports = imports;
   }
-  return srcEdges;
+  return srcImports;
 }
+
+/** The runtime imports between the folders of src/. */
+const edgesOfSrc = (): Edge[] => layerEdges(importsOfSrc().filter(({ runtime }) => runtime));
+/** The imports between the folders of src/, type-only ones too. */
+const edgesOfSrcWithTypes = (): Edge[] => layerEdges(importsOfSrc());
 
 // --- the rules ---------------------------------------------------------------------------------
 
@@ -278,14 +377,29 @@ test('no runtime import cycle between the top-level folders of src/', () => {
   assert.deepEqual(stale, [], 'allowed cycles that no longer exist: drop them from ALLOWED_CYCLES');
 });
 
-test('config/, db/, http/ and shared/ import no capability at run time', () => {
-  const found = foundationViolations(edgesOfSrc());
+test('config/, db/, http/ and shared/ import no capability, not even its types', () => {
+  const found = foundationViolations(edgesOfSrcWithTypes());
   assert.ok(found.length === 0, `foundation imports of a capability:\n${found.map((line) => `  ${line}`).join('\n')}`);
 });
 
-test('only cli/ imports the files directly in src/', () => {
-  const found = appLayerViolations(edgesOfSrc());
+test('only cli/ imports the files directly in src/, types included', () => {
+  const found = appLayerViolations(edgesOfSrcWithTypes());
   assert.ok(found.length === 0, `imports of the app layer from below it:\n${found.map((line) => `  ${line}`).join('\n')}`);
+});
+
+test('repositories (*repository* files and db/) import nothing from http/, types included', () => {
+  const found = repositoryHttpViolations(importsOfSrc());
+  const unexpected = found.filter((violation) => ![...ALLOWED_REPOSITORY_HTTP_IMPORTS.keys()].some((entry) => allowedBy(entry, violation)));
+  assert.ok(unexpected.length === 0, `repository imports of http/ (take cursors and pages from db/cursor-pages.ts; statuses are the service's):\n${unexpected.map((line) => `  ${line}`).join('\n')}`);
+  const stale = [...ALLOWED_REPOSITORY_HTTP_IMPORTS.keys()].filter((entry) => !found.some((violation) => allowedBy(entry, violation)));
+  assert.deepEqual(stale, [], 'allowed repository imports of http/ that no longer exist: drop them from ALLOWED_REPOSITORY_HTTP_IMPORTS');
+});
+
+test('inside a capability folder imports go routes → service → repository, types included', () => {
+  const found = partViolations(importsOfSrc());
+  assert.ok(found.length === 0, `imports against routes → service → repository:\n${found.map((line) => `  ${line}`).join('\n')}`);
+  const parts = importsOfSrc().map(({ file }) => partOf(file));
+  for (const part of Object.keys(PART_RANK)) assert.ok(parts.includes(part as Part), `no ${part} file found: the rule reads names that src/ no longer uses`);
 });
 
 test('no file under src/db/migrations/ imports anything outside that folder but npm packages', () => {
@@ -374,6 +488,68 @@ test('the cycle check finds every loop and names the imports that close it', () 
   assert.deepEqual(foundationViolations(edges), []);
   assert.deepEqual(foundationViolations([edge('http', 'okm'), edge('db', 'shared')]), ['http/x.ts → okm/y.ts']);
   assert.deepEqual(appLayerViolations([edge('cli', APP_LAYER), edge('simulator', APP_LAYER)]), [`simulator/x.ts → ${APP_LAYER}/y.ts`]);
+});
+
+test('type-only imports are read, marked, and count for the foundation rule', () => {
+  const file = path.join(SRC_DIR, 'db', 'example.ts');
+  const { imports } = fileImports([{ file, text: `import type { Okm } from '../okm/model.ts';\nimport { x } from './cursor.ts';\ntype A = import('../acl/model.ts').A;` }]);
+  assert.deepEqual(imports, [
+    { file: 'db/example.ts', target: 'okm/model.ts', runtime: false },
+    { file: 'db/example.ts', target: 'db/cursor.ts', runtime: true },
+    { file: 'db/example.ts', target: 'acl/model.ts', runtime: false },
+  ]);
+  assert.deepEqual(foundationViolations(layerEdges(imports)), ['db/example.ts → acl/model.ts', 'db/example.ts → okm/model.ts']);
+  assert.deepEqual(runtimeEdges([{ file, text: `import type { Okm } from '../okm/model.ts';` }]).edges, []);
+});
+
+test('the repository check finds http/ imports of repositories and of db/, type-only ones too', () => {
+  const imported = (file: string, target: string, runtime = true): FileImport => ({ file, target, runtime });
+  assert.deepEqual(
+    repositoryHttpViolations([
+      imported('okm/admin-repository.ts', 'http/cursor-paging.ts'),
+      imported('customers/repository.ts', 'http/errors.ts', false),
+      imported('db/cursor-pages.ts', 'http/schemas.ts'),
+      imported('okm/admin-service.ts', 'http/errors.ts'),
+      imported('okm/admin-routes.ts', 'http/cursor-paging.ts'),
+      imported('okm/admin-repository.ts', 'db/cursor-pages.ts'),
+    ]),
+    ['customers/repository.ts → http/errors.ts (import type)', 'db/cursor-pages.ts → http/schemas.ts', 'okm/admin-repository.ts → http/cursor-paging.ts'],
+  );
+  const entry = 'webhooks/*repository.ts → http/cursor-paging.ts';
+  assert.ok(allowedBy(entry, 'webhooks/endpoints-repository.ts → http/cursor-paging.ts (import type)'));
+  assert.ok(!allowedBy(entry, 'webhooks/endpoints-repository.ts → http/errors.ts'));
+  assert.ok(!allowedBy(entry, 'okm/admin-repository.ts → http/cursor-paging.ts'));
+  assert.ok(!allowedBy(entry, 'webhooks/sub/x-repository.ts → http/cursor-paging.ts'));
+});
+
+test('the parts check reads each part from the file name and refuses every upward import inside a folder', () => {
+  assert.deepEqual(
+    ['okm/routes.ts', 'okm/admin-routes.ts', 'okm/plugin.ts', 'fleet/fleet-pass-plugin.ts', 'okm/service.ts', 'okm/pending-service.ts', 'okm/repository.ts', 'okm/queue-repository.ts', 'okm/schemas.ts', 'okm/model.ts', 'okm/routes-helpers.ts'].map(partOf),
+    ['routes', 'routes', 'routes', 'routes', 'service', 'service', 'repository', 'repository', undefined, undefined, undefined],
+  );
+  const imported = (file: string, target: string, runtime = true): FileImport => ({ file, target, runtime });
+  assert.deepEqual(
+    partViolations([
+      imported('okm/admin-repository.ts', 'okm/admin-service.ts'),
+      imported('okm/repository.ts', 'okm/routes.ts', false),
+      imported('okm/pending-service.ts', 'okm/pending-routes.ts', false),
+      imported('okm/service.ts', 'okm/plugin.ts'),
+      // Downward, across folders, or between files without a part: not this rule's.
+      imported('okm/admin-routes.ts', 'okm/admin-service.ts'),
+      imported('okm/admin-service.ts', 'okm/admin-repository.ts'),
+      imported('okm/admin-routes.ts', 'okm/admin-repository.ts'),
+      imported('okm/admin-service.ts', 'okm/pending-service.ts'),
+      imported('device/drift-service.ts', 'okm/admin-routes.ts', false),
+      imported('okm/schemas.ts', 'okm/routes.ts'),
+      imported('okm/repository.ts', 'okm/model.ts'),
+    ]),
+    [
+      'okm/admin-repository.ts → okm/admin-service.ts: a repository imports a service file',
+      'okm/pending-service.ts → okm/pending-routes.ts (import type): a service imports a routes file',
+      'okm/repository.ts → okm/routes.ts (import type): a repository imports a routes file',
+      'okm/service.ts → okm/plugin.ts: a service imports a routes file',
+    ],
+  );
 });
 
 // --- the README's folder list ----------------------------------------------------------------
