@@ -10,12 +10,6 @@ import { Nullable } from './schemas.ts';
  * the page itself are below HTTP, in src/db/cursor-pages.ts, where repositories take them from.
  */
 
-/**
- * Re-exported for the src/webhooks/ files that still take them from here; everything else
- * imports them from src/db/cursor-pages.ts (repositories must: test/architecture/import-rules).
- */
-export { cursorList, cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery, type CursorPageRequest } from '../db/cursor-pages.ts';
-
 /** The query properties of a cursor-paged list. */
 export const cursorPageQueryProperties = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT, description: `rows per page, 1–${MAX_PAGE_LIMIT}` })),

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { StatusDeliveryFailuresTable, StatusEventsTable } from '../db/schema.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 
 /*
  * An OKM's status-event delivery log as the API shows it: its queue rows (one per subscriber

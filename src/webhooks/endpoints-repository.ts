@@ -1,6 +1,6 @@
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { endpointsChanged } from './fleet-events.ts';
 
 export interface WebhookEndpoint {

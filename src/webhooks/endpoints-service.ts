@@ -3,7 +3,7 @@ import { recordChange, type Change, type ChangeSource } from '../audit/trail.ts'
 import { actingCustomer, type Principal } from '../auth/guard.ts';
 import type { Settings } from '../config/settings.ts';
 import type { Db } from '../db/database.ts';
-import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../http/cursor-paging.ts';
+import { cursorPageRequest, mapCursorPage, type CursorPage, type CursorPageQuery } from '../db/cursor-pages.ts';
 import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { checkIfMatch, strongEtag, type IfMatch } from '../http/preconditions.ts';
 import { isHttpUrl } from '../shared/http-url.ts';

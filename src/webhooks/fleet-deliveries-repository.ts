@@ -3,7 +3,7 @@ import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import type { FleetEventDeliveriesTable } from '../db/schema.ts';
-import { cursorList, type CursorPage, type CursorPageRequest } from '../http/cursor-paging.ts';
+import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import type { WebhookEvent } from './fleet-events.ts';
 import { dueRowIds, PENDING, type AttemptRecord, type ClaimRequest } from './queue-repository.ts';
 

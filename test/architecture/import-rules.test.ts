@@ -54,12 +54,7 @@ const HTTP_LAYER = 'http';
  * relative to src/, `*` standing for any part of a file name. The test fails on an entry that
  * no longer matches an import, so that it is dropped once the import goes.
  */
-const ALLOWED_REPOSITORY_HTTP_IMPORTS = new Map<string, string>([
-  [
-    'webhooks/*repository.ts → http/cursor-paging.ts',
-    "webhooks/'s repositories still take their cursors through http/cursor-paging.ts's re-export of db/cursor-pages.ts; they import db/cursor-pages.ts as the rest do once webhooks/ is split",
-  ],
-]);
+const ALLOWED_REPOSITORY_HTTP_IMPORTS = new Map<string, string>([]);
 
 /**
  * Runtime cycles between folders that are known and accepted, each with why; an entry names the
