@@ -6,6 +6,16 @@ import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import type { StatusEventState } from '../db/schema.ts';
 import { emitSubscriberFailing } from './subscriber-health.ts';
 
+/*
+ * The status-event queue (status_events), one row per OKM and subscriber URL: the fan-out that
+ * writes its rows, the claims, and the outcomes (a failed attempt logged in
+ * status_delivery_failures and, once the attempts run out, a subscriber.failing fleet event).
+ * The claim parts that the fleet events' queue shares (dueRowIds, hostsWithPendingEvents, the
+ * attempt records) are here too; that queue's own statements are in
+ * fleet-deliveries-repository.ts, an OKM's delivery log as the API reads it in
+ * delivery-log-repository.ts.
+ */
+
 // Literal, not a parameter, so that SQLite can use the partial index on pending rows.
 export const PENDING = sql.lit<StatusEventState>('pending');
 
