@@ -2,6 +2,7 @@ import { sql, type Insertable, type Selectable, type SelectQueryBuilder, type Sq
 import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { AclContentsTable, AclsTable, Database } from '../db/schema.ts';
 import { aclNameSearchKey, type StoredAcl } from './model.ts';
@@ -17,6 +18,9 @@ export interface AclContent {
   userCount: number;
   lockCount: number;
 }
+
+/** The dialect's row-locking clause, which lockAcl takes. */
+export type RowLocking = Pick<DialectStrategy, 'lockRowsInOrder'>;
 
 /** What the searches read of an ACL, besides its owner: its name and the user ids and lock serials its lists hold. */
 export interface AclFindables {
@@ -58,14 +62,6 @@ export async function findAcl(db: Db, id: string): Promise<StoredAcl | undefined
   const row = await selectAcls(db).where('acls.id', '=', id).executeTakeFirst();
   return row && toStoredAcl(row);
 }
-
-/** The ACL's lists and user_data as stored, read by its key alone: what an update compares its new content with. */
-export async function findAclContent(db: Db, id: string): Promise<{ usersJson: string; locksJson: string; userDataJson: string | null } | undefined> {
-  const [row] = (await selectAclContent(db, id)).rows;
-  return row && { usersJson: row.users, locksJson: row.locks, userDataJson: row.user_data };
-}
-
-const selectAclContent = precompiledQuery(1, (db, [id]) => db.selectFrom('acl_contents').select(['users', 'locks', 'user_data']).where('acl_id', '=', id as string));
 
 /** A LIKE pattern that matches `text` anywhere, its own % _ and \ taken literally (with ESCAPE '\'). */
 const likeContaining = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
@@ -236,22 +232,32 @@ function changes<T>(current: readonly T[], wanted: readonly T[]): { gone: T[]; a
   return { gone: current.filter((item) => !after.has(item)), added: wanted.filter((item) => !before.has(item)) };
 }
 
+/** The user ids and lock serials an ACL's rows of acl_users and acl_locks hold. */
+export type StoredLists = Pick<AclFindables, 'userIds' | 'lockSerials'>;
+
+async function storedLists(db: Db, id: string): Promise<StoredLists> {
+  const [users, locks] = await Promise.all([
+    db.selectFrom('acl_users').select('user_id').where('acl_id', '=', id).execute(),
+    db.selectFrom('acl_locks').select('lock_serial').where('acl_id', '=', id).execute(),
+  ]);
+  return { userIds: users.map((row) => Number(row.user_id)), lockSerials: locks.map((row) => row.lock_serial) };
+}
+
 /**
  * Stores what the searches read of an ACL just inserted or replaced: its name with its search
  * key, and its rows of acl_users and acl_locks brought to its new lists. Only the user ids and
  * serials that left or joined are written, so a replace that changes permissions only (the
  * common edit) writes none, however large the ACL. Runs in the write's transaction, under the
  * ACL's row lock; the side tables have no other writer (a deleted ACL's rows go by cascade).
+ * `stored`: the lists as the ACL's content held them before the write, read under the same lock
+ * (they are what its rows hold, written with it); without, the rows are read.
  */
-export async function writeAclFindables(db: Db, id: string, customerId: number, findables: AclFindables): Promise<void> {
+export async function writeAclFindables(db: Db, id: string, customerId: number, findables: AclFindables, stored?: StoredLists): Promise<void> {
   const { name } = findables;
   await db.updateTable('acls').set({ name, name_key: name === null ? null : aclNameSearchKey(name) }).where('id', '=', id).execute();
-  const [users, locks] = await Promise.all([
-    db.selectFrom('acl_users').select('user_id').where('acl_id', '=', id).execute(),
-    db.selectFrom('acl_locks').select('lock_serial').where('acl_id', '=', id).execute(),
-  ]);
-  const userChanges = changes(users.map((row) => Number(row.user_id)), findables.userIds);
-  const lockChanges = changes(locks.map((row) => row.lock_serial), findables.lockSerials);
+  const current = stored ?? (await storedLists(db, id));
+  const userChanges = changes(current.userIds, findables.userIds);
+  const lockChanges = changes(current.lockSerials, findables.lockSerials);
   for (const gone of slices(userChanges.gone)) await db.deleteFrom('acl_users').where('acl_id', '=', id).where('user_id', 'in', gone).execute();
   for (const added of slices(userChanges.added)) {
     await db.insertInto('acl_users').values(added.map((userId) => ({ acl_id: id, customer_id: customerId, user_id: userId }))).execute();
@@ -262,19 +268,46 @@ export async function writeAclFindables(db: Db, id: string, customerId: number, 
   }
 }
 
+/** An ACL as a write finds it, its row locked: its owner, link and name, and its content as stored. */
+export interface LockedAcl {
+  customerId: number;
+  okmSerial: string | null;
+  name: string | null;
+  usersJson: string;
+  locksJson: string;
+  userDataJson: string | null;
+}
+
 /**
- * Takes the ACL's row lock for the rest of the transaction (a no-op update, as lockOkm does),
- * so that writes of one ACL apply one after the other; returns its owner and link, or
- * undefined when there is no such ACL.
+ * Takes the ACL's row lock for the rest of the transaction, so that writes of one ACL apply one
+ * after the other, and reads the ACL with its content in the same statement (what the write
+ * checks, diffs for the audit trail and compares its lists with); undefined when there is no
+ * such ACL. The lock is the dialect's locking clause (PostgreSQL: FOR NO KEY UPDATE). SQLite has
+ * none and needs none: its transactions begin IMMEDIATE, holding the database's one write lock.
  */
-export async function lockAcl(db: Db, id: string): Promise<{ customerId: number; okmSerial: string | null; name: string | null } | undefined> {
-  const row = await db
-    .updateTable('acls')
-    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
-    .where('id', '=', id)
-    .returning(['customer_id', 'okm_serial', 'name'])
-    .executeTakeFirst();
-  return row && { customerId: row.customer_id, okmSerial: row.okm_serial, name: row.name };
+export async function lockAcl(db: Db, locking: RowLocking, id: string): Promise<LockedAcl | undefined> {
+  const [row] = (await lockingSelectOf(locking)(db, id)).rows;
+  return row && { customerId: row.customer_id, okmSerial: row.okm_serial, name: row.name, usersJson: row.users, locksJson: row.locks, userDataJson: row.user_data };
+}
+
+const lockingSelects = new WeakMap<RowLocking, ReturnType<typeof compileLockingSelect>>();
+
+/** lockAcl's statement, compiled once per dialect: it runs with every write of an ACL. */
+const compileLockingSelect = (locking: RowLocking) =>
+  precompiledQuery(1, (db, [id]) =>
+    locking.lockRowsInOrder(
+      db
+        .selectFrom('acls')
+        .innerJoin('acl_contents', 'acl_contents.acl_id', 'acls.id')
+        .select(['acls.customer_id', 'acls.okm_serial', 'acls.name', 'acl_contents.users', 'acl_contents.locks', 'acl_contents.user_data'])
+        .where('acls.id', '=', id as string),
+    ),
+  );
+
+function lockingSelectOf(locking: RowLocking) {
+  let select = lockingSelects.get(locking);
+  if (select === undefined) lockingSelects.set(locking, (select = compileLockingSelect(locking)));
+  return select;
 }
 
 /** Replaces the content of an ACL whose row lock the transaction holds. */

@@ -37,7 +37,7 @@ function pageJson(query: AclListQuery, items: string[], total: number): string {
 }
 
 /** The request as the ACL service takes it: who asks, when, and the change's source for the audit trail. */
-const aclRequest = (request: FastifyRequest): AclRequest => ({ db: request.server.db, principal: principalOf(request), now: Date.now(), source: changeSourceOf(request) });
+const aclRequest = (request: FastifyRequest): AclRequest => ({ db: request.server.db, principal: principalOf(request), now: Date.now(), source: changeSourceOf(request), locking: request.server.dialect });
 
 /** A write's request: also its If-Match (RFC 9110), checked under the ACL's row lock. */
 const aclWriteRequest = (request: FastifyRequest): AclRequest => {

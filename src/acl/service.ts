@@ -16,7 +16,6 @@ import {
   ACL_SUMMARY_PAGES_BY_NAME,
   deleteAcl,
   findAcl,
-  findAclContent,
   findAclLink,
   insertAcl,
   listAclSummaries,
@@ -28,8 +27,11 @@ import {
   type AclContent,
   type AclFindables,
   type AclSummary,
+  type LockedAcl,
+  type RowLocking,
+  type StoredLists,
 } from './repository.ts';
-import type { AclBody, AclListQuery, AclSearch, AclSummaryListQuery } from './schemas.ts';
+import type { AclBody, AclListQuery, AclSearch, AclSummaryListQuery, AclUser } from './schemas.ts';
 
 /** Who asks, and when. */
 export interface AclRequest {
@@ -40,6 +42,8 @@ export interface AclRequest {
   source: ChangeSource;
   /** The write's If-Match, checked under the ACL's row lock; undefined: unconditional. */
   ifMatch?: IfMatch;
+  /** How a write locks the ACL's row: the dialect's (unused by reads). */
+  locking: RowLocking;
 }
 
 /** A POST or PUT body, parsed and as the JSON text it came in (user_data is kept as written). */
@@ -92,10 +96,13 @@ const aclState = (acl: Pick<StoredAcl, 'customerName' | 'name' | 'usersJson' | '
 /** The state the write leaves: the OKM the body names, or (absent) the one it had. */
 const stateAfter = (acl: StoredAcl, current: string | null, requested: string | null | undefined, users: AclBody['users']): AclState => ({ ...aclState(acl, requested === undefined ? current : requested), users });
 
-/** The ACL as stored before this transaction changes it (it is locked). */
-async function stateBefore(trx: Db, id: string, owner: Pick<Customer, 'name'>, name: string | null, okmSerial: string | null): Promise<AclState> {
-  return aclState({ customerName: owner.name, name, ...(await findAclContent(trx, id))! }, okmSerial);
+/** The ACL as stored before this transaction changes it, as lockAcl read it: its users parsed once, for the trail's diff and the lists' comparison. */
+function stateBefore(owner: Pick<Customer, 'name'>, locked: LockedAcl): AclState & { users: readonly AclUser[] } {
+  return { ...aclState({ customerName: owner.name, ...locked }, locked.okmSerial), users: JSON.parse(locked.usersJson) as AclUser[] };
 }
+
+/** The lists the ACL's rows of acl_users and acl_locks hold: those of its content before the write. */
+const listsOf = (state: ReturnType<typeof stateBefore>): StoredLists => ({ userIds: state.users.map((user) => user.user_id), lockSerials: state.locks });
 
 /** The customer named in the body, which a customer-bound token can only name as its own. */
 async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Customer> {
@@ -105,8 +112,8 @@ async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Custome
 const visibleTo = (acting: Customer | null, customerId: number) => acting === null || acting.id === customerId;
 
 /** As lockAcl, but an ACL the acting customer may not see is "not found" like a missing one. */
-async function lockVisibleAcl(trx: Db, acting: Customer | null, id: string) {
-  const locked = await lockAcl(trx, id);
+async function lockVisibleAcl(trx: Db, request: AclRequest, acting: Customer | null, id: string) {
+  const locked = await lockAcl(trx, request.locking, id);
   if (!locked || !visibleTo(acting, locked.customerId)) throw notFound(ACL_NOT_FOUND);
   return locked;
 }
@@ -132,22 +139,22 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
   return request.db.transaction().execute(async (trx) => {
     let current: string | null = null;
     let currentName: string | null = null;
-    let before: AclState | undefined;
+    let before: ReturnType<typeof stateBefore> | undefined;
     // With If-Match, POST only overwrites: there is no version of a missing ACL to match (RFC 9110 §13.1.1).
-    if (request.ifMatch !== undefined && !(await lockAcl(trx, id))) checkIfMatch(request.ifMatch, null, () => 'null');
+    if (request.ifMatch !== undefined && !(await lockAcl(trx, request.locking, id))) checkIfMatch(request.ifMatch, null, () => 'null');
     const created = await insertAcl(trx, id, owner.id, content, request.now);
     if (!created) {
-      const locked = await lockAcl(trx, id);
+      const locked = await lockAcl(trx, request.locking, id);
       if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
       if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
       await checkAclVersion(trx, request, id);
-      before = await stateBefore(trx, id, owner, locked.name, locked.okmSerial);
+      before = stateBefore(owner, locked);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
       currentName = locked.name;
     }
     const findables = findablesAfter(write.body, currentName);
-    await writeAclFindables(trx, id, owner.id, findables);
+    await writeAclFindables(trx, id, owner.id, findables, before && listsOf(before));
     await linkAclToOkm(trx, { id, customerId: owner.id }, current, write.body.okm_id, content, request.now);
     const acl = storedAcl(id, owner, findables.name, content, write.body.okm_id === undefined ? current : write.body.okm_id);
     await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, current, write.body.okm_id, write.body.users)), request.now);
@@ -162,13 +169,13 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
   const owner = await ownerNamedIn(request, write.body);
   const content = contentOf(write);
   return request.db.transaction().execute(async (trx) => {
-    const locked = await lockVisibleAcl(trx, acting, id);
+    const locked = await lockVisibleAcl(trx, request, acting, id);
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
     await checkAclVersion(trx, request, id);
-    const before = await stateBefore(trx, id, owner, locked.name, locked.okmSerial);
+    const before = stateBefore(owner, locked);
     await updateAclContent(trx, id, content, request.now);
     const findables = findablesAfter(write.body, locked.name);
-    await writeAclFindables(trx, id, owner.id, findables);
+    await writeAclFindables(trx, id, owner.id, findables, listsOf(before));
     await linkAclToOkm(trx, { id, customerId: owner.id }, locked.okmSerial, write.body.okm_id, content, request.now);
     const acl = storedAcl(id, owner, findables.name, content, write.body.okm_id === undefined ? locked.okmSerial : write.body.okm_id);
     await recordChange(trx, request.source, aclChange(id, before, stateAfter(acl, locked.okmSerial, write.body.okm_id, write.body.users)), request.now);
@@ -221,7 +228,7 @@ export async function listCustomerAclSummaries(request: AclRequest, query: AclSu
 export async function removeAcl(request: AclRequest, id: string, customerName: string | undefined): Promise<void> {
   const acting = await actingCustomer(request.db, request.principal, customerName);
   await request.db.transaction().execute(async (trx) => {
-    const locked = await lockVisibleAcl(trx, acting, id);
+    const locked = await lockVisibleAcl(trx, request, acting, id);
     await checkAclVersion(trx, request, id);
     const before = aclState((await findAcl(trx, id))!, locked.okmSerial);
     await deleteAcl(trx, id);

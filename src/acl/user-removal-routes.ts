@@ -69,7 +69,7 @@ const errorResponses = { '4xx': ErrorResponse };
  */
 const aclUserRemovalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const max = app.settings.bulkActionMax;
-  const aclRequest = (request: FastifyRequest): AclRequest => ({ db: app.db, principal: principalOf(request), now: Date.now(), source: changeSourceOf(request) });
+  const aclRequest = (request: FastifyRequest): AclRequest => ({ db: app.db, principal: principalOf(request), now: Date.now(), source: changeSourceOf(request), locking: app.dialect });
 
   app.get(
     '/:user_id/removal',

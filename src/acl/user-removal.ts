@@ -5,7 +5,7 @@ import { conflict } from '../http/errors.ts';
 import { aclChange, type AclState } from './audit-view.ts';
 import { canonicalUsersJson } from './model.ts';
 import { linkAclToOkm } from './okm-link.ts';
-import { findAclContent, findAclsHoldingUser, lockAcl, updateAclContent, writeAclFindables, type AclHoldingUser } from './repository.ts';
+import { findAclsHoldingUser, lockAcl, updateAclContent, writeAclFindables, type AclHoldingUser } from './repository.ts';
 import type { AclUser } from './schemas.ts';
 import type { AclRequest } from './service.ts';
 
@@ -71,9 +71,9 @@ export async function removeUserFromAcls(request: AclRequest, customerName: stri
     const changes: Change[] = [];
     // By id, the order every writer of several ACLs takes their locks in.
     for (const holder of holders) {
-      const locked = await lockAcl(trx, holder.id);
+      const locked = await lockAcl(trx, request.locking, holder.id);
       if (locked?.customerId !== customer.id) continue;
-      const content = (await findAclContent(trx, holder.id))!;
+      const content = locked;
       const users = JSON.parse(content.usersJson) as AclUser[];
       const kept = users.filter((user) => user.user_id !== userId);
       if (kept.length === users.length) continue;

@@ -33,7 +33,7 @@ export function register(program: Command): void {
         await requireCustomer(context.db, options.customer);
         const source = cliChangeSource();
         const principal: Principal = { subject: `cli:${source.actor.id}`, actor: source.actor, customer: null, scopes: new Set(['admin']), isAdmin: true };
-        const request = { db: context.db, principal, now: Date.now(), source };
+        const request = { db: context.db, principal, now: Date.now(), source, locking: context.dialect };
         const max = context.settings.bulkActionMax;
         const removal = options.apply ? await removeUserFromAcls(request, options.customer, userId, max) : await previewUserRemoval(request, options.customer, userId, max);
         printResult(

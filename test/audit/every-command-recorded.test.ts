@@ -248,7 +248,7 @@ function commands(w: World, kind: Parameters<typeof openTestStore>[0]): Record<s
         const principal: Principal = { subject: 'cli:setup', actor, customer: null, scopes: new Set(['admin']), isAdmin: true };
         for (let index = 0; index < 2; index += 1) {
           const body = { id: randomUUID(), customer: 'acme', locks: ['L1', 'L2'], users: [aclUser(7, [1, 0]), aclUser(leaving, [0, 1])] };
-          await createAcl({ db: w.store.db, principal, now: Date.now(), source: { actor, requestId: null, ip: null, userAgent: null } }, { body: body as never, jsonText: JSON.stringify(body) });
+          await createAcl({ db: w.store.db, principal, now: Date.now(), source: { actor, requestId: null, ip: null, userAgent: null }, locking: w.store.dialect }, { body: body as never, jsonText: JSON.stringify(body) });
         }
         return { args: ['acl', 'remove-user', '--customer', 'acme', '--user', String(leaving), '--apply'] };
       },

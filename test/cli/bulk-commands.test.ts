@@ -27,7 +27,7 @@ forEachDatabase('keyfleet acl remove-user and okm remove-subscriber-url', (kind)
   after(() => store.close());
 
   const keyfleet = (...args: string[]) => runKeyfleet(store.database.env, ...args);
-  const request = () => ({ db: store.db, principal, now: Date.now(), source });
+  const request = () => ({ db: store.db, principal, now: Date.now(), source, locking: store.dialect });
   const aclHolding = async (userIds: number[]) => {
     const body = { id: randomUUID(), customer: 'acme', locks: ['L1', 'L2'], users: userIds.map((id) => aclUser(id, [1, 0])) };
     await createAcl(request(), { body: body as never, jsonText: JSON.stringify(body) });

@@ -70,6 +70,7 @@ export interface TestStore {
   database: TestDatabase;
   settings: Settings;
   db: Db;
+  dialect: DialectStrategy;
   /** Loads on first use, once the commands have migrated the database. */
   keyRing: KeyRing;
   close(): Promise<void>;
@@ -78,11 +79,12 @@ export interface TestStore {
 export async function openTestStore(kind: DatabaseKind): Promise<TestStore> {
   const database = await createTestDatabase(kind);
   const settings = loadSettings({ LOG_LEVEL: 'silent', ...database.env });
-  const { db } = openDatabase(dialectFor(settings));
+  const { db, dialect } = openDatabase(dialectFor(settings));
   return {
     database,
     settings,
     db,
+    dialect,
     keyRing: createKeyRing(db, loadMasterKey(settings)),
     async close() {
       await db.destroy();
