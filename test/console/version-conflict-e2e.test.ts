@@ -132,6 +132,8 @@ describe('console: a save that meets another writer\'s change shows the conflict
     const text = await conflict.innerText();
     assert.match(text, /Their changes \(saved\)\s+Set the error threshold to 20/);
     assert.match(text, /Your changes \(not saved\)\s+Set the success threshold to 80/);
+    await conflict.evaluate((element) => element.scrollIntoView({ block: 'start' }));
+    if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, 'console-rollout-conflict.png') });
     await conflict.getByRole('button', { name: 'Merge: apply my changes on top of theirs' }).click();
     await recovery.getByRole('button', { name: 'Save thresholds' }).click();
     await page.getByRole('status').filter({ hasText: 'Thresholds saved.' }).waitFor();
