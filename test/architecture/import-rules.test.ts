@@ -50,13 +50,6 @@ const APP_LAYER = 'src/*.ts';
 const HTTP_LAYER = 'http';
 
 /**
- * Repository imports of http/ known and accepted for now, each with why: `file → target`
- * relative to src/, `*` standing for any part of a file name. The test fails on an entry that
- * no longer matches an import, so that it is dropped once the import goes.
- */
-const ALLOWED_REPOSITORY_HTTP_IMPORTS = new Map<string, string>([]);
-
-/**
  * Runtime cycles between folders that are known and accepted, each with why; an entry names the
  * folders of the cycle in sorted order, joined by ' ↔ '.
  */
@@ -311,12 +304,6 @@ function repositoryHttpViolations(imports: FileImport[]): string[] {
     .sort();
 }
 
-/** Whether `file → target` (no `(import type)`) matches an entry of ALLOWED_REPOSITORY_HTTP_IMPORTS. */
-function allowedBy(entry: string, violation: string): boolean {
-  const pattern = new RegExp(`^${entry.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')}$`);
-  return pattern.test(violation.replace(/ \(import type\)$/, ''));
-}
-
 /** A file's part in its folder, read from its name; undefined for a file with none. */
 type Part = 'routes' | 'service' | 'repository';
 const PART_RANK: Record<Part, number> = { routes: 2, service: 1, repository: 0 };
@@ -384,10 +371,7 @@ test('only cli/ imports the files directly in src/, types included', () => {
 
 test('repositories (*repository* files and db/) import nothing from http/, types included', () => {
   const found = repositoryHttpViolations(importsOfSrc());
-  const unexpected = found.filter((violation) => ![...ALLOWED_REPOSITORY_HTTP_IMPORTS.keys()].some((entry) => allowedBy(entry, violation)));
-  assert.ok(unexpected.length === 0, `repository imports of http/ (take cursors and pages from db/cursor-pages.ts; statuses are the service's):\n${unexpected.map((line) => `  ${line}`).join('\n')}`);
-  const stale = [...ALLOWED_REPOSITORY_HTTP_IMPORTS.keys()].filter((entry) => !found.some((violation) => allowedBy(entry, violation)));
-  assert.deepEqual(stale, [], 'allowed repository imports of http/ that no longer exist: drop them from ALLOWED_REPOSITORY_HTTP_IMPORTS');
+  assert.ok(found.length === 0, `repository imports of http/ (take cursors and pages from db/cursor-pages.ts; statuses are the service's):\n${found.map((line) => `  ${line}`).join('\n')}`);
 });
 
 test('inside a capability folder imports go routes → service → repository, types included', () => {
@@ -510,11 +494,6 @@ test('the repository check finds http/ imports of repositories and of db/, type-
     ]),
     ['customers/repository.ts → http/errors.ts (import type)', 'db/cursor-pages.ts → http/schemas.ts', 'okm/admin-repository.ts → http/cursor-paging.ts'],
   );
-  const entry = 'webhooks/*repository.ts → http/cursor-paging.ts';
-  assert.ok(allowedBy(entry, 'webhooks/endpoints-repository.ts → http/cursor-paging.ts (import type)'));
-  assert.ok(!allowedBy(entry, 'webhooks/endpoints-repository.ts → http/errors.ts'));
-  assert.ok(!allowedBy(entry, 'okm/admin-repository.ts → http/cursor-paging.ts'));
-  assert.ok(!allowedBy(entry, 'webhooks/sub/x-repository.ts → http/cursor-paging.ts'));
 });
 
 test('the parts check reads each part from the file name and refuses every upward import inside a folder', () => {
