@@ -27,6 +27,98 @@ function auditUser(user: AclUser, locks: readonly string[]): AuditUser {
 
 const usersOf = (state: AclState) => new Map((state.users ?? (JSON.parse(state.usersJson) as AclUser[])).map((user) => [String(user.user_id), user]));
 
+const USER_ID_MEMBER = '"user_id":';
+
+/**
+ * The members of each user, in order, split from the canonical users JSON (canonicalUsersJson)
+ * without parsing it: its users are flat objects of numbers, booleans and alphanumeric strings,
+ * so `},{` occurs only between two of them, and user_id is each one's last member. Undefined
+ * when the text is not in that form; the caller then parses it.
+ */
+function userMembers(usersJson: string): string[] | undefined {
+  if (usersJson === '[]') return [];
+  if (!usersJson.startsWith('[{') || !usersJson.endsWith('}]')) return undefined;
+  const users = usersJson.slice(2, -2).split('},{');
+  // One opening and one closing brace a user: none inside one.
+  if (usersJson.split('{').length !== users.length + 1 || usersJson.split('}').length !== users.length + 1) return undefined;
+  return users;
+}
+
+/** The user id of a user's members (userMembers'), as text; undefined when user_id is not its last member (not the canonical form). */
+function userIdOf(members: string): string | undefined {
+  const at = members.lastIndexOf(USER_ID_MEMBER);
+  const userId = at < 0 ? '' : members.slice(at + USER_ID_MEMBER.length);
+  return userId !== '' && Number.isSafeInteger(Number(userId)) ? userId : undefined;
+}
+
+/** The user ids of the canonical users JSON, without parsing the users where its form allows. */
+export function userIdsOf(usersJson: string): number[] {
+  const ids = userMembers(usersJson)?.map(userIdOf);
+  if (ids === undefined || ids.includes(undefined)) return (JSON.parse(usersJson) as AclUser[]).map((user) => user.user_id);
+  return ids.map(Number);
+}
+
+type UserPair = [userId: string, before: AclUser | undefined, after: AclUser | undefined];
+
+/** Every user of either state, as it was and as it is (undefined: absent), parsed. */
+function everyUser(before: AclState, after: AclState): UserPair[] {
+  const usersBefore = usersOf(before);
+  const usersAfter = usersOf(after);
+  const pairs: UserPair[] = [];
+  for (const [userId, user] of usersBefore) pairs.push([userId, user, usersAfter.get(userId)]);
+  for (const [userId, user] of usersAfter) if (!usersBefore.has(userId)) pairs.push([userId, undefined, user]);
+  return pairs;
+}
+
+/** Users' members by user id; undefined when one is not in the canonical form or an id repeats. */
+function byUserId(users: readonly string[]): Map<string, string> | undefined {
+  const texts = new Map<string, string>();
+  for (const members of users) {
+    const userId = userIdOf(members);
+    if (userId === undefined || texts.has(userId)) return undefined;
+    texts.set(userId, members);
+  }
+  return texts;
+}
+
+const parsedUser = (members: string | undefined) => (members === undefined ? undefined : (JSON.parse(`{${members}}`) as AclUser));
+
+/**
+ * The users an update may have changed, added or removed, each as it was and as it is
+ * (undefined: absent). On the same locks, where both states have their canonical text, only
+ * the users whose text differs, and only those parsed: compared place by place while the ids
+ * line up (a PUT sends the users it read, in their order), else by id. Otherwise every user
+ * (with other locks, the same permissions mean other access).
+ */
+function usersToCompare(before: AclState, after: AclState, sameLocks: boolean): UserPair[] {
+  const membersBefore = sameLocks ? userMembers(before.usersJson) : undefined;
+  const membersAfter = membersBefore && userMembers(after.usersJson);
+  if (membersBefore === undefined || membersAfter === undefined) return everyUser(before, after);
+  const pairs: UserPair[] = [];
+  if (membersBefore.length === membersAfter.length) {
+    let inPlace = true;
+    for (let index = 0; index < membersBefore.length && inPlace; index += 1) {
+      const was = membersBefore[index]!;
+      const is = membersAfter[index]!;
+      if (was === is) continue;
+      const userId = userIdOf(was);
+      if (userId !== undefined && userId === userIdOf(is)) pairs.push([userId, parsedUser(was), parsedUser(is)]);
+      else inPlace = false;
+    }
+    if (inPlace) return pairs;
+    pairs.length = 0;
+  }
+  const textsBefore = byUserId(membersBefore);
+  const textsAfter = byUserId(membersAfter);
+  if (textsBefore === undefined || textsAfter === undefined) return everyUser(before, after);
+  for (const [userId, text] of textsBefore) {
+    const kept = textsAfter.get(userId);
+    if (kept !== text) pairs.push([userId, parsedUser(text), parsedUser(kept)]);
+  }
+  for (const [userId, text] of textsAfter) if (!textsBefore.has(userId)) pairs.push([userId, undefined, parsedUser(text)]);
+  return pairs;
+}
+
 /** The user's settings and permissions are those it had, on the same locks: nothing to record, found without building its access. */
 function unchangedUser(before: AclUser, after: AclUser): boolean {
   if (before.permissions.length !== after.permissions.length) return false;
@@ -78,12 +170,15 @@ function aclDifference(before: AclState, after: AclState): { before: Record<stri
     was.locks = removedLocks;
     is.locks = addedLocks;
   }
-  const usersBefore = usersOf(before);
-  const usersAfter = usersOf(after);
   const wasUsers: Record<string, unknown> = {};
   const isUsers: Record<string, unknown> = {};
-  for (const [userId, user] of usersBefore) {
-    const kept = usersAfter.get(userId);
+  const users = usersToCompare(before, after, sameLocks);
+  for (const [userId, user, kept] of users) {
+    if (user === undefined) {
+      wasUsers[userId] = null;
+      isUsers[userId] = auditUser(kept!, after.locks);
+      continue;
+    }
     if (kept === undefined) {
       wasUsers[userId] = auditUser(user, before.locks);
       isUsers[userId] = null;
@@ -95,11 +190,6 @@ function aclDifference(before: AclState, after: AclState): { before: Record<stri
       wasUsers[userId] = changedBefore;
       isUsers[userId] = changedAfter;
     }
-  }
-  for (const [userId, user] of usersAfter) {
-    if (usersBefore.has(userId)) continue;
-    wasUsers[userId] = null;
-    isUsers[userId] = auditUser(user, after.locks);
   }
   if (Object.keys(wasUsers).length > 0) {
     was.users = wasUsers;

@@ -8,7 +8,7 @@ import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { checkIfMatch, type IfMatch } from '../http/preconditions.ts';
 import { pageOf, perPageOf } from '../http/schemas.ts';
 import { memberSource } from '../shared/raw-json.ts';
-import { aclChange, type AclState } from './audit-view.ts';
+import { aclChange, userIdsOf, type AclState } from './audit-view.ts';
 import { aclEtag, aclJson, canonicalUsersJson, checkAclRules, type StoredAcl } from './model.ts';
 import { linkAclToOkm, releaseOkmOfDeletedAcl } from './okm-link.ts';
 import {
@@ -31,7 +31,7 @@ import {
   type RowLocking,
   type StoredLists,
 } from './repository.ts';
-import type { AclBody, AclListQuery, AclSearch, AclSummaryListQuery, AclUser } from './schemas.ts';
+import type { AclBody, AclListQuery, AclSearch, AclSummaryListQuery } from './schemas.ts';
 
 /** Who asks, and when. */
 export interface AclRequest {
@@ -96,13 +96,13 @@ const aclState = (acl: Pick<StoredAcl, 'customerName' | 'name' | 'usersJson' | '
 /** The state the write leaves: the OKM the body names, or (absent) the one it had. */
 const stateAfter = (acl: StoredAcl, current: string | null, requested: string | null | undefined, users: AclBody['users']): AclState => ({ ...aclState(acl, requested === undefined ? current : requested), users });
 
-/** The ACL as stored before this transaction changes it, as lockAcl read it: its users parsed once, for the trail's diff and the lists' comparison. */
-function stateBefore(owner: Pick<Customer, 'name'>, locked: LockedAcl): AclState & { users: readonly AclUser[] } {
-  return { ...aclState({ customerName: owner.name, ...locked }, locked.okmSerial), users: JSON.parse(locked.usersJson) as AclUser[] };
-}
+/** The ACL as stored before this transaction changes it, as lockAcl read it (its users are parsed only where the trail's diff needs them). */
+const stateBefore = (owner: Pick<Customer, 'name'>, locked: LockedAcl): AclState => aclState({ customerName: owner.name, ...locked }, locked.okmSerial);
 
 /** The lists the ACL's rows of acl_users and acl_locks hold: those of its content before the write. */
-const listsOf = (state: ReturnType<typeof stateBefore>): StoredLists => ({ userIds: state.users.map((user) => user.user_id), lockSerials: state.locks });
+function listsOf(state: AclState): StoredLists {
+  return { userIds: userIdsOf(state.usersJson), lockSerials: state.locks };
+}
 
 /** The customer named in the body, which a customer-bound token can only name as its own. */
 async function ownerNamedIn(request: AclRequest, body: AclBody): Promise<Customer> {
@@ -139,7 +139,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
   return request.db.transaction().execute(async (trx) => {
     let current: string | null = null;
     let currentName: string | null = null;
-    let before: ReturnType<typeof stateBefore> | undefined;
+    let before: AclState | undefined;
     // With If-Match, POST only overwrites: there is no version of a missing ACL to match (RFC 9110 §13.1.1).
     if (request.ifMatch !== undefined && !(await lockAcl(trx, request.locking, id))) checkIfMatch(request.ifMatch, null, () => 'null');
     const created = await insertAcl(trx, id, owner.id, content, request.now);
