@@ -21,17 +21,17 @@ interface Placed {
  * Writes the placed entries into the chain and removes them from the waiting ones. Where a
  * statement round trip costs more than building a set (PostgreSQL), one INSERT … SELECT from
  * audit_pending joined with the row set of their places (the entries' content does not travel
- * back), and one DELETE; else (SQLite, in-process) an INSERT … SELECT and a DELETE an entry,
- * each compiled once. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
+ * back), and one DELETE; else (SQLite, in-process) an INSERT … SELECT an entry, compiled once,
+ * and one DELETE of their range. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
  * waits for the next call.
  */
 async function moveIntoChain(trx: Db, placed: readonly Placed[], rowSet: RowSet | undefined): Promise<void> {
   const ids = placed.map((entry) => entry.row.id);
   if (rowSet === undefined) {
-    for (const { row, seq, prevHash, hash } of placed) {
-      await copyIntoChain(trx, seq, prevHash, hash, row.id);
-      await deletePending(trx, row.id);
-    }
+    for (const { row, seq, prevHash, hash } of placed) await copyIntoChain(trx, seq, prevHash, hash, row.id);
+    // SQLite: the chaining transaction holds the database's one write lock (it began IMMEDIATE),
+    // so no entry was committed since the read, and the range is exactly the entries read.
+    await deletePendingRange(trx, ids[0]!, ids.at(-1)!);
     return;
   }
   const places = rowSet<{ row_id: number; seq: number; prev_hash: string; hash: string }, 'places'>('places', [
@@ -74,7 +74,12 @@ const copyIntoChain = precompiledQuery<unknown, [number, string, string, number]
     ),
 );
 
-const deletePending = precompiledQuery<unknown, [number]>(1, (db, [id]) => db.deleteFrom('audit_pending').where('id', '=', id as number));
+const deletePendingRange = precompiledQuery<unknown, [number, number]>(2, (db, [first, last]) =>
+  db
+    .deleteFrom('audit_pending')
+    .where('id', '>=', first as number)
+    .where('id', '<=', last as number),
+);
 
 /** Entries one chaining transaction takes at most; the next takes the rest. */
 export const CHAIN_BATCH = 1_000;

@@ -42,7 +42,8 @@ const asJson = (value: unknown): Json | undefined => (value === undefined ? unde
  * user_id) tells a changed PIN from a moved one.
  */
 export function redactChange(before: unknown, after: unknown): { before: Json | undefined; after: Json | undefined } {
-  return { before: redactValue(asJson(before), undefined, false), after: redactValue(asJson(after), asJson(before), before !== undefined) };
+  const was = asJson(before);
+  return { before: redactValue(was, undefined, false), after: redactValue(asJson(after), was, before !== undefined) };
 }
 
 function redactValue(value: Json | undefined, previous: Json | undefined, compare: boolean): Json | undefined {
