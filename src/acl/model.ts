@@ -79,7 +79,7 @@ export function canonicalUsersJson(users: readonly AclUser[]): string {
  * The ACL's strong ETag: a digest of what its writes can change, its link included (a PUT may
  * set okm_id), so that any change, by whatever path, gives another tag (docs/adr/0100).
  */
-export const aclEtag = (acl: StoredAcl, okmSerial: string | null) => strongEtag(`${okmSerial ?? ''}\n${aclJson(acl)}`);
+export const aclEtag = (acl: StoredAcl, okmSerial: string | null, json = aclJson(acl)) => strongEtag(`${okmSerial ?? ''}\n`, json);
 
 /** The ACL's JSON as responses show it (no okm_id), built from the stored texts without parsing them. */
 export function aclJson(acl: StoredAcl): string {

@@ -26,10 +26,10 @@ function sendJson(reply: FastifyReply, statusCode: number, json: string) {
 
 /** An answer that holds one ACL, with its ETag (RFC 9110 §8.8.3), the version a later If-Match names. */
 function sendAcl(reply: FastifyReply, statusCode: number, message: string, acl: StoredAcl) {
-  return sendJson(reply.header('etag', aclEtag(acl, acl.okmSerial ?? null)), statusCode, resourceJson(message, acl));
+  const json = aclJson(acl);
+  return sendJson(reply.header('etag', aclEtag(acl, acl.okmSerial ?? null, json)), statusCode, `{"message":${JSON.stringify(message)},"data":${json}}`);
 }
 
-const resourceJson = (message: string, acl: StoredAcl) => `{"message":${JSON.stringify(message)},"data":${aclJson(acl)}}`;
 
 function pageJson(query: AclListQuery, items: string[], total: number): string {
   const { message, pagination } = paginated(query, [], total);

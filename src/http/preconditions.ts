@@ -12,9 +12,12 @@ import { Nullable } from './schemas.ts';
 /** error_code of a 412. */
 export const PRECONDITION_FAILED = 'PRECONDITION_FAILED';
 
-/** The strong ETag of a resource whose version text is `versionText` (162 bits of its SHA-256). */
-export function strongEtag(versionText: string): string {
-  return `"${createHash('sha256').update(versionText).digest('base64url').slice(0, 27)}"`;
+/** The strong ETag of a resource whose version text is `versionText`, given whole or in parts (162 bits of its SHA-256). */
+export function strongEtag(...versionText: string[]): string {
+  const digest = createHash('sha256');
+  // In parts, so that a large version (an ACL's JSON) is hashed as it is rather than joined first.
+  for (const part of versionText) digest.update(part);
+  return `"${digest.digest('base64url').slice(0, 27)}"`;
 }
 
 /** An If-Match field value, parsed: `*`, or the strong entity-tags it lists (weak ones never match a write, RFC 9110 §13.1.1). */
