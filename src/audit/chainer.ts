@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { multiRowStatement } from '../db/chunked-statements.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { RowSet } from '../db/dialects/strategy.ts';
 import type { AuditContentColumns } from '../db/schema.ts';
@@ -21,14 +22,14 @@ interface Placed {
  * Writes the placed entries into the chain and removes them from the waiting ones. Where a
  * statement round trip costs more than building a set (PostgreSQL), one INSERT … SELECT from
  * audit_pending joined with the row set of their places (the entries' content does not travel
- * back), and one DELETE; else (SQLite, in-process) an INSERT … SELECT an entry, compiled once,
- * and one DELETE of their range. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
+ * back), and one DELETE; else (SQLite, in-process) multi-row INSERTs of their values, and one
+ * DELETE of their range. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
  * waits for the next call.
  */
 async function moveIntoChain(trx: Db, placed: readonly Placed[], rowSet: RowSet | undefined): Promise<void> {
   const ids = placed.map((entry) => entry.row.id);
   if (rowSet === undefined) {
-    for (const { row, seq, prevHash, hash } of placed) await copyIntoChain(trx, seq, prevHash, hash, row.id);
+    await insertChained(trx, placed, ({ row, seq, prevHash, hash }) => [...ENTRY_COLUMNS.map((column) => row[column]), seq, prevHash, hash]);
     // SQLite: the chaining transaction holds the database's one write lock (it began IMMEDIATE),
     // so no entry was committed since the read, and the range is exactly the entries read.
     await deletePendingRange(trx, ids[0]!, ids.at(-1)!);
@@ -61,17 +62,11 @@ async function moveIntoChain(trx: Db, placed: readonly Placed[], rowSet: RowSet 
     .execute();
 }
 
-/** One waiting entry copied into the chain at its place, its content not travelling back (SQLite: a statement per entry, compiled once). */
-const copyIntoChain = precompiledQuery<unknown, [number, string, string, number]>(4, (db, [seq, prevHash, hash, id]) =>
-  db
-    .insertInto('audit_entries')
-    .columns(['seq', ...ENTRY_COLUMNS, 'prev_hash', 'hash'])
-    .expression((eb) =>
-      eb
-        .selectFrom('audit_pending')
-        .select([sql`${seq}`.as('seq'), ...ENTRY_COLUMNS, sql`${prevHash}`.as('prev_hash'), sql`${hash}`.as('hash')])
-        .where('id', '=', id as number),
-    ),
+const CHAINED_COLUMNS = [...ENTRY_COLUMNS, 'seq', 'prev_hash', 'hash'] as const;
+
+/** Entries written into the chain with their places, many a statement (SQLite: each row's values bound, no round trip to save). */
+const insertChained = multiRowStatement<Placed>(CHAINED_COLUMNS.length, (db, rows) =>
+  db.insertInto('audit_entries').values(rows.map((values) => Object.fromEntries(CHAINED_COLUMNS.map((column, index) => [column, values[index]])) as never)),
 );
 
 const deletePendingRange = precompiledQuery<unknown, [number, number]>(2, (db, [first, last]) =>
