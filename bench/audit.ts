@@ -26,13 +26,19 @@
  * every PostgreSQL process's on PostgreSQL (from /proc); ratios are the median of each
  * round's ratio.
  *
- *   git worktree add /tmp/keyfleet-base bff4059 && ln -s "$PWD/node_modules" /tmp/keyfleet-base/node_modules
+ * The figures in bench/RESULTS.md compare this checkout with the same commit without its
+ * entries: bench/audit-no-trail.patch makes recordChanges and changeWithEntry write the change
+ * alone and aclChange describe nothing, so that the base does exactly the same update or
+ * enrolment without its entry (and the chainer has nothing to chain):
  *
- * The figures in bench/RESULTS.md run this script from a worktree of the audit trail's own
- * commits (git worktree add /tmp/kf-auditonly 35e81e5 && git -C /tmp/kf-auditonly cherry-pick
- * ee3e539), so that what main added beside it (the ETag an ACL update answers with) does not
- * count as the trail's cost.
- *   npm run bench:audit -- --base /tmp/keyfleet-base [--sqlite] [--postgres] [--rounds 5]
+ *   git worktree add /tmp/kf-notrail HEAD && git -C /tmp/kf-notrail apply "$PWD/bench/audit-no-trail.patch"
+ *   ln -s "$PWD/node_modules" /tmp/kf-notrail/node_modules
+ *   npm run bench:audit -- --base /tmp/kf-notrail --only acl,dlock --rounds 5 --save
+ *
+ * (Earlier figures compared with bff4059, the commit before the trail; since then the updates
+ * have changed beside the trail, and that base no longer does the same update.)
+ *
+ *   npm run bench:audit -- --base DIR [--sqlite] [--postgres] [--rounds 5]
  *       [--duration 10] [--connections 50] [--acls 1000] [--workers N] [--entries 1000000]
  *       [--entities 10000] [--search-connections 10] [--only acl,dlock,verify,search] [--save]
  *       [--cpu-prof DIR]
