@@ -11,7 +11,7 @@ const SHIPPING_INTERVAL_MS = 1_000;
 const ENTRIES_PER_STEP = 500;
 
 /**
- * The `audit.entry` fleet event (SPEC section 18): each audit entry, as the audit log shows it,
+ * The `audit.entry` fleet event (contract §18): each audit entry, as the audit log shows it,
  * queued to the endpoints that subscribe (a customer's endpoints its customer's entries, the
  * deployment-wide ones all), so that a SIEM takes entries as they happen. Read from the trail
  * after it commits, off the write path, so that changes made by the command line ship too; the

@@ -5,7 +5,7 @@ import { signatureHeader } from './signing.ts';
 import { MAX_ANSWER_BYTES } from '../shared/outside-answers.ts';
 import type { WebhookEvent } from './fleet-events.ts';
 
-/** What a status event says (SPEC §6); `data` is the OKM's status as of the poll that queued it. */
+/** What a status event says (contract §6); `data` is the OKM's status as of the poll that queued it. */
 export interface StatusEvent extends WebhookEvent {
   type: 'okm.status';
   timestamp: string;

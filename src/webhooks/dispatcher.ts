@@ -91,7 +91,7 @@ function mergeHosts(...lists: { host: string; firstDueAt: number }[][]): { host:
 }
 
 /**
- * Delivers queued status events and fleet events (SPEC §6, §14) alike: fans the statuses that
+ * Delivers queued status events and fleet events (contract §6, §14) alike: fans the statuses that
  * polls queued out to their subscriptions, claims due rows in batches into one lane per
  * destination host (host-lanes.ts), POSTs them (at most webhookConcurrency at once, at most
  * webhookConcurrencyPerHost per host, so a hanging host holds only its own lane), records the

@@ -20,7 +20,7 @@ function withEtag(reply: FastifyReply, record: WebhookEndpointRecord): WebhookEn
   return record;
 }
 
-/** Fleet-event webhook endpoints (SPEC §14), mounted at /api/v1/webhook-endpoints. */
+/** Fleet-event webhook endpoints (contract §14), mounted at /api/v1/webhook-endpoints. */
 const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const canWrite = requireScopes('okm:write');
   const endpointRequest = (request: FastifyRequest, customerName: string | undefined): EndpointRequest => ({

@@ -78,7 +78,7 @@ const endpointChange = (action: 'webhook_endpoint.created' | 'webhook_endpoint.u
  * The customer a request's endpoints belong to; null (the deployment's, and every customer's)
  * for an admin naming none. A principal of every customer that is not an admin (a person's
  * fleet-wide role) must name a customer: deployment-wide endpoints receive every customer's
- * events and the admin-only ones (SPEC §14).
+ * events and the admin-only ones (contract §14).
  */
 async function actingOwner(request: EndpointRequest): Promise<{ id: number; name: string } | null> {
   const acting = await actingCustomer(request.db, request.principal, request.customerName);

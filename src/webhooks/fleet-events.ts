@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 
-/** The fleet event types (SPEC §14), in the order the docs list them. */
+/** The fleet event types (contract §14), in the order the docs list them. */
 export const FLEET_EVENT_TYPES = [
   'okm.enrolled',
   'okm.overdue',
@@ -23,7 +23,7 @@ export type FleetEventType = (typeof FLEET_EVENT_TYPES)[number];
 /** Event types only deployment-wide endpoints receive (they concern OKMs no customer holds yet). */
 export const DEPLOYMENT_ONLY_EVENT_TYPES: ReadonlySet<FleetEventType> = new Set(['okm.pending']);
 
-/** What a webhook body carries (SPEC §6 and §14): the same shape for status and fleet events. */
+/** What a webhook body carries (contract §6 and §14): the same shape for status and fleet events. */
 export interface WebhookEvent {
   id: string;
   type: string;

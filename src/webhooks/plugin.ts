@@ -23,7 +23,7 @@ export interface StatusEventsOptions {
   dispatch: boolean;
 }
 
-/** Status events (SPEC §6): metrics, and the dispatcher when this process delivers. */
+/** Status events (contract §6): metrics, and the dispatcher when this process delivers. */
 async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOptions): Promise<void> {
   const metrics = registerStatusEventMetrics(app.metrics, () => countPendingEvents(app.db));
   let dispatcher: Dispatcher | undefined;
