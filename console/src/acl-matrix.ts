@@ -24,8 +24,8 @@ export const SOUNDER_VOLUMES = [
 ] as const;
 
 /**
- * What the PIN hash field is, for the person at the desk. The seed asks for the PIN's hash "in
- * the form an OKM expects" and neither it nor keyfleet's spec defines that form, so the
+ * What the PIN hash field is, for the person at the desk. The original requirements ask for the PIN's hash "in
+ * the form an OKM expects" (contract §0.6) and neither they nor the contract define that form, so the
  * console cannot compute it from a PIN; it says what to enter instead.
  */
 export const PIN_HASH_EXPLAINED =

@@ -1,5 +1,5 @@
 /**
- * The audit trail (SPEC section 18) for people: who (an actor's name and kind), what (the
+ * The audit trail (contract §18) for people: who (an actor's name and kind), what (the
  * action, in words), on what (the entity, and the console page it has), and the change itself
  * as lines ("user 1234: lock L7 no access → access", "polling_interval: 150 → 300"). Also the
  * History page's filters as its address keeps them. Pure: unit-tested under Node.

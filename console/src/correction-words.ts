@@ -1,6 +1,6 @@
 /**
  * Corrections, firmware offers and the retry policy as people read them on the OKM page (the
- * drift report's data, SPEC sections 11, 13, 15). Never a correction's raw JSON: a users' assets
+ * drift report's data, contract §11, §13, §15). Never a correction's raw JSON: a users' assets
  * list carries its users' PIN hashes, which the console never shows. Pure: unit-tested.
  */
 

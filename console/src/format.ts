@@ -52,7 +52,7 @@ export const STATE_LABELS: Record<OkmShownState | 'overdue' | 'stuck' | 'sent', 
   sent: 'Sent on the last poll',
 };
 
-/** The OKM record's `stuck` (SPEC section 15). */
+/** The OKM record's `stuck` (contract §15). */
 export interface StuckOkm {
   resolver: string;
   /** Epoch ms. */

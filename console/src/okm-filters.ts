@@ -3,7 +3,7 @@ import type { OkmListFilters } from './api/client.ts';
 /** A resolver's reply key: what last_correction holds, and the fleet summary's corrections count by. */
 export type ReplyKey = NonNullable<OkmListFilters['last_correction']>;
 
-/** Every reply key, in the seed's resolver order; a record, so that the compiler checks it against the API's list. */
+/** Every reply key, in seed order (contract §0.4); a record, so that the compiler checks it against the API's list. */
 const REPLY_KEY_ORDER: Record<ReplyKey, number> = {
   message: 0,
   kasFirmware: 1,

@@ -1,5 +1,5 @@
 /**
- * For each resolver of the drift report (SPEC 11), what the OKM's configuration asks for and
+ * For each resolver of the drift report (contract §11), what the OKM's configuration asks for and
  * what the device last reported, as text for the side-by-side table. Pure: unit-tested.
  */
 export interface ConfiguredOkm {

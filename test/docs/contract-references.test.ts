@@ -15,7 +15,7 @@ import { describe, test } from 'node:test';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CONTRACT_FILE = path.join('docs', 'contract.md');
 const CONTRACT_PATH = path.join(ROOT, CONTRACT_FILE);
-const SCANNED = ['src', 'test', 'docs', 'bench', 'README.md'];
+const SCANNED = ['src', 'console/src', 'test', 'docs', 'bench', 'README.md'];
 const SCANNED_EXTENSIONS = new Set(['.ts', '.tsx', '.js', '.mjs', '.cjs', '.md', '.sql', '.yaml', '.yml']);
 /** Recorded command outputs: they quote what a command printed when it ran, not a citation. */
 const NOT_SCANNED = [path.join('bench', 'results')];

@@ -30,7 +30,7 @@ import { saveFile } from '../components/csv-download.tsx';
 const ENTRIES_PER_PAGE = 50;
 
 /**
- * The audit trail (SPEC section 18): every change made through the API, the console, the
+ * The audit trail (contract §18): every change made through the API, the console, the
  * command line or a DLock API key, newest first, narrowed by the filters the address keeps, with
  * a download of the same selection.
  */

@@ -10,7 +10,7 @@ import { href } from '../paths.ts';
 import { useSession } from '../session.ts';
 import { CustomerInput } from '../components/customer-input.tsx';
 
-/** How often the overview asks again (SPEC: refreshes by itself, every ~10 s). */
+/** How often the overview asks again (contract §12: refreshes by itself, every ~10 s). */
 export const OVERVIEW_REFRESH_MS = 10_000;
 
 const FIRMWARE_KINDS = [

@@ -10,7 +10,7 @@ import { Badge } from '../state-badge.tsx';
 const VERDICT_LABELS = { sent: 'Sent on the last poll', next: 'Will be sent next', later: 'Will be sent later', held_back: 'Held back by the retry policy' } as const;
 
 /**
- * Configured and reported values side by side, one row per resolver in the seed's order (the
+ * Configured and reported values side by side, one row per resolver in seed order (contract §0.4, the
  * drift report's). What the last poll sent and what the next poll is expected to send are two
  * things: the row sent on the last poll says so (the device reports whether it applied it on
  * its next poll), and the row the next poll will send is highlighted.
