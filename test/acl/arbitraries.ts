@@ -6,17 +6,21 @@ const serialNumber = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
 /** Byte order, which is code-unit order for these ASCII serial numbers. */
 const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** An ACL user's settings (all but its id and permissions), each any valid value. */
+export const userSettings = {
+  pin_hash: fc.stringMatching(/^[A-Za-z0-9]{1,128}$/),
+  auth_time: fc.constantFrom(1, 4, 8, 12, 24),
+  sounder: fc.boolean(),
+  sounder_delay: fc.integer({ min: 0, max: 120 }),
+  sounder_duration: fc.integer({ min: 0, max: 255 }),
+  sounder_volume: fc.constantFrom(0, 1, 2),
+};
+
+/** Permissions on `lockCount` locks. */
+export const permissionsOn = (lockCount: number) => fc.array(fc.constantFrom(0, 1, 17), { minLength: lockCount, maxLength: lockCount });
+
 const userWithout = (lockCount: number): fc.Arbitrary<AclUserBody> =>
-  fc.record({
-    user_id: fc.integer({ min: 0, max: 999_999_999 }),
-    pin_hash: fc.stringMatching(/^[A-Za-z0-9]{1,128}$/),
-    auth_time: fc.constantFrom(1, 4, 8, 12, 24),
-    sounder: fc.boolean(),
-    sounder_delay: fc.integer({ min: 0, max: 120 }),
-    sounder_duration: fc.integer({ min: 0, max: 255 }),
-    sounder_volume: fc.constantFrom(0, 1, 2),
-    permissions: fc.array(fc.constantFrom(0, 1, 17), { minLength: lockCount, maxLength: lockCount }),
-  });
+  fc.record({ user_id: fc.integer({ min: 0, max: 999_999_999 }), ...userSettings, permissions: permissionsOn(lockCount) });
 
 /** Any JSON object, but without the prototype-poisoning keys that the body parser refuses at any depth. */
 const userData = fc

@@ -4,21 +4,13 @@ import fc from 'fast-check';
 import { aclChange, userIdsOf, type AclState } from '../../src/acl/audit-view.ts';
 import { canonicalUsersJson } from '../../src/acl/model.ts';
 import type { AclUser } from '../../src/acl/schemas.ts';
+import { permissionsOn, userSettings } from './arbitraries.ts';
 
 const LOCK_POOL = ['L1', 'L2', 'L3', 'L4', 'L5'];
 
-const settings = {
-  pin_hash: fc.stringMatching(/^[A-Za-z0-9]{1,12}$/),
-  auth_time: fc.constantFrom(1, 4, 8, 12, 24),
-  sounder: fc.boolean(),
-  sounder_delay: fc.integer({ min: 0, max: 120 }),
-  sounder_duration: fc.integer({ min: 0, max: 255 }),
-  sounder_volume: fc.constantFrom(0, 1, 2),
-};
+const settings = userSettings;
 
-const permissionsFor = (count: number) => fc.array(fc.constantFrom(0, 1, 17), { minLength: count, maxLength: count });
-
-const userOn = (count: number, userId: fc.Arbitrary<number>) => fc.record({ user_id: userId, ...settings, permissions: permissionsFor(count) }) as fc.Arbitrary<AclUser>;
+const userOn = (count: number, userId: fc.Arbitrary<number>) => fc.record({ user_id: userId, ...settings, permissions: permissionsOn(count) }) as fc.Arbitrary<AclUser>;
 
 /** What an edit does to one user: keeps it, changes one setting or permission, or drops it. */
 type Edit = { kind: 'keep' } | { kind: 'drop' } | { kind: 'setting'; member: keyof typeof settings; value: unknown } | { kind: 'permission'; index: number; value: number };
