@@ -32,8 +32,39 @@ type Json = null | boolean | number | string | Json[] | { [member: string]: Json
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** A JSON value as JSON.stringify would write it (undefined members gone), so that what is hashed is what is stored. */
-const asJson = (value: unknown): Json | undefined => (value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Json));
+/**
+ * A value as JSON.stringify would write it, read without writing and parsing it back: toJSON
+ * applied (a date), boxed primitives unboxed, non-finite numbers null, undefined, functions and
+ * symbols gone from objects and null in arrays; so that what is hashed is what is stored. A
+ * test holds it equal to the JSON.stringify round trip.
+ */
+function asJson(value: unknown): Json | undefined {
+  if (value === null) return null;
+  if (typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') return asJson((value as { toJSON(): unknown }).toJSON());
+  if (value instanceof Number || value instanceof String || value instanceof Boolean) return asJson(value.valueOf());
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      // -0 is written 0.
+      return Number.isFinite(value) ? value + 0 : null;
+    case 'bigint':
+      throw new TypeError('Do not know how to serialize a BigInt');
+    case 'object':
+      break;
+    default:
+      return undefined;
+  }
+  // Array.from, not map: a hole is written null too.
+  if (Array.isArray(value)) return Array.from(value as unknown[], (item) => asJson(item) ?? null);
+  const json: Record<string, Json> = {};
+  for (const [member, item] of Object.entries(value as Record<string, unknown>)) {
+    const itemJson = asJson(item);
+    if (itemJson !== undefined) json[member] = itemJson;
+  }
+  return json;
+}
 
 /**
  * Redacts `before` and `after` of one change together: a redacted member reads REDACTED, and in
