@@ -70,14 +70,22 @@ async function credentialsFor(settings: Settings, customer: string) {
  * Puts the served app under load, makes each fault in turn for OUTAGE_MS, and asserts the
  * answers; returns the figures of each fault.
  */
-async function throughFaults({ base, settings, server }: Served, faults: Fault[], { faultedFamilies }: { faultedFamilies: Family[] }) {
+async function throughFaults({ base, settings, server }: Served, faults: Fault[], { faultedFamilies, atMost = faults.length }: { faultedFamilies: Family[]; atMost?: number }) {
   const customer = 'faults';
   const serials = Array.from({ length: SERIALS }, (_, index) => `FAULT-${index}`);
   for (const serial of serials) assert.equal((await send('poll', `${base}${settings.configPath}/${serial}`)).status, 204);
   const load = new OutageLoad(base, { serials, configPath: settings.configPath, customer, ...(await credentialsFor(settings, customer)) });
   const figures: Record<string, unknown>[] = [];
+  // Faults whose BUSY goes to whichever write waits first (SQLite) are made again, up to
+  // `atMost` in all, until every family in faultedFamilies has met one.
+  const unfaulted = () => faultedFamilies.filter((family) => !load.answers.some((answer) => answer.family === family && answer.status === 503));
+  const faultsMade = [...faults];
+  let made = 0;
+  while (faultsMade.length < atMost) faultsMade.push(faults.at(-1)!);
   try {
-    for (const fault of faults) {
+    for (const [index, fault] of faultsMade.entries()) {
+      if (index >= faults.length && unfaulted().length === 0) break;
+      made += 1;
       await pause(300);
       const before = load.answers.length;
       await fault.inject();
@@ -121,7 +129,7 @@ async function throughFaults({ base, settings, server }: Served, faults: Fault[]
   assert.equal((await send('poll', `${base}/healthz`)).status, 200, 'the same process still serves');
   const output = server.output();
   const warnings = output.split('\n').filter((line) => line.includes('database unavailable'));
-  assert.ok(warnings.length > 0 && warnings.length <= 6 * faults.length, `${warnings.length} outage warnings`);
+  assert.ok(warnings.length > 0 && warnings.length <= 6 * made, `${warnings.length} outage warnings for ${made} faults`);
   assert.doesNotMatch(output, /unhandled error|"stack"/);
 }
 
@@ -277,7 +285,7 @@ describe('SQLite whose file another process holds locked', () => {
   before(() => void (dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-faults-'))));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-  test('a lock held past busy_timeout: only successes and clean 503s within the bound, ready again soon after, nothing acknowledged lost', { timeout: 90_000 }, async () => {
+  test('a lock held past busy_timeout: only successes and clean 503s within the bound, ready again soon after, nothing acknowledged lost', { timeout: 240_000 }, async () => {
     const env = serverEnvironment(dataDir);
     const settings = loadSettings({ ...env, LOG_LEVEL: 'silent' });
     const server = serveProcess(env);
@@ -291,9 +299,10 @@ describe('SQLite whose file another process holds locked', () => {
       // Readers go on under another process's write lock (WAL): only the writes meet the fault.
       // The driver waits for the lock synchronously, so whichever write comes first holds the
       // event loop while the rest queue behind it, and the background steps (chaining the
-      // audit trail, the fleet pass) write too: one lock may give its BUSY to writes of one
-      // family only. Two locks give both request families their turn.
-      await throughFaults({ base: await server.listening, settings, server }, [fault, fault], { faultedFamilies: ['poll', 'acl'] });
+      // audit trail, the fleet pass) write too: one lock gives its BUSY to the one write that
+      // waited first, of either family or of a background step. The lock is made again (at most
+      // twelve times) until both request families have met it.
+      await throughFaults({ base: await server.listening, settings, server }, [fault, fault], { faultedFamilies: ['poll', 'acl'], atMost: 12 });
       assert.equal(await server.stop(), 0);
     } finally {
       server.kill('SIGKILL');
