@@ -23,8 +23,8 @@ interface Placed {
  * statement round trip costs more than building a set (PostgreSQL), one INSERT … SELECT from
  * audit_pending joined with the row set of their places (the entries' content does not travel
  * back), and one DELETE; else (SQLite, in-process) multi-row INSERTs of their values, and one
- * DELETE of their range. Only the entries read are deleted: an entry committed meanwhile, whatever its id,
- * waits for the next call.
+ * DELETE of their range. Only the entries read are deleted: an entry committed meanwhile,
+ * whatever its id, waits for the next call.
  */
 async function moveIntoChain(trx: Db, placed: readonly Placed[], rowSet: RowSet | undefined): Promise<void> {
   const ids = placed.map((entry) => entry.row.id);
