@@ -201,22 +201,9 @@ export interface FleetPassRunner {
   readonly holder: string;
 }
 
-/** A step that read its OKMs before another connection wrote to the SQLite file cannot write; it is run again. */
-const isStaleSqliteSnapshot = (error: unknown) => (error as { code?: string }).code === 'SQLITE_BUSY_SNAPSHOT';
-const STEP_ATTEMPTS = 3;
-
 export function createFleetPass(db: Db, settings: FleetPassSettings): FleetPassRunner {
   const holder = randomUUID();
   let stopped = false;
-  const step = async (after: string | undefined, counts: FleetCounts, now: number) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fleetPassStep(db, settings, after, counts, now);
-      } catch (error) {
-        if (attempt >= STEP_ATTEMPTS || !isStaleSqliteSnapshot(error)) throw error;
-      }
-    }
-  };
   return {
     holder,
     stop() {
@@ -227,7 +214,7 @@ export function createFleetPass(db: Db, settings: FleetPassSettings): FleetPassR
       let after: string | undefined;
       do {
         if (stopped || !(await takeLease(db, holder, now()))) return false;
-        after = await step(after, counts, now());
+        after = await fleetPassStep(db, settings, after, counts, now());
         if (after !== undefined && pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       } while (after !== undefined);
       if (stopped || !(await takeLease(db, holder, now()))) return false;
