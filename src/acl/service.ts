@@ -119,14 +119,16 @@ async function lockVisibleAcl(trx: Db, request: AclRequest, acting: Customer | n
 }
 
 /**
- * Evaluates the request's If-Match against the ACL as stored, in the write's transaction after
- * its row lock was taken: no other write of the ACL can come between the check and this one.
+ * Evaluates the request's If-Match against the ACL as stored, as the write read it after its
+ * row lock was taken: no other write of the ACL can come between the check and this one.
  */
-async function checkAclVersion(trx: Db, request: AclRequest, id: string): Promise<void> {
+function checkAclVersion(request: AclRequest, acl: StoredAcl): void {
   if (request.ifMatch === undefined) return;
-  const acl = await findAcl(trx, id);
-  checkIfMatch(request.ifMatch, acl ? aclEtag(acl, acl.okmSerial ?? null) : null, () => aclJson(acl!));
+  checkIfMatch(request.ifMatch, aclEtag(acl, acl.okmSerial ?? null), () => aclJson(acl));
 }
+
+/** The ACL as lockAcl read it, its owner being `owner`. */
+const lockedAcl = (id: string, owner: Customer, locked: LockedAcl): StoredAcl => ({ id, customerName: owner.name, ...locked });
 
 /**
  * POST: creates the ACL, or overwrites the customer's own ACL with that id (both 201). An id
@@ -147,7 +149,7 @@ export async function createAcl(request: AclRequest, write: AclWrite): Promise<S
       const locked = await lockAcl(trx, request.locking, id);
       if (!locked) throw conflict('id: the ACL was deleted while this request ran; send it again');
       if (locked.customerId !== owner.id) throw badRequest(DUPLICATE_KEY);
-      await checkAclVersion(trx, request, id);
+      checkAclVersion(request, lockedAcl(id, owner, locked));
       before = stateBefore(owner, locked);
       await updateAclContent(trx, id, content, request.now);
       current = locked.okmSerial;
@@ -171,7 +173,7 @@ export async function replaceAcl(request: AclRequest, id: string, customerName: 
   return request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, request, acting, id);
     if (locked.customerId !== owner.id) throw badRequest('customer: cannot be changed');
-    await checkAclVersion(trx, request, id);
+    checkAclVersion(request, lockedAcl(id, owner, locked));
     const before = stateBefore(owner, locked);
     await updateAclContent(trx, id, content, request.now);
     const findables = findablesAfter(write.body, locked.name);
@@ -229,8 +231,9 @@ export async function removeAcl(request: AclRequest, id: string, customerName: s
   const acting = await actingCustomer(request.db, request.principal, customerName);
   await request.db.transaction().execute(async (trx) => {
     const locked = await lockVisibleAcl(trx, request, acting, id);
-    await checkAclVersion(trx, request, id);
-    const before = aclState((await findAcl(trx, id))!, locked.okmSerial);
+    const stored = { ...(await findAcl(trx, id))!, okmSerial: locked.okmSerial };
+    checkAclVersion(request, stored);
+    const before = aclState(stored, locked.okmSerial);
     await deleteAcl(trx, id);
     if (locked.okmSerial !== null) await releaseOkmOfDeletedAcl(trx, locked.okmSerial, request.now);
     await recordChange(trx, request.source, aclChange(id, before, undefined), request.now);
