@@ -56,7 +56,7 @@ export function EventsPage() {
       // The delete is based on the endpoint as listed: read its version, and refuse if it no longer is what the list shows.
       const current = await getWebhookEndpoint(endpoint.id, named);
       if (current.data.url !== endpoint.url || current.data.event_types.join(' ') !== endpoint.event_types.join(' ')) {
-        throw new Error(`Endpoint ${endpoint.id} was changed since this list was loaded (it now sends to ${current.data.url}); nothing was deleted: look at it again before you delete it.`);
+        throw new Error(`Endpoint ${endpoint.id} was changed since this list was loaded (it now sends ${current.data.event_types.join(', ')} to ${current.data.url}); nothing was deleted: the list shows it as it now is, look at it again before you delete it.`);
       }
       await deleteWebhookEndpoint(endpoint.id, etagOf(current));
       setNotice({ ok: true, text: `Endpoint ${endpoint.url} deleted.` });
