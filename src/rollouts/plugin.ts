@@ -16,7 +16,7 @@ async function rolloutsPlugin(app: FastifyInstance): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> = Promise.resolve();
   const sweep = () => {
-    sweeping = sweepRollouts(app.db, rolloutEventSink, Date.now())
+    sweeping = sweepRollouts(app.db, app.dialect, rolloutEventSink, Date.now())
       .catch((error: unknown) => (isDatabaseUnavailable(error) ? outageLog('rollout sweep failed', error) : app.log.error({ err: error }, 'rollout sweep failed')))
       .finally(() => (timer = setTimeout(sweep, intervalMs).unref()));
   };

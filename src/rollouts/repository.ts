@@ -2,6 +2,7 @@ import { sql, type Insertable, type RawBuilder, type Selectable, type SqlBool, t
 import { cursorList, type CursorPage, type CursorPageRequest } from '../db/cursor-pages.ts';
 import { afterKey } from '../db/cursor.ts';
 import type { Db } from '../db/database.ts';
+import type { DialectStrategy } from '../db/dialects/strategy.ts';
 import type { RolloutMembersTable, RolloutsTable } from '../db/schema.ts';
 import type { FirmwareKind } from '../firmware/version.ts';
 import { emptyCounts, emptyStateCounts, groupStarts, MEMBER_STATUSES, type GroupCounts, type MemberState, type MemberStatus, type RolloutState, type StateCounts } from './model.ts';
@@ -360,21 +361,43 @@ export async function rolloutsToSweep(db: Db, now: number, limit: number): Promi
     .execute();
 }
 
+/** How this database lets several sweepers mark members failed at once. */
+export type MemberClaiming = Pick<DialectStrategy, 'skipRowsClaimedByOthers'>;
+
 /**
  * Marks as failed, at most `limit`, the members of `status` that `expired` (over the alias `m`)
  * picks. The status is checked again by the UPDATE itself, so two sweepers never count one OKM
- * twice; the members are picked in a subquery because an UPDATE takes no LIMIT.
+ * twice; the members are picked first because an UPDATE takes no LIMIT. The pick passes over
+ * members another sweeper is marking at that moment (they are its to count): two sweepers whose
+ * picks overlap would otherwise lock the common rows in whatever order each plan visits them,
+ * and PostgreSQL broke such a pair off as a deadlock. The pick is a materialised WITH, run once:
+ * as a subquery of IN, PostgreSQL may run it again for each member it updates, and a locking
+ * pick run again passes over the members this statement has just marked and picks more, past
+ * the limit.
  */
-async function failMembers(db: Db, rolloutId: number, status: 'scheduled' | 'offered', expired: RawBuilder<SqlBool>, now: number, limit: number): Promise<number> {
+async function failMembers(
+  db: Db,
+  dialect: MemberClaiming,
+  rolloutId: number,
+  status: 'scheduled' | 'offered',
+  expired: RawBuilder<SqlBool>,
+  now: number,
+  limit: number,
+): Promise<number> {
   if (limit <= 0) return 0;
   const result = await db
+    .with(
+      (cte) => cte('expired_members').materialized(),
+      (qb) =>
+        dialect.skipRowsClaimedByOthers(
+          qb.selectFrom('rollout_members as m').select('m.serial_number').where('m.rollout_id', '=', rolloutId).where('m.status', '=', status).where(expired).limit(limit),
+        ),
+    )
     .updateTable('rollout_members')
     .set({ status: 'failed', status_changed_at: now })
     .where('rollout_id', '=', rolloutId)
     .where('status', '=', status)
-    .where('serial_number', 'in', (eb) =>
-      eb.selectFrom('rollout_members as m').select('m.serial_number').where('m.rollout_id', '=', rolloutId).where('m.status', '=', status).where(expired).limit(limit),
-    )
+    .where('serial_number', 'in', (eb) => eb.selectFrom('expired_members').select('expired_members.serial_number'))
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
@@ -392,17 +415,18 @@ async function failMembers(db: Db, rolloutId: number, status: 'scheduled' | 'off
  */
 export async function failExpiredMembers(
   db: Db,
+  dialect: MemberClaiming,
   rollout: Pick<RolloutRow, 'id' | 'update_timeout_ms' | 'group_started_at' | 'current_group' | 'started_at'>,
   now: number,
   limit: number,
 ): Promise<number> {
   const timeout = rollout.update_timeout_ms;
-  let failed = await failMembers(db, rollout.id, 'offered', sql<SqlBool>`m.offered_at <= ${now - timeout} and ${polledSince('m', sql`m.offered_at + ${timeout}`)}`, now, limit);
+  let failed = await failMembers(db, dialect, rollout.id, 'offered', sql<SqlBool>`m.offered_at <= ${now - timeout} and ${polledSince('m', sql`m.offered_at + ${timeout}`)}`, now, limit);
   for (const [group, startedAt] of groupStarts(rollout).entries()) {
     if (startedAt + timeout > now) continue;
     // A retried member (its status changed after the group started) has its own timeout, from its retry.
     const silentOrBlocked = sql<SqlBool>`m.group_index = ${group} and coalesce(m.status_changed_at, 0) <= ${now - timeout} and (not ${polledSince('m', startedAt)} or ${okmStuck('m')})`;
-    failed += await failMembers(db, rollout.id, 'scheduled', silentOrBlocked, now, limit - failed);
+    failed += await failMembers(db, dialect, rollout.id, 'scheduled', silentOrBlocked, now, limit - failed);
   }
   return failed;
 }

@@ -2,7 +2,7 @@ import { recordChange, SYSTEM_SOURCE } from '../audit/trail.ts';
 import type { Db } from '../db/database.ts';
 import type { EmitFleetEvent } from './events.ts';
 import { emptyCounts, groupFailing, groupPassed } from './model.ts';
-import { failExpiredMembers, failuresSince, findRollout, groupCounts, rolloutsToSweep, type RolloutRow } from './repository.ts';
+import { failExpiredMembers, failuresSince, findRollout, groupCounts, rolloutsToSweep, type MemberClaiming, type RolloutRow } from './repository.ts';
 import { advanceRolloutFrom, pauseRunningRollout, startReadyRollout } from './service.ts';
 
 export interface SweepLimits {
@@ -51,13 +51,13 @@ async function judge(tx: Db, row: RolloutRow, now: number, emit: EmitFleetEvent)
  * blocked past it marked failed (paused and finished rollouts too: their counts stay true), then the
  * thresholds of running ones. Safe with any number of processes sweeping one database.
  */
-export async function sweepRollouts(db: Db, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
+export async function sweepRollouts(db: Db, dialect: MemberClaiming, emit: EmitFleetEvent, now: number, limits: SweepLimits = DEFAULT_LIMITS): Promise<void> {
   for (const candidate of await rolloutsToSweep(db, now, limits.rollouts)) {
     if (candidate.state === 'ready') {
       await startReadyRollout(db, candidate, now, emit, 'start_at', SYSTEM_SOURCE);
       continue;
     }
-    await failExpiredMembers(db, candidate, now, limits.failures);
+    await failExpiredMembers(db, dialect, candidate, now, limits.failures);
     if (candidate.state !== 'running') continue;
     const judged = await db.transaction().execute(async (tx) => {
       // Read again inside the transaction: another process may have moved it since the list.

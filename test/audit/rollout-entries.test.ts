@@ -198,7 +198,7 @@ forEachDatabase('audit entries of rollout changes', (kind) => {
   test('the sweep records its own changes as keyfleet’s, one entry per change of state: a scheduled start, an advance, the finish, a pause on failures; a sweep with nothing to change records nothing', async () => {
     const serials = await insertOkms(t.db, acmeId, 'SWEEP', 10);
     const { emit } = recordingEmitter();
-    const sweep = () => sweepRollouts(t.db, emit, Date.now());
+    const sweep = () => sweepRollouts(t.db, t.dialect, emit, Date.now());
     const startAt = new Date(Date.now() - 1000).toISOString();
     const created = await writer.create({ kind: 'kas', version: '2.0', groups: [{ percent: 50 }, { percent: 100 }], start_at: startAt, filter: { serial_numbers: serials.slice(0, 6) } });
     const id = created.json().data.id as number;
@@ -247,7 +247,7 @@ forEachDatabase('audit entries of rollout changes', (kind) => {
 
     await withFailureAfterEachAuditEntry(t.db, kind, async () => {
       assert.equal((await writer.act(first, 'pause')).statusCode, 500);
-      await assert.rejects(sweepRollouts(t.db, recordingEmitter().emit, Date.now()), /injected failure/);
+      await assert.rejects(sweepRollouts(t.db, t.dialect, recordingEmitter().emit, Date.now()), /injected failure/);
     });
 
     assert.deepEqual(await auditEntriesAfter(t.db, start), []);

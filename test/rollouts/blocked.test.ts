@@ -121,12 +121,12 @@ forEachDatabase('blocked rollout members', (kind) => {
 
   test('blocked members count as failed once update_timeout has passed since their group started, so the error threshold pauses the rollout', async () => {
     const recorder = recordingEmitter();
-    await sweepRollouts(t.db, recorder.emit, startedAt + HOUR / 2);
+    await sweepRollouts(t.db, t.dialect, recorder.emit, startedAt + HOUR / 2);
     const early = await view(rollout.id);
     assert.deepEqual([early.state, early.groups[0]!.counts.blocked, early.groups[0]!.counts.failed], ['running', 3, 0], 'not before update_timeout');
     assert.deepEqual(recorder.events, []);
 
-    await sweepRollouts(t.db, recorder.emit, Date.now() + HOUR + 1000);
+    await sweepRollouts(t.db, t.dialect, recorder.emit, Date.now() + HOUR + 1000);
 
     const paused = await view(rollout.id);
     assert.deepEqual([paused.state, paused.state_reason], ['paused', 'error_threshold']);

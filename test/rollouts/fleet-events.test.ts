@@ -48,7 +48,7 @@ forEachDatabase('rollout events reach webhook endpoints', (kind) => {
     // As if the offers were made over a minute ago (no clock is mocked: the dispatcher and eventually's deadline run on real time).
     await t.db.updateTable('rollout_members').set({ offered_at: Date.now() - 61_000 }).where('rollout_id', '=', rollout.id).where('status', '=', 'offered').execute();
     await pollAll(t, fleet);
-    await sweepRollouts(t.db, rolloutEventSink, Date.now());
+    await sweepRollouts(t.db, t.dialect, rolloutEventSink, Date.now());
 
     const paused = (await writer.get(rollout.id)).json().data as RolloutView;
     assert.equal(paused.state, 'paused');

@@ -32,7 +32,7 @@ forEachDatabase('rollouts driven by a fleet of simulated OKMs over HTTP', (kind)
     mock.timers.reset();
   });
 
-  const sweep = (emit = recordingEmitter().emit, db: Db = t.db) => sweepRollouts(db, emit, Date.now());
+  const sweep = (emit = recordingEmitter().emit, db: Db = t.db) => sweepRollouts(db, t.dialect, emit, Date.now());
   const view = async (id: number) => (await writer.get(id)).json().data as RolloutView;
   const create = async (body: Record<string, unknown>) => {
     const response = await writer.create({ kind: 'kas', version: '2.0', ...body });

@@ -90,7 +90,7 @@ forEachDatabase('a rollout\'s OKM list', (kind) => {
     // Past the timeout, the sweep fails the offer of the one that still polls and the silent ones (contract §13).
     await sleep(1100);
     await device(refusing!).poll(t);
-    await sweepRollouts(t.db, recordingEmitter().emit, Date.now());
+    await sweepRollouts(t.db, t.dialect, recordingEmitter().emit, Date.now());
     const swept = (await acme.get(rollout.id)).json().data as RolloutView;
     assert.deepEqual(swept.totals, { scheduled: 6, blocked: 0, silent: 0, offered: 1, updated: 1, failed: 4 });
     assert.deepEqual(await byState('silent'), []);

@@ -91,7 +91,7 @@ forEachDatabase('rollout preconditions (If-Match, RFC 9110)', (kind) => {
     assert.equal(created.statusCode, 201, created.body);
     const { id } = created.json().data as { id: number };
 
-    await sweepRollouts(t.db, async () => {}, Date.now() + 120_000);
+    await sweepRollouts(t.db, t.dialect, async () => {}, Date.now() + 120_000);
 
     const read = await request('GET', `${ROLLOUTS}/${id}`);
     assert.equal(read.json().data.state, 'running');

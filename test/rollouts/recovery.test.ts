@@ -34,7 +34,7 @@ forEachDatabase('recovering a paused rollout', (kind) => {
 
   const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown) =>
     t.app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
-  const sweep = () => sweepRollouts(t.db, recordingEmitter().emit, Date.now());
+  const sweep = () => sweepRollouts(t.db, t.dialect, recordingEmitter().emit, Date.now());
   const view = async (id: number) => (await writer.get(id)).json().data as RolloutView;
   const act = async (id: number, action: string) => {
     const response = await writer.act(id, action);

@@ -257,7 +257,7 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
 
         const paused = await eventually(
           async () => {
-            await sweepRollouts(t.db, rolloutEventSink, Date.now());
+            await sweepRollouts(t.db, t.dialect, rolloutEventSink, Date.now());
             const view = await rollout();
             return view.state === 'paused' && view;
           },
@@ -296,7 +296,7 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
         const simulation = startSimulation(options(url, 'ROLL-', { okms, refuseFirmwarePercent: 5, untilInStep: false }));
         try {
           await eventually(async () => (await rollout()).totals.updated === okms - refusers, PATIENCE_MS, 'every other OKM updated');
-          await sweepRollouts(t.db, rolloutEventSink, Date.now());
+          await sweepRollouts(t.db, t.dialect, rolloutEventSink, Date.now());
           const finished = await rollout();
           assert.equal(finished.state, 'finished');
           const offered = (await call('GET', `/api/v1/rollouts/${created.id}/okms?state=offered`)) as { serial_number: string; offered_at: string }[];
@@ -304,7 +304,7 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
           const timedOutAt = Math.max(...offered.map((okm) => Date.parse(okm.offered_at))) + 5_000;
           // Past the timeout, with a poll of each refuser after it.
           await eventually(() => Date.now() > timedOutAt + (2 * INTERVAL_S * 1000) / SPEED, PATIENCE_MS, 'update_timeout passed');
-          await sweepRollouts(t.db, rolloutEventSink, Date.now());
+          await sweepRollouts(t.db, t.dialect, rolloutEventSink, Date.now());
 
           const later = await rollout();
           assert.equal(later.state, 'finished');
