@@ -23,9 +23,10 @@ export interface ClaimedFleetDelivery {
 /** Takes due fleet-event deliveries of one host, as claimDueEvents does status events. */
 export async function claimDueFleetDeliveries(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedFleetDelivery[]> {
   const rows = await db
+    .with((cte) => cte('due').materialized(), () => dueRowIds(db, dialect, 'fleet_event_deliveries', claim))
     .updateTable('fleet_event_deliveries')
     .set({ claim_token: claim.token, claimed_until: claim.claimedUntil })
-    .where('id', 'in', dueRowIds(db, dialect, 'fleet_event_deliveries', claim))
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .returning(['id', 'url', 'host', 'event_id', 'payload', 'attempts', 'customer_id'])
     .execute();
   return rows.map((row) => ({

@@ -108,9 +108,10 @@ export async function fanOutQueuedStatuses(db: Db, dialect: DialectStrategy, lim
     await dialect.relaxCommitDurability(tx);
     const marked = tx.selectFrom('okm_polls').select('serial_number').where('status_queued_at', 'is not', null).orderBy('status_queued_at').limit(limit);
     const polls = await tx
+      .with((cte) => cte('marked').materialized(), () => dialect.skipRowsClaimedByOthers(marked))
       .updateTable('okm_polls')
       .set({ status_queued_at: null })
-      .where('serial_number', 'in', dialect.skipRowsClaimedByOthers(marked))
+      .where('serial_number', 'in', (eb) => eb.selectFrom('marked').select('marked.serial_number'))
       .returning(['serial_number', 'last_sync_time', 'last_ip'])
       .execute();
     const owners =
@@ -235,9 +236,10 @@ export function dueRowIds(db: Db, dialect: DialectStrategy, queue: DeliveryQueue
 /** Takes due status events of one host (see dueRowIds), in one statement. */
 export async function claimDueEvents(db: Db, dialect: DialectStrategy, claim: ClaimRequest): Promise<ClaimedEvent[]> {
   const rows = await db
+    .with((cte) => cte('due').materialized(), () => dueRowIds(db, dialect, 'status_events', claim))
     .updateTable('status_events')
     .set({ claim_token: claim.token, claimed_until: claim.claimedUntil })
-    .where('id', 'in', dueRowIds(db, dialect, 'status_events', claim))
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .returning((eb) => {
       const okm = eb.selectFrom('okms').whereRef('okms.serial_number', '=', 'status_events.okm_serial');
       const poll = eb.selectFrom('okm_polls').whereRef('okm_polls.serial_number', '=', 'status_events.okm_serial');

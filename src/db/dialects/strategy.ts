@@ -37,9 +37,12 @@ export interface DialectStrategy {
    */
   relaxCommitDurability(trx: Db): Promise<void>;
   /**
-   * Makes the row selection of a claiming `UPDATE … WHERE id IN (<query>)` pass over rows
-   * that another process is claiming at the same moment, so that several dispatchers on one
-   * database take disjoint rows without waiting for one another.
+   * Makes the row selection of a claiming UPDATE pass over rows that another process is
+   * claiming at the same moment, so that several dispatchers on one database take disjoint rows
+   * without waiting for one another. The selection belongs in a materialised WITH
+   * (`WITH picked AS MATERIALIZED (<query>) UPDATE … WHERE id IN (SELECT id FROM picked)`): as
+   * a subquery of IN, PostgreSQL may run it again for each row it updates, and run again it
+   * passes over the rows the statement has just updated and picks more, past its LIMIT.
    */
   skipRowsClaimedByOthers<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /**
