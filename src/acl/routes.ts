@@ -30,7 +30,6 @@ function sendAcl(reply: FastifyReply, statusCode: number, message: string, acl: 
   return sendJson(reply.header('etag', aclEtag(acl, acl.okmSerial ?? null, json)), statusCode, `{"message":${JSON.stringify(message)},"data":${json}}`);
 }
 
-
 function pageJson(query: AclListQuery, items: string[], total: number): string {
   const { message, pagination } = paginated(query, [], total);
   return `{"message":${JSON.stringify(message)},"pagination":${JSON.stringify(pagination)},"data":[${items.join(',')}]}`;
