@@ -101,7 +101,7 @@ const stateBefore = (owner: Pick<Customer, 'name'>, locked: LockedAcl): AclState
 
 /** The lists the ACL's rows of acl_users and acl_locks hold: those of its content before the write. */
 function listsOf(state: AclState): StoredLists {
-  return { userIds: userIdsOf(state.usersJson), lockSerials: state.locks };
+  return { userIds: userIdsOf(state), lockSerials: state.locks };
 }
 
 /** The customer named in the body, which a customer-bound token can only name as its own. */
