@@ -20,5 +20,6 @@ export function dialectFor(settings: Pick<Settings, 'databaseUrl' | 'dataDir'>, 
 }
 
 export function openDatabase(dialect: DialectStrategy): DatabaseHandle {
-  return { db: new Kysely<Database>({ dialect: dialect.createDialect() }), dialect };
+  // No query log on this instance: a transaction's precompiled queries may run past the executor.
+  return { db: new Kysely<Database>({ dialect: dialect.createDialect({ directPrecompiledStatements: true }) }), dialect };
 }

@@ -1,6 +1,16 @@
 import type { CompiledQuery, Compilable, QueryResult } from 'kysely';
 import type { Db } from './database.ts';
 
+/**
+ * A dialect adapter whose database runs a statement in-process and synchronously (SQLite's):
+ * it runs a compiled query on the connection and answers as the dialect's driver would.
+ */
+export interface SynchronousStatements {
+  runCompiled<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row>;
+}
+
+const runsSynchronously = (adapter: object): adapter is SynchronousStatements => 'runCompiled' in adapter;
+
 /** Stands for the value at `index` of an execution's arguments. */
 class Placeholder {
   constructor(readonly index: number) {}
@@ -50,6 +60,17 @@ export function precompiledQuery<Row, Args extends readonly unknown[]>(
       const slot = slots[position];
       return slot === undefined ? constant : args[slot];
     });
+    // A transaction holds the in-process database's one connection until it ends, so its
+    // statements may run on it directly: Kysely's executor chain (connection provider, queue,
+    // result transformation by plugins, of which there are none) cost more than a poll's
+    // SELECT itself (docs/adr/0103).
+    if (db.isTransaction && runsSynchronously(adapter) && db.getExecutor().plugins.length === 0) {
+      try {
+        return Promise.resolve(adapter.runCompiled<Row>(compiled.sql, parameters));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     return db.executeQuery<Row>({ ...compiled, parameters });
   };
 }

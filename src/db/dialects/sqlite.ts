@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver, type DatabaseConnection, type QueryResult } from 'kysely';
+import type { SynchronousStatements } from '../precompiled-query.ts';
 import { checkpointInBackground } from './sqlite-checkpointer.ts';
 import { cacheStatements } from './sqlite-statement-cache.ts';
-import type { DialectStrategy } from './strategy.ts';
+import type { DialectOptions, DialectStrategy } from './strategy.ts';
 
 /**
  * How much of the database file reads map instead of copying a page per read() into SQLite's
@@ -29,14 +30,38 @@ class ImmediateTransactionsDriver extends SqliteDriver {
   }
 }
 
+/**
+ * SQLite's adapter, which also runs a compiled statement on the database as Kysely's SQLite
+ * connection does (a reader's rows; else the changes and the last row id), for the precompiled
+ * queries of a transaction (src/db/precompiled-query.ts).
+ */
+class InProcessSqliteAdapter extends SqliteAdapter implements SynchronousStatements {
+  readonly #database: SQLite.Database;
+  constructor(database: SQLite.Database) {
+    super();
+    this.#database = database;
+  }
+  runCompiled<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row> {
+    const statement = this.#database.prepare(sql);
+    if (statement.reader) return { rows: statement.all(parameters) as Row[] };
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+  }
+}
+
 class ImmediateTransactionsDialect extends SqliteDialect {
-  readonly #config: SqliteDialectConfig;
-  constructor(config: SqliteDialectConfig) {
-    super(config);
-    this.#config = config;
+  readonly #database: SQLite.Database;
+  readonly #direct: boolean;
+  constructor(database: SQLite.Database, { directPrecompiledStatements = false }: DialectOptions) {
+    super({ database });
+    this.#database = database;
+    this.#direct = directPrecompiledStatements;
   }
   override createDriver() {
-    return new ImmediateTransactionsDriver(this.#config);
+    return new ImmediateTransactionsDriver({ database: this.#database });
+  }
+  override createAdapter() {
+    return this.#direct ? new InProcessSqliteAdapter(this.#database) : new SqliteAdapter();
   }
 }
 
@@ -48,7 +73,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
     idType: 'integer',
     // One connection, one writer: a commit (WAL append) per poll cost more than the poll's own statements.
     writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 1 },
-    createDialect() {
+    createDialect(options = {}) {
       fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       const database = new SQLite(file);
       database.pragma('journal_mode = WAL');
@@ -58,7 +83,7 @@ export function sqliteStrategy(file: string): DialectStrategy {
       database.pragma(`mmap_size = ${MAPPED_BYTES}`);
       cacheStatements(database);
       checkpointInBackground(database, file);
-      return new ImmediateTransactionsDialect({ database });
+      return new ImmediateTransactionsDialect(database, options);
     },
     poolState: () => undefined,
     // SQLite runs one write at a time (one per database file, across processes), so a claiming

@@ -22,10 +22,21 @@ export interface PoolState {
   waiting: number;
 }
 
+/** How a Kysely instance wants its dialect. */
+export interface DialectOptions {
+  /**
+   * A transaction's precompiled queries run on an in-process database directly
+   * (src/db/precompiled-query.ts, docs/adr/0103), past Kysely's executor, and so past a query
+   * log configured on the Kysely instance: an instance with a log leaves this off. No effect
+   * where the database is another process (PostgreSQL).
+   */
+  directPrecompiledStatements?: boolean;
+}
+
 /** What differs between the supported databases, kept in one place per dialect. */
 export interface DialectStrategy {
   readonly name: 'sqlite' | 'postgres';
-  createDialect(): Dialect;
+  createDialect(options?: DialectOptions): Dialect;
   /** Column type for raw bytes. */
   readonly binaryType: ColumnDataType;
   /** How small writes that arrive close together (config polls) are committed. */
