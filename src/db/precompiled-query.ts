@@ -6,10 +6,11 @@ import type { Db } from './database.ts';
  * it runs a compiled query on the connection and answers as the dialect's driver would.
  */
 export interface SynchronousStatements {
-  runCompiled<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row>;
+  /** The statement of `sql`, prepared once: runs it with the parameters given, and answers as the dialect's driver would. */
+  prepareCompiled<Row>(sql: string): (parameters: readonly unknown[]) => QueryResult<Row>;
 }
 
-const runsSynchronously = (adapter: object): adapter is SynchronousStatements => 'runCompiled' in adapter;
+const runsSynchronously = (adapter: object): adapter is SynchronousStatements => 'prepareCompiled' in adapter;
 
 /** Stands for the value at `index` of an execution's arguments. */
 class Placeholder {
@@ -20,6 +21,8 @@ interface Prepared<Row> {
   compiled: CompiledQuery<Row>;
   /** For each compiled parameter, the argument it takes, or undefined for a constant of the query. */
   slots: (number | undefined)[];
+  /** The statement prepared on an in-process database (SynchronousStatements), for runs inside a transaction. */
+  runDirectly: ((parameters: readonly unknown[]) => QueryResult<Row>) | undefined;
 }
 
 const statementNames = new Map<string, string>();
@@ -51,11 +54,11 @@ export function precompiledQuery<Row, Args extends readonly unknown[]>(
       const compiled = build(db, Array.from({ length: arity }, (_, index) => new Placeholder(index))).compile();
       const slots = compiled.parameters.map((parameter) => (parameter instanceof Placeholder ? parameter.index : undefined));
       if (new Set(slots.filter((slot) => slot !== undefined)).size !== arity) throw new Error('every placeholder must be used');
-      prepared = { compiled, slots };
+      prepared = { compiled, slots, runDirectly: runsSynchronously(adapter) ? adapter.prepareCompiled<Row>(compiled.sql) : undefined };
       if (!statementNames.has(compiled.sql)) statementNames.set(compiled.sql, `keyfleet_${statementNames.size + 1}`);
       byAdapter.set(adapter, prepared);
     }
-    const { compiled, slots } = prepared;
+    const { compiled, slots, runDirectly } = prepared;
     const parameters = compiled.parameters.map((constant, position) => {
       const slot = slots[position];
       return slot === undefined ? constant : args[slot];
@@ -64,9 +67,9 @@ export function precompiledQuery<Row, Args extends readonly unknown[]>(
     // statements may run on it directly: Kysely's executor chain (connection provider, queue,
     // result transformation by plugins, of which there are none) cost more than a poll's
     // SELECT itself (docs/adr/0103).
-    if (db.isTransaction && runsSynchronously(adapter) && db.getExecutor().plugins.length === 0) {
+    if (runDirectly !== undefined && db.isTransaction && db.getExecutor().plugins.length === 0) {
       try {
-        return Promise.resolve(adapter.runCompiled<Row>(compiled.sql, parameters));
+        return Promise.resolve(runDirectly(parameters));
       } catch (error) {
         return Promise.reject(error);
       }

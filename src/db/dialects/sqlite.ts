@@ -41,11 +41,13 @@ class InProcessSqliteAdapter extends SqliteAdapter implements SynchronousStateme
     super();
     this.#database = database;
   }
-  runCompiled<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row> {
+  prepareCompiled<Row>(sql: string): (parameters: readonly unknown[]) => QueryResult<Row> {
     const statement = this.#database.prepare(sql);
-    if (statement.reader) return { rows: statement.all(parameters) as Row[] };
-    const { changes, lastInsertRowid } = statement.run(parameters);
-    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    if (statement.reader) return (parameters) => ({ rows: statement.all(parameters) as Row[] });
+    return (parameters) => {
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    };
   }
 }
 
