@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import SQLite from 'better-sqlite3';
 import { checkpointInBackground } from '../../src/db/dialects/sqlite-checkpointer.ts';
 
@@ -49,6 +50,29 @@ test('when the database is closed, the worker has closed its connection first, s
 
       assert.deepEqual(fs.readdirSync(dir), ['db.sqlite'], `after a pause of ${pause} ms`);
     }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the worker runs when the process treats evaluated code as ES modules (--input-type=module)', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-checkpoint-'));
+  try {
+    const script = `
+      const { default: SQLite } = await import('better-sqlite3');
+      const { checkpointInBackground } = await import(${JSON.stringify(path.resolve(import.meta.dirname, '../../src/db/dialects/sqlite-checkpointer.ts'))});
+      const file = ${JSON.stringify(path.join(dir, 'db.sqlite'))};
+      const database = new SQLite(file);
+      database.pragma('journal_mode = WAL');
+      checkpointInBackground(database, file);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      console.log(database.pragma('wal_autocheckpoint', { simple: true }));
+      database.close();
+    `;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], { encoding: 'utf8' });
+    assert.equal(child.status, 0, child.stderr);
+    // A worker that failed to start leaves the serving connection on SQLite's default (1 000 pages).
+    assert.equal(child.stdout.trim(), '4000', child.stderr);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -72,10 +72,13 @@ export function checkpointInBackground(database: SQLite.Database, file: string):
   let workerGone = false;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
+    // None of the process's flags: the source is CommonJS, which --input-type=module would evaluate as a module, where it fails.
+    execArgv: [],
     workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, state: state.buffer, shortestWait: SHORTEST_WAIT_MS, longestWait: LONGEST_WAIT_MS },
   });
   worker.unref();
-  const restoreDefault = () => {
+  const restoreDefault = (error: Error) => {
+    process.emitWarning(`SQLite checkpoints are back on the serving connection: the checkpoint worker failed (${error.message})`);
     if (database.open) database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
   };
   worker.on('error', restoreDefault);
