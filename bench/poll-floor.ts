@@ -15,11 +15,17 @@
  * Each server has its own copy of one seeded fleet.
  *
  *   npm run bench:poll-floor -- [--sqlite] [--postgres] [--rounds 4] [--duration 10]
- *                               [--connections 100] [--okms 100000]
+ *                               [--connections 100] [--okms 100000] [--perf DIR]
  *
  * Prints each round's CPU per poll (server process, all threads, from /proc; on PostgreSQL
  * also the postgres processes') and the medians: the floor as a multiple of bare, keyfleet
  * as a multiple of the floor. With neither --sqlite nor --postgres, SQLite only.
+ *
+ * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
+ * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
+ * DIR/<database>-<server>.data with the number of requests it answered beside it, so that where
+ * keyfleet's CPU above the floor goes (JavaScript, SQLite, the garbage collector, the kernel) is
+ * seen per poll: `perf report -i FILE --no-children --sort dso,sym`.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -45,10 +51,12 @@ import {
 } from './harness.ts';
 
 const { values: options } = parseArgs({
-  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, okms: { type: 'string', default: '100000' } },
+  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, okms: { type: 'string', default: '100000' }, perf: { type: 'string' } },
 });
 const ROUNDS = Number(options.rounds);
 const OKM_COUNT = Number(options.okms);
+// Every server this bench starts inherits it: perf then names JavaScript functions by their source.
+if (options.perf) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --perf-basic-prof`.trim();
 
 /**
  * What both floor servers share: the HTTP side and the batching. `recordBatch(polls)` sets
@@ -187,6 +195,21 @@ async function startFloor(database: BenchDatabase, readyPath: string): Promise<{
   return { port, child };
 }
 
+/** One measurement of a server under `perf record` (its threads, 999 samples a second), into the --perf directory. */
+async function recordPerf(name: string, server: ChildProcess, run: () => Promise<Figures>): Promise<void> {
+  fs.mkdirSync(options.perf!, { recursive: true });
+  const file = path.join(options.perf!, `${name}.data`);
+  const perf = spawn('perf', ['record', '--quiet', '-F', '999', '-g', '-o', file, '-p', String(server.pid)], { stdio: 'inherit' });
+  const exited = new Promise((resolve) => perf.once('exit', resolve));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const figures = await run();
+  perf.kill('SIGINT');
+  await exited;
+  const requests = Math.round(figures.requestsPerSecond * Number(options.duration));
+  fs.writeFileSync(path.join(options.perf!, `${name}.txt`), `${requests} requests, ${Math.round(figures.cpuMicrosPerRequest ?? 0)} µs a request\n`);
+  console.log(`  perf: ${file} (${requests} requests)`);
+}
+
 /** The rounds on one database: bare, the floor and keyfleet, each on its own copy of the fleet. */
 async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchDatabase): Promise<void> {
   const { name } = floorDatabase;
@@ -239,6 +262,7 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     console.log(`  keyfleet: ${Math.round(median(cpuOf(2)))} µs a poll, ${median(ratioOf(2, 1)).toFixed(2)} × floor, ${median(ratioOf(2, 0)).toFixed(2)} × bare`);
     const above = rounds.map((figures) => cpu(figures[2]) - cpu(figures[1]));
     console.log(`  keyfleet − floor, per round: ${above.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(above))} µs\n`);
+    if (options.perf) for (const target of targets) await recordPerf(`${name}-${target.name.split(' ')[0]}`, target.child, () => measureTarget(target));
   } finally {
     await Promise.all(started.map(stop));
   }
