@@ -13,8 +13,13 @@ const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
  * behind by a commit, the worker spent about 30 µs of CPU per steady poll. 10 ms copies a
  * page written by several commits once, and took that to about 20 µs with the same poll
  * latency (bench/results/checkpoint-cadence.txt); 50 ms took it to 10 µs but doubled p99.
+ * Without HTTP (bench/checkpoint-cadence.ts), a pass costs about 1 ms of CPU whatever it
+ * copies, most of it the fsync's writeback: 25 ms takes the worker from 12.6 to 9.8 % of a
+ * core at 6 400 rows a second with the commits' p99 unchanged (3.3 against 3.7 ms); from
+ * 50 ms on, the WAL outgrows the backstop between passes and the serving connection copies
+ * it itself: commits' p99 6, 14 and 27 ms at 50, 100 and 200 ms (ADR 0104).
  */
-const SHORTEST_WAIT_MS = 10;
+const SHORTEST_WAIT_MS = 25;
 const LONGEST_WAIT_MS = 100;
 /** Longest a close waits for the worker's connection (a checkpoint pass in progress, or the worker still starting). */
 const CLOSE_WAIT_MS = 2000;
@@ -66,7 +71,7 @@ try {
  * restarts; it goes back to SQLite's default if the worker fails.
  * Durability is unchanged: a commit is as durable as before (synchronous=NORMAL, WAL).
  */
-export function checkpointInBackground(database: SQLite.Database, file: string): void {
+export function checkpointInBackground(database: SQLite.Database, file: string, { shortestWaitMs = SHORTEST_WAIT_MS } = {}): void {
   // [stop requested, worker's connection closed]
   const state = new Int32Array(new SharedArrayBuffer(8));
   let workerGone = false;
@@ -74,7 +79,7 @@ export function checkpointInBackground(database: SQLite.Database, file: string):
     eval: true,
     // None of the process's flags: the source is CommonJS, which --input-type=module would evaluate as a module, where it fails.
     execArgv: [],
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, state: state.buffer, shortestWait: SHORTEST_WAIT_MS, longestWait: LONGEST_WAIT_MS },
+    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, state: state.buffer, shortestWait: shortestWaitMs, longestWait: Math.max(LONGEST_WAIT_MS, shortestWaitMs) },
   });
   worker.unref();
   const restoreDefault = (error: Error) => {
