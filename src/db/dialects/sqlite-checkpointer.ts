@@ -15,11 +15,11 @@ const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
  * latency (bench/results/checkpoint-cadence.txt); 50 ms took it to 10 µs but doubled p99.
  * Without HTTP (bench/checkpoint-cadence.ts), a pass costs about 1 ms of CPU whatever it
  * copies, most of it the fsync's writeback: 25 ms takes the worker from 12.6 to 9.8 % of a
- * core at 6 400 rows a second with the commits' p99 unchanged (3.3 against 3.7 ms); from
- * 50 ms on, the WAL outgrows the backstop between passes and the serving connection copies
- * it itself: commits' p99 6, 14 and 27 ms at 50, 100 and 200 ms (ADR 0104).
+ * core at 6 400 rows a second, but raised the server's p99 at saturation; from 50 ms on, the
+ * WAL outgrows the backstop between passes and the serving connection copies it itself:
+ * commits' p99 6, 14 and 27 ms at 50, 100 and 200 ms (ADR 0104).
  */
-const SHORTEST_WAIT_MS = 25;
+const SHORTEST_WAIT_MS = 10;
 const LONGEST_WAIT_MS = 100;
 /** Longest a close waits for the worker's connection (a checkpoint pass in progress, or the worker still starting). */
 const CLOSE_WAIT_MS = 2000;
