@@ -1,23 +1,23 @@
 /**
  * The steady poll of two checkouts, measured against each other in alternating rounds: this
  * one and `--base` (another worktree of the repository, say `git worktree add ../base HEAD~3`,
- * with node_modules linked or installed). Each serves its own SQLite fleet, seeded by its own
- * bench/fleet.ts; a bare node:http server gets the same requests. The three run side by side
- * and take turns: every round measures each for `--duration` s, in an order that rotates from
- * round to round, so that a host that speeds up or slows down during the run shifts them alike.
+ * with node_modules linked or installed). Each serves its own fleet (SQLite, or with
+ * `--postgres` a PostgreSQL schema of its own), seeded by its own bench/fleet.ts; a bare
+ * node:http server gets the same requests. The three run side by side and take turns: every
+ * round measures each for `--duration` s, in an order that rotates from round to round, so
+ * that a host that speeds up or slows down during the run shifts them alike.
  *
- *   npm run bench:poll-ab -- --base ../base [--rounds 5] [--duration 10] [--okms 100000]
+ *   npm run bench:poll-ab -- --base ../base [--postgres] [--rounds 5] [--duration 10] [--okms 100000]
  *
- * Prints each round's CPU per poll (server process, all threads, from /proc) and its multiple
- * of the bare server's in that round, then the median of each and of the per-round difference.
+ * Prints each round's CPU per poll (server process, all threads, from /proc; with --postgres
+ * the PostgreSQL processes' added) and its multiple of the bare server's in that round, then
+ * the median of each and of the per-round difference.
  */
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestPaths } from './fleet.ts';
-import { REPO_ROOT, buildServer, measure, median, pathsLoad, startBare, startKeyfleet, stop, type Figures } from './harness.ts';
+import { REPO_ROOT, buildServer, measure, median, pathsLoad, startBare, startKeyfleet, stop, withFreshDatabase, type BenchDatabase, type Figures } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -26,6 +26,7 @@ const { values: options } = parseArgs({
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '100' },
     okms: { type: 'string', default: '100000' },
+    postgres: { type: 'boolean', default: false },
   },
 });
 if (!options.base) throw new Error('--base: the other checkout to compare with, e.g. --base ../base');
@@ -33,57 +34,68 @@ const BASE_DIR = path.resolve(options.base);
 const ROUNDS = Number(options.rounds);
 const OKM_COUNT = Number(options.okms);
 
-/** Seeds a fresh SQLite data directory with the fleet of the checkout `dir`, by that checkout's own seeding (its schema may differ from this one's). */
-function seededDataDir(dir: string): string {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-bench-ab-'));
-  const script = `const { seedFleet } = await import(${JSON.stringify(path.join(dir, 'bench/fleet.ts'))}); await seedFleet({ DATA_DIR: ${JSON.stringify(dataDir)} }, ${OKM_COUNT});`;
+const DATABASE: BenchDatabase['name'] = options.postgres ? 'postgres' : 'sqlite';
+
+/** Seeds a fresh database with the fleet of the checkout `dir`, by that checkout's own seeding (its schema may differ from this one's). */
+function seed(dir: string, database: BenchDatabase): void {
+  const script = `const { seedFleet } = await import(${JSON.stringify(path.join(dir, 'bench/fleet.ts'))}); await seedFleet(${JSON.stringify(database.env)}, ${OKM_COUNT});`;
   execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: dir, stdio: 'inherit' });
-  return dataDir;
 }
 
 const checkouts = [
   { name: 'this checkout', dir: REPO_ROOT },
   { name: `base (${path.relative(REPO_ROOT, BASE_DIR) || BASE_DIR})`, dir: BASE_DIR },
 ];
-const dataDirs = checkouts.map(({ dir }) => {
-  buildServer(dir);
-  return seededDataDir(dir);
-});
 const paths = requestPaths('/api/v1/config', OKM_COUNT);
 const load = pathsLoad(paths, Number(options.connections), Number(options.duration));
+const postgres = DATABASE === 'postgres';
+// CPU per poll: the server's, and on PostgreSQL the database's added.
+const cpu = (entry: Figures) => entry.cpuMicrosPerRequest! + (entry.postgresCpuMicrosPerRequest ?? 0);
 
-const bare = await startBare();
-const servers = await Promise.all(checkouts.map(({ dir }, index) => startKeyfleet({ DATA_DIR: dataDirs[index]! }, { built: true, dir })));
-try {
-  const targets = [
-    { name: 'bare node:http', port: bare.port, child: bare.child },
-    ...checkouts.map(({ name }, index) => ({ name: `keyfleet sqlite, ${name}`, port: servers[index]!.port, child: servers[index]!.child })),
-  ];
-  // One warm-up each, then the rounds: each target measured once a round, the order rotating.
-  for (const target of targets) await measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child });
-  const rounds: Figures[][] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = targets.map((_, index) => targets[(index + round) % targets.length]!);
-    const figures = new Map<string, Figures>();
-    for (const target of order) figures.set(target.name, await measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child }));
-    rounds.push(targets.map((target) => figures.get(target.name)!));
-    const [bareFigures, ...keyfleet] = rounds.at(-1)!;
-    console.log(
-      `round ${round + 1}: ` +
-        [bareFigures!, ...keyfleet]
-          .map((entry) => `${entry.target} ${Math.round(entry.cpuMicrosPerRequest!)} µs${entry === bareFigures ? '' : ` (${(entry.cpuMicrosPerRequest! / bareFigures!.cpuMicrosPerRequest!).toFixed(2)} × bare, p99 ${entry.p99} ms)`}`)
-          .join('; '),
-    );
+async function compare(databases: readonly BenchDatabase[]): Promise<void> {
+  checkouts.forEach(({ dir }, index) => {
+    buildServer(dir);
+    seed(dir, databases[index]!);
+  });
+  const bare = await startBare();
+  const servers = await Promise.all(checkouts.map(({ dir }, index) => startKeyfleet(databases[index]!.env, { built: true, dir })));
+  try {
+    const targets = [
+      { name: 'bare node:http', port: bare.port, child: bare.child },
+      ...checkouts.map(({ name }, index) => ({ name: `keyfleet ${DATABASE}, ${name}`, port: servers[index]!.port, child: servers[index]!.child })),
+    ];
+    const measureTarget = (target: (typeof targets)[number]) =>
+      measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child, postgres: postgres && target !== targets[0] });
+    // One warm-up each, then the rounds: each target measured once a round, the order rotating.
+    for (const target of targets) await measureTarget(target);
+    const rounds: Figures[][] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = targets.map((_, index) => targets[(index + round) % targets.length]!);
+      const figures = new Map<string, Figures>();
+      for (const target of order) figures.set(target.name, await measureTarget(target));
+      rounds.push(targets.map((target) => figures.get(target.name)!));
+      const [bareFigures, ...keyfleet] = rounds.at(-1)!;
+      const cpuText = (entry: Figures) =>
+        entry.postgresCpuMicrosPerRequest === undefined ? `${Math.round(cpu(entry))} µs` : `${Math.round(entry.cpuMicrosPerRequest!)} + PostgreSQL ${Math.round(entry.postgresCpuMicrosPerRequest)} µs`;
+      console.log(
+        `round ${round + 1}: ` +
+          [bareFigures!, ...keyfleet]
+            .map((entry) => `${entry.target} ${cpuText(entry)}${entry === bareFigures ? '' : ` (${(cpu(entry) / cpu(bareFigures!)).toFixed(2)} × bare, p99 ${entry.p99} ms)`}`)
+            .join('; '),
+      );
+    }
+    const cpuOf = (index: number) => rounds.map((figures) => cpu(figures[index]!));
+    const ratioOf = (index: number) => rounds.map((figures) => cpu(figures[index]!) / cpu(figures[0]!));
+    console.log(`\nmedians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections${postgres ? ' (CPU: server + PostgreSQL)' : ''}:`);
+    for (const [index, target] of targets.entries()) {
+      console.log(`  ${target.name}: ${Math.round(median(cpuOf(index)))} µs a poll` + (index === 0 ? '' : `, ${median(ratioOf(index)).toFixed(2)} × bare`));
+    }
+    const differences = rounds.map((figures) => cpu(figures[1]!) - cpu(figures[2]!));
+    console.log(`  this checkout − base, per round: ${differences.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(differences))} µs`);
+  } finally {
+    await Promise.all([stop(bare.child), ...servers.map(({ child }) => stop(child))]);
   }
-  const cpuOf = (index: number) => rounds.map((figures) => figures[index]!.cpuMicrosPerRequest!);
-  const ratioOf = (index: number) => rounds.map((figures) => figures[index]!.cpuMicrosPerRequest! / figures[0]!.cpuMicrosPerRequest!);
-  console.log(`\nmedians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections:`);
-  for (const [index, target] of targets.entries()) {
-    console.log(`  ${target.name}: ${Math.round(median(cpuOf(index)))} µs a poll` + (index === 0 ? '' : `, ${median(ratioOf(index)).toFixed(2)} × bare`));
-  }
-  const differences = rounds.map((figures) => figures[1]!.cpuMicrosPerRequest! - figures[2]!.cpuMicrosPerRequest!);
-  console.log(`  this checkout − base, per round: ${differences.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(differences))} µs`);
-} finally {
-  await Promise.all([stop(bare.child), ...servers.map(({ child }) => stop(child))]);
-  for (const dataDir of dataDirs) fs.rmSync(dataDir, { recursive: true, force: true });
 }
+
+// Each checkout on a fresh database of its own, both removed afterwards.
+await withFreshDatabase(DATABASE, (mine) => withFreshDatabase(DATABASE, (base) => compare([mine, base])));
