@@ -3,7 +3,7 @@
  * templates (OKM i uses template i % TEMPLATES.length), its seeding, and the config-poll
  * request mix.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { sql, type Insertable, type Kysely } from 'kysely';
 import { createFleetPass } from '../src/fleet/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
@@ -29,7 +29,8 @@ function configuredTemplate(index: number): OkmSettings {
   const locks = Array.from({ length: 4 + index }, (_, n) => `LOCK-${index}-${String(n).padStart(3, '0')}`);
   const users = Array.from({ length: 10 + 3 * index }, (_, n) => ({
     user_id: 100_000 + n,
-    pin_hash: randomBytes(16).toString('hex'),
+    // The same in every process: a fleet seeded by one process is polled by another's paths (bench:poll-ab), whose list digests must match it.
+    pin_hash: createHash('sha256').update(`pin ${index} ${n}`).digest('hex').slice(0, 32),
     auth_time: 8,
     sounder: false,
     permissions: locks.map((_, lock) => (lock % 3 === 0 ? 17 : 1)),
@@ -182,6 +183,16 @@ export function requestPaths(configPath: string, okmCount: number, { firstIndex 
     mixEntryOf(index).change(parameters, now);
     return `${configPath}/${serialOf(index)}?${new URLSearchParams(parameters)}`;
   });
+}
+
+/** Paths of `count` OKMs whose devices are in step (answered {}), for a check that a server serves the fleet the paths expect. */
+export function inStepPaths(configPath: string, count: number): string[] {
+  const now = Date.now();
+  const paths: string[] = [];
+  for (let index = 0; paths.length < count; index++) {
+    if (mixEntryOf(index) === MIX[0]) paths.push(`${configPath}/${serialOf(index)}?${new URLSearchParams(inSyncParameters(TEMPLATES[index % TEMPLATES.length]!, now))}`);
+  }
+  return paths;
 }
 
 /** Serials per multi-row insert into the serial list (13 parameters a row, under SQLite's limit of 32 766). */

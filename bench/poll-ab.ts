@@ -16,7 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { requestPaths } from './fleet.ts';
+import { inStepPaths, requestPaths } from './fleet.ts';
 import { REPO_ROOT, buildServer, measure, median, pathsLoad, startBare, startKeyfleet, stop, withFreshDatabase, type BenchDatabase, type Figures } from './harness.ts';
 
 const { values: options } = parseArgs({
@@ -46,8 +46,6 @@ const checkouts = [
   { name: 'this checkout', dir: REPO_ROOT },
   { name: `base (${path.relative(REPO_ROOT, BASE_DIR) || BASE_DIR})`, dir: BASE_DIR },
 ];
-const paths = requestPaths('/api/v1/config', OKM_COUNT);
-const load = pathsLoad(paths, Number(options.connections), Number(options.duration));
 const postgres = DATABASE === 'postgres';
 // CPU per poll: the server's, and on PostgreSQL the database's added.
 const cpu = (entry: Figures) => entry.cpuMicrosPerRequest! + (entry.postgresCpuMicrosPerRequest ?? 0);
@@ -57,9 +55,18 @@ async function compare(databases: readonly BenchDatabase[]): Promise<void> {
     buildServer(dir);
     seed(dir, databases[index]!);
   });
+  // After the seeding: the devices report the time the paths are made.
+  const load = pathsLoad(requestPaths('/api/v1/config', OKM_COUNT), Number(options.connections), Number(options.duration));
   const bare = await startBare();
   const servers = await Promise.all(checkouts.map(({ dir }, index) => startKeyfleet(databases[index]!.env, { built: true, dir })));
   try {
+    // Each server must serve the fleet the paths expect: a poll of an in-step device is answered {}.
+    for (const [index, server] of servers.entries()) {
+      for (const inStep of inStepPaths('/api/v1/config', 20)) {
+        const body = await (await fetch(`http://127.0.0.1:${server.port}${inStep}`)).text();
+        if (body !== '{}') throw new Error(`${checkouts[index]!.name}: ${inStep} was answered ${body.slice(0, 200)}, not {}: its fleet is not the one the paths expect`);
+      }
+    }
     const targets = [
       { name: 'bare node:http', port: bare.port, child: bare.child },
       ...checkouts.map(({ name }, index) => ({ name: `keyfleet ${DATABASE}, ${name}`, port: servers[index]!.port, child: servers[index]!.child })),
@@ -80,7 +87,7 @@ async function compare(databases: readonly BenchDatabase[]): Promise<void> {
       console.log(
         `round ${round + 1}: ` +
           [bareFigures!, ...keyfleet]
-            .map((entry) => `${entry.target} ${cpuText(entry)}${entry === bareFigures ? '' : ` (${(cpu(entry) / cpu(bareFigures!)).toFixed(2)} × bare, p99 ${entry.p99} ms)`}`)
+            .map((entry) => `${entry.target} ${cpuText(entry)}${entry === bareFigures ? '' : ` (${(cpu(entry) / cpu(bareFigures!)).toFixed(2)} × bare, ${Math.round(entry.requestsPerSecond)} polls/s, p99 ${entry.p99} ms)`}`)
             .join('; '),
       );
     }
