@@ -16,6 +16,8 @@ import { addRelease, allMessages, freezeServerClock, newSerial, SERVER_TIME, typ
 
 const IN_STEP: DeviceParameters = { kasDateTime: SERVER_TIME, kasFirmware: '1.0.0', cacheMode: 1, pollingInterval: 60, auditUrl: '/api/v1/audit' };
 const CONFIGURED: OkmSettings = { ...UNCONFIGURED_OKM, cacheMode: 1, pollingInterval: 60 };
+/** The fleet's latest wireless key firmware in the mixed scenario; 3.0 is in the catalog too. */
+const FLEET_WIRELESS = '3.1';
 
 /** One poll of a scenario: the OKM (by its role) and what it reports. */
 interface ScenarioPoll {
@@ -27,15 +29,17 @@ interface ScenarioPoll {
  * A fleet with one OKM for each case a poll meets, created afresh under its own serial
  * numbers, and the polls to send it: in step, a changed verdict, the same verdict again, a
  * pending message, a firmware pin (in the catalog or not), subscriber URLs, an unknown serial
- * number, and one OKM polled twice.
+ * number, one OKM polled twice, and the fleet's latest wireless key firmware (FLEET_WIRELESS)
+ * offered to an OKM without a pin and held back by one pinned below it.
  */
 async function mixedScenario(t: TestApp): Promise<{ serials: Record<string, string>; polls: ScenarioPoll[] }> {
-  const roles = ['inStep', 'changed', 'sameVerdict', 'message', 'pinned', 'pinMissing', 'subscribed', 'twice', 'unknown'];
+  const roles = ['inStep', 'changed', 'sameVerdict', 'message', 'pinned', 'pinMissing', 'subscribed', 'twice', 'unknown', 'fleetOffer', 'pinnedBelowFleet'];
   const serials = Object.fromEntries(roles.map((role) => [role, newSerial(role)]));
   const settings: Record<string, OkmSettings> = {
     pinned: { ...CONFIGURED, firmware: { ...CONFIGURED.firmware, kas: '2.0.0' } },
     pinMissing: { ...CONFIGURED, firmware: { ...CONFIGURED.firmware, batch_key: '9.9' } },
     subscribed: { ...CONFIGURED, statusUrls: ['https://subscriber.example/status'] },
+    pinnedBelowFleet: { ...CONFIGURED, firmware: { ...CONFIGURED.firmware, wireless_key: '3.0' } },
   };
   for (const role of roles.filter((role) => role !== 'unknown')) {
     await insertOkm(t.db, serials[role]!, null, settings[role] ?? CONFIGURED, 1000);
@@ -57,7 +61,9 @@ async function mixedScenario(t: TestApp): Promise<{ serials: Record<string, stri
       { okm: 'unknown', parameters: IN_STEP },
       { okm: 'twice', parameters: { ...IN_STEP, kasDateTime: SERVER_TIME - 600_000 } },
       { okm: 'unknown', parameters: offInterval },
-    ],
+      { okm: 'fleetOffer', parameters: { ...IN_STEP, wirelessKeyFirmware: '3.0' } },
+      { okm: 'pinnedBelowFleet', parameters: { ...IN_STEP, wirelessKeyFirmware: '3.0' } },
+    ].map(({ okm, parameters }) => ({ okm, parameters: { wirelessKeyFirmware: FLEET_WIRELESS, ...parameters } })),
   };
 }
 
@@ -89,6 +95,8 @@ for (const autoEnrol of ['true', 'false']) {
       // No dispatcher: its fan-out would clear status marks of one run and not yet of the other.
       t = await buildTestApp(kind, { OKM_AUTO_ENROL: autoEnrol, WEBHOOK_DISPATCH_IN_SERVER: 'false' });
       await addRelease(t.db, 'kas', '2.0.0');
+      await addRelease(t.db, 'wireless_key', '3.0');
+      await addRelease(t.db, 'wireless_key', FLEET_WIRELESS, { fleetLatest: true });
     });
     after(() => t.close());
 
@@ -110,11 +118,13 @@ for (const autoEnrol of ['true', 'false']) {
       const enrolled = autoEnrol === 'true' ? 'enrolled' : 'pending';
       assert.deepEqual(
         batchReplies.map(({ kind }) => kind),
-        [...Array(8).fill('answered'), enrolled, 'answered', autoEnrol === 'true' ? 'answered' : 'pending'],
+        [...Array(8).fill('answered'), enrolled, 'answered', autoEnrol === 'true' ? 'answered' : 'pending', 'answered', 'answered'],
       );
       assert.match(batch.replies[3]!, /"message"/);
       assert.match(batch.replies[4]!, /"kasFirmware".*2\.0\.0/);
       assert.deepEqual(batchReplies[9], { kind: 'answered', body: { kasDateTime: SERVER_TIME } });
+      assert.match(batch.replies[11]!, /"wirelessKeyFirmware":{"version":"3\.1"/);
+      assert.deepEqual(batchReplies[12], { kind: 'answered', body: {} });
       assert.equal(batch.okms.changed && (batch.okms.changed as { row: { last_correction: string } }).row.last_correction, 'pollingInterval');
     });
   });
