@@ -1,10 +1,10 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { FirmwareReleasesTable } from '../db/schema.ts';
+import type { Database, FirmwareReleasesTable } from '../db/schema.ts';
 import { findRelease, toRelease, type FirmwareRelease } from '../firmware/repository.ts';
-import type { FirmwareKind } from '../firmware/version.ts';
+import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from '../okm/messages-repository.ts';
 import { countAnotherCall, emitPending, recordPendingCall } from '../okm/pending-repository.ts';
 import {
@@ -15,6 +15,7 @@ import {
   enrolOkm,
   NO_STATUS_URLS,
   okmPollUpsert,
+  PIN_COLUMNS,
   polledColumns,
   recordCorrection,
   recordEndOfSilence,
@@ -32,6 +33,14 @@ import { correctionColumns, type CorrectionRecord } from '../okm/correction-reco
 export interface ObservedPoll {
   serialNumber: string;
   observation: PollObservation;
+}
+
+/** An OKM's effective release of each kind that has one (see effectiveReleases). */
+export type EffectiveReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
+
+/** A recorded poll's PolledOkmRow, with its OKM's effective releases where the statement read them with the poll. */
+export interface RecordedPollRow extends CountedPollRow {
+  releases?: EffectiveReleases;
 }
 
 export interface PinnedRelease {
@@ -57,8 +66,12 @@ export interface MessageClaim {
  * runs for each poll. Answers are in the order of the input.
  */
 export interface PollStatements {
-  /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
-  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(CountedPollRow | undefined)[]>;
+  /**
+   * Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown
+   * serial number. Set-based, the row carries the OKM's effective releases, read in the same
+   * statement: a batch then needs no read of the fleet's latest releases of its own.
+   */
+  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(RecordedPollRow | undefined)[]>;
   /** Writes the reported firmware versions of polls whose versions differ from the stored ones (see recordReportedVersions). */
   recordReportedVersions(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
   /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
@@ -140,12 +153,61 @@ function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
   ]);
 }
 
+/** The columns of an OKM's effective release of one kind, each kind's under its own prefix (`kas_release_version`, ...). */
+type EffectiveReleaseColumns = {
+  [Column in Exclude<keyof FirmwareReleasesTable, 'kind'> as `${FirmwareKind}_release_${Column}`]: FirmwareReleasesTable[Column] | null;
+};
+
+const releaseAlias = (kind: FirmwareKind) => `${kind}_release` as const;
+const RELEASE_COLUMNS = ['version', 'url', 'sha256', 'size', 'created_at'] as const satisfies readonly (keyof FirmwareReleasesTable)[];
+type ReleaseColumn = (typeof RELEASE_COLUMNS)[number];
+/** For each kind, the name of each of its release's columns in the statement's rows. */
+const RELEASE_COLUMN_NAMES = FIRMWARE_KINDS.map((kind) => ({
+  kind,
+  // Typed as kas's: each kind's columns have the same types.
+  names: Object.fromEntries(RELEASE_COLUMNS.map((column) => [column, `${releaseAlias(kind)}_${column}`])) as { [Column in ReleaseColumn]: `kas_release_${Column}` },
+}));
+const EFFECTIVE_RELEASE_COLUMNS = RELEASE_COLUMN_NAMES.flatMap(({ kind, names }) => RELEASE_COLUMNS.map((column) => sql.ref(`${releaseAlias(kind)}.${column}`).as(names[column])));
+
+/**
+ * Joins each OKM's effective release of each kind (effectiveReleases' rule): the release of its
+ * pin, else of the fleet's latest of that kind; none where that version is not in the catalog.
+ */
+function joinEffectiveReleases<Query extends SelectQueryBuilder<Database, 'okms', object>>(query: Query): Query {
+  return FIRMWARE_KINDS.reduce(
+    (joined, kind) =>
+      joined.leftJoin(`firmware_releases as ${releaseAlias(kind)}`, (join) =>
+        join
+          .on(`${releaseAlias(kind)}.kind`, '=', kind)
+          .on((eb) =>
+            eb(
+              `${releaseAlias(kind)}.version`,
+              '=',
+              eb.fn.coalesce(`okms.${PIN_COLUMNS[kind]}`, eb.selectFrom('fleet_firmware').select('fleet_firmware.version').where('fleet_firmware.kind', '=', kind)),
+            ),
+          ),
+      ) as unknown as Query,
+    query,
+  );
+}
+
+function effectiveReleasesIn(row: EffectiveReleaseColumns): EffectiveReleases {
+  const releases: EffectiveReleases = {};
+  for (const { kind, names } of RELEASE_COLUMN_NAMES) {
+    const version = row[names.version];
+    if (version === null) continue;
+    const size = row[names.size];
+    releases[kind] = toRelease({ kind, version, url: row[names.url], sha256: row[names.sha256]!, size: size === null ? null : Number(size), created_at: Number(row[names.created_at]) });
+  }
+  return releases;
+}
+
 function setBased(rowSet: RowSet): PollStatements {
-  // One statement for the batch: read each known OKM's desired state, and write its poll on
-  // its okm_polls row (the wide okms row is only read). The upsert takes its row locks in
-  // serial number order, so two batches over the same OKMs wait for each other rather than
-  // deadlock; an OKM's concurrent polls are serialized there.
-  const recordPollsQuery = precompiledQuery<CountedPollRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
+  // One statement for the batch: read each known OKM's desired state and its effective
+  // releases, and write its poll on its okm_polls row (the wide okms row is only read). The
+  // upsert takes its row locks in serial number order, so two batches over the same OKMs wait
+  // for each other rather than deadlock; an OKM's concurrent polls are serialized there.
+  const recordPollsQuery = precompiledQuery<CountedPollRow & EffectiveReleaseColumns & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
     db
       .with(
         (cte) => cte('known').materialized(),
@@ -153,7 +215,9 @@ function setBased(rowSet: RowSet): PollStatements {
           db
             .selectFrom('okms')
             .innerJoin(pollRowSet(rowSet, placeholders), 'poll.serial', 'okms.serial_number')
-            .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code']),
+            .$call(joinEffectiveReleases)
+            .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code'])
+            .select(EFFECTIVE_RELEASE_COLUMNS),
       )
       .with('written', (db) =>
         db
@@ -350,8 +414,7 @@ function setBased(rowSet: RowSet): PollStatements {
       return polls.map(({ serialNumber }) => {
         const row = bySerial.get(serialNumber);
         if (!row) return undefined;
-        const { serial_number: _serial, ...polled } = row;
-        return { ...polled, polls: Number(polled.polls) };
+        return { ...row, polls: Number(row.polls), releases: effectiveReleasesIn(row) };
       });
     },
     async recordReportedVersions(db, polls) {

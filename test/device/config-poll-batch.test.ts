@@ -328,6 +328,22 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     assert.ok(few <= 16, `${few} statements`);
   });
 
+  test('a batch of polls in step runs its one statement between BEGIN and COMMIT, which reads the releases it offers too', async () => {
+    const serials = Array.from({ length: 5 }, () => newSerial('steady'));
+    for (const serial of serials) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
+    const requests = serials.map((serial) => pollRequest(serial, IN_STEP));
+    // The first polls end the OKMs' never-polled state, a write of their own.
+    await runStatements(dialectFor(t.settings), t, requests);
+
+    const statements = await runStatements(dialectFor(t.settings), t, requests);
+
+    assert.deepEqual(
+      statements.map((statement) => statement.sql.trim().split(/\s/)[0]!.toLowerCase()),
+      ['begin', 'with', 'commit'],
+      statements.map((statement) => statement.sql).join('\n'),
+    );
+  });
+
   test('OKMs of a rollout polled in one batch are offered its version, and those reporting it leave the rollout as updated', async () => {
     const requests = await mixedRequests(3);
     const handle = createPollHandler(t.db, t.settings, t.dialect, () => {});
