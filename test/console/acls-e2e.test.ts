@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Response } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
 import { aclBody, device, openConsole, startConsoleServer, tokenOf, type ConsoleServer } from './e2e-fixture.ts';
 
@@ -133,15 +133,18 @@ describe('console: ACL pages', { skip: browserTestSkip() }, () => {
     const { page } = consolePage;
     const cells = page.locator('.acl-matrix td');
     const apiAnswers: Promise<string>[] = [];
-    page.on('response', (response) => {
+    const readAclAnswer = (response: Response) => {
       const url = new URL(response.url());
       if (url.pathname.startsWith('/api/v1/acl')) apiAnswers.push(response.body().then((body) => `${url.pathname} ${body.length}`));
-    });
+    };
+    page.on('response', readAclAnswer);
 
     await consolePage.goto('/acls');
     const listedRow = page.locator('table.acl-list tbody tr').filter({ has: page.getByRole('link', { name: aclId }) });
     await listedRow.waitFor();
     const listed = await listedRow.getByRole('cell').allInnerTexts();
+    // Every body read is awaited: one begun later would fail unobserved once the page closes.
+    page.off('response', readAclAnswer);
     const listAnswers = await Promise.all(apiAnswers.splice(0));
     assert.deepEqual(listed.slice(1, 4), ['5,000', '1,000', 'none']);
     assert.equal(listAnswers.length, 1, listAnswers.join(', '));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Response } from 'playwright-core';
 import { browserTestSkip, launchChromium } from '../helpers/browser.ts';
 import { inStepReport, listedSerials, seedFleet, startConsoleServer, tokenOf, watchConsole, type ConsoleServer } from './e2e-fixture.ts';
 
@@ -37,12 +37,15 @@ describe('operator console in a browser', { skip: browserTestSkip() }, () => {
   test('the URL of `keyfleet console` signs in, leaves no token in the address bar, loads under 500 KB, and the overview counts the seeded fleet', async (context) => {
     const { page, assertNoProblems, close } = await watchConsole(browser, server.base);
     const consoleBytes: Promise<number>[] = [];
-    page.on('response', (answer) => {
+    const countConsoleFile = (answer: Response) => {
       if (new URL(answer.url()).pathname.startsWith('/console/')) consoleBytes.push(answer.body().then((body) => body.length));
-    });
+    };
+    page.on('response', countConsoleFile);
 
     const response = await page.goto(adminUrl);
     await page.getByTestId('count-total').waitFor();
+    // Every body read is awaited: one begun later would fail unobserved once the page closes.
+    page.off('response', countConsoleFile);
     const firstLoad = (await Promise.all(consoleBytes)).reduce((sum, bytes) => sum + bytes, 0);
 
     assert.match(response?.headers()['content-security-policy'] ?? '', /default-src 'self'/);
