@@ -1,4 +1,4 @@
-import { sql, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
@@ -317,18 +317,6 @@ function setBased(rowSet: RowSet): PollStatements {
       .returning(['serial_number', 'call_count']),
   );
 
-  const findReleasesQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, [string[], string[]]>(2, (db, [kinds, versions]) =>
-    db
-      .selectFrom(
-        rowSet<{ kind: string; version: string }, 'pin'>('pin', [
-          { name: 'kind', type: 'text', values: kinds },
-          { name: 'version', type: 'text', values: versions },
-        ]),
-      )
-      .innerJoin('firmware_releases', (join) => join.onRef('firmware_releases.kind', '=', 'pin.kind').onRef('firmware_releases.version', '=', 'pin.version'))
-      .selectAll('firmware_releases'),
-  );
-
   const findMessagesQuery = precompiledQuery<{ id: number; type: string; payload: string }, [number[]]>(1, (db, [ids]) =>
     db
       .selectFrom(rowSet<{ id: number }, 'wanted'>('wanted', [{ name: 'id', type: 'bigint', values: ids }]))
@@ -434,16 +422,8 @@ function setBased(rowSet: RowSet): PollStatements {
       const firstCalls = new Set(rows.filter((row) => Number(row.call_count) === 1).map((row) => row.serial_number));
       for (const { serialNumber, observation } of polls) if (firstCalls.has(serialNumber)) await emitPending(db, serialNumber, observation);
     },
-    async findReleases(db, pins) {
-      if (pins.length === 0) return [];
-      const { rows } = await findReleasesQuery(
-        db,
-        pins.map((pin) => pin.kind),
-        pins.map((pin) => pin.version),
-      );
-      const found = keyed(rows.map(toRelease), (release) => `${release.kind}\n${release.version}`);
-      return pins.map(({ kind, version }) => found.get(`${kind}\n${version}`));
-    },
+    // Not called for polls that recordPolls recorded: their rows carry their releases.
+    findReleases: PER_ROW_POLL_STATEMENTS.findReleases,
     async findMessages(db, ids) {
       if (ids.length === 0) return [];
       const { rows } = await findMessagesQuery(db, [...ids]);
