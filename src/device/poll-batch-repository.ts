@@ -191,13 +191,20 @@ function joinEffectiveReleases<Query extends SelectQueryBuilder<Database, 'okms'
   );
 }
 
-function effectiveReleasesIn(row: EffectiveReleaseColumns): EffectiveReleases {
+/** The effective releases a row of the batch statement carries; `seen` shares one release object among a batch's rows (most carry the same). */
+function effectiveReleasesIn(row: EffectiveReleaseColumns, seen: Map<string, FirmwareRelease>): EffectiveReleases {
   const releases: EffectiveReleases = {};
   for (const { kind, names } of RELEASE_COLUMN_NAMES) {
     const version = row[names.version];
     if (version === null) continue;
-    const size = row[names.size];
-    releases[kind] = toRelease({ kind, version, url: row[names.url], sha256: row[names.sha256]!, size: size === null ? null : Number(size), created_at: Number(row[names.created_at]) });
+    const key = `${kind}\n${version}`;
+    let release = seen.get(key);
+    if (!release) {
+      const size = row[names.size];
+      release = toRelease({ kind, version, url: row[names.url], sha256: row[names.sha256]!, size: size === null ? null : Number(size), created_at: Number(row[names.created_at]) });
+      seen.set(key, release);
+    }
+    releases[kind] = release;
   }
   return releases;
 }
@@ -399,10 +406,11 @@ function setBased(rowSet: RowSet): PollStatements {
       if (polls.length === 0) return [];
       const { rows } = await recordPollsQuery(db, ...pollColumns(polls));
       const bySerial = keyed(rows, (row) => row.serial_number);
+      const releases = new Map<string, FirmwareRelease>();
       return polls.map(({ serialNumber }) => {
         const row = bySerial.get(serialNumber);
         if (!row) return undefined;
-        return { ...row, polls: Number(row.polls), releases: effectiveReleasesIn(row) };
+        return { ...row, polls: Number(row.polls), releases: effectiveReleasesIn(row, releases) };
       });
     },
     async recordReportedVersions(db, polls) {
