@@ -1,10 +1,10 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
-import type { Database, FirmwareReleasesTable } from '../db/schema.ts';
+import type { FirmwareReleasesTable } from '../db/schema.ts';
 import { findRelease, toRelease, type FirmwareRelease } from '../firmware/repository.ts';
-import { FIRMWARE_KINDS, type FirmwareKind } from '../firmware/version.ts';
+import type { FirmwareKind } from '../firmware/version.ts';
 import { findMessage, markMessageDelivered } from '../okm/messages-repository.ts';
 import { countAnotherCall, emitPending, recordPendingCall } from '../okm/pending-repository.ts';
 import {
@@ -15,7 +15,6 @@ import {
   enrolOkm,
   NO_STATUS_URLS,
   okmPollUpsert,
-  PIN_COLUMNS,
   polledColumns,
   recordCorrection,
   recordEndOfSilence,
@@ -33,14 +32,6 @@ import { correctionColumns, type CorrectionRecord } from '../okm/correction-reco
 export interface ObservedPoll {
   serialNumber: string;
   observation: PollObservation;
-}
-
-/** An OKM's effective release of each kind that has one (see effectiveReleases). */
-export type EffectiveReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
-
-/** A recorded poll's PolledOkmRow, with its OKM's effective releases where the statement read them with the poll. */
-export interface RecordedPollRow extends CountedPollRow {
-  releases?: EffectiveReleases;
 }
 
 export interface PinnedRelease {
@@ -66,12 +57,8 @@ export interface MessageClaim {
  * runs for each poll. Answers are in the order of the input.
  */
 export interface PollStatements {
-  /**
-   * Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown
-   * serial number. Set-based, the row carries the OKM's effective releases, read in the same
-   * statement: a batch then needs no read of the fleet's latest releases of its own.
-   */
-  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(RecordedPollRow | undefined)[]>;
+  /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
+  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(CountedPollRow | undefined)[]>;
   /** Writes the reported firmware versions of polls whose versions differ from the stored ones (see recordReportedVersions). */
   recordReportedVersions(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
   /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
@@ -153,68 +140,12 @@ function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
   ]);
 }
 
-/** The columns of an OKM's effective release of one kind, each kind's under its own prefix (`kas_release_version`, ...). */
-type EffectiveReleaseColumns = {
-  [Column in Exclude<keyof FirmwareReleasesTable, 'kind'> as `${FirmwareKind}_release_${Column}`]: FirmwareReleasesTable[Column] | null;
-};
-
-const releaseAlias = (kind: FirmwareKind) => `${kind}_release` as const;
-const RELEASE_COLUMNS = ['version', 'url', 'sha256', 'size', 'created_at'] as const satisfies readonly (keyof FirmwareReleasesTable)[];
-type ReleaseColumn = (typeof RELEASE_COLUMNS)[number];
-/** For each kind, the name of each of its release's columns in the statement's rows. */
-const RELEASE_COLUMN_NAMES = FIRMWARE_KINDS.map((kind) => ({
-  kind,
-  // Typed as kas's: each kind's columns have the same types.
-  names: Object.fromEntries(RELEASE_COLUMNS.map((column) => [column, `${releaseAlias(kind)}_${column}`])) as { [Column in ReleaseColumn]: `kas_release_${Column}` },
-}));
-const EFFECTIVE_RELEASE_COLUMNS = RELEASE_COLUMN_NAMES.flatMap(({ kind, names }) => RELEASE_COLUMNS.map((column) => sql.ref(`${releaseAlias(kind)}.${column}`).as(names[column])));
-
-/**
- * Joins each OKM's effective release of each kind (effectiveReleases' rule): the release of its
- * pin, else of the fleet's latest of that kind; none where that version is not in the catalog.
- */
-function joinEffectiveReleases<Query extends SelectQueryBuilder<Database, 'okms', object>>(query: Query): Query {
-  return FIRMWARE_KINDS.reduce(
-    (joined, kind) =>
-      joined.leftJoin(`firmware_releases as ${releaseAlias(kind)}`, (join) =>
-        join
-          .on(`${releaseAlias(kind)}.kind`, '=', kind)
-          .on((eb) =>
-            eb(
-              `${releaseAlias(kind)}.version`,
-              '=',
-              eb.fn.coalesce(`okms.${PIN_COLUMNS[kind]}`, eb.selectFrom('fleet_firmware').select('fleet_firmware.version').where('fleet_firmware.kind', '=', kind)),
-            ),
-          ),
-      ) as unknown as Query,
-    query,
-  );
-}
-
-/** The effective releases a row of the batch statement carries; `seen` shares one release object among a batch's rows (most carry the same). */
-function effectiveReleasesIn(row: EffectiveReleaseColumns, seen: Map<string, FirmwareRelease>): EffectiveReleases {
-  const releases: EffectiveReleases = {};
-  for (const { kind, names } of RELEASE_COLUMN_NAMES) {
-    const version = row[names.version];
-    if (version === null) continue;
-    const key = `${kind}\n${version}`;
-    let release = seen.get(key);
-    if (!release) {
-      const size = row[names.size];
-      release = toRelease({ kind, version, url: row[names.url], sha256: row[names.sha256]!, size: size === null ? null : Number(size), created_at: Number(row[names.created_at]) });
-      seen.set(key, release);
-    }
-    releases[kind] = release;
-  }
-  return releases;
-}
-
 function setBased(rowSet: RowSet): PollStatements {
-  // One statement for the batch: read each known OKM's desired state and its effective
-  // releases, and write its poll on its okm_polls row (the wide okms row is only read). The
-  // upsert takes its row locks in serial number order, so two batches over the same OKMs wait
-  // for each other rather than deadlock; an OKM's concurrent polls are serialized there.
-  const recordPollsQuery = precompiledQuery<CountedPollRow & EffectiveReleaseColumns & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
+  // One statement for the batch: read each known OKM's desired state, and write its poll on
+  // its okm_polls row (the wide okms row is only read). The upsert takes its row locks in
+  // serial number order, so two batches over the same OKMs wait for each other rather than
+  // deadlock; an OKM's concurrent polls are serialized there.
+  const recordPollsQuery = precompiledQuery<CountedPollRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
     db
       .with(
         (cte) => cte('known').materialized(),
@@ -222,9 +153,7 @@ function setBased(rowSet: RowSet): PollStatements {
           db
             .selectFrom('okms')
             .innerJoin(pollRowSet(rowSet, placeholders), 'poll.serial', 'okms.serial_number')
-            .$call(joinEffectiveReleases)
-            .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code'])
-            .select(EFFECTIVE_RELEASE_COLUMNS),
+            .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code']),
       )
       .with('written', (db) =>
         db
@@ -324,6 +253,18 @@ function setBased(rowSet: RowSet): PollStatements {
       .returning(['serial_number', 'call_count']),
   );
 
+  const findReleasesQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, [string[], string[]]>(2, (db, [kinds, versions]) =>
+    db
+      .selectFrom(
+        rowSet<{ kind: string; version: string }, 'pin'>('pin', [
+          { name: 'kind', type: 'text', values: kinds },
+          { name: 'version', type: 'text', values: versions },
+        ]),
+      )
+      .innerJoin('firmware_releases', (join) => join.onRef('firmware_releases.kind', '=', 'pin.kind').onRef('firmware_releases.version', '=', 'pin.version'))
+      .selectAll('firmware_releases'),
+  );
+
   const findMessagesQuery = precompiledQuery<{ id: number; type: string; payload: string }, [number[]]>(1, (db, [ids]) =>
     db
       .selectFrom(rowSet<{ id: number }, 'wanted'>('wanted', [{ name: 'id', type: 'bigint', values: ids }]))
@@ -406,11 +347,11 @@ function setBased(rowSet: RowSet): PollStatements {
       if (polls.length === 0) return [];
       const { rows } = await recordPollsQuery(db, ...pollColumns(polls));
       const bySerial = keyed(rows, (row) => row.serial_number);
-      const releases = new Map<string, FirmwareRelease>();
       return polls.map(({ serialNumber }) => {
         const row = bySerial.get(serialNumber);
         if (!row) return undefined;
-        return { ...row, polls: Number(row.polls), releases: effectiveReleasesIn(row, releases) };
+        const { serial_number: _serial, ...polled } = row;
+        return { ...polled, polls: Number(polled.polls) };
       });
     },
     async recordReportedVersions(db, polls) {
@@ -430,8 +371,16 @@ function setBased(rowSet: RowSet): PollStatements {
       const firstCalls = new Set(rows.filter((row) => Number(row.call_count) === 1).map((row) => row.serial_number));
       for (const { serialNumber, observation } of polls) if (firstCalls.has(serialNumber)) await emitPending(db, serialNumber, observation);
     },
-    // Not called for polls that recordPolls recorded: their rows carry their releases.
-    findReleases: PER_ROW_POLL_STATEMENTS.findReleases,
+    async findReleases(db, pins) {
+      if (pins.length === 0) return [];
+      const { rows } = await findReleasesQuery(
+        db,
+        pins.map((pin) => pin.kind),
+        pins.map((pin) => pin.version),
+      );
+      const found = keyed(rows.map(toRelease), (release) => `${release.kind}\n${release.version}`);
+      return pins.map(({ kind, version }) => found.get(`${kind}\n${version}`));
+    },
     async findMessages(db, ids) {
       if (ids.length === 0) return [];
       const { rows } = await findMessagesQuery(db, [...ids]);

@@ -65,9 +65,6 @@ export interface CountedPollRow extends PolledOkmRow {
   polls: number;
 }
 
-/** The okms column of an OKM's own firmware pin, by kind. */
-export const PIN_COLUMNS = { kas: 'kas_firmware', batch_key: 'batch_key_firmware', wireless_key: 'wireless_key_firmware' } as const satisfies Record<FirmwareKind, keyof PolledOkmRow>;
-
 const POLLED_COLUMNS = [
   'cache_mode',
   'key_checkout_window_time',

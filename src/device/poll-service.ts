@@ -7,18 +7,9 @@ import { downloadUrl, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import { effectivePollingInterval, type CacheMode } from '../okm/model.ts';
 import { keyCheckoutWindowOf } from '../okm/repository.ts';
-import {
-  PER_ROW_POLL_STATEMENTS,
-  pollStatementsFor,
-  type EffectiveReleases,
-  type ObservedPoll,
-  type PinnedRelease,
-  type PollStatements,
-  type RecordedPollRow,
-} from './poll-batch-repository.ts';
+import { PER_ROW_POLL_STATEMENTS, pollStatementsFor, type ObservedPoll, type PinnedRelease, type PollStatements } from './poll-batch-repository.ts';
 import {
   NO_STATUS_URLS,
-  PIN_COLUMNS,
   emitStuckEvents,
   fleetLatestReleasesForPoll,
   loadList,
@@ -151,25 +142,25 @@ function retryPolicies(db: Db, settings: PollSettings) {
   };
 }
 
+type EffectiveReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
+
 /** The OKM's own firmware pins, by kind. */
 export const pinsOf = (row: PolledOkmRow): Record<FirmwareKind, string | null> => ({
-  kas: row[PIN_COLUMNS.kas],
-  batch_key: row[PIN_COLUMNS.batch_key],
-  wireless_key: row[PIN_COLUMNS.wireless_key],
+  kas: row.kas_firmware,
+  batch_key: row.batch_key_firmware,
+  wireless_key: row.wireless_key_firmware,
 });
 
 /**
  * Effective releases of each OKM, of each kind: the OKM's pin (none if the pin is not in the
- * catalog), else the fleet latest, read by `fleet` (once per transaction). Rows whose poll
- * statement read them already (set-based) carry them.
+ * catalog), else the fleet latest, read by `fleet` (once per transaction).
  */
 async function effectiveReleasesOf(
   db: Db,
   statements: PollStatements,
-  rows: readonly (PolledOkmRow & Pick<RecordedPollRow, 'releases'>)[],
+  rows: readonly PolledOkmRow[],
   fleet: () => Promise<EffectiveReleases>,
 ): Promise<EffectiveReleases[]> {
-  if (rows.every((row) => row.releases !== undefined)) return rows.map((row) => row.releases!);
   const pinnedOf = (row: PolledOkmRow) => {
     const pins = pinsOf(row);
     return FIRMWARE_KINDS.flatMap((kind) => (pins[kind] === null ? [] : [{ kind, version: pins[kind] }]));

@@ -328,7 +328,7 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     assert.ok(few <= 16, `${few} statements`);
   });
 
-  test('a batch of polls in step runs its one statement between BEGIN and COMMIT, which reads the releases it offers too', async () => {
+  test('a batch of polls in step runs its statement and one read of the fleet\'s latest releases between BEGIN and COMMIT', async () => {
     const serials = Array.from({ length: 5 }, () => newSerial('steady'));
     for (const serial of serials) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
     const requests = serials.map((serial) => pollRequest(serial, IN_STEP));
@@ -339,7 +339,7 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
 
     assert.deepEqual(
       statements.map((statement) => statement.sql.trim().split(/\s/)[0]!.toLowerCase()),
-      ['begin', 'with', 'commit'],
+      ['begin', 'with', 'select', 'commit'],
       statements.map((statement) => statement.sql).join('\n'),
     );
   });
