@@ -21,6 +21,12 @@
  * also the postgres processes') and the medians: the floor as a multiple of bare, keyfleet
  * as a multiple of the floor. With neither --sqlite nor --postgres, SQLite only.
  *
+ * A fourth target in the rounds is keyfleet's bootstrap route, given the same requests (the
+ * same serial numbers and queries, under the bootstrap path): it passes every hook a poll does
+ * (rate limits, request log, metrics, validation) and reads no database. Its cost above bare is
+ * the framework's share of keyfleet above the floor, printed beside the target's allowance
+ * (0.3 × the floor): what the poll's own code and statements may cost is what is left.
+ *
  * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
  * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
  * DIR/<database>-<server>.data with the number of requests it answered beside it, so that where
@@ -218,6 +224,11 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
   else await seedFleet(keyfleetDatabase.env, OKM_COUNT);
   const paths = requestPaths('/api/v1/config', OKM_COUNT);
   const load = pathsLoad(paths, Number(options.connections), Number(options.duration));
+  const bootstrapLoad = pathsLoad(
+    paths.map((poll) => poll.replace('/api/v1/config/', '/embeddedv1/kas/config/')),
+    Number(options.connections),
+    Number(options.duration),
+  );
   const postgres = name === 'postgres';
 
   // Each server is stopped at the end, also when a later one fails to start.
@@ -228,15 +239,16 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     const floor = keep(await startFloor(floorDatabase, paths[0]!));
     const keyfleet = keep(await startKeyfleet(keyfleetDatabase.env, { built: true }));
     const targets = [
-      { name: 'bare node:http', ...bare },
-      { name: `floor ${name}`, ...floor },
-      { name: `keyfleet ${name}`, ...keyfleet },
+      { name: 'bare node:http', ...bare, load, database: false },
+      { name: `floor ${name}`, ...floor, load, database: true },
+      { name: `keyfleet ${name}`, ...keyfleet, load, database: true },
+      { name: `keyfleet ${name} bootstrap`, ...keyfleet, load: bootstrapLoad, database: false },
     ];
     const measureTarget = (target: (typeof targets)[number]) =>
-      measure(target.name, target.port, load, { warmUpSeconds: 0, server: target.child, postgres: postgres && target !== targets[0] });
+      measure(target.name, target.port, target.load, { warmUpSeconds: 0, server: target.child, postgres: postgres && target.database });
     // One warm-up each, then the rounds: each target measured once a round, the order rotating.
     for (const target of targets) await measureTarget(target);
-    const rounds: [Figures, Figures, Figures][] = [];
+    const rounds: [Figures, Figures, Figures, Figures][] = [];
     // CPU per poll: the server's, and on PostgreSQL the database's added.
     const cpu = (entry: Figures) => entry.cpuMicrosPerRequest! + (entry.postgresCpuMicrosPerRequest ?? 0);
     const cpuText = (entry: Figures) => (entry.postgresCpuMicrosPerRequest === undefined ? `${Math.round(cpu(entry))} µs` : `${Math.round(entry.cpuMicrosPerRequest!)} + PostgreSQL ${Math.round(entry.postgresCpuMicrosPerRequest)} µs`);
@@ -246,12 +258,13 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
         const target = targets[(turn + round) % targets.length]!;
         figures.set(target.name, await measureTarget(target));
       }
-      const [bareFigures, floorFigures, keyfleetFigures] = targets.map((target) => figures.get(target.name)!) as [Figures, Figures, Figures];
-      rounds.push([bareFigures, floorFigures, keyfleetFigures]);
+      const [bareFigures, floorFigures, keyfleetFigures, bootstrapFigures] = targets.map((target) => figures.get(target.name)!) as [Figures, Figures, Figures, Figures];
+      rounds.push([bareFigures, floorFigures, keyfleetFigures, bootstrapFigures]);
       console.log(
         `${name} round ${round + 1}: bare ${Math.round(cpu(bareFigures))} µs; floor ${cpuText(floorFigures)} (${(cpu(floorFigures) / cpu(bareFigures)).toFixed(2)} × bare, ` +
           `${Math.round(floorFigures.requestsPerSecond)} polls/s, p99 ${floorFigures.p99} ms, non-2xx ${floorFigures.non2xx}); keyfleet ${cpuText(keyfleetFigures)} ` +
-          `(${(cpu(keyfleetFigures) / cpu(floorFigures)).toFixed(2)} × floor, ${Math.round(keyfleetFigures.requestsPerSecond)} polls/s, p99 ${keyfleetFigures.p99} ms, non-2xx ${keyfleetFigures.non2xx})`,
+          `(${(cpu(keyfleetFigures) / cpu(floorFigures)).toFixed(2)} × floor, ${Math.round(keyfleetFigures.requestsPerSecond)} polls/s, p99 ${keyfleetFigures.p99} ms, non-2xx ${keyfleetFigures.non2xx}); ` +
+          `keyfleet's bootstrap ${Math.round(cpu(bootstrapFigures))} µs (non-2xx ${bootstrapFigures.non2xx})`,
       );
     }
     const cpuOf = (index: number) => rounds.map((figures) => cpu(figures[index]!));
@@ -261,8 +274,14 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     console.log(`  floor: ${Math.round(median(cpuOf(1)))} µs a poll, ${median(ratioOf(1, 0)).toFixed(2)} × bare`);
     console.log(`  keyfleet: ${Math.round(median(cpuOf(2)))} µs a poll, ${median(ratioOf(2, 1)).toFixed(2)} × floor, ${median(ratioOf(2, 0)).toFixed(2)} × bare`);
     const above = rounds.map((figures) => cpu(figures[2]) - cpu(figures[1]));
-    console.log(`  keyfleet − floor, per round: ${above.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(above))} µs\n`);
-    if (options.perf) for (const target of targets) await recordPerf(`${name}-${target.name.split(' ')[0]}`, target.child, () => measureTarget(target));
+    console.log(`  keyfleet − floor, per round: ${above.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(above))} µs`);
+    const framework = rounds.map((figures) => cpu(figures[3]) - cpu(figures[0]));
+    const allowance = rounds.map((figures) => 0.3 * cpu(figures[1]));
+    console.log(`  keyfleet's framework (its bootstrap route − bare), per round: ${framework.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(framework))} µs`);
+    console.log(`  the target's allowance above the floor (0.3 × floor), per round: ${allowance.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(allowance))} µs`);
+    const rest = rounds.map((figures, round) => above[round]! - framework[round]!);
+    console.log(`  keyfleet − floor − framework (the poll's own code and statements above the floor's): median ${Math.round(median(rest))} µs\n`);
+    if (options.perf) for (const target of targets.slice(0, 3)) await recordPerf(`${name}-${target.name.split(' ')[0]}`, target.child, () => measureTarget(target));
   } finally {
     await Promise.all(started.map(stop));
   }
