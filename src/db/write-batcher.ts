@@ -25,31 +25,15 @@ interface Pending<In, Out> {
 /** Runs of a transaction that lost a race for locks (isTransactionConflict) before its failure stands. */
 const CONFLICT_RUNS = 3;
 
-/** Runs `work` in a transaction on `db`, again when it lost a race for locks, up to CONFLICT_RUNS times in all. */
-export async function inTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
+/** Runs `transaction`, again when it lost a race for locks, up to CONFLICT_RUNS times in all. */
+async function runRetryingConflicts<T>(transaction: () => Promise<T>): Promise<T> {
   for (let run = 1; ; run++) {
     try {
-      return await db.transaction().execute(work);
+      return await transaction();
     } catch (error) {
       if (run >= CONFLICT_RUNS || !isTransactionConflict(error)) throw error;
     }
   }
-}
-
-export interface WriteBatcherOptions<In> {
-  /**
-   * The key of the row a call locks first. A batch gives its calls to `work` in this key's
-   * order, so that two batches locking the same rows take them in the same order and cannot
-   * deadlock.
-   */
-  lockKey?: (input: In) => string;
-  /**
-   * The work is given the database rather than a transaction, and commits as it goes: each
-   * statement on its own, or several in a transaction it opens (inTransaction). For work whose
-   * usual batch is one statement, which then needs no BEGIN and COMMIT of its own. A call still
-   * settles only once the work has returned, so after everything it wrote has committed.
-   */
-  workCommits?: boolean;
 }
 
 /**
@@ -64,10 +48,14 @@ export function createWriteBatcher<In, Out>(
   db: Db,
   grouping: WriteGrouping,
   work: WriteWork<In, Out>,
-  { lockKey, workCommits = false }: WriteBatcherOptions<In> = {},
+  /**
+   * The key of the row a call locks first. A batch gives its calls to `work` in this key's
+   * order, so that two batches locking the same rows take them in the same order and cannot
+   * deadlock.
+   */
+  lockKey?: (input: In) => string,
 ): (input: In) => Promise<Out> {
-  const run = (inputs: readonly In[]) => (workCommits ? work(db, inputs) : inTransaction(db, (tx) => work(tx, inputs)));
-  const alone = async (input: In) => (await run([input]))[0]!;
+  const alone = (input: In) => runRetryingConflicts(() => db.transaction().execute(async (tx) => (await work(tx, [input]))[0]!));
   if (grouping.kind === 'transaction') return alone;
 
   let queue: Pending<In, Out>[] = [];
@@ -76,7 +64,7 @@ export function createWriteBatcher<In, Out>(
     const batch = lockKey ? arrived.map((call) => ({ call, key: lockKey(call.input) })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map(({ call }) => call) : arrived;
     let results: Out[];
     try {
-      results = await run(batch.map((call) => call.input));
+      results = await runRetryingConflicts(() => db.transaction().execute((tx) => work(tx, batch.map((call) => call.input))));
     } catch (error) {
       // Without a database the calls would only fail again, one (connection timeout) at a time.
       if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.forEach((call) => call.reject(error));

@@ -59,12 +59,6 @@ export interface MessageClaim {
 export interface PollStatements {
   /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
   recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(CountedPollRow | undefined)[]>;
-  /**
-   * Only where recordPolls is one statement that commits on its own (set-based): locks the
-   * okm_polls rows of OKMs whose polls it recorded, in serial number order, and reads them as
-   * recordPolls returned them; undefined for an OKM deleted since.
-   */
-  lockRecordedPolls?(db: Db, serialNumbers: readonly string[]): Promise<(CountedPollRow | undefined)[]>;
   /** Writes the reported firmware versions of polls whose versions differ from the stored ones (see recordReportedVersions). */
   recordReportedVersions(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
   /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
@@ -186,18 +180,6 @@ function setBased(rowSet: RowSet): PollStatements {
       .innerJoin('written', 'written.serial_number', 'known.serial_number')
       .selectAll('known')
       .select('written.polls'),
-  );
-
-  // The rows recordPolls returned, read again under the poll rows' locks, taken in serial order
-  // as recordPolls takes them.
-  const lockRecordedPollsQuery = precompiledQuery<CountedPollRow & { serial_number: string }, [string[]]>(1, (db, [serials]) =>
-    db
-      .selectFrom('okms')
-      .innerJoin(rowSet<{ serial: string }, 'recorded'>('recorded', [{ name: 'serial', type: 'text', values: serials }]), 'recorded.serial', 'okms.serial_number')
-      .innerJoin('okm_polls', 'okm_polls.serial_number', 'okms.serial_number')
-      .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'okm_polls.polls'])
-      .orderBy('okms.serial_number')
-      .forUpdate('okm_polls'),
   );
 
   // One statement enrols the batch's unknown OKMs (enrolledOkmRow, enrolledPollRow): their okms
@@ -366,17 +348,6 @@ function setBased(rowSet: RowSet): PollStatements {
       const { rows } = await recordPollsQuery(db, ...pollColumns(polls));
       const bySerial = keyed(rows, (row) => row.serial_number);
       return polls.map(({ serialNumber }) => {
-        const row = bySerial.get(serialNumber);
-        if (!row) return undefined;
-        const { serial_number: _serial, ...polled } = row;
-        return { ...polled, polls: Number(polled.polls) };
-      });
-    },
-    async lockRecordedPolls(db, serialNumbers) {
-      if (serialNumbers.length === 0) return [];
-      const { rows } = await lockRecordedPollsQuery(db, [...serialNumbers]);
-      const bySerial = keyed(rows, (row) => row.serial_number);
-      return serialNumbers.map((serialNumber) => {
         const row = bySerial.get(serialNumber);
         if (!row) return undefined;
         const { serial_number: _serial, ...polled } = row;

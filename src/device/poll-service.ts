@@ -2,7 +2,7 @@ import type { Settings } from '../config/settings.ts';
 import { FREE_TEXT_PATTERN } from '../http/schemas.ts';
 import type { Db } from '../db/database.ts';
 import type { DialectStrategy } from '../db/dialects/strategy.ts';
-import { createWriteBatcher, inTransaction } from '../db/write-batcher.ts';
+import { createWriteBatcher } from '../db/write-batcher.ts';
 import { downloadUrl, type FirmwareRelease } from '../firmware/repository.ts';
 import { FIRMWARE_KINDS, parseFirmwareVersion, type FirmwareKind } from '../firmware/version.ts';
 import { effectivePollingInterval, type CacheMode } from '../okm/model.ts';
@@ -257,235 +257,109 @@ function roundsOfDistinctSerials(requests: readonly PollRequest[]): number[][] {
   return rounds;
 }
 
-/** A poll of a round, as observed. */
-interface ObservedRequest extends ObservedPoll {
-  index: number;
-  request: PollRequest;
-  reported: ReportedState;
-}
-
-/** A poll of a known OKM, recorded: its OKM's row as the poll's statement returned it. */
-interface RecordedPoll extends ObservedRequest {
-  row: CountedPollRow;
-}
-
-/** What a round's recorded polls decide before anything more is written. */
-interface RoundVerdicts {
-  desires: DesiredState[];
-  verdicts: PollVerdict[];
-  rollouts: Map<string, RolloutOffer>;
-  decideEach: (desires: readonly DesiredState[]) => Promise<PollVerdict[]>;
-}
-
-/** Reads what the recorded polls' decisions need (releases, messages, rollouts) and decides each; writes nothing. */
-async function decideRecorded(
-  db: Db,
-  statements: PollStatements,
-  settings: PollSettings,
-  known: readonly RecordedPoll[],
-  fleet: () => Promise<EffectiveReleases>,
-): Promise<RoundVerdicts> {
-  const withMessage = known.filter(({ row }) => row.pending_message_id !== null);
-  const [releases, messages, rollouts] = await Promise.all([
-    effectiveReleasesOf(
-      db,
-      statements,
-      known.map(({ row }) => row),
-      fleet,
-    ),
-    statements.findMessages(
-      db,
-      withMessage.map(({ row }) => row.pending_message_id!),
-    ),
-    // Only OKMs of an active rollout read it (one read by primary keys for all); the rest of the fleet reads nothing more.
-    findRolloutOffers(
-      db,
-      known.flatMap(({ row, serialNumber, request }) => (row.rollout_id === null ? [] : [{ rolloutId: row.rollout_id, serialNumber, now: request.now }])),
-    ),
-  ]);
-  const pendingMessages = new Map(withMessage.map(({ row }, position) => [row.pending_message_id!, messages[position] ?? null]));
-  const decide = retryPolicies(db, settings);
-  const decideEach = (desires: readonly DesiredState[]) =>
-    decide(
-      known.map(({ row, reported, request, serialNumber }, position) => ({
-        desired: desires[position]!,
-        reported,
-        previous: correctionRecordOf(row),
-        poll: row.polls,
-        now: request.now,
-        customerId: row.customer_id,
-        rollout: rollouts.get(serialNumber),
-      })),
-    );
-  const desires = known.map(({ request, row, serialNumber }, position) => {
-    const pendingMessage = row.pending_message_id === null ? null : (pendingMessages.get(row.pending_message_id) ?? null);
-    return desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts.get(serialNumber)), pendingMessage, settings, request.now);
-  });
-  return { desires, verdicts: await decideEach(desires), rollouts, decideEach };
-}
-
-/** Whether the poll's verdict sends its pending message (which the poll then claims). */
-const sendsMessage = (desired: DesiredState, verdict: PollVerdict) => desired.pendingMessage !== null && 'message' in verdict.answer;
-
-/** The rollout progress a poll's answer makes, if any. */
-const progressOf = ({ reported, serialNumber }: RecordedPoll, rollouts: RoundVerdicts['rollouts'], verdict: PollVerdict) => {
-  const rollout = rollouts.get(serialNumber);
-  return rollout ? rolloutProgress(rollout, reported, verdict.answer) : null;
-};
-
-/** Whether a decided poll writes anything beyond its poll row: a claimed message, a changed correction, stuck events or rollout progress. */
-function writesAfterRecording(poll: RecordedPoll, desired: DesiredState, verdict: PollVerdict, rollouts: RoundVerdicts['rollouts']): boolean {
-  return sendsMessage(desired, verdict) || verdict.changed || verdict.events.length > 0 || progressOf(poll, rollouts, verdict) !== null;
-}
-
-/** The answer of each decided poll. */
-function answerEach(decisions: Decision[], known: readonly RecordedPoll[], { desires, verdicts }: Pick<RoundVerdicts, 'desires' | 'verdicts'>): void {
-  known.forEach(({ index, reported, row }, position) => {
-    const { answer, heldBack } = verdicts[position]!;
-    decisions[index] = { kind: 'answered', desired: desires[position]!, answer, heldBack, reported, statusEventsQueued: statusEventsQueuedBy(row) };
-  });
-}
-
 /**
- * Decides the recorded polls of a round and writes what they decided, inside the transaction
- * that holds their poll rows' locks: the ends of silences, the pending messages they send
- * (claimed), which resolver answered, stuck events and rollout progress.
- */
-async function decideAndWrite(
-  db: Db,
-  statements: PollStatements,
-  settings: PollSettings,
-  known: readonly RecordedPoll[],
-  fleet: () => Promise<EffectiveReleases>,
-  decisions: Decision[],
-): Promise<void> {
-  // Rare, like a changed correction: the poll ends a silence the fleet pass recorded, or is an OKM's first.
-  await statements.recordEndsOfSilence(
-    db,
-    known.flatMap(({ serialNumber, row, request }) => (row.overdue_at === null ? [] : [{ serialNumber, previousOverdueAt: row.overdue_at, now: request.now, ip: request.ip }])),
-  );
-  const { desires, verdicts: firstVerdicts, rollouts, decideEach } = await decideRecorded(db, statements, settings, known, fleet);
-  let verdicts = firstVerdicts;
-
-  // Two polls at once may both have picked the message; only the one that claims it sends it.
-  const sending = indexesWhere(verdicts, (verdict, position) => sendsMessage(desires[position]!, verdict));
-  const claimed = await statements.claimMessages(
-    db,
-    sending.map((position) => ({ id: desires[position]!.pendingMessage!.id, now: known[position]!.request.now })),
-  );
-  const unclaimed = sending.filter((_, claim) => !claimed[claim]);
-  if (unclaimed.length > 0) {
-    for (const position of unclaimed) desires[position] = { ...desires[position]!, pendingMessage: null };
-    verdicts = await decideEach(desires);
-  }
-
-  await statements.recordCorrections(
-    db,
-    known.flatMap(({ serialNumber }, position) => (verdicts[position]!.changed ? [{ serialNumber, record: verdicts[position]!.record }] : [])),
-  );
-  await emitStuckEvents(
-    db,
-    known.flatMap(({ serialNumber, row, request }, position) => {
-      const { events } = verdicts[position]!;
-      return events.length === 0 ? [] : [{ serialNumber, customerId: row.customer_id, events, now: request.now }];
-    }),
-  );
-  await recordRolloutProgress(
-    db,
-    known.flatMap((poll, position) => {
-      const progress = progressOf(poll, rollouts, verdicts[position]!);
-      return progress ? [{ serialNumber: poll.serialNumber, rolloutId: rollouts.get(poll.serialNumber)!.rolloutId, progress, now: poll.request.now }] : [];
-    }),
-  );
-  answerEach(decisions, known, { desires, verdicts });
-}
-
-/** The known polls of a round with their rows; the others' decisions (enrolled, pending) set. */
-function recordedPolls(polls: readonly ObservedRequest[], rows: readonly (CountedPollRow | 'enrolled' | 'pending')[], decisions: Decision[]): RecordedPoll[] {
-  return polls.flatMap((poll, position) => {
-    const row = rows[position]!;
-    if (row === 'enrolled' || row === 'pending') {
-      decisions[poll.index] = { kind: row };
-      return [];
-    }
-    return [{ ...poll, row }];
-  });
-}
-
-/** The polls of a round: each request with what it reported and its observation. */
-function observeRound(requests: readonly PollRequest[], round: readonly number[]): ObservedRequest[] {
-  return round.map((index) => {
-    const request = requests[index]!;
-    const reported = parseReported(request.query);
-    return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported) };
-  });
-}
-
-/**
- * A batch of polls run inside the batch's transaction: record them, decide each correction,
- * claim the pending messages they send and record which resolver answered. Each step is one
- * call of the dialect's poll statements for the whole round; an OKM polled twice in a batch has
- * its second poll in the next round, as if polled after.
+ * The part of a batch of polls that writes, run inside the batch's transaction: record them,
+ * decide each correction, claim the pending messages they send and record which resolver
+ * answered. Each step is one call of the dialect's poll statements for the whole round; an
+ * OKM polled twice in a batch has its second poll in the next round, as if polled after.
  */
 async function decideBatch(db: Db, statements: PollStatements, settings: PollSettings, requests: readonly PollRequest[]): Promise<Decision[]> {
   const decisions: Decision[] = [];
   let fleet: Promise<EffectiveReleases> | undefined;
   const fleetOnce = () => (fleet ??= fleetLatestReleasesForPoll(db));
   for (const round of roundsOfDistinctSerials(requests)) {
-    const polls = observeRound(requests, round);
+    const polls = round.map((index) => {
+      const request = requests[index]!;
+      const reported = parseReported(request.query);
+      return { index, request, reported, serialNumber: request.serialNumber, observation: observe(request, reported) };
+    });
     const rows = await recordCalls(db, statements, polls, settings.okmAutoEnrol);
-    await decideAndWrite(db, statements, settings, recordedPolls(polls, rows, decisions), fleetOnce, decisions);
-  }
-  return decisions;
-}
-
-/**
- * A batch of polls where recordPolls is one statement that commits on its own (ADR 0108): each
- * round's polls are recorded by that statement alone, outside a transaction. A round whose polls
- * are all of known OKMs, report the versions stored, end no silence and decide to write nothing
- * more (the steady poll) is then answered: its statement was its only write. Any other round
- * runs in a transaction that first locks the recorded polls' rows and reads them again, then
- * goes on as decideBatch does (enrolling the unknown, writing what the polls decide) from
- * those rows: its decisions are taken under the locks, on the rows as they are then.
- */
-async function decideBatchCommittingSteadyPolls(
-  db: Db,
-  statements: PollStatements & Required<Pick<PollStatements, 'lockRecordedPolls'>>,
-  settings: PollSettings,
-  requests: readonly PollRequest[],
-): Promise<Decision[]> {
-  const decisions: Decision[] = [];
-  let fleet: Promise<EffectiveReleases> | undefined;
-  const fleetOnce = () => (fleet ??= fleetLatestReleasesForPoll(db));
-  for (const round of roundsOfDistinctSerials(requests)) {
-    const polls = observeRound(requests, round);
-    const rows = await statements.recordPolls(db, polls);
-    const steady = rows.every((row, position) => row !== undefined && row.overdue_at === null && !reportsOtherVersions(row, polls[position]!.observation));
-    if (steady) {
-      const known = polls.map((poll, position) => ({ ...poll, row: rows[position]! }));
-      const decided = await decideRecorded(db, statements, settings, known, fleetOnce);
-      if (!known.some((poll, position) => writesAfterRecording(poll, decided.desires[position]!, decided.verdicts[position]!, decided.rollouts))) {
-        answerEach(decisions, known, decided);
-        continue;
+    const known = polls.flatMap((poll, position) => {
+      const row = rows[position]!;
+      if (row === 'enrolled' || row === 'pending') {
+        decisions[poll.index] = { kind: row };
+        return [];
       }
+      return [{ ...poll, row }];
+    });
+    // Rare, like a changed correction: the poll ends a silence the fleet pass recorded, or is an OKM's first.
+    await statements.recordEndsOfSilence(
+      db,
+      known.flatMap(({ serialNumber, row, request }) => (row.overdue_at === null ? [] : [{ serialNumber, previousOverdueAt: row.overdue_at, now: request.now, ip: request.ip }])),
+    );
+
+    const withMessage = known.filter(({ row }) => row.pending_message_id !== null);
+    const [releases, messages, rollouts] = await Promise.all([
+      effectiveReleasesOf(
+        db,
+        statements,
+        known.map(({ row }) => row),
+        fleetOnce,
+      ),
+      statements.findMessages(
+        db,
+        withMessage.map(({ row }) => row.pending_message_id!),
+      ),
+      // Only OKMs of an active rollout read it (one read by primary keys for all); the rest of the fleet reads nothing more.
+      findRolloutOffers(
+        db,
+        known.flatMap(({ row, serialNumber, request }) => (row.rollout_id === null ? [] : [{ rolloutId: row.rollout_id, serialNumber, now: request.now }])),
+      ),
+    ]);
+    const pendingMessages = new Map(withMessage.map(({ row }, position) => [row.pending_message_id!, messages[position] ?? null]));
+    const decide = retryPolicies(db, settings);
+    const decideEach = (desires: readonly DesiredState[]) =>
+      decide(
+        known.map(({ row, reported, request, serialNumber }, position) => ({
+          desired: desires[position]!,
+          reported,
+          previous: correctionRecordOf(row),
+          poll: row.polls,
+          now: request.now,
+          customerId: row.customer_id,
+          rollout: rollouts.get(serialNumber),
+        })),
+      );
+    const desires = known.map(({ request, row, serialNumber }, position) => {
+      const pendingMessage = row.pending_message_id === null ? null : (pendingMessages.get(row.pending_message_id) ?? null);
+      return desiredState(row, withRolloutOffer(releases[position]!, pinsOf(row), rollouts.get(serialNumber)), pendingMessage, settings, request.now);
+    });
+    let verdicts = await decideEach(desires);
+
+    // Two polls at once may both have picked the message; only the one that claims it sends it.
+    const sending = indexesWhere(verdicts, ({ answer }, position) => desires[position]!.pendingMessage !== null && 'message' in answer);
+    const claimed = await statements.claimMessages(
+      db,
+      sending.map((position) => ({ id: desires[position]!.pendingMessage!.id, now: known[position]!.request.now })),
+    );
+    const unclaimed = sending.filter((_, claim) => !claimed[claim]);
+    if (unclaimed.length > 0) {
+      for (const position of unclaimed) desires[position] = { ...desires[position]!, pendingMessage: null };
+      verdicts = await decideEach(desires);
     }
-    await inTransaction(db, async (tx) => {
-      const recorded = polls.filter((_, position) => rows[position] !== undefined);
-      const locked = await statements.lockRecordedPolls(
-        tx,
-        recorded.map((poll) => poll.serialNumber),
-      );
-      await statements.recordReportedVersions(
-        tx,
-        recorded.filter((poll, position) => locked[position] !== undefined && reportsOtherVersions(locked[position], poll.observation)),
-      );
-      // OKMs unknown to the statement, or deleted since it recorded their polls: polled as if now.
-      const lockedRows = new Map(recorded.map((poll, position) => [poll.index, locked[position]]));
-      const unrecorded = polls.filter((poll) => lockedRows.get(poll.index) === undefined);
-      const unrecordedRows = await recordCalls(tx, statements, unrecorded, settings.okmAutoEnrol);
-      const rowOf = new Map(unrecorded.map((poll, position) => [poll.index, unrecordedRows[position]!]));
-      const roundRows = polls.map((poll) => lockedRows.get(poll.index) ?? rowOf.get(poll.index)!);
-      await decideAndWrite(tx, statements, settings, recordedPolls(polls, roundRows, decisions), fleetOnce, decisions);
+
+    await statements.recordCorrections(
+      db,
+      known.flatMap(({ serialNumber }, position) => (verdicts[position]!.changed ? [{ serialNumber, record: verdicts[position]!.record }] : [])),
+    );
+    await emitStuckEvents(
+      db,
+      known.flatMap(({ serialNumber, row, request }, position) => {
+        const { events } = verdicts[position]!;
+        return events.length === 0 ? [] : [{ serialNumber, customerId: row.customer_id, events, now: request.now }];
+      }),
+    );
+    await recordRolloutProgress(
+      db,
+      known.flatMap(({ serialNumber, reported, request }, position) => {
+        const rollout = rollouts.get(serialNumber);
+        const progress = rollout && rolloutProgress(rollout, reported, verdicts[position]!.answer);
+        return progress ? [{ serialNumber, rolloutId: rollout.rolloutId, progress, now: request.now }] : [];
+      }),
+    );
+    known.forEach(({ index, reported, row }, position) => {
+      const { answer, heldBack } = verdicts[position]!;
+      decisions[index] = { kind: 'answered', desired: desires[position]!, answer, heldBack, reported, statusEventsQueued: statusEventsQueuedBy(row) };
     });
   }
   return decisions;
@@ -504,16 +378,12 @@ export function createPollHandler(
   onStatusEventsQueued: (count: number) => void,
 ): (request: PollRequest) => Promise<PollReply> {
   const statements = pollStatementsFor(dialect);
-  const { lockRecordedPolls } = statements;
-  const lockKey = (request: PollRequest) => request.serialNumber;
-  const record = lockRecordedPolls
-    ? createWriteBatcher(
-        db,
-        dialect.writeGrouping,
-        (database, requests: readonly PollRequest[]) => decideBatchCommittingSteadyPolls(database, { ...statements, lockRecordedPolls }, settings, requests),
-        { lockKey, workCommits: true },
-      )
-    : createWriteBatcher(db, dialect.writeGrouping, (tx, requests: readonly PollRequest[]) => decideBatch(tx, statements, settings, requests), { lockKey });
+  const record = createWriteBatcher(
+    db,
+    dialect.writeGrouping,
+    (tx, requests: readonly PollRequest[]) => decideBatch(tx, statements, settings, requests),
+    (request) => request.serialNumber,
+  );
   return async (request) => {
     const decision = await record(request);
     if (decision.kind !== 'answered') return decision;

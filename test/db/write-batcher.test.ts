@@ -207,7 +207,7 @@ forEachDatabase('write batcher', (kind) => {
         await db.updateTable('okm_polls').set({ last_ip: `ip-${serial}` }).where('serial_number', '=', serial).execute();
         return lastIp(db, serial);
       }),
-      { lockKey: (serial) => serial },
+      (serial) => serial,
     );
     const arrival = ['BATCH-7', 'BATCH-2', 'BATCH-9', 'BATCH-0', 'BATCH-5'];
 
