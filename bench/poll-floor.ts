@@ -12,10 +12,12 @@
  *   durable (synchronous_commit on), as keyfleet's poll transactions run.
  * It has no framework, no resolvers, no rate limits, no logging and no metrics. What keyfleet
  * costs above it is the part its own code can still win back; the floor itself is the host's.
- * Each server has its own copy of one seeded fleet.
+ * Each server has its own fleet, seeded the same way. On SQLite a copied file is not the same:
+ * a server on a fresh copy of the seeded file cost 15–25 % more CPU a poll, for minutes, than
+ * the same server on the file SQLite wrote (bench/results/poll-floor-copied-file.txt).
  *
  *   npm run bench:poll-floor -- [--sqlite] [--postgres] [--rounds 4] [--duration 10]
- *                               [--connections 100] [--okms 100000] [--perf DIR]
+ *                               [--connections 100] [--okms 100000] [--perf DIR] [--floor-twice]
  *
  * Prints each round's CPU per poll (server process, all threads, from /proc; on PostgreSQL
  * also the postgres processes') and the medians: the floor as a multiple of bare, keyfleet
@@ -26,6 +28,12 @@
  * (rate limits, request log, metrics, validation) and reads no database. Its cost above bare is
  * the framework's share of keyfleet above the floor, printed beside the target's allowance
  * (0.3 × the floor): what the poll's own code and statements may cost is what is left.
+ *
+ * `--floor-twice`: an A/A check of the comparison itself. keyfleet's place in the rounds goes to
+ * a second floor server on keyfleet's database (printed as keyfleet; the framework line then
+ * means nothing); its ratio to the floor should then be 1.00
+ * within the host's noise. A ratio away from 1 is the set-up's, not keyfleet's (how each
+ * database was made, say).
  *
  * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
  * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
@@ -57,7 +65,7 @@ import {
 } from './harness.ts';
 
 const { values: options } = parseArgs({
-  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, okms: { type: 'string', default: '100000' }, perf: { type: 'string' } },
+  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, okms: { type: 'string', default: '100000' }, perf: { type: 'string' }, 'floor-twice': { type: 'boolean', default: false } },
 });
 const ROUNDS = Number(options.rounds);
 const OKM_COUNT = Number(options.okms);
@@ -216,12 +224,11 @@ async function recordPerf(name: string, server: ChildProcess, run: () => Promise
   console.log(`  perf: ${file} (${requests} requests)`);
 }
 
-/** The rounds on one database: bare, the floor and keyfleet, each on its own copy of the fleet. */
+/** The rounds on one database: bare, the floor and keyfleet, each on a fleet of its own, seeded alike. */
 async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchDatabase): Promise<void> {
   const { name } = floorDatabase;
   await seedFleet(floorDatabase.env, OKM_COUNT);
-  if (name === 'sqlite') fs.cpSync(floorDatabase.env.DATA_DIR!, keyfleetDatabase.env.DATA_DIR!, { recursive: true });
-  else await seedFleet(keyfleetDatabase.env, OKM_COUNT);
+  await seedFleet(keyfleetDatabase.env, OKM_COUNT);
   const paths = requestPaths('/api/v1/config', OKM_COUNT);
   const load = pathsLoad(paths, Number(options.connections), Number(options.duration));
   const bootstrapLoad = pathsLoad(
@@ -237,7 +244,7 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
   try {
     const bare = keep(await startBare());
     const floor = keep(await startFloor(floorDatabase, paths[0]!));
-    const keyfleet = keep(await startKeyfleet(keyfleetDatabase.env, { built: true }));
+    const keyfleet = keep(options['floor-twice'] ? await startFloor(keyfleetDatabase, paths[0]!) : await startKeyfleet(keyfleetDatabase.env, { built: true }));
     const targets = [
       { name: 'bare node:http', ...bare, load, database: false },
       { name: `floor ${name}`, ...floor, load, database: true },
