@@ -31,9 +31,8 @@
  *
  * `--floor-twice`: an A/A check of the comparison itself. keyfleet's place in the rounds goes to
  * a second floor server on keyfleet's database (printed as keyfleet; the framework line then
- * means nothing); its ratio to the floor should then be 1.00
- * within the host's noise. A ratio away from 1 is the set-up's, not keyfleet's (how each
- * database was made, say).
+ * means nothing). Its ratio to the floor should be 1 within the host's noise: a ratio away
+ * from 1 is the set-up's, not keyfleet's (how each database was made, say).
  *
  * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
  * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
