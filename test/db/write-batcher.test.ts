@@ -7,6 +7,13 @@ import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 
+/** A promise the test settles when it chooses: a batch that awaits it runs until then, however slow the host. */
+function heldUntilReleased(): { held: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  return { held, release };
+}
+
 const GROUPINGS: WriteGrouping[] = [{ kind: 'batch', maxSize: 64 }, { kind: 'batch', maxSize: 3 }, { kind: 'transaction' }];
 
 forEachDatabase('write batcher', (kind) => {
@@ -152,24 +159,30 @@ forEachDatabase('write batcher', (kind) => {
     let running = 0;
     let mostAtOnce = 0;
     const batchSizes: number[] = [];
+    const firstBatchStarted = heldUntilReleased();
+    const firstBatch = heldUntilReleased();
     const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 64, batchesAtOnce: 1 }, async (db, batch: readonly string[]) => {
       running += 1;
       mostAtOnce = Math.max(mostAtOnce, running);
       batchSizes.push(batch.length);
-      // Long enough for the later calls to arrive, each in an event-loop turn of its own.
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      // The first batch runs until the later calls have all arrived, each in an event-loop turn of its own.
+      if (batchSizes.length === 1) {
+        firstBatchStarted.release();
+        await firstBatch.held;
+      }
       const answers = await Promise.all(batch.map((serial) => lastIp(db, serial)));
       running -= 1;
       return answers;
     });
 
     const first = run(serials[0]!);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await firstBatchStarted.held;
     const later: Promise<string>[] = [];
     for (const serial of serials.slice(1)) {
       later.push(run(serial));
       await new Promise((resolve) => setImmediate(resolve));
     }
+    firstBatch.release();
     const answers = await Promise.all([first, ...later]);
 
     assert.equal(answers.length, serials.length);
@@ -179,20 +192,26 @@ forEachDatabase('write batcher', (kind) => {
   });
   test('with batchesAtOnce, a queue longer than the batch size goes in batches of at most that size', async () => {
     const batchSizes: number[] = [];
+    const firstBatchStarted = heldUntilReleased();
+    const firstBatch = heldUntilReleased();
     const run = createWriteBatcher(t.db, { kind: 'batch', maxSize: 3, batchesAtOnce: 1 }, async (db, batch: readonly string[]) => {
       batchSizes.push(batch.length);
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      if (batchSizes.length === 1) {
+        firstBatchStarted.release();
+        await firstBatch.held;
+      }
       return Promise.all(batch.map((serial) => lastIp(db, serial)));
     });
 
     const first = run(serials[0]!);
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    await firstBatchStarted.held;
     // Each in an event-loop turn of its own, while the first batch runs: the queue outgrows the batch size.
     const later: Promise<string>[] = [];
     for (const serial of serials.slice(1)) {
       later.push(run(serial));
       await new Promise((resolve) => setImmediate(resolve));
     }
+    firstBatch.release();
     await Promise.all([first, ...later]);
 
     assert.deepEqual(batchSizes, [1, 3, 3, 3]);
