@@ -7,7 +7,7 @@ import { UNCONFIGURED_OKM } from '../../src/okm/model.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 
-/** A promise the test settles when it chooses: a batch that awaits it runs until then, however slow the host. */
+/** A promise settled when `release` is called: whatever awaits it waits until then, however slow the host. */
 function heldUntilReleased(): { held: Promise<void>; release: () => void } {
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
