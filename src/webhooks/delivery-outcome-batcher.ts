@@ -19,7 +19,15 @@ export interface DeliveryOutcomeBatcherOptions {
   dialect: DialectStrategy;
   /** True while the dispatcher stops: a batch is then written without waiting for more. */
   stopping: () => boolean;
-  /** A batch could not be written: its claims lapse and its rows are attempted again (at least once, never lost). */
+  /**
+   * True once a stopping dispatcher has found the database unavailable: a batch is then not
+   * tried, since each try could cost a connection timeout and the batches wait for each other.
+   */
+  databaseGone: () => boolean;
+  /**
+   * A batch could not be written, or was not tried (error undefined, see databaseGone): its
+   * claims lapse and its rows are attempted again (at least once, never lost).
+   */
   onWriteFailure: (error: unknown, count: number) => void;
 }
 
@@ -33,7 +41,7 @@ export interface DeliveryOutcomeBatcher {
  * OUTCOME_BATCH), one batch at a time: the status events' rows in one transaction, the fleet
  * events' in another.
  */
-export function createDeliveryOutcomeBatcher({ db, dialect, stopping, onWriteFailure }: DeliveryOutcomeBatcherOptions): DeliveryOutcomeBatcher {
+export function createDeliveryOutcomeBatcher({ db, dialect, stopping, databaseGone, onWriteFailure }: DeliveryOutcomeBatcherOptions): DeliveryOutcomeBatcher {
   let gathered: AttemptRecord<ClaimedDelivery>[] = [];
   /** The last batch write begun; the next waits for it. */
   let writing: Promise<void> = Promise.resolve();
@@ -54,6 +62,10 @@ export function createDeliveryOutcomeBatcher({ db, dialect, stopping, onWriteFai
     }
     const batch = gathered;
     gathered = [];
+    if (databaseGone()) {
+      onWriteFailure(undefined, batch.length);
+      return;
+    }
     try {
       await recordAttempts(db, dialect, batch.filter((record): record is AttemptRecord => record.event.kind === 'status'));
       await recordFleetAttempts(db, dialect, batch.filter((record): record is AttemptRecord<ClaimedFleetDelivery> => record.event.kind === 'fleet'));

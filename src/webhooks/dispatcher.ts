@@ -116,7 +116,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     db,
     dialect,
     stopping: () => stopping,
-    onWriteFailure: (error, count) => logFailure('error', error, 'could not record status event outcomes', { count }),
+    databaseGone: () => databaseGoneAtStop,
+    onWriteFailure: (error, count) => {
+      if (error === undefined) log.warn({ count }, 'status event outcomes not written at the stop: the database did not answer; their claims lapse');
+      else {
+        noteStopFailure(error);
+        logFailure('error', error, 'could not record status event outcomes', { count });
+      }
+    },
   });
   const outageLog = createOutageLog(log);
 
@@ -138,6 +145,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let cut = false;
   /** Rows whose attempt the cut ended, each with its claim's token: released, not recorded. */
   const cutRows: HeldRow<ClaimedDelivery>[] = [];
+  /**
+   * Set when the database did not answer a step of the stop. The stop then tries it no more:
+   * each try could cost a connection timeout (5 s), one after another past the stop's 10 s.
+   * What it still held (rows not started, outcomes not written) lapses with its claims.
+   */
+  let databaseGoneAtStop = false;
+
+  function noteStopFailure(error: unknown): void {
+    if (stopping && isDatabaseUnavailable(error)) databaseGoneAtStop = true;
+  }
 
   /**
    * Logs a failed database step. While the database is unavailable each pass fails the same
@@ -233,6 +250,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       try {
         await release(db, claimed.map((row) => row.id), token);
       } catch (error) {
+        noteStopFailure(error);
         logFailure('warn', error, 'could not release a claim');
         if (isDatabaseUnavailable(error)) return false;
       }
@@ -271,9 +289,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         take(fanOut.claimed, token, Date.now(), true);
       } catch (error) {
         // The marks stay for the next pass; the rows already pending are still delivered.
+        noteStopFailure(error);
         logFailure('error', error, 'could not fan out queued status events');
       }
       mayHaveMoreToFanOut = okmsFannedOut === fanOutLimit;
+      // A stop claims nothing more: it would only give it back, a database step at a time.
+      if (stopping) return;
       now = Date.now();
       if (leftUnclaimed || now - hostsReadAt >= HOSTS_REFRESH_MS) {
         hosts = mergeHosts(await hostsWithPendingEvents(db), await hostsWithPendingEvents(db, 'fleet_event_deliveries'));
@@ -296,6 +317,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         else mayHaveDueWork = true;
       }
     } catch (error) {
+      noteStopFailure(error);
       logFailure('error', error, 'could not claim status events');
       mayHaveDueWork = false;
     } finally {
@@ -351,16 +373,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         if (unfinished.size > 0) log.warn({ deliveries: lanes.sending }, 'deliveries still waiting for an answer at the stop deadline; cutting them, to be sent again');
         agent.destroy().catch(() => {});
       }, STOP_DELIVERIES_AFTER_MS);
-      let databaseAnswered = true;
       try {
         while (pumping) await new Promise((resolve) => setImmediate(resolve));
         // Rows not started yet go back to the queue for the next dispatcher. Without a database
         // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
         for (const host of lanes.hosts()) {
-          if (!(await releaseRows(lanes.takeWaiting(host)))) {
-            databaseAnswered = false;
-            break;
-          }
+          if (!(await releaseRows(lanes.takeWaiting(host)))) break;
         }
         await Promise.all(unfinished);
       } finally {
@@ -368,7 +386,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
       // After the cut, one more try on a database that did not answer could cost a connection
       // timeout on top of the cut's wait, past the stop's 10 s: those claims lapse too.
-      if (cutRows.length > 0 && databaseAnswered) await releaseRows(cutRows);
+      if (cutRows.length > 0 && !databaseGoneAtStop) await releaseRows(cutRows);
       await (cut ? agent.destroy() : agent.close());
     },
   };
