@@ -389,6 +389,8 @@ export function createPollHandler(
     if (decision.kind !== 'answered') return decision;
     const { desired, reported, answer, heldBack, statusEventsQueued } = decision;
     if (statusEventsQueued > 0) onStatusEventsQueued(statusEventsQueued);
-    return { kind: 'answered', body: await withStoredLists(db, request.serialNumber, desired, reported, answer, heldBack) };
+    // Most answers name no stored list: they are sent without another step.
+    const body = storedListIn(answer) ? await withStoredLists(db, request.serialNumber, desired, reported, answer, heldBack) : answer;
+    return { kind: 'answered', body };
   };
 }

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, unsupportedMediaType } from './errors.ts';
 import { renderFieldPath } from './validation.ts';
 
@@ -76,11 +76,14 @@ function charsetOf(request: FastifyRequest): string | undefined {
  * number too large for a double (contract §16: a 400 naming the field, for every route at once).
  */
 export function registerJsonBodies(app: FastifyInstance): void {
-  app.addHook('preParsing', async (request) => {
+  // A callback, not an async function: every request passes here, bodies or not (a poll has
+  // none), and an async hook costs each a promise and a microtask.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      throw unsupportedMediaType(`Content-Encoding ${encoding} is not supported; send the body uncompressed`);
+      return done(unsupportedMediaType(`Content-Encoding ${encoding} is not supported; send the body uncompressed`) as unknown as FastifyError);
     }
+    done(null, payload);
   });
 
   app.decorateRequest('jsonText', undefined);

@@ -31,16 +31,22 @@ const tooManyRequests = (outcome: Extract<Outcome, { isAllowed: false }>) => {
   return new HttpError(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded, retry in ${seconds} s`, { 'retry-after': String(seconds) });
 };
 
+const NOT_LIMITED = Promise.resolve();
+
 /** Counts the request and refuses it when its key is over the limit. */
-async function count(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
-  const outcome = await limiter?.(request);
-  if (outcome && !outcome.isAllowed && outcome.isExceeded) throw tooManyRequests(outcome);
+function count(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
+  if (!limiter) return NOT_LIMITED;
+  return limiter(request).then((outcome) => {
+    if (!outcome.isAllowed && outcome.isExceeded) throw tooManyRequests(outcome);
+  });
 }
 
 /** Refuses the request when its key has used up the limit, without counting it. */
-async function check(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
-  const outcome = await limiter?.(request, { increment: false });
-  if (outcome && !outcome.isAllowed && outcome.remaining === 0) throw tooManyRequests(outcome);
+function check(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
+  if (!limiter) return NOT_LIMITED;
+  return limiter(request, { increment: false }).then((outcome) => {
+    if (!outcome.isAllowed && outcome.remaining === 0) throw tooManyRequests(outcome);
+  });
 }
 
 const serialNumberOf = (request: FastifyRequest) => (request.params as { serialNumber?: string } | undefined)?.serialNumber;
@@ -76,23 +82,34 @@ async function rateLimitsPlugin(app: FastifyInstance): Promise<void> {
   });
   const groupOf = (request: FastifyRequest) => request.routeOptions.config?.rateLimitGroup;
 
-  app.addHook('onRequest', async (request) => {
+  /** The counting a request's group asks for; undefined when it asks for none. */
+  const limitsOf = (request: FastifyRequest): Promise<void> | undefined => {
     switch (groupOf(request)) {
-      case 'device':
-        await count(perDeviceIp, request);
-        if (serialNumberOf(request) !== undefined) await count(perSerialNumber, request);
-        return;
+      case 'device': {
+        const bySerialNumber = perSerialNumber && serialNumberOf(request) !== undefined ? () => count(perSerialNumber, request) : undefined;
+        if (!perDeviceIp) return bySerialNumber?.();
+        return bySerialNumber ? count(perDeviceIp, request).then(bySerialNumber) : count(perDeviceIp, request);
+      }
       case 'api':
         if (request.headers.authorization === undefined) return count(perUnauthenticatedIp, request);
-        await check(perUnauthenticatedIp, request);
-        return count(perCredential, request);
+        return check(perUnauthenticatedIp, request).then(() => count(perCredential, request));
+      default:
+        return undefined;
     }
+  };
+  // A callback, not an async function: a request whose limits are off, or that has none, goes
+  // on at once, and a poll pays for its own limiter's promise only.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const limits = limitsOf(request);
+    if (limits) limits.then(() => done(), done);
+    else done();
   });
-  // A refused credential counts against its address once the guard has said so.
-  app.addHook('onResponse', async (request, reply) => {
-    if (reply.statusCode === 401 && groupOf(request) === 'api' && request.headers.authorization !== undefined) {
-      await perUnauthenticatedIp?.(request);
-    }
+  // A refused credential counts against its address once the guard has said so. A callback,
+  // not an async function, so that the other answers (a poll's) pay no promise here.
+  app.addHook('onResponse', (request, reply, done) => {
+    if (perUnauthenticatedIp && reply.statusCode === 401 && groupOf(request) === 'api' && request.headers.authorization !== undefined) {
+      perUnauthenticatedIp(request).then(() => done(), done);
+    } else done();
   });
 }
 

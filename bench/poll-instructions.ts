@@ -1,0 +1,169 @@
+/**
+ * Instructions per steady poll, counted by valgrind's callgrind rather than timed: on this
+ * shared host CPU time moves ±10 µs a poll from round to round (bench:poll-ab), which hides a
+ * change of 1-2 %; the count of the same code moved up to 1.4 % between runs (0.2 % for
+ * another), so a change is compared in one run, and in more than one. A count is not a time
+ * (a cache miss costs more than an add): it says whether a change removed work at all.
+ *
+ *   npx tsx bench/poll-instructions.ts [--base DIR] [--okms 100000] [--warm-up 4000] [--polls 2000] [--connections 1]
+ *
+ * Each checkout (this one, and `--base`, another worktree with its node_modules, as for
+ * bench:poll-ab) serves its own seeded SQLite fleet under `valgrind --tool=callgrind`, with
+ * the bench's settings (startKeyfleet). A load generator outside valgrind sends `--warm-up`
+ * polls, then the counters are zeroed, `--polls` more are sent, and the counters dumped. V8
+ * runs `--single-threaded`: its compilers and garbage collector then work on the event loop's
+ * thread, whose count is the figure; the SQLite checkpoint worker's is printed beside it.
+ * Work on timers is counted per second, not per poll, and valgrind slows every second 50-fold:
+ * the passes that do much at once are off, and what the event loop does in as long without
+ * polls is subtracted.
+ *
+ * One connection by default: each poll is then a batch of its own, every run alike. With more,
+ * how many polls share a transaction depends on timing, and the count moves with it.
+ *
+ * Compare checkouts in one run on a quiet host. Beside the test suite the same code counted
+ * 0.92-0.95 M a poll against 0.55 M alone, most likely because the checkpoint worker fell
+ * behind and each read then searched a longer WAL.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { requestPaths } from './fleet.ts';
+import { REPO_ROOT, buildServer, freePort, stop, waitUntilServing, withFreshDatabase, type BenchDatabase } from './harness.ts';
+
+const { values: options } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    okms: { type: 'string', default: '100000' },
+    'warm-up': { type: 'string', default: '4000' },
+    polls: { type: 'string', default: '2000' },
+    connections: { type: 'string', default: '1' },
+  },
+});
+const OKM_COUNT = Number(options.okms);
+const WARM_UP = Number(options['warm-up']);
+const POLLS = Number(options.polls);
+const CONNECTIONS = Number(options.connections);
+const CONFIG_PATH = '/api/v1/config';
+/** How long the event loop's work without polls is counted, per checkout. */
+const IDLE_MS = 10_000;
+
+const checkouts = [
+  { name: 'this checkout', dir: REPO_ROOT },
+  ...(options.base ? [{ name: `base (${options.base})`, dir: path.resolve(options.base) }] : []),
+];
+
+/** Seeds a fresh database with the fleet of the checkout `dir`, by that checkout's own seeding (as bench:poll-ab does). */
+function seed(dir: string, database: BenchDatabase): void {
+  const script = `const { seedFleet } = await import(${JSON.stringify(path.join(dir, 'bench/fleet.ts'))}); await seedFleet(${JSON.stringify(database.env)}, ${OKM_COUNT});`;
+  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: dir, stdio: 'inherit' });
+}
+
+/** Sends `paths` over `CONNECTIONS` keep-alive connections, each waiting for its answer before its next; fails on any answer but 200. */
+async function send(port: number, paths: readonly string[]): Promise<void> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  let next = 0;
+  const get = (requestPath: string) =>
+    new Promise<void>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path: requestPath, agent }, (response) => {
+          response.resume();
+          response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`${requestPath}: ${response.statusCode}`))));
+        })
+        .on('error', reject);
+    });
+  const connection = async () => {
+    while (next < paths.length) await get(paths[next++]!);
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, connection));
+  agent.destroy();
+}
+
+/** Instructions of each thread in the callgrind dump `dump` (1, 2, …) of `pid` in `directory`; thread 1 is the event loop. */
+function instructionsByThread(directory: string, pid: number, dump: number): Map<number, number> {
+  const byThread = new Map<number, number>();
+  for (const file of fs.readdirSync(directory)) {
+    // callgrind.out.PID.DUMP-THREAD, written by `callgrind_control --dump`.
+    const match = new RegExp(`^callgrind\\.out\\.${pid}\\.${dump}-(\\d+)$`).exec(file);
+    if (!match) continue;
+    const summary = /^summary:\s+(\d+)/m.exec(fs.readFileSync(path.join(directory, file), 'utf8'));
+    if (summary) byThread.set(Number(match[1]), Number(summary[1]));
+  }
+  if (!byThread.has(1)) throw new Error(`no dump ${dump} of the event loop's thread in ${directory}: ${fs.readdirSync(directory).join(', ')}`);
+  return byThread;
+}
+
+const millions = (count: number) => (count / 1e6).toFixed(2);
+
+async function countOne(checkout: (typeof checkouts)[number], database: BenchDatabase): Promise<number> {
+  buildServer(checkout.dir);
+  seed(checkout.dir, database);
+  const paths = requestPaths(CONFIG_PATH, OKM_COUNT).slice(0, WARM_UP + POLLS);
+  if (paths.length < WARM_UP + POLLS) throw new Error(`--okms ${OKM_COUNT} gives ${paths.length} polls, fewer than --warm-up + --polls`);
+  const dumps = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-callgrind-'));
+  const port = await freePort();
+  const server = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', '--dump-instr=no', `--callgrind-out-file=${dumps}/callgrind.out.%p`, process.execPath, '--single-threaded', 'dist/src/cli/main.js', 'serve'],
+    {
+      cwd: checkout.dir,
+      env: {
+        ...process.env,
+        ...database.env,
+        // The bench's settings (startKeyfleet): limits counted, never reached; the per-IP one off, all load being from one IP.
+        RATE_LIMIT_DEVICE_PER_MINUTE: '1000000000',
+        RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0',
+        RATE_LIMIT_API_PER_MINUTE: '1000000000',
+        // The passes that run on timers do much work at once, now and then: under valgrind a
+        // poll lasts 50 times as long, and whether a pass fell among the counted polls would
+        // decide the figure. They run in other processes in a deployment that wants them apart.
+        FLEET_PASS_INTERVAL_MS: '0',
+        ROLLOUT_SWEEP_INTERVAL_MS: '0',
+        WEBHOOK_DISPATCH_IN_SERVER: 'false',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    },
+  );
+  // valgrind names its command pipes after HOST, which the server's settings set: callgrind_control must see the same.
+  const control = (command: string) => execFileSync('callgrind_control', [command, String(server.pid)], { env: { ...process.env, HOST: '127.0.0.1' }, stdio: 'ignore' });
+  try {
+    await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, server, 600_000);
+    // Not counted until it serves: uninstrumented, the start is quick enough for Fastify's plugin timeout (10 s).
+    control('--instr=on');
+    await send(port, paths.slice(0, WARM_UP));
+    // What the event loop does without polls (the audit trail's chaining, timers), per second.
+    control('--zero');
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    control('--dump');
+    const idlePerMs = instructionsByThread(dumps, server.pid!, 1).get(1)! / IDLE_MS;
+    control('--zero');
+    const started = performance.now();
+    await send(port, paths.slice(WARM_UP));
+    const pollingMs = performance.now() - started;
+    control('--dump');
+    const byThread = instructionsByThread(dumps, server.pid!, 2);
+    const main = byThread.get(1)!;
+    const perPoll = (main - idlePerMs * pollingMs) / POLLS;
+    const others = [...byThread].filter(([thread, count]) => thread !== 1 && count > 0).map(([thread, count]) => `thread ${thread} ${millions(count)} M`);
+    console.log(
+      `${checkout.name}: ${Math.round(perPoll)} instructions a poll on the event loop (${millions(main)} M over ${POLLS} polls in ${(pollingMs / 1000).toFixed(1)} s, ` +
+        `less ${millions(idlePerMs * pollingMs)} M that it spends idle in as long); other threads over those polls: ${others.join(', ') || 'none'}`,
+    );
+    return perPoll;
+  } finally {
+    await stop(server);
+    fs.rmSync(dumps, { recursive: true, force: true });
+  }
+}
+
+console.log(`SQLite, ${OKM_COUNT} OKMs, ${WARM_UP} polls to warm up, then ${POLLS} counted, ${CONNECTIONS} connections`);
+const counts: number[] = [];
+for (const checkout of checkouts) counts.push(await withFreshDatabase('sqlite', (database) => countOne(checkout, database)));
+if (counts.length === 2) {
+  const [ours, base] = counts as [number, number];
+  console.log(`this checkout − base: ${Math.round(ours - base)} instructions a poll (${(((ours - base) / base) * 100).toFixed(1)} %)`);
+}
