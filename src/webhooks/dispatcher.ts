@@ -376,9 +376,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       try {
         while (pumping) await new Promise((resolve) => setImmediate(resolve));
         // Rows not started yet go back to the queue for the next dispatcher. Without a database
-        // their claims lapse instead: trying each row would hold the shutdown a timeout per row.
+        // (the pump's last step may have found it so) their claims lapse instead: trying each
+        // row would hold the shutdown a timeout per row.
         for (const host of lanes.hosts()) {
-          if (!(await releaseRows(lanes.takeWaiting(host)))) break;
+          if (databaseGoneAtStop || !(await releaseRows(lanes.takeWaiting(host)))) break;
         }
         await Promise.all(unfinished);
       } finally {
