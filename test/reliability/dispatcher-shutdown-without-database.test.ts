@@ -103,7 +103,7 @@ describe('a dispatcher stopped while PostgreSQL does not answer', { skip }, () =
     assert.ok(stopMs < 10_000, `stopping took ${stopMs} ms`);
   });
 
-  test('tries the database for the outcomes once: those that end after its first failure are not written, and their claims lapse', { timeout: 60_000 }, async () => {
+  test('tries the database once for the outcomes: a second batch of them does not wait out a second connection timeout', { timeout: 60_000 }, async () => {
     // The first delivery is answered 500 ms after it arrived, and its outcome written alone; the
     // other seven end at their timeout, 1.5 s after they arrived, and make a second batch that
     // waits for the first. Each try of the database costs a new connection's timeout, 5 s.
