@@ -43,6 +43,12 @@ interface Fault {
   name: string;
   inject(): Promise<void>;
   heal(): Promise<void>;
+  /**
+   * The fault fails one write, which may be a background step's rather than the load's (a
+   * SQLite lock's BUSY goes to the write that waited first): the load need not see every one;
+   * the families' check after all the faults still holds.
+   */
+  mayMissTheLoad?: boolean;
 }
 
 interface Served {
@@ -105,7 +111,7 @@ async function throughFaults({ base, settings, server }: Served, faults: Fault[]
         readyAgainMs,
       });
       assert.ok(readyAgainMs <= READY_AGAIN_WITHIN_MS, `${fault.name}: /readyz 200 only ${readyAgainMs} ms after the fault ended`);
-      assert.ok(during.some((answer) => answer.status === 503), `${fault.name}: the load saw the fault`);
+      if (!fault.mayMissTheLoad) assert.ok(during.some((answer) => answer.status === 503), `${fault.name}: the load saw the fault`);
     }
   } finally {
     await load.stop();
@@ -294,6 +300,7 @@ describe('SQLite whose file another process holds locked', () => {
       name: `the database file locked by another process for ${SQLITE_LOCK_MS} ms: SQLITE_BUSY`,
       inject: async () => void (lock = await lockFromAnotherProcess(path.join(dataDir, 'keyfleet.sqlite'), SQLITE_LOCK_MS)),
       heal: async () => lock?.released,
+      mayMissTheLoad: true,
     };
     try {
       // Readers go on under another process's write lock (WAL): only the writes meet the fault.
