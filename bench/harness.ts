@@ -236,6 +236,15 @@ async function adminQuery(sql: string): Promise<void> {
 }
 
 /**
+ * Seeds the fresh database `database` with `okmCount` OKMs of the checkout `dir`, by that
+ * checkout's own bench/fleet.ts (its schema may differ from this one's).
+ */
+export function seedCheckout(dir: string, database: BenchDatabase, okmCount: number): void {
+  const script = `const { seedFleet } = await import(${JSON.stringify(path.join(dir, 'bench/fleet.ts'))}); await seedFleet(${JSON.stringify(database.env)}, ${okmCount});`;
+  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: dir, stdio: 'inherit' });
+}
+
+/**
  * Runs `body` on a fresh database of that kind: a throwaway data directory, for PostgreSQL
  * also a fresh schema (which must be reachable); both removed afterwards.
  */

@@ -13,11 +13,10 @@
  * the PostgreSQL processes' added) and its multiple of the bare server's in that round, then
  * the median of each and of the per-round difference.
  */
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { inStepPaths, requestPaths } from './fleet.ts';
-import { REPO_ROOT, buildServer, measure, median, pathsLoad, startBare, startKeyfleet, stop, withFreshDatabase, type BenchDatabase, type Figures } from './harness.ts';
+import { REPO_ROOT, buildServer, measure, seedCheckout, median, pathsLoad, startBare, startKeyfleet, stop, withFreshDatabase, type BenchDatabase, type Figures } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -36,12 +35,6 @@ const OKM_COUNT = Number(options.okms);
 
 const DATABASE: BenchDatabase['name'] = options.postgres ? 'postgres' : 'sqlite';
 
-/** Seeds a fresh database with the fleet of the checkout `dir`, by that checkout's own seeding (its schema may differ from this one's). */
-function seed(dir: string, database: BenchDatabase): void {
-  const script = `const { seedFleet } = await import(${JSON.stringify(path.join(dir, 'bench/fleet.ts'))}); await seedFleet(${JSON.stringify(database.env)}, ${OKM_COUNT});`;
-  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: dir, stdio: 'inherit' });
-}
-
 const checkouts = [
   { name: 'this checkout', dir: REPO_ROOT },
   { name: `base (${path.relative(REPO_ROOT, BASE_DIR) || BASE_DIR})`, dir: BASE_DIR },
@@ -53,7 +46,7 @@ const cpu = (entry: Figures) => entry.cpuMicrosPerRequest! + (entry.postgresCpuM
 async function compare(databases: readonly BenchDatabase[]): Promise<void> {
   checkouts.forEach(({ dir }, index) => {
     buildServer(dir);
-    seed(dir, databases[index]!);
+    seedCheckout(dir, databases[index]!, OKM_COUNT);
   });
   // After the seeding: the devices report the time the paths are made.
   const load = pathsLoad(requestPaths('/api/v1/config', OKM_COUNT), Number(options.connections), Number(options.duration));

@@ -31,7 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestPaths } from './fleet.ts';
-import { REPO_ROOT, buildServer, freePort, stop, waitUntilServing, withFreshDatabase, type BenchDatabase } from './harness.ts';
+import { REPO_ROOT, buildServer, freePort, seedCheckout, stop, waitUntilServing, withFreshDatabase, type BenchDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -54,12 +54,6 @@ const checkouts = [
   { name: 'this checkout', dir: REPO_ROOT },
   ...(options.base ? [{ name: `base (${options.base})`, dir: path.resolve(options.base) }] : []),
 ];
-
-/** Seeds a fresh database with the fleet of the checkout `dir`, by that checkout's own seeding (as bench:poll-ab does). */
-function seed(dir: string, database: BenchDatabase): void {
-  const script = `const { seedFleet } = await import(${JSON.stringify(path.join(dir, 'bench/fleet.ts'))}); await seedFleet(${JSON.stringify(database.env)}, ${OKM_COUNT});`;
-  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: dir, stdio: 'inherit' });
-}
 
 /** Sends `paths` over `CONNECTIONS` keep-alive connections, each waiting for its answer before its next; fails on any answer but 200. */
 async function send(port: number, paths: readonly string[]): Promise<void> {
@@ -99,7 +93,7 @@ const millions = (count: number) => (count / 1e6).toFixed(2);
 
 async function countOne(checkout: (typeof checkouts)[number], database: BenchDatabase): Promise<number> {
   buildServer(checkout.dir);
-  seed(checkout.dir, database);
+  seedCheckout(checkout.dir, database, OKM_COUNT);
   const paths = requestPaths(CONFIG_PATH, OKM_COUNT).slice(0, WARM_UP + POLLS);
   if (paths.length < WARM_UP + POLLS) throw new Error(`--okms ${OKM_COUNT} gives ${paths.length} polls, fewer than --warm-up + --polls`);
   const dumps = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-callgrind-'));
