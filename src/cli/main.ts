@@ -45,6 +45,9 @@ if (named) {
   for (const [name, { description }] of Object.entries(COMMANDS)) program.command(name).description(description);
 }
 
+/** The code of an unknown "--…" word that stands where an argument belongs. */
+const DASHED_VALUE = 'keyfleet.dashedValue';
+
 // Names, serials and key ids may begin with "-" (a base64url kid does, one time in 64), so a
 // command that takes an argument reads an unknown "-x…" word as it. A word beginning with "--"
 // is still an option unless it follows "--": a misspelt option must not become a name, nor be
@@ -53,9 +56,13 @@ for (const command of program.commands.flatMap((group) => [group, ...group.comma
   if (command.registeredArguments.length > 0) command.allowUnknownOption().allowExcessArguments();
 }
 program.hook('preAction', (_program, command) => {
-  const unknown = command.args.find((word) => word.startsWith('--') && optionWords.includes(word));
-  if (unknown !== undefined) command.error(`unknown option '${unknown}'`, { code: 'commander.unknownOption' });
   const expected = command.registeredArguments.length;
+  const unknown = command.args.find((word) => word.startsWith('--') && optionWords.includes(word));
+  if (unknown !== undefined) {
+    // Standing where an argument belongs, it may be a value (a kid, one time in 4096): the hint says how to give one.
+    const code = command.args.length <= expected ? DASHED_VALUE : 'commander.unknownOption';
+    command.error(`unknown option '${unknown}'`, { code });
+  }
   if (command.args.length > expected) {
     command.error(`too many arguments for '${command.name()}': expected ${expected}, got ${command.args.length}`, { code: 'commander.excessArguments' });
   }
@@ -78,7 +85,8 @@ function failureOf(error: unknown): Failure {
   if (error instanceof CommanderError) {
     // "error: unknown command 'lst'\n(Did you mean list?)": one line, the suggestion lower-case.
     const message = error.message.replace(/^error: /, '').replace(/\n\(Did you mean/, ' (did you mean');
-    return { exitCode: EXIT.usage, code: 'usage', message, hint: `Run '${commandPath()} --help' for usage.` };
+    const valueHint = error.code === DASHED_VALUE ? "A value that begins with '--' goes after '--'. " : '';
+    return { exitCode: EXIT.usage, code: 'usage', message, hint: `${valueHint}Run '${commandPath()} --help' for usage.` };
   }
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof UsageError || error instanceof InvalidCursorError) return { exitCode: EXIT.usage, code: 'usage', message };

@@ -170,7 +170,7 @@ forEachDatabase('audit entries of keyfleet commands', (kind) => {
   test('signing-key rotate and retire record signing_key.rotated and signing_key.retired, named by the kid', async () => {
     const rotated = await changeBy('signing-key', 'rotate', '--grace', '1h', '--json');
     const rotation = JSON.parse(rotated.run.stdout) as { kid: string; previous_kid: string; previous_verifies_until: string };
-    const retired = await changeBy('signing-key', 'retire', rotation.previous_kid);
+    const retired = await changeBy('signing-key', 'retire', '--', rotation.previous_kid);
 
     assert.deepEqual([rotated.entry.action, rotated.entry.customer, rotated.entry.entity], ['signing_key.rotated', null, { type: 'signing_key', id: rotation.kid }]);
     assert.deepEqual(rotated.entry.before, { active: rotation.previous_kid });
@@ -201,7 +201,7 @@ forEachDatabase('audit entries of keyfleet commands', (kind) => {
       keyfleet('apikey', 'revoke', '0123456789abcdef'),
       keyfleet('cert', 'create', '--customer', 'acme', '--name', 'acme-main'),
       keyfleet('cert', 'import-root', '--cert', rootFile, '--key', rootKeyFile),
-      keyfleet('signing-key', 'retire', active.kid),
+      keyfleet('signing-key', 'retire', '--', active.kid),
       keyfleet('master-key', 'retire', '--yes'),
     ]);
 

@@ -158,7 +158,7 @@ function commands(w: World, kind: Parameters<typeof openTestStore>[0]): Record<s
       actions: ['signing_key.retired'],
       setup: async () => {
         const { previous_kid: previous } = JSON.parse(await succeeds('signing-key', 'rotate', '--grace', '1h', '--json')) as { previous_kid: string };
-        return { args: ['signing-key', 'retire', previous] };
+        return { args: ['signing-key', 'retire', '--', previous] };
       },
     },
     'master-key rotate': {

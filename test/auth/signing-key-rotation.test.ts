@@ -69,7 +69,7 @@ forEachDatabase('signing key rotation', (kind) => {
     // Earlier tests rotated keys behind the server's back: wait until it knows this token's key.
     await eventually(async () => (await listOkms(token)).statusCode === 200, 10_000, 'the previous key verifying during its grace');
 
-    const run = await runKeyfleet(t.database.env, 'signing-key', 'retire', rotated.previous!, '--json');
+    const run = await runKeyfleet(t.database.env, 'signing-key', 'retire', '--json', '--', rotated.previous!);
     const afterRetirement = await listOkms(token);
 
     assert.equal(run.exitCode, 0, run.stderr);
@@ -83,15 +83,15 @@ forEachDatabase('signing key rotation', (kind) => {
   });
 
   test('keyfleet signing-key rotate, list and retire', async () => {
-    const keyfleet = async (...args: string[]) => {
-      const run = await runKeyfleet(t.database.env, ...args, '--json');
+    const keyfleet = async (group: string, command: string, ...args: string[]) => {
+      const run = await runKeyfleet(t.database.env, group, command, '--json', ...args);
       assert.equal(run.exitCode, 0, run.stderr);
       return JSON.parse(run.stdout);
     };
 
     const rotated = await keyfleet('signing-key', 'rotate', '--grace', '2h');
     const listed: { keys: { kid: string; state: string }[] } = await keyfleet('signing-key', 'list');
-    await keyfleet('signing-key', 'retire', rotated.previous_kid);
+    await keyfleet('signing-key', 'retire', '--', rotated.previous_kid);
     const relisted: { keys: { kid: string; state: string }[] } = await keyfleet('signing-key', 'list');
 
     assert.equal(listed.keys.find((key) => key.kid === rotated.kid)!.state, 'active');
@@ -104,6 +104,22 @@ forEachDatabase('signing key rotation', (kind) => {
 
     assert.notEqual(run.exitCode, 0);
     assert.equal(run.stderr, 'keyfleet: signing key -no-such-kid not found\n');
+  });
+
+  test('keyfleet signing-key retire takes a kid that begins with "--" after "--", as a base64url kid does one time in 4096, and says so to one given before it', async () => {
+    const rotated = await rotateSigningKey(t.db, t.app.keyRing, 3600, cliChangeSource());
+    const kid = `--${rotated.previous!.slice(2)}`;
+    await t.db.updateTable('signing_keys').set({ kid }).where('kid', '=', rotated.previous!).execute();
+
+    const before = await runKeyfleet(t.database.env, 'signing-key', 'retire', kid, '--json');
+    const afterSeparator = await runKeyfleet(t.database.env, 'signing-key', 'retire', '--json', '--', kid);
+
+    assert.equal(before.exitCode, 2);
+    assert.deepEqual(JSON.parse(before.stderr), {
+      error: { code: 'usage', message: `unknown option '${kid}'`, hint: "A value that begins with '--' goes after '--'. Run 'keyfleet signing-key retire --help' for usage." },
+    });
+    assert.equal(afterSeparator.exitCode, 0, afterSeparator.stderr);
+    assert.deepEqual(JSON.parse(afterSeparator.stdout), { kid, retired: true });
   });
 
   test('keyfleet signing-key retire takes a kid that begins with "-V", which is not the version flag after a command', async () => {
