@@ -5,14 +5,16 @@
  * another), so a change is compared in one run, and in more than one. A count is not a time
  * (a cache miss costs more than an add): it says whether a change removed work at all.
  *
- *   npx tsx bench/poll-instructions.ts [--base DIR] [--okms 100000] [--warm-up 4000] [--polls 2000] [--connections 1]
+ *   npx tsx bench/poll-instructions.ts [--postgres] [--base DIR] [--okms 100000] [--warm-up 4000] [--polls 2000] [--connections 1]
  *
  * Each checkout (this one, and `--base`, another worktree with its node_modules, as for
- * bench:poll-ab) serves its own seeded SQLite fleet under `valgrind --tool=callgrind`, with
+ * bench:poll-ab) serves its own seeded fleet (SQLite, or with `--postgres` a fresh PostgreSQL
+ * schema) under `valgrind --tool=callgrind`, with
  * the bench's settings (startKeyfleet). A load generator outside valgrind sends `--warm-up`
  * polls, then the counters are zeroed, `--polls` more are sent, and the counters dumped. V8
  * runs `--single-threaded`: its compilers and garbage collector then work on the event loop's
  * thread, whose count is the figure; the SQLite checkpoint worker's is printed beside it.
+ * PostgreSQL's own processes are not counted: the figure is keyfleet's side of a poll.
  * Work on timers is counted per second, not per poll, and valgrind slows every second 50-fold:
  * the passes that do much at once are off, and what the event loop does in as long without
  * polls is subtracted.
@@ -36,6 +38,7 @@ import { REPO_ROOT, buildServer, freePort, seedCheckout, stop, waitUntilServing,
 const { values: options } = parseArgs({
   options: {
     base: { type: 'string' },
+    postgres: { type: 'boolean', default: false },
     okms: { type: 'string', default: '100000' },
     'warm-up': { type: 'string', default: '4000' },
     polls: { type: 'string', default: '2000' },
@@ -154,9 +157,10 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
   }
 }
 
-console.log(`SQLite, ${OKM_COUNT} OKMs, ${WARM_UP} polls to warm up, then ${POLLS} counted, ${CONNECTIONS} connections`);
+const DATABASE = options.postgres ? 'postgres' : 'sqlite';
+console.log(`${options.postgres ? 'PostgreSQL (keyfleet\'s process only)' : 'SQLite'}, ${OKM_COUNT} OKMs, ${WARM_UP} polls to warm up, then ${POLLS} counted, ${CONNECTIONS} connections`);
 const counts: number[] = [];
-for (const checkout of checkouts) counts.push(await withFreshDatabase('sqlite', (database) => countOne(checkout, database)));
+for (const checkout of checkouts) counts.push(await withFreshDatabase(DATABASE, (database) => countOne(checkout, database)));
 if (counts.length === 2) {
   const [ours, base] = counts as [number, number];
   console.log(`this checkout − base: ${Math.round(ours - base)} instructions a poll (${(((ours - base) / base) * 100).toFixed(1)} %)`);

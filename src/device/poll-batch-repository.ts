@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { DialectStrategy, RowSet } from '../db/dialects/strategy.ts';
+import type { DialectStrategy, RowSet, RowSetColumn } from '../db/dialects/strategy.ts';
 import { precompiledQuery } from '../db/precompiled-query.ts';
 import type { FirmwareReleasesTable } from '../db/schema.ts';
 import { findRelease, toRelease, type FirmwareRelease } from '../firmware/repository.ts';
@@ -16,6 +16,7 @@ import {
   NO_STATUS_URLS,
   okmPollUpsert,
   polledColumns,
+  POLLED_COLUMNS,
   recordCorrection,
   recordEndOfSilence,
   recordPoll,
@@ -110,34 +111,42 @@ interface PollRowSet {
   new_install_code: string | null;
 }
 
-type PollColumns = [string[], number[], string[], (string | null)[], (string | null)[], (string | null)[], string[], (string | null)[]];
+/** Each column of a batch's row set: its SQL type, and its value from a poll. */
+const POLL_ROW_SET_COLUMNS: { [Column in keyof PollRowSet]: { type: RowSetColumn['type']; of: (poll: ObservedPoll) => PollRowSet[Column] } } = {
+  serial: { type: 'text', of: (poll) => poll.serialNumber },
+  now: { type: 'bigint', of: (poll) => poll.observation.now },
+  ip: { type: 'text', of: (poll) => poll.observation.ip },
+  kas_reported: { type: 'text', of: (poll) => poll.observation.firmwareVersion },
+  batch_key_reported: { type: 'text', of: (poll) => poll.observation.batchKeyFirmwareVersion },
+  wireless_key_reported: { type: 'text', of: (poll) => poll.observation.wirelessKeyFirmwareVersion },
+  reported_values: { type: 'text', of: (poll) => poll.observation.reported },
+  new_install_code: { type: 'text', of: (poll) => poll.observation.installCode },
+};
 
-function pollColumns(polls: readonly ObservedPoll[]): PollColumns {
-  const column = <T>(value: (poll: ObservedPoll) => T) => polls.map(value);
-  return [
-    column((poll) => poll.serialNumber),
-    column((poll) => poll.observation.now),
-    column((poll) => poll.observation.ip),
-    column((poll) => poll.observation.firmwareVersion),
-    column((poll) => poll.observation.batchKeyFirmwareVersion),
-    column((poll) => poll.observation.wirelessKeyFirmwareVersion),
-    column((poll) => poll.observation.reported),
-    column((poll) => poll.observation.installCode),
-  ];
-}
+type PollRowSetColumn = keyof PollRowSet;
 
-function pollRowSet(rowSet: RowSet, placeholders: readonly unknown[]) {
-  const [serial, now, ip, kas, batchKey, wirelessKey, reported, installCode] = placeholders;
-  return rowSet<PollRowSet, 'poll'>('poll', [
-    { name: 'serial', type: 'text', values: serial },
-    { name: 'now', type: 'bigint', values: now },
-    { name: 'ip', type: 'text', values: ip },
-    { name: 'kas_reported', type: 'text', values: kas },
-    { name: 'batch_key_reported', type: 'text', values: batchKey },
-    { name: 'wireless_key_reported', type: 'text', values: wirelessKey },
-    { name: 'reported_values', type: 'text', values: reported },
-    { name: 'new_install_code', type: 'text', values: installCode },
-  ]);
+// Each statement takes the row set's columns it reads, no more: every column is an array that
+// the driver serializes and PostgreSQL parses, for every poll of every batch.
+/** An enrolment writes all of them. */
+const ENROLLED_COLUMNS = Object.keys(POLL_ROW_SET_COLUMNS) as readonly PollRowSetColumn[];
+/** The poll's row: the versions reported are written apart, only where they differ (recordReportedVersions). */
+const RECORDED_COLUMNS = ['serial', 'now', 'ip', 'reported_values', 'new_install_code'] as const satisfies readonly PollRowSetColumn[];
+const VERSION_COLUMNS = ['serial', 'kas_reported', 'batch_key_reported', 'wireless_key_reported'] as const satisfies readonly PollRowSetColumn[];
+const PENDING_COLUMNS = ['serial', 'now', 'ip', 'kas_reported'] as const satisfies readonly PollRowSetColumn[];
+
+/** The arrays of `columns` for a batch of polls, in that order: a precompiled statement's arguments. */
+const pollColumns = (polls: readonly ObservedPoll[], columns: readonly PollRowSetColumn[]): unknown[][] =>
+  columns.map((column) => {
+    const valueOf: (poll: ObservedPoll) => unknown = POLL_ROW_SET_COLUMNS[column].of;
+    return polls.map(valueOf);
+  });
+
+/** The row set `poll` of `columns`, each from the placeholder at its position. */
+function pollRowSet(rowSet: RowSet, columns: readonly PollRowSetColumn[], placeholders: readonly unknown[]) {
+  return rowSet<PollRowSet, 'poll'>(
+    'poll',
+    columns.map((name, index) => ({ name, type: POLL_ROW_SET_COLUMNS[name].type, values: placeholders[index] })),
+  );
 }
 
 function setBased(rowSet: RowSet): PollStatements {
@@ -145,14 +154,14 @@ function setBased(rowSet: RowSet): PollStatements {
   // its okm_polls row (the wide okms row is only read). The upsert takes its row locks in
   // serial number order, so two batches over the same OKMs wait for each other rather than
   // deadlock; an OKM's concurrent polls are serialized there.
-  const recordPollsQuery = precompiledQuery<CountedPollRow & { serial_number: string }, PollColumns>(8, (db, placeholders) =>
+  const recordPollsQuery = precompiledQuery<CountedPollRow & { serial_number: string }, unknown[][]>(RECORDED_COLUMNS.length, (db, placeholders) =>
     db
       .with(
         (cte) => cte('known').materialized(),
         (db) =>
           db
             .selectFrom('okms')
-            .innerJoin(pollRowSet(rowSet, placeholders), 'poll.serial', 'okms.serial_number')
+            .innerJoin(pollRowSet(rowSet, RECORDED_COLUMNS, placeholders), 'poll.serial', 'okms.serial_number')
             .select((eb) => [...polledColumns(eb), 'okms.serial_number', 'poll.now', 'poll.ip', 'poll.reported_values', 'poll.new_install_code']),
       )
       .with('written', (db) =>
@@ -178,8 +187,8 @@ function setBased(rowSet: RowSet): PollStatements {
       )
       .selectFrom('known')
       .innerJoin('written', 'written.serial_number', 'known.serial_number')
-      .selectAll('known')
-      .select('written.polls'),
+      // The OKM's row, not the poll's own values back.
+      .select([...POLLED_COLUMNS.map((column) => `known.${column}` as const), 'known.pending_message_id', 'known.serial_number', 'written.polls']),
   );
 
   // One statement enrols the batch's unknown OKMs (enrolledOkmRow, enrolledPollRow): their okms
@@ -187,14 +196,14 @@ function setBased(rowSet: RowSet): PollStatements {
   // rather than deadlock), their poll rows, and their serial numbers taken off the pending list.
   // It returns those inserted. The rows' columns that do not come from the poll are the
   // definitions' own values.
-  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, PollColumns>(8, (db, placeholders) => {
+  const enrolOkmsQuery = precompiledQuery<{ serial_number: string }, unknown[][]>(ENROLLED_COLUMNS.length, (db, placeholders) => {
     const observation: PollObservation = { now: 0, ip: '', firmwareVersion: null, batchKeyFirmwareVersion: null, wirelessKeyFirmwareVersion: null, reported: '', installCode: null };
     const fromPoll = ['serial_number', 'created_at', 'updated_at', 'firmware_version', 'batch_key_firmware_version', 'wireless_key_firmware_version'];
     const fixed = Object.entries(enrolledOkmRow('', observation)).filter(([column]) => !fromPoll.includes(column));
     const pollRowFromPoll = ['serial_number', 'last_sync_time', 'last_ip', 'reported', 'install_code'];
     const pollRowFixed = Object.entries(enrolledPollRow('', observation)).filter(([column]) => !pollRowFromPoll.includes(column));
     return db
-      .with('poll', (db) => db.selectFrom(pollRowSet(rowSet, placeholders)).selectAll())
+      .with('poll', (db) => db.selectFrom(pollRowSet(rowSet, ENROLLED_COLUMNS, placeholders)).selectAll())
       .with('inserted', (db) =>
         db
           .insertInto('okms')
@@ -239,13 +248,13 @@ function setBased(rowSet: RowSet): PollStatements {
       .select('inserted.serial_number');
   });
 
-  const recordPendingCallsQuery = precompiledQuery<{ serial_number: string; call_count: number }, PollColumns>(8, (db, placeholders) =>
+  const recordPendingCallsQuery = precompiledQuery<{ serial_number: string; call_count: number }, unknown[][]>(PENDING_COLUMNS.length, (db, placeholders) =>
     db
       .insertInto('pending_okms')
       .columns(['serial_number', 'first_seen_at', 'last_seen_at', 'last_ip', 'firmware_version', 'call_count'])
       .expression((eb) =>
         eb
-          .selectFrom(pollRowSet(rowSet, placeholders))
+          .selectFrom(pollRowSet(rowSet, PENDING_COLUMNS, placeholders))
           .select(['poll.serial', 'poll.now as first_seen_at', 'poll.now as last_seen_at', 'poll.ip', 'poll.kas_reported', eb.val(1).as('call_count')])
           .orderBy('poll.serial'),
       )
@@ -299,10 +308,10 @@ function setBased(rowSet: RowSet): PollStatements {
   );
 
   // The OKMs' rows are locked already, by the batch's recordPolls.
-  const recordReportedVersionsQuery = precompiledQuery<never, PollColumns>(8, (db, placeholders) =>
+  const recordReportedVersionsQuery = precompiledQuery<never, unknown[][]>(VERSION_COLUMNS.length, (db, placeholders) =>
     db
       .updateTable('okms')
-      .from(pollRowSet(rowSet, placeholders))
+      .from(pollRowSet(rowSet, VERSION_COLUMNS, placeholders))
       .set((eb) => ({
         firmware_version: eb.ref('poll.kas_reported'),
         batch_key_firmware_version: eb.ref('poll.batch_key_reported'),
@@ -345,7 +354,7 @@ function setBased(rowSet: RowSet): PollStatements {
   return {
     async recordPolls(db, polls) {
       if (polls.length === 0) return [];
-      const { rows } = await recordPollsQuery(db, ...pollColumns(polls));
+      const { rows } = await recordPollsQuery(db, ...pollColumns(polls, RECORDED_COLUMNS));
       const bySerial = keyed(rows, (row) => row.serial_number);
       return polls.map(({ serialNumber }) => {
         const row = bySerial.get(serialNumber);
@@ -356,18 +365,18 @@ function setBased(rowSet: RowSet): PollStatements {
     },
     async recordReportedVersions(db, polls) {
       if (polls.length === 0) return;
-      await recordReportedVersionsQuery(db, ...pollColumns(polls));
+      await recordReportedVersionsQuery(db, ...pollColumns(polls, VERSION_COLUMNS));
     },
     async enrolOkms(db, polls) {
       if (polls.length === 0) return [];
-      const { rows } = await enrolOkmsQuery(db, ...pollColumns(polls));
+      const { rows } = await enrolOkmsQuery(db, ...pollColumns(polls, ENROLLED_COLUMNS));
       const inserted = new Set(rows.map((row) => row.serial_number));
       for (const { serialNumber, observation } of polls) if (inserted.has(serialNumber)) await emitEnrolled(db, serialNumber, observation);
       return polls.map(({ serialNumber }) => inserted.has(serialNumber));
     },
     async recordPendingCalls(db, polls) {
       if (polls.length === 0) return;
-      const { rows } = await recordPendingCallsQuery(db, ...pollColumns(polls));
+      const { rows } = await recordPendingCallsQuery(db, ...pollColumns(polls, PENDING_COLUMNS));
       const firstCalls = new Set(rows.filter((row) => Number(row.call_count) === 1).map((row) => row.serial_number));
       for (const { serialNumber, observation } of polls) if (firstCalls.has(serialNumber)) await emitPending(db, serialNumber, observation);
     },

@@ -65,7 +65,8 @@ export interface CountedPollRow extends PolledOkmRow {
   polls: number;
 }
 
-const POLLED_COLUMNS = [
+/** The okms columns of a PolledOkmRow; with the oldest pending message's id, polledColumns. */
+export const POLLED_COLUMNS = [
   'cache_mode',
   'key_checkout_window_time',
   'key_checkout_window_contact',
