@@ -231,7 +231,8 @@ forEachDatabase('console: single sign-on', (kind) => {
 
     test('an administrator signed in with single sign-on manages People & access: adds and removes a role binding, signs a person out everywhere, revokes an API token', { timeout: 90_000 }, async () => {
       const { token: deskToken } = await issueToken(t.db, t.app.keyRing, t.settings, { customer: 'acme', scopes: ['okm:read', 'acl:read'], ttlSeconds: 3600, name: 'acme service desk' });
-      const erin = await openConsole('/');
+      // A page that does not refresh itself (the overview does, every 10 s): the click below, not a refresh, is then Erin's next request.
+      const erin = await openConsole('/acls');
       await signInWithSingleSignOn(erin.page, 'erin');
       const consolePage = await openConsole('/');
       const { page } = consolePage;
