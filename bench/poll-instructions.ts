@@ -22,6 +22,10 @@
  * One connection by default: each poll is then a batch of its own, every run alike. With more,
  * how many polls share a transaction depends on timing, and the count moves with it.
  *
+ * On PostgreSQL the same code spread 8 % over runs of 6 000 polls (keyfleet's side at a poll a
+ * batch, 1.27-1.38 M), the runs whose polls took longer counting more: only a larger change
+ * shows there, and both orders of a pair should agree.
+ *
  * Compare checkouts in one run on a quiet host. Beside the test suite the same code counted
  * 0.92-0.95 M a poll against 0.55 M alone, most likely because the checkpoint worker fell
  * behind and each read then searched a longer WAL.
@@ -92,9 +96,54 @@ function instructionsByThread(directory: string, pid: number, dump: number): Map
   return byThread;
 }
 
+/** V8's garbage collector, by the C++ names callgrind gives its functions. */
+const GARBAGE_COLLECTOR = /^(v8::internal::|cppgc::).*(Heap|Scaveng|Mark|Sweep|GCTracer|Evacuat|RememberedSet|SlotSet|Compactor|Marking)/;
+
+/**
+ * The instructions in the callgrind dump `file`, summed over its cost lines, and those of V8's
+ * garbage collector among them (the self cost of its functions). A collection of the old
+ * generation costs hundreds of millions at once, so whether one fell among the counted polls
+ * moves the total by several percent; the count without it is the steadier figure to compare
+ * checkouts by.
+ */
+function costLines(file: string): { all: number; collector: number } {
+  const names = new Map<string, string>();
+  const nameOf = (reference: string) => {
+    const match = /^\((\d+)\)(?: (.*))?$/.exec(reference);
+    if (!match) return reference;
+    if (match[2] !== undefined) names.set(match[1]!, match[2]);
+    return names.get(match[1]!) ?? '';
+  };
+  let inCollector = false;
+  let callCost = false;
+  let all = 0;
+  let collector = 0;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('fn=')) inCollector = GARBAGE_COLLECTOR.test(nameOf(line.slice(3)));
+    else if (line.startsWith('cfn=')) nameOf(line.slice(4));
+    // The cost line after calls= is the call's inclusive cost, not the function's own.
+    else if (line.startsWith('calls=')) callCost = true;
+    else if (/^[0-9+*-]/.test(line)) {
+      if (!callCost) {
+        const cost = Number(line.split(' ')[1] ?? 0);
+        all += cost;
+        if (inCollector) collector += cost;
+      }
+      callCost = false;
+    }
+  }
+  return { all, collector };
+}
+
 const millions = (count: number) => (count / 1e6).toFixed(2);
 
-async function countOne(checkout: (typeof checkouts)[number], database: BenchDatabase): Promise<number> {
+interface Count {
+  perPoll: number;
+  /** From the cost lines, without the garbage collector's instructions (costLines). */
+  withoutCollector: number;
+}
+
+async function countOne(checkout: (typeof checkouts)[number], database: BenchDatabase): Promise<Count> {
   buildServer(checkout.dir);
   seedCheckout(checkout.dir, database, OKM_COUNT);
   const paths = requestPaths(CONFIG_PATH, OKM_COUNT).slice(0, WARM_UP + POLLS);
@@ -137,6 +186,8 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
     control('--dump');
     const idlePerMs = instructionsByThread(dumps, server.pid!, 1).get(1)! / IDLE_MS;
+    const idle = costLines(path.join(dumps, `callgrind.out.${server.pid}.1-01`));
+    const idleWithoutCollectorPerMs = (idle.all - idle.collector) / IDLE_MS;
     control('--zero');
     const started = performance.now();
     await send(port, paths.slice(WARM_UP));
@@ -145,12 +196,15 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
     const byThread = instructionsByThread(dumps, server.pid!, 2);
     const main = byThread.get(1)!;
     const perPoll = (main - idlePerMs * pollingMs) / POLLS;
+    const counted = costLines(path.join(dumps, `callgrind.out.${server.pid}.2-01`));
+    const withoutCollector = (counted.all - counted.collector - idleWithoutCollectorPerMs * pollingMs) / POLLS;
     const others = [...byThread].filter(([thread, count]) => thread !== 1 && count > 0).map(([thread, count]) => `thread ${thread} ${millions(count)} M`);
     console.log(
       `${checkout.name}: ${Math.round(perPoll)} instructions a poll on the event loop (${millions(main)} M over ${POLLS} polls in ${(pollingMs / 1000).toFixed(1)} s, ` +
-        `less ${millions(idlePerMs * pollingMs)} M that it spends idle in as long); other threads over those polls: ${others.join(', ') || 'none'}`,
+        `less ${millions(idlePerMs * pollingMs)} M that it spends idle in as long); ${Math.round(withoutCollector)} without the garbage collector's ` +
+        `(${millions(counted.collector)} M over the polls; both from the dump's cost lines); other threads over those polls: ${others.join(', ') || 'none'}`,
     );
-    return perPoll;
+    return { perPoll, withoutCollector };
   } finally {
     await stop(server);
     fs.rmSync(dumps, { recursive: true, force: true });
@@ -159,9 +213,10 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
 
 const DATABASE = options.postgres ? 'postgres' : 'sqlite';
 console.log(`${options.postgres ? 'PostgreSQL (keyfleet\'s process only)' : 'SQLite'}, ${OKM_COUNT} OKMs, ${WARM_UP} polls to warm up, then ${POLLS} counted, ${CONNECTIONS} connections`);
-const counts: number[] = [];
+const counts: Count[] = [];
 for (const checkout of checkouts) counts.push(await withFreshDatabase(DATABASE, (database) => countOne(checkout, database)));
 if (counts.length === 2) {
-  const [ours, base] = counts as [number, number];
-  console.log(`this checkout − base: ${Math.round(ours - base)} instructions a poll (${(((ours - base) / base) * 100).toFixed(1)} %)`);
+  const [ours, base] = counts as [Count, Count];
+  const difference = (figure: keyof Count) => `${Math.round(ours[figure] - base[figure])} (${(((ours[figure] - base[figure]) / base[figure]) * 100).toFixed(1)} %)`;
+  console.log(`this checkout − base, instructions a poll: ${difference('perPoll')}; without the garbage collector's: ${difference('withoutCollector')}`);
 }
