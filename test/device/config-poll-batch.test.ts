@@ -197,17 +197,82 @@ forEachDatabase('two servers polling one OKM at once', (kind) => {
   });
 });
 
+forEachDatabase('the fleet\'s latest releases changed by another server between two polls', (kind) => {
+  let t: TestApp;
+  let server: ReturnType<typeof loggedServer>;
+  freezeServerClock();
+  before(async () => {
+    t = await buildTestApp(kind, { WEBHOOK_DISPATCH_IN_SERVER: 'false' });
+    server = loggedServer(dialectFor(t.settings), t);
+  });
+  after(async () => {
+    await server.close();
+    await t.close();
+  });
+
+  /** The reply to the first poll of a new OKM in step at kas 1.0.0 (a new one each time: no offer held back by an earlier one). */
+  async function firstPollReply(): Promise<string> {
+    const serial = newSerial('fleetlatest');
+    await insertOkm(t.db, serial, null, CONFIGURED, 1000);
+    return JSON.stringify(await server.poll(pollRequest(serial, IN_STEP)));
+  }
+
+  test('a release made the fleet\'s latest, then another, then none, is what the next poll is offered each time', async () => {
+    const before = await firstPollReply();
+    await addRelease(t.db, 'kas', '2.0.0', { fleetLatest: true });
+    const afterFirst = await firstPollReply();
+    await addRelease(t.db, 'kas', '2.1.0', { fleetLatest: true });
+    const afterSecond = await firstPollReply();
+    await t.db.deleteFrom('fleet_firmware').where('kind', '=', 'kas').execute();
+    const afterNone = await firstPollReply();
+
+    assert.doesNotMatch(before, /kasFirmware/);
+    assert.match(afterFirst, /"kasFirmware":\{"version":"2\.0\.0","url":"https:\/\/firmware\.example\/kas\/2\.0\.0\.bin"/);
+    assert.match(afterSecond, /"kasFirmware":\{"version":"2\.1\.0"/);
+    assert.doesNotMatch(afterNone, /kasFirmware/);
+  });
+
+  test('a release deleted and uploaded again under its version, then made the fleet\'s latest again, is offered as uploaded the second time', async () => {
+    await addRelease(t.db, 'kas', '5.0.0', { fleetLatest: true, url: 'https://firmware.example/first-upload.bin' });
+    const firstUpload = await firstPollReply();
+    // Another server: 5.0.1 becomes the latest, 5.0.0 is deleted, uploaded again and made the latest again, with no poll here between.
+    await addRelease(t.db, 'kas', '5.0.1', { fleetLatest: true });
+    await t.db.deleteFrom('firmware_releases').where('kind', '=', 'kas').where('version', '=', '5.0.0').execute();
+    await addRelease(t.db, 'kas', '5.0.0', { fleetLatest: true, url: 'https://firmware.example/second-upload.bin' });
+
+    const secondUpload = await firstPollReply();
+
+    assert.match(firstUpload, /"kasFirmware":\{"version":"5\.0\.0","url":"https:\/\/firmware\.example\/first-upload\.bin"/);
+    assert.match(secondUpload, /"kasFirmware":\{"version":"5\.0\.0","url":"https:\/\/firmware\.example\/second-upload\.bin"/);
+  });
+});
+
 /** Polls in one batch, through a handler on a database handle that records the statements it runs. */
 async function runStatements(strategy: DialectStrategy, t: TestApp, requests: PollRequest[]): Promise<CompiledQuery[]> {
-  const statements: CompiledQuery[] = [];
-  const db = new Kysely<Database>({ dialect: strategy.createDialect(), log: (event) => void statements.push(event.query) });
+  const server = loggedServer(strategy, t);
   try {
-    const handle = createPollHandler(db, t.settings, strategy, () => {});
-    await Promise.all(requests.map((request) => handle(request)));
-    return statements;
+    return await server.run(requests);
   } finally {
-    await db.destroy();
+    await server.close();
   }
+}
+
+/** A poll handler, as one server's, on a database handle of its own that records the statements each run of polls makes. */
+function loggedServer(strategy: DialectStrategy, t: TestApp) {
+  let statements: CompiledQuery[] = [];
+  const db = new Kysely<Database>({ dialect: strategy.createDialect(), log: (event) => void statements.push(event.query) });
+  const handle = createPollHandler(db, t.settings, strategy, () => {});
+  return {
+    /** Polls in one batch, and the statements they ran. */
+    async run(requests: PollRequest[]): Promise<CompiledQuery[]> {
+      statements = [];
+      await Promise.all(requests.map((request) => handle(request)));
+      return statements;
+    },
+    /** One poll, and its reply. */
+    poll: (request: PollRequest) => handle(request),
+    close: () => db.destroy(),
+  };
 }
 
 async function countStatements(strategy: DialectStrategy, t: TestApp, requests: PollRequest[]): Promise<number> {
@@ -368,20 +433,29 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     assert.ok(few <= 16, `${few} statements`);
   });
 
-  test('a batch of polls in step runs its statement and one read of the fleet\'s latest releases between BEGIN and COMMIT', async () => {
+  test('a batch of polls in step runs its statement between BEGIN and COMMIT, and reads the fleet\'s latest releases only when they changed', async () => {
     const serials = Array.from({ length: 5 }, () => newSerial('steady'));
     for (const serial of serials) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
     const requests = serials.map((serial) => pollRequest(serial, IN_STEP));
-    // The first polls end the OKMs' never-polled state, a write of their own.
-    await runStatements(dialectFor(t.settings), t, requests);
+    const server = loggedServer(dialectFor(t.settings), t);
+    const verbs = (statements: CompiledQuery[]) => statements.map((statement) => statement.sql.trim().split(/\s/)[0]!.toLowerCase());
+    try {
+      // The first polls end the OKMs' never-polled state, a write of their own.
+      const first = await server.run(requests);
+      const steady = await server.run(requests);
+      await addRelease(t.db, 'kas', '4.0.0', { fleetLatest: true });
+      const afterChange = await server.run(requests);
+      const steadyAgain = await server.run(requests);
 
-    const statements = await runStatements(dialectFor(t.settings), t, requests);
-
-    assert.deepEqual(
-      statements.map((statement) => statement.sql.trim().split(/\s/)[0]!.toLowerCase()),
-      ['begin', 'with', 'select', 'commit'],
-      statements.map((statement) => statement.sql).join('\n'),
-    );
+      assert.ok(first.some((statement) => /^select .* from "fleet_firmware"/s.test(statement.sql)), 'the server\'s first batch reads the releases');
+      assert.deepEqual(verbs(steady), ['begin', 'with', 'commit'], steady.map((statement) => statement.sql).join('\n'));
+      assert.deepEqual(verbs(afterChange).slice(0, 3), ['begin', 'with', 'select'], afterChange.map((statement) => statement.sql).join('\n'));
+      assert.deepEqual(verbs(steadyAgain).slice(0, 2), ['begin', 'with']);
+      assert.ok(!steadyAgain.some((statement) => /^select .* from "fleet_firmware"/s.test(statement.sql)), 'the releases are read once after they changed');
+    } finally {
+      await server.close();
+      await t.db.deleteFrom('fleet_firmware').where('kind', '=', 'kas').execute();
+    }
   });
 
   test('OKMs of a rollout polled in one batch are offered its version, and those reporting it leave the rollout as updated', async () => {
