@@ -13,9 +13,6 @@ import {
   enrolledOkmRow,
   enrolledPollRow,
   enrolOkm,
-  fleetLatestJoin,
-  fleetLatestReleasesForPoll,
-  fleetReleasesOf,
   NO_STATUS_URLS,
   okmPollUpsert,
   polledColumns,
@@ -26,7 +23,6 @@ import {
   recordReportedVersions,
   type CountedPollRow,
   type EndOfSilence,
-  type FleetReleases,
   type PollObservation,
   type SilencedOkm,
 } from './poll-repository.ts';
@@ -63,7 +59,7 @@ export interface MessageClaim {
  */
 export interface PollStatements {
   /** Records each poll on its OKM and returns the OKM's PolledOkmRow; undefined for an unknown serial number. */
-  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(RecordedPollRow | undefined)[]>;
+  recordPolls(db: Db, polls: readonly ObservedPoll[]): Promise<(CountedPollRow | undefined)[]>;
   /** Writes the reported firmware versions of polls whose versions differ from the stored ones (see recordReportedVersions). */
   recordReportedVersions(db: Db, polls: readonly ObservedPoll[]): Promise<void>;
   /** Inserts each unknown OKM with its poll recorded; false where it exists already (a concurrent first poll). */
@@ -78,16 +74,6 @@ export interface PollStatements {
   recordEndsOfSilence(db: Db, ends: readonly EndOfSilence[]): Promise<void>;
   /** Records what each poll decided about its OKM's corrections, where it changed (see recordCorrection). */
   recordCorrections(db: Db, corrections: readonly RecordedCorrections[]): Promise<void>;
-  /** The fleet's latest releases, for the batch whose recordPolls returned `row` (any of its rows). */
-  fleetLatestReleases(db: Db, row: RecordedPollRow): Promise<FleetReleases>;
-}
-
-/**
- * A row recordPolls returned. Set-based, it also carries the key of the fleet's latest releases
- * as its statement saw them (fleetReleasesKey), so that a batch reads them only when they changed.
- */
-export interface RecordedPollRow extends CountedPollRow {
-  fleet_releases_key?: string | null;
 }
 
 const inSequence = async <In, Out>(items: readonly In[], statement: (item: In) => Promise<Out>): Promise<Out[]> => {
@@ -111,19 +97,7 @@ export const PER_ROW_POLL_STATEMENTS: PollStatements = {
   recordEndsOfSilence: async (db, ends) => void (await inSequence(ends, (end) => recordEndOfSilence(db, end))),
   recordCorrections: async (db, corrections) =>
     void (await inSequence(corrections, ({ serialNumber, record }) => recordCorrection(db, serialNumber, record))),
-  fleetLatestReleases: (db) => fleetLatestReleasesForPoll(db),
 };
-
-/**
- * The key of the fleet's latest releases: a digest of their rows (every column, in kind order),
- * null while no kind has one. Each release a key stands for is the same in every column, so a
- * release deleted and uploaded again under its version has another key. An uncorrelated
- * subquery: PostgreSQL computes it once a statement, whatever the number of rows.
- */
-const fleetReleasesKey = (db: Db) =>
-  fleetLatestJoin(db)
-    .select(sql<string | null>`encode(sha256(convert_to(string_agg(firmware_releases::text, ',' order by firmware_releases.kind), 'UTF8')), 'base64')`.as('key'))
-    .$asScalar();
 
 /** The row set of a batch of polls: the observation's columns under names no okms column has, so the poll's SET reads unambiguously. */
 interface PollRowSet {
@@ -214,23 +188,8 @@ function setBased(rowSet: RowSet): PollStatements {
       .selectFrom('known')
       .innerJoin('written', 'written.serial_number', 'known.serial_number')
       // The OKM's row, not the poll's own values back.
-      .select([
-        ...POLLED_COLUMNS.map((column) => `known.${column}` as const),
-        'known.pending_message_id',
-        'known.serial_number',
-        'written.polls',
-        fleetReleasesKey(db).as('fleet_releases_key'),
-      ]),
+      .select([...POLLED_COLUMNS.map((column) => `known.${column}` as const), 'known.pending_message_id', 'known.serial_number', 'written.polls']),
   );
-
-  // The fleet's latest releases with their key, in one statement: the key is that of the rows read.
-  const fleetLatestQuery = precompiledQuery<Selectable<FirmwareReleasesTable> & { fleet_releases_key: string | null }, []>(0, (db) =>
-    fleetLatestJoin(db).selectAll('firmware_releases').select(fleetReleasesKey(db).as('fleet_releases_key')),
-  );
-  // The releases last read, under their key: a batch whose statement saw the same key uses them
-  // and saves a round trip. Each key stands for one content (fleetReleasesKey), so the releases
-  // used are those the batch's own statement saw, whichever process changed them.
-  let lastRead: { key: string | null; releases: FleetReleases } | undefined;
 
   // One statement enrols the batch's unknown OKMs (enrolledOkmRow, enrolledPollRow): their okms
   // rows (unique-index entries taken in serial order, so two batches enrolling the same OKMs wait
@@ -475,13 +434,6 @@ function setBased(rowSet: RowSet): PollStatements {
         columns.map((column) => column.stuck_resolver),
         columns.map((column) => column.stuck_since),
       );
-    },
-    async fleetLatestReleases(db, row) {
-      if (lastRead && row.fleet_releases_key !== undefined && lastRead.key === row.fleet_releases_key) return lastRead.releases;
-      const { rows } = await fleetLatestQuery(db);
-      const read = { key: rows[0]?.fleet_releases_key ?? null, releases: fleetReleasesOf(rows) };
-      lastRead = read;
-      return read.releases;
     },
   };
 }

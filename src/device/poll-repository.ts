@@ -356,24 +356,21 @@ export async function emitEnrolled(db: Db, serialNumber: string, { now, ip, firm
   await emitFleetEvent(db, { type: 'okm.enrolled', customerId: null, data: okmEventData(serialNumber, now, ip, firmwareVersion) }, now);
 }
 
-/** fleet_firmware joined to its releases: a row for each kind that has a fleet latest. */
-export const fleetLatestJoin = (db: Db) =>
-  db
-    .selectFrom('fleet_firmware')
-    .innerJoin('firmware_releases', (join) => join.onRef('firmware_releases.kind', '=', 'fleet_firmware.kind').onRef('firmware_releases.version', '=', 'fleet_firmware.version'));
-
-const fleetLatestQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, []>(0, (db) => fleetLatestJoin(db).selectAll('firmware_releases'));
-
-/** The fleet-wide latest release of each kind that has one. */
-export type FleetReleases = Partial<Record<FirmwareKind, FirmwareRelease>>;
-
-/** The fleet's latest releases of `rows`, rows of firmware_releases, by kind. */
-export const fleetReleasesOf = (rows: readonly Selectable<FirmwareReleasesTable>[]): FleetReleases => Object.fromEntries(rows.map((row) => [row.kind, toRelease(row)]));
+const fleetLatestQuery = precompiledQuery<Selectable<FirmwareReleasesTable>, []>(
+  0,
+  (db) =>
+    db
+      .selectFrom('fleet_firmware')
+      .innerJoin('firmware_releases', (join) =>
+        join.onRef('firmware_releases.kind', '=', 'fleet_firmware.kind').onRef('firmware_releases.version', '=', 'fleet_firmware.version'),
+      )
+      .selectAll('firmware_releases'),
+);
 
 /** The fleet-wide latest release of each kind that has one (the catalog's query, precompiled for the poll). */
-export async function fleetLatestReleasesForPoll(db: Db): Promise<FleetReleases> {
+export async function fleetLatestReleasesForPoll(db: Db): Promise<Partial<Record<FirmwareKind, FirmwareRelease>>> {
   const { rows } = await fleetLatestQuery(db);
-  return fleetReleasesOf(rows);
+  return Object.fromEntries(rows.map((row) => [row.kind, toRelease(row)]));
 }
 
 type ListColumn = 'asset_list' | 'users_assets';

@@ -266,6 +266,7 @@ function roundsOfDistinctSerials(requests: readonly PollRequest[]): number[][] {
 async function decideBatch(db: Db, statements: PollStatements, settings: PollSettings, requests: readonly PollRequest[]): Promise<Decision[]> {
   const decisions: Decision[] = [];
   let fleet: Promise<EffectiveReleases> | undefined;
+  const fleetOnce = () => (fleet ??= fleetLatestReleasesForPoll(db));
   for (const round of roundsOfDistinctSerials(requests)) {
     const polls = round.map((index) => {
       const request = requests[index]!;
@@ -287,8 +288,6 @@ async function decideBatch(db: Db, statements: PollStatements, settings: PollSet
       known.flatMap(({ serialNumber, row, request }) => (row.overdue_at === null ? [] : [{ serialNumber, previousOverdueAt: row.overdue_at, now: request.now, ip: request.ip }])),
     );
 
-    // Read once a batch, from the first round's rows: later rounds poll OKMs of the same batch.
-    const fleetOnce = () => (fleet ??= statements.fleetLatestReleases(db, known[0]!.row));
     const withMessage = known.filter(({ row }) => row.pending_message_id !== null);
     const [releases, messages, rollouts] = await Promise.all([
       effectiveReleasesOf(

@@ -433,28 +433,24 @@ describe('config polls on PostgreSQL', { skip: await unavailableReason('postgres
     assert.ok(few <= 16, `${few} statements`);
   });
 
-  test('a batch of polls in step runs its statement between BEGIN and COMMIT, and reads the fleet\'s latest releases only when they changed', async () => {
+  test('a batch of polls in step runs its statement and one read of the fleet\'s latest releases between BEGIN and COMMIT', async () => {
     const serials = Array.from({ length: 5 }, () => newSerial('steady'));
     for (const serial of serials) await insertOkm(t.db, serial, null, CONFIGURED, 1000);
     const requests = serials.map((serial) => pollRequest(serial, IN_STEP));
     const server = loggedServer(dialectFor(t.settings), t);
-    const verbs = (statements: CompiledQuery[]) => statements.map((statement) => statement.sql.trim().split(/\s/)[0]!.toLowerCase());
     try {
       // The first polls end the OKMs' never-polled state, a write of their own.
-      const first = await server.run(requests);
-      const steady = await server.run(requests);
-      await addRelease(t.db, 'kas', '4.0.0', { fleetLatest: true });
-      const afterChange = await server.run(requests);
-      const steadyAgain = await server.run(requests);
+      await server.run(requests);
 
-      assert.ok(first.some((statement) => /^select .* from "fleet_firmware"/s.test(statement.sql)), 'the server\'s first batch reads the releases');
-      assert.deepEqual(verbs(steady), ['begin', 'with', 'commit'], steady.map((statement) => statement.sql).join('\n'));
-      assert.deepEqual(verbs(afterChange).slice(0, 3), ['begin', 'with', 'select'], afterChange.map((statement) => statement.sql).join('\n'));
-      assert.deepEqual(verbs(steadyAgain).slice(0, 2), ['begin', 'with']);
-      assert.ok(!steadyAgain.some((statement) => /^select .* from "fleet_firmware"/s.test(statement.sql)), 'the releases are read once after they changed');
+      const statements = await server.run(requests);
+
+      assert.deepEqual(
+        statements.map((statement) => statement.sql.trim().split(/\s/)[0]!.toLowerCase()),
+        ['begin', 'with', 'select', 'commit'],
+        statements.map((statement) => statement.sql).join('\n'),
+      );
     } finally {
       await server.close();
-      await t.db.deleteFrom('fleet_firmware').where('kind', '=', 'kas').execute();
     }
   });
 
