@@ -46,6 +46,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestPaths, seedFleet } from './fleet.ts';
+import { FLOOR_POSTGRES_STATEMENT, FLOOR_SETTINGS } from './floor-statements.ts';
 import {
   BENCH_OPTIONS,
   REPO_ROOT,
@@ -139,10 +140,6 @@ import { createRequire } from 'node:module';
 const require = createRequire(process.env.FLOOR_ROOT + '/package.json');
 `;
 
-/** The settings a poll decides from (desired values and list digests), written out here: the least a poll reads. */
-const SETTINGS = `cache_mode, key_checkout_window_time, key_checkout_window_contact, auditing_enabled, asset_list_digest,
-  users_assets_digest, polling_interval, kas_firmware, batch_key_firmware, wireless_key_firmware, status_urls`;
-
 /** keyfleet's pragmas (src/db/dialects/sqlite.ts) and checkpoint worker; the statements run synchronously, one batch at a time. */
 const SQLITE_FLOOR = `
 const SQLite = require('better-sqlite3');
@@ -155,7 +152,7 @@ database.pragma('foreign_keys = ON');
 database.pragma('busy_timeout = 5000');
 database.pragma('mmap_size = ' + 2 ** 31);
 checkpointInBackground(database, file);
-const read = database.prepare(\`SELECT ${SETTINGS} FROM okms WHERE serial_number = ?\`);
+const read = database.prepare(\`SELECT ${FLOOR_SETTINGS} FROM okms WHERE serial_number = ?\`);
 const upsert = database.prepare(\`INSERT INTO okm_polls (serial_number, last_sync_time, polls, last_ip, reported) VALUES (?, ?, 1, ?, ?)
   ON CONFLICT (serial_number) DO UPDATE SET polls = okm_polls.polls + 1, last_sync_time = excluded.last_sync_time,
   last_ip = excluded.last_ip, reported = excluded.reported RETURNING polls\`);
@@ -171,14 +168,7 @@ const POSTGRES_FLOOR = `
 const pg = require('pg');
 const pool = new pg.Pool({ connectionString: process.env.FLOOR_DATABASE, max: 2 });
 const BATCHES_AT_ONCE = 2;
-const text = \`WITH input AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS i(serial_number, now, ip, reported)),
-  polled AS (
-    INSERT INTO okm_polls AS p (serial_number, last_sync_time, polls, last_ip, reported)
-    SELECT i.serial_number, i.now, 1, i.ip, i.reported FROM input i JOIN okms o ON o.serial_number = i.serial_number
-    ON CONFLICT (serial_number) DO UPDATE SET polls = p.polls + 1, last_sync_time = excluded.last_sync_time,
-      last_ip = excluded.last_ip, reported = excluded.reported
-    RETURNING p.serial_number, p.polls)
-  SELECT o.serial_number, ${SETTINGS.replace(/(\w+)/g, 'o.$1')}, polled.polls FROM polled JOIN okms o ON o.serial_number = polled.serial_number\`;
+const text = ${JSON.stringify(FLOOR_POSTGRES_STATEMENT)};
 async function recordBatch(polls) {
   const { rows } = await pool.query({
     name: 'floor_poll',

@@ -19,7 +19,7 @@
  * the passes that do much at once are off, and what the event loop does in as long without
  * polls is subtracted. That idle count is 10 s scaled to the polls' duration (about 100 s):
  * a one-off in it (V8 collecting once the load stopped) is counted ten times over, so the
- * figure with what the loop did idle, not subtracted, is printed beside it.
+ * figure not less the idle rate is printed beside it.
  *
  * One connection by default: each poll is then a batch of its own, every run alike. With more,
  * how many polls share a transaction depends on timing, and the count moves with it.
@@ -211,7 +211,7 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
     console.log(
       `${checkout.name}: ${Math.round(perPoll)} instructions a poll on the event loop (${millions(main)} M over ${POLLS} polls in ${(pollingMs / 1000).toFixed(1)} s, ` +
         `less ${millions(idlePerMs * pollingMs)} M that it spends idle in as long); ${Math.round(withoutCollector)} without the garbage collector's ` +
-        `(${millions(counted.collector)} M over the polls; both from the dump's cost lines); ${Math.round(withIdle)} with what it did idle; ` +
+        `(${millions(counted.collector)} M over the polls; both from the dump's cost lines); ${Math.round(withIdle)} not less the idle rate; ` +
         `other threads over those polls: ${others.join(', ') || 'none'}`,
     );
     return { perPoll, withoutCollector, withIdle };
@@ -230,6 +230,6 @@ if (counts.length === 2) {
   const difference = (figure: keyof Count) => `${Math.round(ours[figure] - base[figure])} (${(((ours[figure] - base[figure]) / base[figure]) * 100).toFixed(1)} %)`;
   console.log(
     `this checkout − base, instructions a poll: ${difference('perPoll')}; without the garbage collector's: ${difference('withoutCollector')}; ` +
-      `with what it did idle: ${difference('withIdle')}`,
+      `not less the idle rate: ${difference('withIdle')}`,
   );
 }

@@ -19,6 +19,7 @@ import { dialectFor } from '../src/db/database.ts';
 import type { Database } from '../src/db/schema.ts';
 import { createPollHandler, type PollRequest } from '../src/device/poll-service.ts';
 import { requestPaths, seedFleet } from './fleet.ts';
+import { FLOOR_POSTGRES_STATEMENT } from './floor-statements.ts';
 import { median, withFreshDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
@@ -35,17 +36,6 @@ const asRequest = (path: string): PollRequest => {
   return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), now: Date.now() };
 };
 
-/** The floor's statement (bench/poll-floor.ts), over the same polls. */
-const FLOOR_STATEMENT = `WITH input AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS i(serial_number, now, ip, reported)),
-  polled AS (
-    INSERT INTO okm_polls AS p (serial_number, last_sync_time, polls, last_ip, reported)
-    SELECT i.serial_number, i.now, 1, i.ip, i.reported FROM input i JOIN okms o ON o.serial_number = i.serial_number
-    ON CONFLICT (serial_number) DO UPDATE SET polls = p.polls + 1, last_sync_time = excluded.last_sync_time,
-      last_ip = excluded.last_ip, reported = excluded.reported
-    RETURNING p.serial_number, p.polls)
-  SELECT o.serial_number, o.cache_mode, o.key_checkout_window_time, o.key_checkout_window_contact, o.auditing_enabled, o.asset_list_digest,
-  o.users_assets_digest, o.polling_interval, o.kas_firmware, o.batch_key_firmware, o.wireless_key_firmware, o.status_urls, polled.polls
-  FROM polled JOIN okms o ON o.serial_number = polled.serial_number`;
 const FLEET_JOIN = `from fleet_firmware join firmware_releases using (kind, version)`;
 
 await withFreshDatabase('postgres', async (database) => {
@@ -65,7 +55,8 @@ await withFreshDatabase('postgres', async (database) => {
     log = [];
     await Promise.all(paths.slice(0, BATCH).map((path) => handle(asRequest(path))));
     const batch = log.find((query) => query.sql.startsWith('with "known"'));
-    if (!batch) throw new Error(`no batch statement among: ${log.map((query) => query.sql.slice(0, 40)).join('; ')}`);
+    const fleetRead = log.find((query) => /^select .* from "fleet_firmware"/s.test(query.sql));
+    if (!batch || !fleetRead) throw new Error(`no batch statement or fleet read among: ${log.map((query) => query.sql.slice(0, 40)).join('; ')}`);
     const finalFrom = ' from "known" inner join "written"';
     if (!batch.sql.includes(finalFrom)) throw new Error('the batch statement does not end as this script expects');
     const withKey = (expression: string) => batch.sql.replace(finalFrom, `, ${expression} as "fleet_releases_key"${finalFrom}`);
@@ -77,8 +68,8 @@ await withFreshDatabase('postgres', async (database) => {
       ['the same with a key: the rows\' xmin', withKey(`(select string_agg(kind || ' ' || fleet_firmware.xmin || ' ' || firmware_releases.xmin, ',' order by kind) ${FLEET_JOIN})`), batch.parameters],
       ['the same with a key: a SHA-256 of the rows\' text', withKey(`(select encode(sha256(convert_to(string_agg(firmware_releases::text, ',' order by kind), 'UTF8')), 'base64') ${FLEET_JOIN})`), batch.parameters],
       ['the same with a null column', withKey('null'), batch.parameters],
-      ['the floor\'s statement', FLOOR_STATEMENT, floorParameters],
-      ['the fleet read, the batch\'s next statement', `select firmware_releases.* ${FLEET_JOIN}`, []],
+      ['the floor\'s statement', FLOOR_POSTGRES_STATEMENT, floorParameters],
+      ['the fleet read, the batch\'s next statement', fleetRead.sql, fleetRead.parameters],
       ['select 1', 'select 1', []],
     ];
     await raw.executeQuery(CompiledQuery.raw('set plan_cache_mode = force_generic_plan'));
