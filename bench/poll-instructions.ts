@@ -5,7 +5,12 @@
  * another), so a change is compared in one run, and in more than one. A count is not a time
  * (a cache miss costs more than an add): it says whether a change removed work at all.
  *
- *   npx tsx bench/poll-instructions.ts [--postgres] [--base DIR] [--okms 100000] [--warm-up 4000] [--polls 2000] [--connections 1]
+ *   npx tsx bench/poll-instructions.ts [--postgres] [--base DIR] [--floor] [--okms 100000] [--warm-up 4000] [--polls 2000] [--connections 1]
+ *
+ * `--floor` counts the floor server of bench/poll-floor.ts the same way after the checkouts,
+ * on a fleet of its own, and prints this checkout over it: the part of keyfleet's multiple of
+ * the floor that is the event loop's own instructions, without the host's noise (the kernel's
+ * work, the socket writes' above all, is in neither count, and is much the same for both).
  *
  * Each checkout (this one, and `--base`, another worktree with its node_modules, as for
  * bench:poll-ab) serves its own seeded fleet (SQLite, or with `--postgres` a fresh PostgreSQL
@@ -38,6 +43,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { floorServerArguments, floorServerEnv } from './floor-server.ts';
 import { requestPaths } from './fleet.ts';
 import { REPO_ROOT, buildServer, freePort, seedCheckout, stop, waitUntilServing, withFreshDatabase, type BenchDatabase } from './harness.ts';
 
@@ -49,6 +55,7 @@ const { values: options } = parseArgs({
     'warm-up': { type: 'string', default: '4000' },
     polls: { type: 'string', default: '2000' },
     connections: { type: 'string', default: '1' },
+    floor: { type: 'boolean', default: false },
   },
 });
 const OKM_COUNT = Number(options.okms);
@@ -59,9 +66,19 @@ const CONFIG_PATH = '/api/v1/config';
 /** How long the event loop's work without polls is counted, per checkout. */
 const IDLE_MS = 10_000;
 
-const checkouts = [
-  { name: 'this checkout', dir: REPO_ROOT },
-  ...(options.base ? [{ name: `base (${options.base})`, dir: path.resolve(options.base) }] : []),
+/** What is counted: node's arguments after its own, and the environment the server needs besides the bench's. */
+interface CountedServer {
+  name: string;
+  dir: string;
+  arguments(database: BenchDatabase): string[];
+  env(database: BenchDatabase): Record<string, string>;
+}
+
+const keyfleetIn = (name: string, dir: string): CountedServer => ({ name, dir, arguments: () => ['dist/src/cli/main.js', 'serve'], env: (database) => database.env });
+const servers: CountedServer[] = [
+  keyfleetIn('this checkout', REPO_ROOT),
+  ...(options.base ? [keyfleetIn(`base (${options.base})`, path.resolve(options.base))] : []),
+  ...(options.floor ? [{ name: 'the floor', dir: REPO_ROOT, arguments: floorServerArguments, env: (database: BenchDatabase) => floorServerEnv(database, REPO_ROOT) }] : []),
 ];
 
 /** Sends `paths` over `CONNECTIONS` keep-alive connections, each waiting for its answer before its next; fails on any answer but 200. */
@@ -151,7 +168,7 @@ interface Count {
   withIdle: number;
 }
 
-async function countOne(checkout: (typeof checkouts)[number], database: BenchDatabase): Promise<Count> {
+async function countOne(checkout: CountedServer, database: BenchDatabase): Promise<Count> {
   buildServer(checkout.dir);
   seedCheckout(checkout.dir, database, OKM_COUNT);
   const paths = requestPaths(CONFIG_PATH, OKM_COUNT).slice(0, WARM_UP + POLLS);
@@ -160,12 +177,12 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
   const port = await freePort();
   const server = spawn(
     'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', '--dump-instr=no', `--callgrind-out-file=${dumps}/callgrind.out.%p`, process.execPath, '--single-threaded', 'dist/src/cli/main.js', 'serve'],
+    ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', '--dump-instr=no', `--callgrind-out-file=${dumps}/callgrind.out.%p`, process.execPath, '--single-threaded', ...checkout.arguments(database)],
     {
       cwd: checkout.dir,
       env: {
         ...process.env,
-        ...database.env,
+        ...checkout.env(database),
         // The bench's settings (startKeyfleet): limits counted, never reached; the per-IP one off, all load being from one IP.
         RATE_LIMIT_DEVICE_PER_MINUTE: '1000000000',
         RATE_LIMIT_DEVICE_IP_PER_MINUTE: '0',
@@ -185,7 +202,7 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
   // valgrind names its command pipes after HOST, which the server's settings set: callgrind_control must see the same.
   const control = (command: string) => execFileSync('callgrind_control', [command, String(server.pid)], { env: { ...process.env, HOST: '127.0.0.1' }, stdio: 'ignore' });
   try {
-    await waitUntilServing(`http://127.0.0.1:${port}/embeddedv1/kas/config`, server, 600_000);
+    await waitUntilServing(`http://127.0.0.1:${port}${paths[0]}`, server, 600_000);
     // Not counted until it serves: uninstrumented, the start is quick enough for Fastify's plugin timeout (10 s).
     control('--instr=on');
     await send(port, paths.slice(0, WARM_UP));
@@ -223,13 +240,15 @@ async function countOne(checkout: (typeof checkouts)[number], database: BenchDat
 
 const DATABASE = options.postgres ? 'postgres' : 'sqlite';
 console.log(`${options.postgres ? 'PostgreSQL (keyfleet\'s process only)' : 'SQLite'}, ${OKM_COUNT} OKMs, ${WARM_UP} polls to warm up, then ${POLLS} counted, ${CONNECTIONS} connections`);
-const counts: Count[] = [];
-for (const checkout of checkouts) counts.push(await withFreshDatabase(DATABASE, (database) => countOne(checkout, database)));
-if (counts.length === 2) {
-  const [ours, base] = counts as [Count, Count];
-  const difference = (figure: keyof Count) => `${Math.round(ours[figure] - base[figure])} (${(((ours[figure] - base[figure]) / base[figure]) * 100).toFixed(1)} %)`;
+const counts = new Map<CountedServer, Count>();
+for (const server of servers) counts.set(server, await withFreshDatabase(DATABASE, (database) => countOne(server, database)));
+const [ours, ...others] = [...counts];
+for (const [other, count] of others) {
+  const base = other.name === 'the floor' ? 'the floor' : 'base';
+  const difference = (figure: keyof Count) =>
+    `${Math.round(ours![1][figure] - count[figure])} (${(((ours![1][figure] - count[figure]) / count[figure]) * 100).toFixed(1)} %, ${(ours![1][figure] / count[figure]).toFixed(2)} ×)`;
   console.log(
-    `this checkout − base, instructions a poll: ${difference('perPoll')}; without the garbage collector's: ${difference('withoutCollector')}; ` +
+    `this checkout − ${base}, instructions a poll: ${difference('perPoll')}; without the garbage collector's: ${difference('withoutCollector')}; ` +
       `not less the idle rate: ${difference('withIdle')}`,
   );
 }
