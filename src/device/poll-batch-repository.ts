@@ -359,8 +359,10 @@ function setBased(rowSet: RowSet): PollStatements {
       return polls.map(({ serialNumber }) => {
         const row = bySerial.get(serialNumber);
         if (!row) return undefined;
-        const { serial_number: _serial, ...polled } = row;
-        return { ...polled, polls: Number(polled.polls) };
+        // The driver's row is this poll's alone: completed in place, not copied, since a copy
+        // of its 26 columns cost more than the rest of the poll's own row handling.
+        row.polls = Number(row.polls);
+        return row;
       });
     },
     async recordReportedVersions(db, polls) {

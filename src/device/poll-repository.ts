@@ -176,7 +176,10 @@ export async function recordPoll(db: Db, serialNumber: string, observation: Poll
   if (!row) return undefined;
   const { now, ip, reported, installCode } = observation;
   const [counted] = (await upsertOkmPollQuery(db, serialNumber, now, ip, reported, installCode, statusMarkOf(row, now))).rows;
-  return { ...row, polls: Number(counted!.polls) };
+  // The driver's row is this poll's alone: completed in place rather than copied.
+  const polled = row as CountedPollRow;
+  polled.polls = Number(counted!.polls);
+  return polled;
 }
 
 /** Whether the versions a poll reported differ from those stored on its OKM before it. */
