@@ -89,7 +89,9 @@ export async function startConsoleServer(settings: Record<string, string> = {}):
   const database = openDatabase(dialectFor(loadSettings({ ...env, LOG_LEVEL: 'silent' })));
 
   const cli = async (...args: string[]) => {
-    const run = await runKeyfleet(env, ...args, '--json');
+    // Options go before a '--', after which every word is an argument (a key id may begin with '--').
+    const end = args.indexOf('--');
+    const run = await runKeyfleet(env, ...(end === -1 ? [...args, '--json'] : [...args.slice(0, end), '--json', ...args.slice(end)]));
     if (run.exitCode !== 0) throw new Error(`keyfleet ${args.join(' ')}: exit ${run.exitCode}: ${run.stderr}`);
     return JSON.parse(run.stdout) as Record<string, unknown>;
   };
