@@ -119,13 +119,30 @@ function instructionsByThread(directory: string, pid: number, dump: number): Map
 const GARBAGE_COLLECTOR = /^(v8::internal::|cppgc::).*(Heap|Scaveng|Mark|Sweep|GCTracer|Evacuat|RememberedSet|SlotSet|Compactor|Marking)/;
 
 /**
- * The instructions in the callgrind dump `file`, summed over its cost lines, and those of V8's
- * garbage collector among them (the self cost of its functions). A collection of the old
- * generation costs hundreds of millions at once, so whether one fell among the counted polls
- * moves the total by several percent; the count without it is the steadier figure to compare
- * checkouts by.
+ * The runtime functions through which V8 compiles a function or moves it to a faster tier; with
+ * `--single-threaded` each compiles on the event loop's thread, inside the call.
  */
-function costLines(file: string): { all: number; collector: number } {
+const COMPILER_ENTRY = /^v8::internal::Runtime_(Optimize|Compile|InstallBaselineCode|BytecodeBudgetInterrupt)/;
+
+interface CostLines {
+  all: number;
+  /** The self cost of the garbage collector's functions. */
+  collector: number;
+  /** The inclusive cost of the calls into V8's compilers (COMPILER_ENTRY). */
+  compiler: number;
+}
+
+/**
+ * The instructions in the callgrind dump `file`, summed over its cost lines, and those of V8's
+ * garbage collector and compilers among them. A collection of the old generation costs
+ * hundreds of millions at once, so whether one fell among the counted polls moves the total by
+ * several percent. The compilers are still at work long after the warm-up: after 4 000 polls
+ * they were 58 k instructions of keyfleet's 368 k a poll, after 20 000 still 28 k of 325 k (a
+ * server that has run for minutes has long finished; `--trace-opt` then shows a few functions a
+ * minute), while the floor's little code was compiled early. The count without either is the
+ * steadier figure to compare servers by.
+ */
+function costLines(file: string): CostLines {
   const names = new Map<string, string>();
   const nameOf = (reference: string) => {
     const match = /^\((\d+)\)(?: (.*))?$/.exec(reference);
@@ -134,24 +151,24 @@ function costLines(file: string): { all: number; collector: number } {
     return names.get(match[1]!) ?? '';
   };
   let inCollector = false;
+  let callee = '';
   let callCost = false;
-  let all = 0;
-  let collector = 0;
+  const costs: CostLines = { all: 0, collector: 0, compiler: 0 };
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
     if (line.startsWith('fn=')) inCollector = GARBAGE_COLLECTOR.test(nameOf(line.slice(3)));
-    else if (line.startsWith('cfn=')) nameOf(line.slice(4));
+    else if (line.startsWith('cfn=')) callee = nameOf(line.slice(4));
     // The cost line after calls= is the call's inclusive cost, not the function's own.
     else if (line.startsWith('calls=')) callCost = true;
     else if (/^[0-9+*-]/.test(line)) {
+      const cost = Number(line.split(' ')[1] ?? 0);
       if (!callCost) {
-        const cost = Number(line.split(' ')[1] ?? 0);
-        all += cost;
-        if (inCollector) collector += cost;
-      }
+        costs.all += cost;
+        if (inCollector) costs.collector += cost;
+      } else if (COMPILER_ENTRY.test(callee)) costs.compiler += cost;
       callCost = false;
     }
   }
-  return { all, collector };
+  return costs;
 }
 
 const millions = (count: number) => (count / 1e6).toFixed(2);
@@ -160,6 +177,8 @@ interface Count {
   perPoll: number;
   /** From the cost lines, without the garbage collector's instructions (costLines). */
   withoutCollector: number;
+  /** From the cost lines, without the garbage collector's nor the compilers' instructions (costLines): the figure to compare by. */
+  steady: number;
   /**
    * Not less the idle rate: the 10 s counted idle, scaled to the polls' duration, caught a
    * one-off (a collection once the load stopped, say) in some runs, 2 641 M where the other
@@ -213,6 +232,7 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
     const idlePerMs = instructionsByThread(dumps, server.pid!, 1).get(1)! / IDLE_MS;
     const idle = costLines(path.join(dumps, `callgrind.out.${server.pid}.1-01`));
     const idleWithoutCollectorPerMs = (idle.all - idle.collector) / IDLE_MS;
+    const idleSteadyPerMs = (idle.all - idle.collector - idle.compiler) / IDLE_MS;
     control('--zero');
     const started = performance.now();
     await send(port, paths.slice(WARM_UP));
@@ -224,14 +244,16 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
     const withIdle = main / POLLS;
     const counted = costLines(path.join(dumps, `callgrind.out.${server.pid}.2-01`));
     const withoutCollector = (counted.all - counted.collector - idleWithoutCollectorPerMs * pollingMs) / POLLS;
+    const steady = (counted.all - counted.collector - counted.compiler - idleSteadyPerMs * pollingMs) / POLLS;
     const others = [...byThread].filter(([thread, count]) => thread !== 1 && count > 0).map(([thread, count]) => `thread ${thread} ${millions(count)} M`);
     console.log(
       `${checkout.name}: ${Math.round(perPoll)} instructions a poll on the event loop (${millions(main)} M over ${POLLS} polls in ${(pollingMs / 1000).toFixed(1)} s, ` +
         `less ${millions(idlePerMs * pollingMs)} M that it spends idle in as long); ${Math.round(withoutCollector)} without the garbage collector's ` +
-        `(${millions(counted.collector)} M over the polls; both from the dump's cost lines); ${Math.round(withIdle)} not less the idle rate; ` +
+        `(${millions(counted.collector)} M over the polls; both from the dump's cost lines); ${Math.round(steady)} without the collector's nor the compilers' ` +
+        `(${millions(counted.compiler)} M); ${Math.round(withIdle)} not less the idle rate; ` +
         `other threads over those polls: ${others.join(', ') || 'none'}`,
     );
-    return { perPoll, withoutCollector, withIdle };
+    return { perPoll, withoutCollector, steady, withIdle };
   } finally {
     await stop(server);
     fs.rmSync(dumps, { recursive: true, force: true });
@@ -249,6 +271,7 @@ for (const [other, count] of others) {
     `${Math.round(ours![1][figure] - count[figure])} (${(((ours![1][figure] - count[figure]) / count[figure]) * 100).toFixed(1)} %, ${(ours![1][figure] / count[figure]).toFixed(2)} ×)`;
   console.log(
     `this checkout − ${base}, instructions a poll: ${difference('perPoll')}; without the garbage collector's: ${difference('withoutCollector')}; ` +
+      `without the collector's nor the compilers': ${difference('steady')}; ` +
       `not less the idle rate: ${difference('withIdle')}`,
   );
 }
