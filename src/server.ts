@@ -7,6 +7,7 @@ import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { sendError } from './http/error-handler.ts';
 import { registerDeviceCallSummary, RequestLogController, requestIdOf } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { parseQueryString } from './http/query-string.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
 export interface ServerDependencies {
@@ -25,7 +26,7 @@ export async function buildServer(dependencies: ServerDependencies): Promise<Fas
     logger: { level: settings.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     // proxy-addr takes a hop count too; Fastify's types only list the other forms.
     trustProxy: settings.trustProxy as boolean | string,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048, querystringParser: parseQueryString },
     genReqId: requestIdOf,
     logController,
     bodyLimit: 1024 * 1024,

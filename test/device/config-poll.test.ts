@@ -75,6 +75,16 @@ forEachDatabase('config call recording', (kind) => {
     assert.deepEqual((await findOkm(t.db, serial))?.reported, { retailCfg: '2' });
   });
 
+  test('a value is decoded escape by escape: a malformed escape stays as sent, bytes that are not UTF-8 become U+FFFD, and the poll is answered', async () => {
+    const serial = newSerial();
+    await poll(t, serial);
+
+    const response = await t.app.inject({ method: 'GET', url: `/api/v1/config/${serial}?configUrl=%2Fa%41%zz&auditUrl=%ff%2F&kasFirmware=1.0+beta` });
+
+    assert.equal(response.statusCode, 200);
+    assert.deepEqual((await findOkm(t.db, serial))?.reported, { configUrl: '/aA%zz', auditUrl: '\uFFFD/', kasFirmware: '1.0 beta' });
+  });
+
   test('an install code of 5 to 20 digits is stored, and anything else leaves the stored one', async () => {
     const serial = newSerial();
     await poll(t, serial, { installCode: '12345' });

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { parseQueryString } from '../../src/http/query-string.ts';
+
+/** Parameters as a client would send them: each value, or each of a repeated parameter's values, encoded by encodeURIComponent. */
+const encode = (parameters: readonly (readonly [string, readonly string[]])[]) =>
+  parameters.flatMap(([name, values]) => values.map((value) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`)).join('&');
+
+test('parameters encoded by a client come back as sent: one value a string, a repeated parameter its values in order', () => {
+  const names = fc.uniqueArray(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { maxLength: 8 });
+  fc.assert(
+    fc.property(
+      names.chain((unique) => fc.tuple(...unique.map((name) => fc.tuple(fc.constant(name), fc.array(fc.string({ unit: 'grapheme', maxLength: 20 }), { minLength: 1, maxLength: 3 }))))),
+      (parameters) => {
+        const parsed = parseQueryString(encode(parameters));
+        assert.deepEqual({ ...parsed }, Object.fromEntries(parameters.map(([name, values]) => [name, values.length === 1 ? values[0]! : [...values]])));
+      },
+    ),
+  );
+});
+
+test('any query parses to strings and arrays of strings, without an error', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (query) => {
+      for (const value of Object.values(parseQueryString(query))) {
+        assert.ok(typeof value === 'string' || (Array.isArray(value) && value.length > 1 && value.every((item) => typeof item === 'string')));
+      }
+    }),
+  );
+});
+
+test("'+' is a space, an escape that is not valid stays as sent, and bytes that are not UTF-8 become U+FFFD", () => {
+  assert.deepEqual({ ...parseQueryString('a+b=c+d&x=%zz&y=a%41%zz&z=%ff&euro=%E2%82%AC&half=%4&flag&=empty-name&w=1=2') }, {
+    'a b': 'c d',
+    x: '%zz',
+    y: 'aA%zz',
+    z: '\uFFFD',
+    euro: '€',
+    half: '%4',
+    flag: '',
+    '': 'empty-name',
+    w: '1=2',
+  });
+});
+
+test('an empty query has no parameters, and a parameter named __proto__ is a parameter, not a prototype', () => {
+  assert.deepEqual(Object.keys(parseQueryString('')), []);
+  const parsed = parseQueryString('__proto__=1&constructor=2');
+  assert.equal(Object.getPrototypeOf(parsed), null);
+  assert.deepEqual({ ...parsed }, { ['__proto__']: '1', constructor: '2' });
+  assert.equal(({} as Record<string, unknown>).constructor, Object);
+});
