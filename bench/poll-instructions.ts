@@ -180,7 +180,7 @@ interface Count {
   /** From the cost lines, without the garbage collector's nor the compilers' instructions (costLines): the figure to compare by. */
   steady: number;
   /**
-   * Not less the idle rate: the 10 s counted idle, scaled to the polls' duration, caught a
+   * Not less the idle rate: the idle count, scaled to the polls' duration, caught a
    * one-off (a collection once the load stopped, say) in some runs, 2 641 M where the other
    * checkout's run gave 154 M, and the subtraction then decided the comparison.
    */
