@@ -49,5 +49,4 @@ test('an empty query has no parameters, and a parameter named __proto__ is a par
   const parsed = parseQueryString('__proto__=1&constructor=2');
   assert.equal(Object.getPrototypeOf(parsed), null);
   assert.deepEqual({ ...parsed }, { ['__proto__']: '1', constructor: '2' });
-  assert.equal(({} as Record<string, unknown>).constructor, Object);
 });
