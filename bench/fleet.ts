@@ -8,7 +8,7 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 import { createFleetPass } from '../src/fleet/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
-import { parseReported, reportedValues } from '../src/device/reported.ts';
+import { parseReported, reportedValuesJson } from '../src/device/reported.ts';
 import { loadSettings } from '../src/config/settings.ts';
 import type { PolledOkmRow } from '../src/device/poll-repository.ts';
 import { desiredState, type PollSettings } from '../src/device/poll-service.ts';
@@ -283,7 +283,7 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     await db.schema.createTable('bench_reported').addColumn('template', 'text', (column) => column.primaryKey()).addColumn('reported', 'text').execute();
     await db
       .insertInto('bench_reported')
-      .values(TEMPLATES.map((template, index) => ({ template: templateSerialOf(index), reported: JSON.stringify(reportedValues(inSyncParameters(template, now))) })))
+      .values(TEMPLATES.map((template, index) => ({ template: templateSerialOf(index), reported: reportedValuesJson(inSyncParameters(template, now)) })))
       .execute();
     await db.schema
       .createTable('bench_serials')

@@ -23,7 +23,7 @@ import { findRetryPolicies } from '../customers/repository.ts';
 import type { RetryPolicy } from '../shared/retry-policy.ts';
 import { decidePoll, type PollContext, type PollVerdict } from './poll-verdict.ts';
 import { correctionRecordOf } from '../okm/correction-record.ts';
-import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValues, type ReportedState } from './reported.ts';
+import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValuesJson, type ReportedState } from './reported.ts';
 import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
 
@@ -56,7 +56,7 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
     firmwareVersion: storableVersion(kasFirmware),
     batchKeyFirmwareVersion: storableVersion(batchKeyFirmware),
     wirelessKeyFirmwareVersion: storableVersion(wirelessKeyFirmware),
-    reported: JSON.stringify(reportedValues(request.query)),
+    reported: reportedValuesJson(request.query),
     installCode: installCode ?? null,
   };
 }

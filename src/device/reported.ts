@@ -1,5 +1,3 @@
-import type { ReportedValues } from '../okm/model.ts';
-
 /**
  * What the device says about itself, read leniently from its query string: a parameter
  * that is missing, repeated or malformed is undefined ("unknown"), never an error, so that
@@ -75,12 +73,30 @@ export function parseReported(query: Record<string, unknown>): ReportedState {
   };
 }
 
-/** The known parameters as sent, for the dashboard: single values only, each cut to a bounded length. */
-export function reportedValues(query: Record<string, unknown>): ReportedValues {
-  const values: ReportedValues = {};
-  for (const name of REPORTED_PARAMETERS) {
-    const value = query[name];
-    if (typeof value === 'string') values[name] = value.slice(0, REPORTED_VALUE_MAX_LENGTH);
-  }
-  return values;
+const bounded = (value: unknown): string | undefined => (typeof value === 'string' ? value.slice(0, REPORTED_VALUE_MAX_LENGTH) : undefined);
+
+/**
+ * The known parameters as sent, for the dashboard, as the JSON text stored with the poll:
+ * single values only, each cut to a bounded length, in REPORTED_PARAMETERS' order. Every poll
+ * builds it, so it is one object literal of fixed shape (JSON leaves out the parameters not
+ * sent, which are undefined) rather than an object built key by key, whose stores and the
+ * query's reads by a variable name V8 could only do by generic lookups.
+ */
+export function reportedValuesJson(query: Record<string, unknown>): string {
+  return JSON.stringify({
+    kasFirmware: bounded(query.kasFirmware),
+    kasDateTime: bounded(query.kasDateTime),
+    retailCfg: bounded(query.retailCfg),
+    configUrl: bounded(query.configUrl),
+    auditUrl: bounded(query.auditUrl),
+    assetList: bounded(query.assetList),
+    usersAssets: bounded(query.usersAssets),
+    batchKeyFirmware: bounded(query.batchKeyFirmware),
+    wirelessKeyFirmware: bounded(query.wirelessKeyFirmware),
+    keyCheckoutWindowTime: bounded(query.keyCheckoutWindowTime),
+    keyCheckoutWindowContact: bounded(query.keyCheckoutWindowContact),
+    installCode: bounded(query.installCode),
+    cacheMode: bounded(query.cacheMode),
+    pollingInterval: bounded(query.pollingInterval),
+  } satisfies Record<(typeof REPORTED_PARAMETERS)[number], string | undefined>);
 }
