@@ -47,6 +47,15 @@ test("'+' is a space, an escape that is not valid stays as sent, and bytes that 
 test('an empty query has no parameters, and a parameter named __proto__ is a parameter, not a prototype', () => {
   assert.deepEqual(Object.keys(parseQueryString('')), []);
   const parsed = parseQueryString('__proto__=1&constructor=2');
-  assert.equal(Object.getPrototypeOf(parsed), null);
+  assert.equal(Object.getPrototypeOf(Object.getPrototypeOf(parsed)), null);
   assert.deepEqual({ ...parsed }, { ['__proto__']: '1', constructor: '2' });
+});
+
+test('a parsed query inherits no members: a name not sent reads as undefined, whatever the name', () => {
+  const parsed = parseQueryString('a=1');
+  for (const name of ['toString', 'constructor', 'hasOwnProperty', 'valueOf', '__proto__', '__defineGetter__']) {
+    assert.equal(parsed[name], undefined, name);
+    assert.equal(name in parsed, false, name);
+  }
+  assert.deepEqual(parseQueryString('toString=x&toString=y').toString, ['x', 'y']);
 });
