@@ -19,7 +19,7 @@ test('the stored reported values are the known parameters sent once, in the para
 });
 
 test('every known parameter sent is stored, in the order the parameters are listed', () => {
-  const query = Object.fromEntries(REPORTED_PARAMETERS.toReversed().map((name) => [name, `${name} value`]));
+  const query = Object.fromEntries([...REPORTED_PARAMETERS].reverse().map((name) => [name, `${name} value`]));
   assert.deepEqual(Object.keys(JSON.parse(reportedValuesJson(query))), REPORTED_PARAMETERS);
 });
 
