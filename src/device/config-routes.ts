@@ -52,17 +52,29 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
   const { configPath, auditUrl, okmAutoEnrol, okmDeviceTokens } = app.settings;
 
   const handlePoll = createPollHandler(app.db, app.settings, app.dialect, app.statusEvents.queued);
-  const polls = new Counter({
+  // Counted as plain numbers, and handed to prom-client when /metrics is read: its inc() checks
+  // the label names and joins the values into a key on every call, and every poll counts.
+  const pollsByOutcome = { enrolled: 0, in_step: 0, corrected: 0 };
+  const correctionsByResolver = new Map<string, number>();
+  new Counter({
     name: 'keyfleet_okm_polls_total',
     help: 'Config polls answered, by outcome: enrolled (unknown OKM inserted, 204), in_step ({}), corrected',
     labelNames: ['outcome'] as const,
     registers: [app.metrics],
+    collect() {
+      this.reset();
+      for (const [outcome, count] of Object.entries(pollsByOutcome)) if (count > 0) this.inc({ outcome }, count);
+    },
   });
-  const corrections = new Counter({
+  new Counter({
     name: 'keyfleet_okm_corrections_total',
     help: 'Corrections sent to OKMs, by the resolver that fired (named by the reply key it sets)',
     labelNames: ['resolver'] as const,
     registers: [app.metrics],
+    collect() {
+      this.reset();
+      for (const [resolver, count] of correctionsByResolver) this.inc({ resolver }, count);
+    },
   });
 
   app.decorateRequest('deviceAuthentication', undefined);
@@ -134,15 +146,18 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
         now: Date.now(),
       });
       if (result.kind === 'enrolled') {
-        polls.inc({ outcome: 'enrolled' });
+        pollsByOutcome.enrolled += 1;
         return reply.code(204).send();
       }
       if (result.kind === 'pending') throw notFound(PENDING_OKM);
       // The OKM was created after the token check found none: its configuration goes only to its token.
       if (request.deviceAuthentication === 'unknown serial') throw unauthorized(INVALID_DEVICE_TOKEN);
       const resolver = Object.keys(result.body)[0];
-      polls.inc({ outcome: resolver === undefined ? 'in_step' : 'corrected' });
-      if (resolver !== undefined) corrections.inc({ resolver });
+      if (resolver === undefined) pollsByOutcome.in_step += 1;
+      else {
+        pollsByOutcome.corrected += 1;
+        correctionsByResolver.set(resolver, (correctionsByResolver.get(resolver) ?? 0) + 1);
+      }
       return result.body;
     },
   );

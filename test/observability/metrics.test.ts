@@ -34,6 +34,23 @@ forEachDatabase('metrics', (kind) => {
     assert.match(body, /keyfleet_okm_corrections_total\{resolver="kasDateTime"\} 1/);
   });
 
+  test('the poll counters are totals since the start: reading /metrics again neither adds nor forgets', async () => {
+    const countOf = (body: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(body)?.[1]);
+    const scrape = async () => (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
+    await subject.app.inject({ method: 'GET', url: '/api/v1/config/METRICS-3' });
+    await subject.app.inject({ method: 'GET', url: '/api/v1/config/METRICS-3?kasDateTime=1' });
+    const first = await scrape();
+    const corrected = countOf(first, 'keyfleet_okm_polls_total{outcome="corrected"}');
+    const byResolver = countOf(first, 'keyfleet_okm_corrections_total{resolver="kasDateTime"}');
+    assert.ok(corrected >= 1 && byResolver >= 1, first);
+    assert.equal(countOf(await scrape(), 'keyfleet_okm_polls_total{outcome="corrected"}'), corrected);
+
+    await subject.app.inject({ method: 'GET', url: '/api/v1/config/METRICS-3?kasDateTime=1' });
+    const third = await scrape();
+    assert.equal(countOf(third, 'keyfleet_okm_polls_total{outcome="corrected"}'), corrected + 1);
+    assert.equal(countOf(third, 'keyfleet_okm_corrections_total{resolver="kasDateTime"}'), byResolver + 1);
+  });
+
   test('the PostgreSQL connection pool is reported by state', { skip: kind !== 'postgres' && 'SQLite has one connection, no pool' }, async () => {
     const body = (await subject.app.inject({ method: 'GET', url: '/metrics' })).body;
 
