@@ -275,7 +275,7 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
     // The window that counted least is the steady poll's: a window can catch V8 undoing its
     // optimised code (a collection of the old generation that clears the maps it was built on,
     // the first minute's counters starting afresh) and running the poll's functions unoptimised
-    // until they are compiled again, which counted up to 1.6 times the steady figure.
+    // until they are compiled again, which counted up to 1.9 times the steady figure.
     const steadiest = windows.reduce((lowest, count) => (count.steady < lowest.steady ? count : lowest));
     console.log(`${checkout.name}: the lowest of ${WINDOWS} windows, ${Math.round(steadiest.steady)} without the collector's nor the compilers'; the windows: ${windows.map((count) => Math.round(count.steady)).join(', ')}`);
     const { perPoll, withoutCollector, steady, withIdle } = steadiest;
