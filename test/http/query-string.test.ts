@@ -47,7 +47,8 @@ test("'+' is a space, an escape that is not valid stays as sent, and bytes that 
 test('an empty query has no parameters, and a parameter named __proto__ is a parameter, not a prototype', () => {
   assert.deepEqual(Object.keys(parseQueryString('')), []);
   const parsed = parseQueryString('__proto__=1&constructor=2');
-  assert.equal(Object.getPrototypeOf(Object.getPrototypeOf(parsed)), null);
+  const prototype: object = Object.getPrototypeOf(parsed);
+  assert.deepEqual([Reflect.ownKeys(prototype), Object.getPrototypeOf(prototype)], [[], null]);
   assert.deepEqual({ ...parsed }, { ['__proto__']: '1', constructor: '2' });
 });
 
