@@ -41,15 +41,30 @@ export const REPORTED_PARAMETERS = [
 export const REPORTED_VALUE_MAX_LENGTH = 256;
 export const FIRMWARE_VERSION_MAX_LENGTH = 64;
 
-// Plain decimal integers only: "1e99", "5.0", " 5" and "0x10" are unknown, and an epoch in
-// milliseconds still fits a double exactly.
-const INTEGER = /^-?\d{1,15}$/;
 const INSTALL_CODE = /^\d{5,20}$/;
+const MINUS = 0x2d;
+const ZERO = 0x30;
+const NINE = 0x39;
+/** The most digits an integer parameter has: an epoch in milliseconds still fits a double exactly. */
+const INTEGER_MAX_DIGITS = 15;
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
+/**
+ * A plain decimal integer, /^-?[0-9]{1,15}$/: "1e99", "5.0", " 5" and "0x10" are unknown. A
+ * loop over the characters rather than that regular expression, which cost about 400
+ * instructions a test and six tests a poll.
+ */
 function integer(value: unknown): number | undefined {
-  return typeof value === 'string' && INTEGER.test(value) ? Number(value) : undefined;
+  if (typeof value !== 'string') return undefined;
+  const firstDigit = value.charCodeAt(0) === MINUS ? 1 : 0;
+  const digits = value.length - firstDigit;
+  if (digits < 1 || digits > INTEGER_MAX_DIGITS) return undefined;
+  for (let index = firstDigit; index < value.length; index++) {
+    const code = value.charCodeAt(index);
+    if (code < ZERO || code > NINE) return undefined;
+  }
+  return Number(value);
 }
 
 /** Reads the device's parameters from a parsed query string (values are strings, or arrays when repeated). */
