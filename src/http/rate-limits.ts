@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin';
-import rateLimit, { normalizeIP, type RateLimitOptions } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from './errors.ts';
+import { FixedWindowLimit } from './fixed-window-limit.ts';
 
 const ONE_MINUTE_MS = 60_000;
 
@@ -23,31 +24,8 @@ declare module 'fastify' {
 const SERIALS_KEPT = 250_000;
 const CLIENTS_KEPT = 50_000;
 
-type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
-type Outcome = Awaited<ReturnType<Limiter>>;
-
-const tooManyRequests = (outcome: Extract<Outcome, { isAllowed: false }>) => {
-  const seconds = Math.max(1, outcome.ttlInSeconds);
-  return new HttpError(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded, retry in ${seconds} s`, { 'retry-after': String(seconds) });
-};
-
-const NOT_LIMITED = Promise.resolve();
-
-/** Counts the request and refuses it when its key is over the limit. */
-function count(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
-  if (!limiter) return NOT_LIMITED;
-  return limiter(request).then((outcome) => {
-    if (!outcome.isAllowed && outcome.isExceeded) throw tooManyRequests(outcome);
-  });
-}
-
-/** Refuses the request when its key has used up the limit, without counting it. */
-function check(limiter: Limiter | undefined, request: FastifyRequest): Promise<void> {
-  if (!limiter) return NOT_LIMITED;
-  return limiter(request, { increment: false }).then((outcome) => {
-    if (!outcome.isAllowed && outcome.remaining === 0) throw tooManyRequests(outcome);
-  });
-}
+const tooManyRequests = (seconds: number) =>
+  new HttpError(429, 'TOO_MANY_REQUESTS', `Rate limit exceeded, retry in ${seconds} s`, { 'retry-after': String(seconds) });
 
 const serialNumberOf = (request: FastifyRequest) => (request.params as { serialNumber?: string } | undefined)?.serialNumber;
 
@@ -63,18 +41,13 @@ const serialNumberOf = (request: FastifyRequest) => (request.params as { serialN
  */
 async function rateLimitsPlugin(app: FastifyInstance): Promise<void> {
   const { deviceRateLimitPerMinute, deviceIpRateLimitPerMinute, apiRateLimitPerMinute } = app.settings;
-  await app.register(rateLimit, { global: false, timeWindow: ONE_MINUTE_MS });
-
-  const limiter = (max: number, cache: number, keyOf: (request: FastifyRequest) => string): Limiter | undefined => {
-    if (max === 0) return undefined;
-    const options: RateLimitOptions = { max, timeWindow: ONE_MINUTE_MS, cache, keyGenerator: keyOf };
-    return app.createRateLimit(options);
-  };
+  const limit = (max: number, keysKept: number) => (max === 0 ? undefined : new FixedWindowLimit(max, ONE_MINUTE_MS, keysKept));
+  const perSerialNumber = limit(deviceRateLimitPerMinute, SERIALS_KEPT);
+  const perDeviceIp = limit(deviceIpRateLimitPerMinute, CLIENTS_KEPT);
+  const perCredential = limit(apiRateLimitPerMinute, CLIENTS_KEPT);
+  const perUnauthenticatedIp = limit(apiRateLimitPerMinute, CLIENTS_KEPT);
+  // @fastify/rate-limit's: an IPv4-mapped IPv6 address as IPv4, an IPv6 one as its /64 subnet.
   const clientIp = (request: FastifyRequest) => normalizeIP(request.ip);
-  const perSerialNumber = limiter(deviceRateLimitPerMinute, SERIALS_KEPT, (request) => serialNumberOf(request)!);
-  const perDeviceIp = limiter(deviceIpRateLimitPerMinute, CLIENTS_KEPT, clientIp);
-  const perCredential = limiter(apiRateLimitPerMinute, CLIENTS_KEPT, (request) => request.headers.authorization!);
-  const perUnauthenticatedIp = limiter(apiRateLimitPerMinute, CLIENTS_KEPT, clientIp);
 
   app.addHook('onRoute', (route) => {
     if (route.config?.rateLimitGroup !== undefined) return;
@@ -82,34 +55,33 @@ async function rateLimitsPlugin(app: FastifyInstance): Promise<void> {
   });
   const groupOf = (request: FastifyRequest) => request.routeOptions.config?.rateLimitGroup;
 
-  /** The counting a request's group asks for; undefined when it asks for none. */
-  const limitsOf = (request: FastifyRequest): Promise<void> | undefined => {
+  /** Counts the request against the limits of its group: the seconds until it may try again when one refuses it, else undefined. */
+  const refusalOf = (request: FastifyRequest): number | undefined => {
     switch (groupOf(request)) {
       case 'device': {
-        const bySerialNumber = perSerialNumber && serialNumberOf(request) !== undefined ? () => count(perSerialNumber, request) : undefined;
-        if (!perDeviceIp) return bySerialNumber?.();
-        return bySerialNumber ? count(perDeviceIp, request).then(bySerialNumber) : count(perDeviceIp, request);
+        const serialNumber = serialNumberOf(request);
+        return perDeviceIp?.count(clientIp(request)) ?? (serialNumber === undefined ? undefined : perSerialNumber?.count(serialNumber));
       }
-      case 'api':
-        if (request.headers.authorization === undefined) return count(perUnauthenticatedIp, request);
-        return check(perUnauthenticatedIp, request).then(() => count(perCredential, request));
+      case 'api': {
+        const { authorization } = request.headers;
+        if (authorization === undefined) return perUnauthenticatedIp?.count(clientIp(request));
+        return perUnauthenticatedIp?.check(clientIp(request)) ?? perCredential?.count(authorization);
+      }
       default:
         return undefined;
     }
   };
-  // A callback, not an async function: a request whose limits are off, or that has none, goes
-  // on at once, and a poll pays for its own limiter's promise only.
   app.addHook('onRequest', (request, _reply, done) => {
-    const limits = limitsOf(request);
-    if (limits) limits.then(() => done(), done);
-    else done();
+    const refusedFor = refusalOf(request);
+    // The error handler renders HttpError; Fastify's type for `done` names only its own errors.
+    done(refusedFor === undefined ? undefined : (tooManyRequests(refusedFor) as unknown as FastifyError));
   });
-  // A refused credential counts against its address once the guard has said so. A callback,
-  // not an async function, so that the other answers (a poll's) pay no promise here.
+  // A refused credential counts against its address once the guard has said so.
   app.addHook('onResponse', (request, reply, done) => {
     if (perUnauthenticatedIp && reply.statusCode === 401 && groupOf(request) === 'api' && request.headers.authorization !== undefined) {
-      perUnauthenticatedIp(request).then(() => done(), done);
-    } else done();
+      perUnauthenticatedIp.count(clientIp(request));
+    }
+    done();
   });
 }
 
