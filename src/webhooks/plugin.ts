@@ -32,11 +32,13 @@ async function statusEventsPlugin(app: FastifyInstance, options: StatusEventsOpt
     // (the queue keeps only the newest status per OKM and URL, so waiting costs no extra rows).
     let requestsInProgress = 0;
     let lastSaturatedAt = -Infinity;
+    // One listener for every response, which closes once: no closure, nor once()'s wrapper, a request.
+    const requestEnded = () => requestsInProgress--;
     app.addHook('onRequest', (request, reply, done) => {
       // Group commit answers a batch of polls at once, so the count drops to zero between
       // batches: the server stays busy for a while after it last had many requests in progress.
       if (++requestsInProgress >= BUSY_REQUESTS_IN_PROGRESS) lastSaturatedAt = Date.now();
-      reply.raw.once('close', () => requestsInProgress--);
+      reply.raw.on('close', requestEnded);
       done();
     });
     dispatcher = createDispatcher({
