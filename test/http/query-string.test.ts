@@ -20,6 +20,21 @@ test('parameters encoded by a client come back as sent: one value a string, a re
   );
 });
 
+test('a name repeated anywhere in the query has all its values, in the order sent, and the other names keep theirs', () => {
+  const pair = fc.tuple(fc.constantFrom('a', 'b', 'kasFirmware', '__proto__', ''), fc.string({ maxLength: 6 }));
+  fc.assert(
+    fc.property(fc.array(pair, { maxLength: 12 }), (pairs) => {
+      const expected: Record<string, string | string[]> = {};
+      for (const [name, value] of pairs) {
+        const earlier = Object.hasOwn(expected, name) ? expected[name] : undefined;
+        Object.defineProperty(expected, name, { value: earlier === undefined ? value : [earlier, value].flat(), enumerable: true, writable: true, configurable: true });
+      }
+      const query = pairs.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('&');
+      assert.deepEqual({ ...parseQueryString(query) }, { ...expected });
+    }),
+  );
+});
+
 test('any query parses to strings and arrays of strings, without an error', () => {
   fc.assert(
     fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (query) => {
