@@ -62,12 +62,44 @@ test('checking a key does not count it', () => {
   assert.equal(limit.check('client'), 60);
 });
 
-test('beyond the keys kept, the least recently used key is dropped and starts its count again', () => {
+test('beyond the keys kept, the key that came first is dropped and starts its count again, however recently it was used', () => {
   const { limit } = limitAt(1, 2);
   limit.count('a');
   limit.count('b');
-  assert.equal(limit.count('a'), 60, 'a is over its limit, and now the most recently used');
+  assert.equal(limit.count('a'), 60, 'a is over its limit; it still came first');
   limit.count('c');
-  assert.equal(limit.count('a'), 60, 'b was dropped, not a');
-  assert.equal(limit.count('b'), undefined, 'b starts again');
+  assert.equal(limit.count('b'), 60, 'b was kept');
+  assert.equal(limit.count('a'), undefined, 'a was dropped and starts again');
+});
+
+test("a key's next window keeps the key's place in the order of dropping", () => {
+  const { clock, limit } = limitAt(1, 2);
+  limit.count('a');
+  clock.now += 1_000;
+  limit.count('b');
+  clock.now += WINDOW_MS;
+  assert.equal(limit.count('a'), undefined, "a's window ended, and a starts a new one");
+  limit.count('c');
+  assert.equal(limit.check('a'), undefined, 'a came first, and was dropped');
+  assert.equal(limit.count('b'), undefined, "b's window ended: it starts a new one");
+  assert.equal(limit.check('c'), 60);
+});
+
+test('the keys kept hold the windows of the keys that came last', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 4 }), fc.array(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), { maxLength: 80 }), (keysKept, keys) => {
+      const { limit } = limitAt(1, keysKept);
+      // The rule, written out for one request a window: a key held is refused; another is
+      // counted and held, last, and beyond the keys kept the first held is dropped.
+      const held: string[] = [];
+      for (const key of keys) {
+        assert.equal(limit.count(key) !== undefined, held.includes(key), key);
+        if (!held.includes(key)) {
+          held.push(key);
+          if (held.length > keysKept) held.shift();
+        }
+      }
+      for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) assert.equal(limit.check(key) !== undefined, held.includes(key), key);
+    }),
+  );
 });
