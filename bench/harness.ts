@@ -104,6 +104,10 @@ export interface KeyfleetOptions {
    * node_modules must be installed, and with `built` its dist/ built (buildServer(dir)).
    */
   dir?: string;
+  /** More arguments for node before the entry point (V8's tracing flags, say). */
+  nodeArguments?: string[];
+  /** A file descriptor for the process's standard output (its log lines, and what V8 traces); default none. */
+  stdout?: number;
 }
 
 /** Compiles the server of the checkout `dir` into its dist/ (`npm run build`), for the processes started with `built`. */
@@ -121,7 +125,7 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
   // One profile per thread (tsx runs its loader in a worker); the main thread's is the largest.
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.cpuProfileDir)}`] : [];
   const command = options.command?.(port) ?? ['serve'];
-  const child = spawn(process.execPath, [...profile, ...cliEntry(options), ...command], {
+  const child = spawn(process.execPath, [...profile, ...(options.nodeArguments ?? []), ...cliEntry(options), ...command], {
     cwd: options.dir ?? REPO_ROOT,
     env: {
       ...process.env,
@@ -133,7 +137,7 @@ export async function startKeyfleet(env: Record<string, string>, options: Keyfle
       HOST: '127.0.0.1',
     },
     // The default log level, as `npm start` runs: its lines are written (to /dev/null), not silenced.
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', options.stdout ?? 'ignore', 'inherit'],
   });
   try {
     await waitUntilServing(`http://127.0.0.1:${port}${options.readyPath ?? '/embeddedv1/kas/config'}`, child, options.startTimeoutMs ?? 120_000);
