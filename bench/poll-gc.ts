@@ -4,8 +4,12 @@
  * with V8 tracing every collection (`--trace-gc-nvp`) and, for a few seconds of the load, V8's
  * sampling heap profiler counting every allocation, also of objects collected since.
  *
- *   npm run bench:poll-gc -- [--sqlite] [--postgres] [--okms 100000] [--duration 10] [--connections 100] [--sampling 5] [--top 25]
+ *   npm run bench:poll-gc -- [--sqlite] [--postgres] [--okms 100000] [--duration 10] [--connections 100] [--sampling 5] [--top 25] [--survivors]
  *
+ * `--survivors` samples only the objects that no collection has freed when the sampling ends,
+ * rather than every allocation: where what the scavenges find alive was allocated (objects
+ * still in use, and promoted ones that died since and wait for the old generation's next
+ * collection).
  * Prints per database: CPU per poll; the young generation's collections (scavenges): polls
  * between two, the main thread's pause and the helper threads' work a poll, and the bytes that
  * survived each (objects still reachable, or held by old objects that died since); the old
@@ -24,7 +28,13 @@ import { requestPaths, seedFleet } from './fleet.ts';
 import { BENCH_OPTIONS, buildServer, forEachBenchDatabase, freePort, measure, pathsLoad, startKeyfleet, stop, type BenchDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
-  options: { ...BENCH_OPTIONS, okms: { type: 'string', default: '100000' }, sampling: { type: 'string', default: '5' }, top: { type: 'string', default: '25' } },
+  options: {
+    ...BENCH_OPTIONS,
+    okms: { type: 'string', default: '100000' },
+    sampling: { type: 'string', default: '5' },
+    top: { type: 'string', default: '25' },
+    survivors: { type: 'boolean', default: false },
+  },
 });
 const OKM_COUNT = Number(options.okms);
 const SAMPLING_SECONDS = Number(options.sampling);
@@ -81,7 +91,8 @@ async function sampleAllocations(port: number, seconds: number): Promise<Profile
     });
   try {
     await call('HeapProfiler.enable');
-    await call('HeapProfiler.startSampling', { samplingInterval: SAMPLING_INTERVAL_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    const collected = !options.survivors;
+    await call('HeapProfiler.startSampling', { samplingInterval: SAMPLING_INTERVAL_BYTES, includeObjectsCollectedByMajorGC: collected, includeObjectsCollectedByMinorGC: collected });
     await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
     return (await call<{ profile: { head: ProfileNode } }>('HeapProfiler.stopSampling')).profile.head;
   } finally {
@@ -126,7 +137,8 @@ async function run(database: BenchDatabase): Promise<void> {
     const allocations = allocationsByFunction(head);
     const sampledPolls = figures.requestsPerSecond * SAMPLING_SECONDS;
     const total = [...allocations.values()].reduce((all, bytes) => all + bytes, 0);
-    console.log(`  allocated: ${Math.round(total / sampledPolls)} bytes a poll (sampled over ${SAMPLING_SECONDS} s); by function, bytes a poll:`);
+    const what = options.survivors ? 'allocated and not freed when the sampling ended' : 'allocated';
+    console.log(`  ${what}: ${Math.round(total / sampledPolls)} bytes a poll (sampled over ${SAMPLING_SECONDS} s); by function, bytes a poll:`);
     for (const [name, bytes] of [...allocations].sort((a, b) => b[1] - a[1]).slice(0, Number(options.top))) {
       console.log(`  ${String(Math.round(bytes / sampledPolls)).padStart(8)}  ${name}`);
     }
