@@ -5,14 +5,14 @@
  * the C library, the kernel by the system call it serves). Side by side, so that keyfleet's
  * CPU above the floor is seen by kind.
  *
- *   npx tsx bench/perf-split.ts DIR [--functions N]
+ *   npx tsx bench/perf-split.ts DIR [--functions N] [--between A,B]
  *
  * `--functions N` lists, after the kinds, the N event-loop functions (the sampled frame's own
  * time) whose µs a request differ most between the last server and the first (keyfleet's and
- * bare's in a bench:poll-floor directory, or name the two: `--between floor,keyfleet`, by
- * the recordings' names or their ends). A
- * timed view by function: callgrind counts instructions, and a lookup that misses the cache
- * costs far more time than its instructions say (a Map of 100 000 serial numbers, say).
+ * bare's in a bench:poll-floor directory), or between the two named by `--between A,B` (a
+ * recording's name or its end: `--between floor,keyfleet`). A timed view by function:
+ * callgrind counts instructions, and a lookup that misses the cache costs far more time than
+ * its instructions say (a Map of 100 000 serial numbers, say).
  *
  * Needs Linux `perf`. A sample is 1/999 s of CPU; µs per request = samples / 999 / requests.
  */

@@ -10,6 +10,7 @@
  * rather than every allocation: where what the scavenges find alive was allocated (objects
  * still in use, and promoted ones that died since and wait for the old generation's next
  * collection).
+ *
  * Prints per database: CPU per poll; the young generation's collections (scavenges): polls
  * between two, the main thread's pause and the helper threads' work a poll, and the bytes that
  * survived each (objects still reachable, or held by old objects that died since); the old
@@ -41,12 +42,22 @@ const SAMPLING_SECONDS = Number(options.sampling);
 /** Bytes between two allocation samples: small enough that a poll's few kilobytes are sampled many times a second. */
 const SAMPLING_INTERVAL_BYTES = 4096;
 
-/** One line of `--trace-gc-nvp`: name=value pairs, `gc=s` a scavenge, `gc=mc` or `gc=mmc` the old generation's. */
-function collectionsIn(text: string): Map<string, number>[] {
+interface Collection {
+  /** `gc=s`, a scavenge of the young generation; else (`gc=mc`, `gc=mmc`) a collection of the old one. */
+  scavenge: boolean;
+  /** The line's numeric name=value pairs: `pause`, `new_space_survived`, `promoted`, … */
+  figures: Map<string, number>;
+}
+
+/** The collections of `--trace-gc-nvp`'s lines in `text` (other lines, the server's log, skipped). */
+function collectionsIn(text: string): Collection[] {
   return text
     .split('\n')
     .filter((line) => / gc=\w+ /.test(line))
-    .map((line) => new Map([...line.matchAll(/([\w.]+)=([\d.]+)/g)].map(([, name, value]) => [name!, Number(value)])).set('scavenge?', / gc=s /.test(line) ? 1 : 0));
+    .map((line) => ({
+      scavenge: / gc=s /.test(line),
+      figures: new Map([...line.matchAll(/([\w.]+)=([\d.]+)/g)].map(([, name, value]) => [name!, Number(value)])),
+    }));
 }
 
 interface ProfileNode {
@@ -100,7 +111,7 @@ async function sampleAllocations(port: number, seconds: number): Promise<Profile
   }
 }
 
-const sum = (collections: Map<string, number>[], name: string) => collections.reduce((total, collection) => total + (collection.get(name) ?? 0), 0);
+const sum = (collections: Collection[], name: string) => collections.reduce((total, collection) => total + (collection.figures.get(name) ?? 0), 0);
 
 async function run(database: BenchDatabase): Promise<void> {
   await seedFleet(database.env, OKM_COUNT);
@@ -121,8 +132,8 @@ async function run(database: BenchDatabase): Promise<void> {
     const traced = fs.readFileSync(traceFile, 'utf8').slice(tracedFrom);
     const polls = figures.requestsPerSecond * Number(options.duration);
     const collections = collectionsIn(traced);
-    const scavenges = collections.filter((collection) => collection.get('scavenge?') === 1);
-    const oldGeneration = collections.filter((collection) => collection.get('scavenge?') === 0);
+    const scavenges = collections.filter((collection) => collection.scavenge);
+    const oldGeneration = collections.filter((collection) => !collection.scavenge);
     const microsPerPoll = (milliseconds: number) => ((milliseconds * 1000) / polls).toFixed(2);
     console.log(
       `${database.name}: ${Math.round(figures.cpuMicrosPerRequest!)} µs a poll${postgres ? ` + PostgreSQL ${Math.round(figures.postgresCpuMicrosPerRequest!)} µs` : ''}, ` +
