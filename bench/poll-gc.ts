@@ -4,12 +4,18 @@
  * with V8 tracing every collection (`--trace-gc-nvp`) and, for a few seconds of the load, V8's
  * sampling heap profiler counting every allocation, also of objects collected since.
  *
- *   npm run bench:poll-gc -- [--sqlite] [--postgres] [--okms 100000] [--duration 10] [--connections 100] [--sampling 5] [--top 25] [--survivors]
+ *   npm run bench:poll-gc -- [--sqlite] [--postgres] [--okms 100000] [--duration 10] [--connections 100] [--sampling 5] [--top 25] [--survivors | --promoted]
  *
  * `--survivors` samples only the objects that no collection has freed when the sampling ends,
  * rather than every allocation: where what the scavenges find alive was allocated (objects
  * still in use, and promoted ones that died since and wait for the old generation's next
  * collection).
+ *
+ * `--promoted` samples only the objects that no scavenge has freed: those that the young
+ * generation's collections copied until they were promoted (and the old generation's
+ * collection freed, or has not yet), and those still young and alive when the sampling ends.
+ * Against `--survivors`, it names where the objects were allocated that a scavenge finds
+ * alive and that then die in the old generation.
  *
  * Prints per database: CPU per poll; the young generation's collections (scavenges): polls
  * between two, the main thread's pause and the helper threads' work a poll, and the bytes that
@@ -35,6 +41,7 @@ const { values: options } = parseArgs({
     sampling: { type: 'string', default: '5' },
     top: { type: 'string', default: '25' },
     survivors: { type: 'boolean', default: false },
+    promoted: { type: 'boolean', default: false },
   },
 });
 const OKM_COUNT = Number(options.okms);
@@ -102,8 +109,11 @@ async function sampleAllocations(port: number, seconds: number): Promise<Profile
     });
   try {
     await call('HeapProfiler.enable');
-    const collected = !options.survivors;
-    await call('HeapProfiler.startSampling', { samplingInterval: SAMPLING_INTERVAL_BYTES, includeObjectsCollectedByMajorGC: collected, includeObjectsCollectedByMinorGC: collected });
+    await call('HeapProfiler.startSampling', {
+      samplingInterval: SAMPLING_INTERVAL_BYTES,
+      includeObjectsCollectedByMajorGC: !options.survivors,
+      includeObjectsCollectedByMinorGC: !options.survivors && !options.promoted,
+    });
     await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
     return (await call<{ profile: { head: ProfileNode } }>('HeapProfiler.stopSampling')).profile.head;
   } finally {
@@ -148,7 +158,7 @@ async function run(database: BenchDatabase): Promise<void> {
     const allocations = allocationsByFunction(head);
     const sampledPolls = figures.requestsPerSecond * SAMPLING_SECONDS;
     const total = [...allocations.values()].reduce((all, bytes) => all + bytes, 0);
-    const what = options.survivors ? 'allocated and not freed when the sampling ended' : 'allocated';
+    const what = options.survivors ? 'allocated and not freed when the sampling ended' : options.promoted ? 'allocated and not freed by a scavenge' : 'allocated';
     console.log(`  ${what}: ${Math.round(total / sampledPolls)} bytes a poll (sampled over ${SAMPLING_SECONDS} s); by function, bytes a poll:`);
     for (const [name, bytes] of [...allocations].sort((a, b) => b[1] - a[1]).slice(0, Number(options.top))) {
       console.log(`  ${String(Math.round(bytes / sampledPolls)).padStart(8)}  ${name}`);
