@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { parseDuration } from '../shared/duration.ts';
 import { DEFAULT_RETRY_POLICY, parseRetryPolicy, type RetryPolicy } from '../shared/retry-policy.ts';
 
@@ -191,11 +192,22 @@ function httpUrl(name: string, value: string): string {
   return value.replace(/\/+$/, '');
 }
 
+/** The longest client-side read timeout DATABASE_URL may ask for (`query_timeout`): a day. */
+const MAX_QUERY_TIMEOUT_MS = 86_400_000;
+
 function databaseUrl(env: Env): string | undefined {
   const value = env.DATABASE_URL;
   if (value === undefined || value === '') return undefined;
-  if (!/^postgres(ql)?:\/\//.test(value)) {
-    throw new SettingsError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL');
+  const notAUrl = new SettingsError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL');
+  if (!/^postgres(ql)?:\/\//.test(value)) throw notAUrl;
+  let readTimeout: unknown;
+  try {
+    readTimeout = parseConnectionString(value).query_timeout;
+  } catch {
+    throw notAUrl;
+  }
+  if (readTimeout !== undefined && !(typeof readTimeout === 'string' && /^\d+$/.test(readTimeout) && Number(readTimeout) >= 1 && Number(readTimeout) <= MAX_QUERY_TIMEOUT_MS)) {
+    throw new SettingsError('DATABASE_URL', `query_timeout: expected 1–${MAX_QUERY_TIMEOUT_MS} milliseconds, got "${String(readTimeout)}"`);
   }
   return value;
 }

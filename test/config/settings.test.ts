@@ -43,6 +43,10 @@ describe('settings', () => {
       [{ PORT: '70000' }, 'PORT'],
       [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'postgres://[x' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'postgres://x/keyfleet?query_timeout=0' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'postgres://x/keyfleet?query_timeout=soon' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'postgres://x/keyfleet?query_timeout=86400001' }, 'DATABASE_URL'],
       [{ MASTER_KEY: 'short' }, 'MASTER_KEY'],
       [{ CONFIG_PATH: 'api/v1/config' }, 'CONFIG_PATH'],
       [{ AUDIT_URL: '/audit/' }, 'AUDIT_URL'],
@@ -110,6 +114,12 @@ describe('settings', () => {
     assert.deepEqual(loadSettings({}).firmwareRetryPolicy, { offers: 3, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
     assert.deepEqual(loadSettings({ FIRMWARE_RETRY_POLICY: '{"offers": 0}' }).firmwareRetryPolicy, { offers: 0, backoffPolls: [1, 2, 4, 8], maxBackoffPolls: 32 });
     assert.equal(loadSettings({}).stuckAfterPolls, 3);
+  });
+
+  test('DATABASE_URL may ask for a read timeout of 1 ms to a day (query_timeout)', () => {
+    for (const url of ['postgres://x/keyfleet?query_timeout=1', 'postgresql://x/keyfleet?statement_timeout=600000&query_timeout=86400000']) {
+      assert.equal(loadSettings({ DATABASE_URL: url }).databaseUrl, url);
+    }
   });
 
   test('MASTER_KEY is accepted as 64 hex digits or as base64 of 32 bytes', () => {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { precompiledStatementName } from '../precompiled-query.ts';
 import { CurrentSchemaPostgresDialect } from './postgres-introspector.ts';
@@ -27,8 +28,43 @@ export interface PostgresOptions {
   poolSize?: number;
 }
 
-/** What node-postgres says when QUERY_TIMEOUT_MS passes without an answer. */
+/** What a statement that the server has not answered within the read timeout fails with (src/db/connection-errors.ts). */
 const QUERY_READ_TIMEOUT = 'Query read timeout';
+
+/**
+ * What DATABASE_URL says, read by node-postgres's own parser, as node-postgres would read it,
+ * except its `query_timeout`: keyfleet times its statements out itself (queryWithin), after
+ * that many milliseconds, else QUERY_TIMEOUT_MS.
+ */
+export function connectionSettings(connectionString: string): { fromUrl: pg.PoolConfig; readTimeoutMs: number } {
+  const { query_timeout: readTimeout, ...fromUrl } = parseConnectionString(connectionString);
+  // The parser's values are node-postgres's configuration, strings where it takes numbers, as
+  // node-postgres merges them itself when given the URL.
+  return { fromUrl: fromUrl as pg.PoolConfig, readTimeoutMs: readTimeout === undefined ? QUERY_TIMEOUT_MS : Number(readTimeout) };
+}
+
+/**
+ * Runs a statement on `client`, failing with QUERY_READ_TIMEOUT if the server has not answered
+ * within `readTimeoutMs`. The query is given its callback when built. node-postgres's own
+ * `query_timeout`, and its promise for a query given no callback, both set the callback after
+ * building the query, to a closure whose scope holds the query: under a steady load, that kept
+ * every batch's query, rows and parameters alive past the young generation's next collections,
+ * copied and then promoted (3.3 MB at each scavenge, docs/adr/0113).
+ */
+function queryWithin(client: pg.ClientBase, config: pg.QueryConfig, readTimeoutMs: number, onReadTimeout?: (error: Error) => void): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const error = new Error(QUERY_READ_TIMEOUT);
+      onReadTimeout?.(error);
+      reject(error);
+    }, readTimeoutMs);
+    client.query(config, (error: Error | undefined, result: pg.QueryResult) => {
+      clearTimeout(timer);
+      if (error) reject(error);
+      else resolve(result);
+    });
+  });
+}
 
 /**
  * The pool as Kysely uses it, except that a connection one of whose statements timed out on
@@ -37,19 +73,15 @@ const QUERY_READ_TIMEOUT = 'Query read timeout';
  * precompiled queries are prepared once per connection (named statements), not parsed and
  * planned on every execution.
  */
-function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
+function closingTimedOutConnections(pool: pg.Pool, readTimeoutMs: number): PostgresPool {
   return {
     async connect() {
       const client = await pool.connect();
       let timedOut: Error | undefined;
-      const query = ((text: string, values: unknown[]) => {
+      const onReadTimeout = (error: Error) => void (timedOut = error);
+      const query = ((text: string, values: unknown[]): Promise<unknown> => {
         const name = precompiledStatementName(text);
-        const result = (name ? client.query({ name, text, values }) : client.query(text, values)) as unknown;
-        if (!(result instanceof Promise)) return result;
-        return result.catch((error: unknown) => {
-          if (error instanceof Error && error.message === QUERY_READ_TIMEOUT) timedOut = error;
-          throw error;
-        });
+        return queryWithin(client, name ? { name, text, values } : { text, values }, readTimeoutMs, onReadTimeout);
       }) as PostgresPoolClient['query'];
       // pg-pool closes a client released with an error instead of keeping it.
       return { query, release: () => client.release(timedOut) };
@@ -74,10 +106,10 @@ function closingTimedOutConnections(pool: pg.Pool): PostgresPool {
  */
 const SESSION_SETTINGS = ['SET jit = off', 'SET plan_cache_mode = force_generic_plan'];
 
-async function withSessionSettings(client: pg.ClientBase): Promise<void> {
+async function withSessionSettings(client: pg.ClientBase, readTimeoutMs: number): Promise<void> {
   for (const setting of SESSION_SETTINGS) {
     try {
-      await client.query(setting);
+      await queryWithin(client, { text: setting }, readTimeoutMs);
     } catch (error) {
       if (!(error instanceof pg.DatabaseError)) throw error;
     }
@@ -86,6 +118,7 @@ async function withSessionSettings(client: pg.ClientBase): Promise<void> {
 
 export function postgresStrategy(options: PostgresOptions): DialectStrategy {
   let pool: pg.Pool | undefined;
+  const { fromUrl, readTimeoutMs } = connectionSettings(options.connectionString);
   const connectionLostListeners = new Set<(error: Error) => void>();
   return {
     name: 'postgres',
@@ -109,21 +142,21 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       ),
     createDialect() {
       pool = new pg.Pool({
-        connectionString: options.connectionString,
         max: options.poolSize ?? 10,
         application_name: 'keyfleet',
         connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
         statement_timeout: STATEMENT_TIMEOUT_MS,
-        query_timeout: QUERY_TIMEOUT_MS,
         keepAlive: true,
         keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-        onConnect: withSessionSettings,
+        onConnect: (client) => withSessionSettings(client, readTimeoutMs),
         // Epoch-millisecond bigints fit a JS number; pg would return them as strings.
         types: {
           getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
             oid === INT8_OID && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
         },
+        // What DATABASE_URL says overrides the above, as where node-postgres reads the URL itself.
+        ...fromUrl,
       });
       // A connection that the server ends (restart, failover, idle_session_timeout,
       // pg_terminate_backend) or that breaks emits 'error' on its client, in use or idle, and an
@@ -137,7 +170,7 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
       pool.on('error', () => {
         // Reported by the client's own listener above.
       });
-      return new CurrentSchemaPostgresDialect({ pool: closingTimedOutConnections(pool) });
+      return new CurrentSchemaPostgresDialect({ pool: closingTimedOutConnections(pool, readTimeoutMs) });
     },
     onConnectionLost: (listener) => void connectionLostListeners.add(listener),
     poolState: () => pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount },

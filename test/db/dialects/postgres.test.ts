@@ -1,9 +1,30 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
+import { isDatabaseUnavailable } from '../../../src/db/connection-errors.ts';
+import { dialectFor, openDatabase } from '../../../src/db/database.ts';
+import { connectionSettings, QUERY_TIMEOUT_MS } from '../../../src/db/dialects/postgres.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
 import { pollStatementsFor } from '../../../src/device/poll-batch-repository.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../../helpers/app.ts';
+
+test('DATABASE_URL is read as node-postgres reads it, except its query_timeout, which is the read timeout keyfleet applies itself', () => {
+  const asked = connectionSettings('postgres://keyfleet:secret@db.example.com:6432/fleet?query_timeout=605000&statement_timeout=600000&application_name=migration');
+  assert.equal(asked.readTimeoutMs, 605_000);
+  assert.deepEqual(asked.fromUrl, {
+    user: 'keyfleet',
+    password: 'secret',
+    host: 'db.example.com',
+    port: '6432',
+    database: 'fleet',
+    statement_timeout: '600000',
+    application_name: 'migration',
+  });
+
+  const plain = connectionSettings('postgres://root@127.0.0.1:5432/keyfleet');
+  assert.equal(plain.readTimeoutMs, QUERY_TIMEOUT_MS);
+  assert.equal('query_timeout' in plain.fromUrl, false);
+});
 
 forEachDatabase('the PostgreSQL connections keyfleet opens', (kind) => {
   let store: TestStore;
@@ -35,4 +56,32 @@ forEachDatabase('the PostgreSQL connections keyfleet opens', (kind) => {
 
     assert.deepEqual(plans.rows, [{ generic_plans: 8, custom_plans: 0 }]);
   });
+
+  test(
+    'a statement the server has not answered within the read timeout fails as an unavailable database, and its connection is closed, not reused',
+    { skip: kind !== 'postgres' && 'SQLite is in-process' },
+    async () => {
+      const url = new URL(store.settings.databaseUrl!);
+      url.searchParams.set('query_timeout', '300');
+      const { db, dialect } = openDatabase(dialectFor({ ...store.settings, databaseUrl: url.href }));
+      try {
+        const [{ pid }] = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows as [{ pid: number }];
+        const started = Date.now();
+        const failure = await db.connection().execute((connection) => sql`select pg_sleep(2)`.execute(connection)).then(
+          () => assert.fail('the statement was answered'),
+          (error: unknown) => error,
+        );
+        const elapsed = Date.now() - started;
+
+        assert.match(String(failure), /Query read timeout/);
+        assert.ok(isDatabaseUnavailable(failure));
+        assert.ok(elapsed >= 290 && elapsed < 1_500, `failed after ${elapsed} ms`);
+        assert.deepEqual(dialect.poolState(), { total: 0, idle: 0, waiting: 0 });
+        const next = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db);
+        assert.notEqual(next.rows[0]?.pid, pid);
+      } finally {
+        await db.destroy();
+      }
+    },
+  );
 });
