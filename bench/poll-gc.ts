@@ -18,9 +18,10 @@
  * alive and that then die in the old generation.
  *
  * Prints per database: CPU per poll; the young generation's collections (scavenges): polls
- * between two, the main thread's pause and the helper threads' work a poll, and the bytes that
- * survived each (objects still reachable, or held by old objects that died since); the old
- * generation's collections; the bytes allocated a poll, and the functions that allocated most.
+ * between two, the main thread's pause and the helper threads' work a poll, and the bytes each
+ * found alive (objects still reachable, or held by old objects that died since): copied within
+ * the young generation (V8's `new_space_survived`, those alive for the first time) and promoted
+ * to the old one (alive at the scavenge before too); the old generation's collections; the bytes allocated a poll, and the functions that allocated most.
  * A scavenge copies what survives, so its cost follows the bytes live in the young generation
  * when it runs, times how often it runs (the bytes allocated a poll).
  *
@@ -151,8 +152,8 @@ async function run(database: BenchDatabase): Promise<void> {
     );
     console.log(
       `  scavenges: ${scavenges.length}, one every ${Math.round(polls / Math.max(1, scavenges.length))} polls; a poll: ${microsPerPoll(sum(scavenges, 'pause'))} µs paused, ` +
-        `${microsPerPoll(sum(scavenges, 'background.scavenge.parallel'))} µs on helper threads; each: ${(sum(scavenges, 'new_space_survived') / Math.max(1, scavenges.length) / 1e6).toFixed(2)} MB survived, ` +
-        `${(sum(scavenges, 'promoted') / Math.max(1, scavenges.length) / 1e6).toFixed(2)} MB of it promoted`,
+        `${microsPerPoll(sum(scavenges, 'background.scavenge.parallel'))} µs on helper threads; each: ${(sum(scavenges, 'new_space_survived') / Math.max(1, scavenges.length) / 1e6).toFixed(2)} MB copied, ` +
+        `${(sum(scavenges, 'promoted') / Math.max(1, scavenges.length) / 1e6).toFixed(2)} MB promoted`,
     );
     console.log(`  old generation: ${oldGeneration.length} collections, ${microsPerPoll(sum(oldGeneration, 'pause'))} µs paused a poll`);
     const allocations = allocationsByFunction(head);
