@@ -21,7 +21,8 @@
  * between two, the main thread's pause and the helper threads' work a poll, and the bytes each
  * found alive (objects still reachable, or held by old objects that died since): copied within
  * the young generation (V8's `new_space_survived`, those alive for the first time) and promoted
- * to the old one (alive at the scavenge before too); the old generation's collections; the bytes allocated a poll, and the functions that allocated most.
+ * to the old one (alive at the scavenge before too); the old generation's collections; the
+ * bytes allocated a poll, and the functions that allocated most.
  * A scavenge copies what survives, so its cost follows the bytes live in the young generation
  * when it runs, times how often it runs (the bytes allocated a poll).
  *
