@@ -338,10 +338,25 @@ export interface Load {
   next: () => { method?: 'GET' | 'POST' | 'DELETE'; path: string; headers?: Record<string, string>; body?: string };
 }
 
-/** GETs of `paths`, in turn. */
+/** The clock a device reports in a bench fleet's request path (bench/fleet.ts requestPaths). */
+const REPORTED_CLOCK = /([?&]kasDateTime=)(\d+)/;
+
+/**
+ * `requestPath` as its device sends it `elapsedMs` after the path was made: the clock it
+ * reports moved on by as much. keyfleet corrects a clock more than 5 minutes off
+ * (src/device/resolvers/date-time.ts): sent as made, a run longer than that (under valgrind, or
+ * of many rounds) would find every device in step told to set its clock, and count those
+ * corrections, each written to its OKM's row, as if they were steady polls.
+ */
+export function sentAfter(requestPath: string, elapsedMs: number): string {
+  return requestPath.replace(REPORTED_CLOCK, (_match, name: string, time: string) => `${name}${Number(time) + elapsedMs}`);
+}
+
+/** GETs of `paths` (made just before), in turn, each with its device's clock as it is when sent (sentAfter). */
 export function pathsLoad(paths: string[], connections: number, seconds: number): Load {
+  const madeAt = Date.now();
   let next = 0;
-  return { connections, seconds, next: () => ({ path: paths[next++ % paths.length]! }) };
+  return { connections, seconds, next: () => ({ path: sentAfter(paths[next++ % paths.length]!, Date.now() - madeAt) }) };
 }
 
 function run(port: number, load: Load, seconds: number) {

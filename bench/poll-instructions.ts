@@ -5,7 +5,7 @@
  * another), so a change is compared in one run, and in more than one. A count is not a time
  * (a cache miss costs more than an add): it says whether a change removed work at all.
  *
- *   npx tsx bench/poll-instructions.ts [--postgres] [--base DIR] [--floor] [--okms 100000] [--warm-up 4000] [--polls 2000] [--windows 3] [--connections 1]
+ *   npx tsx bench/poll-instructions.ts [--postgres] [--base DIR] [--floor] [--okms 100000] [--warm-up 4000] [--polls 2000] [--windows 3] [--connections 1] [--keep-dumps DIR]
  *
  * `--floor` counts the floor server of bench/poll-floor.ts the same way after the checkouts,
  * on a fleet of its own, and prints this checkout over it: the part of keyfleet's multiple of
@@ -30,6 +30,10 @@
  * duration (about 100 s): a one-off in it (V8 collecting once the load stopped) is counted
  * ten times over, so the figure not less the idle rate is printed beside it.
  *
+ * `--keep-dumps DIR` moves each server's callgrind dumps to DIR/1, DIR/2, … (in the order the
+ * servers are counted) instead of deleting them, so that two can be compared by function
+ * (`callgrind_annotate`); the event loop's dump of window N is `callgrind.out.PID.(N+2)-01`.
+ *
  * One connection by default: each poll is then a batch of its own, every run alike. With more,
  * how many polls share a transaction depends on timing, and the count moves with it.
  *
@@ -49,7 +53,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { floorServerArguments, floorServerEnv } from './floor-server.ts';
 import { requestPaths } from './fleet.ts';
-import { REPO_ROOT, buildServer, freePort, seedCheckout, stop, waitUntilServing, withFreshDatabase, type BenchDatabase } from './harness.ts';
+import { REPO_ROOT, buildServer, freePort, seedCheckout, sentAfter, stop, waitUntilServing, withFreshDatabase, type BenchDatabase } from './harness.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -61,6 +65,7 @@ const { values: options } = parseArgs({
     connections: { type: 'string', default: '1' },
     windows: { type: 'string', default: '3' },
     floor: { type: 'boolean', default: false },
+    'keep-dumps': { type: 'string' },
   },
 });
 const OKM_COUNT = Number(options.okms);
@@ -87,8 +92,13 @@ const servers: CountedServer[] = [
   ...(options.floor ? [{ name: 'the floor', dir: REPO_ROOT, arguments: floorServerArguments, env: (database: BenchDatabase) => floorServerEnv(database, REPO_ROOT) }] : []),
 ];
 
-/** Sends `paths` over `CONNECTIONS` keep-alive connections, each waiting for its answer before its next; fails on any answer but 200. */
-async function send(port: number, paths: readonly string[]): Promise<void> {
+/**
+ * Sends `paths`, made at `madeAt`, over `CONNECTIONS` keep-alive connections, each waiting for
+ * its answer before its next, each with its device's clock as it is when sent (sentAfter): a
+ * run under valgrind lasts far longer than the 5 minutes after which keyfleet corrects a clock.
+ * Fails on any answer but 200.
+ */
+async function send(port: number, paths: readonly string[], madeAt: number): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let next = 0;
   const get = (requestPath: string) =>
@@ -101,7 +111,7 @@ async function send(port: number, paths: readonly string[]): Promise<void> {
         .on('error', reject);
     });
   const connection = async () => {
-    while (next < paths.length) await get(paths[next++]!);
+    while (next < paths.length) await get(sentAfter(paths[next++]!, Date.now() - madeAt));
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, connection));
   agent.destroy();
@@ -196,6 +206,7 @@ interface Count {
 async function countOne(checkout: CountedServer, database: BenchDatabase): Promise<Count> {
   buildServer(checkout.dir);
   seedCheckout(checkout.dir, database, OKM_COUNT);
+  const pathsMadeAt = Date.now();
   const paths = requestPaths(CONFIG_PATH, OKM_COUNT).slice(0, WARM_UP + WINDOWS * POLLS);
   if (paths.length < WARM_UP + WINDOWS * POLLS) throw new Error(`--okms ${OKM_COUNT} gives ${paths.length} polls, fewer than --warm-up + --windows × --polls`);
   const dumps = fs.mkdtempSync(path.join(os.tmpdir(), 'keyfleet-callgrind-'));
@@ -230,7 +241,7 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
     await waitUntilServing(`http://127.0.0.1:${port}${paths[0]}`, server, 600_000);
     // Not counted until it serves: uninstrumented, the start is quick enough for Fastify's plugin timeout (10 s).
     control('--instr=on');
-    await send(port, paths.slice(0, WARM_UP));
+    await send(port, paths.slice(0, WARM_UP), pathsMadeAt);
     // What the event loop does without polls (the audit trail's chaining, timers), per ms: the
     // lower of two windows, since a collection of the old generation in one (850 M instructions
     // at once, where a window without one counts 30-60 M) would be subtracted 10 times over.
@@ -250,7 +261,7 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
       const dump = 3 + window;
       control('--zero');
       const started = performance.now();
-      await send(port, paths.slice(WARM_UP + window * POLLS, WARM_UP + (window + 1) * POLLS));
+      await send(port, paths.slice(WARM_UP + window * POLLS, WARM_UP + (window + 1) * POLLS), pathsMadeAt);
       const pollingMs = performance.now() - started;
       control('--dump');
       const byThread = instructionsByThread(dumps, server.pid!, dump);
@@ -282,6 +293,12 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
     return { perPoll, withoutCollector, steady, withIdle };
   } finally {
     await stop(server);
+    if (options['keep-dumps']) {
+      fs.mkdirSync(options['keep-dumps'], { recursive: true });
+      const kept = path.join(options['keep-dumps'], String(fs.readdirSync(options['keep-dumps']).length + 1));
+      fs.cpSync(dumps, kept, { recursive: true });
+      console.log(`${checkout.name}: callgrind dumps kept in ${kept}`);
+    }
     fs.rmSync(dumps, { recursive: true, force: true });
   }
 }
