@@ -96,17 +96,25 @@ const servers: CountedServer[] = [
  * Sends `paths`, made at `madeAt`, over `CONNECTIONS` keep-alive connections, each waiting for
  * its answer before its next, each with its device's clock as it is when sent (sentAfter): a
  * run under valgrind lasts far longer than the 5 minutes after which keyfleet corrects a clock.
- * Fails on any answer but 200.
+ * Fails on any answer but 200; returns the share answered `{}` (in step: 88 % of the bench fleet's
+ * OKMs, bench/fleet.ts MIX), which each window prints so that a count of other answers shows.
  */
-async function send(port: number, paths: readonly string[], madeAt: number): Promise<void> {
+async function send(port: number, paths: readonly string[], madeAt: number): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let next = 0;
+  let inStep = 0;
   const get = (requestPath: string) =>
     new Promise<void>((resolve, reject) => {
       http
         .get({ host: '127.0.0.1', port, path: requestPath, agent }, (response) => {
-          response.resume();
-          response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`${requestPath}: ${response.statusCode}`))));
+          let body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => {
+            if (body === '{}') inStep++;
+            if (response.statusCode === 200) resolve();
+            else reject(new Error(`${requestPath}: ${response.statusCode}`));
+          });
         })
         .on('error', reject);
     });
@@ -115,6 +123,7 @@ async function send(port: number, paths: readonly string[], madeAt: number): Pro
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, connection));
   agent.destroy();
+  return inStep / paths.length;
 }
 
 /** Instructions of each thread in the callgrind dump `dump` (1, 2, …) of `pid` in `directory`; thread 1 is the event loop. */
@@ -261,7 +270,7 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
       const dump = 3 + window;
       control('--zero');
       const started = performance.now();
-      await send(port, paths.slice(WARM_UP + window * POLLS, WARM_UP + (window + 1) * POLLS), pathsMadeAt);
+      const inStep = await send(port, paths.slice(WARM_UP + window * POLLS, WARM_UP + (window + 1) * POLLS), pathsMadeAt);
       const pollingMs = performance.now() - started;
       control('--dump');
       const byThread = instructionsByThread(dumps, server.pid!, dump);
@@ -280,7 +289,7 @@ async function countOne(checkout: CountedServer, database: BenchDatabase): Promi
           `less ${millions(idlePerMs * pollingMs)} M that it spends idle in as long); ${Math.round(count.withoutCollector)} without the garbage collector's ` +
           `(${millions(counted.collector)} M over the polls; both from the dump's cost lines); ${Math.round(count.steady)} without the collector's nor the compilers' ` +
           `(${millions(counted.compiler)} M); ${Math.round(count.withIdle)} not less the idle rate; ` +
-          `other threads over those polls: ${others.join(', ') || 'none'}`,
+          `other threads over those polls: ${others.join(', ') || 'none'}; answered {} to ${(inStep * 100).toFixed(1)} %`,
       );
     }
     // The window that counted least is the steady poll's: a window can catch V8 undoing its
