@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
 import { precompiledQuery } from '../../src/db/precompiled-query.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
@@ -49,6 +50,29 @@ forEachDatabase('precompiled queries', (kind) => {
       ]);
       await trx.deleteFrom('audit_event_cursor').where('id', '>=', 100).execute();
     });
+  });
+
+  test("a precompiled query's rows are the objects Kysely's own query gives: the same columns in the same order, the same values", async () => {
+    const columns = (db: Db, id: unknown) =>
+      db
+        .selectFrom('audit_event_cursor')
+        .select((eb) => ['id', 'seq', eb.lit(null).as('nothing'), sql<string>`'text'`.as('word'), eb.ref('seq').as('seq_again'), sql<number>`${eb.ref('seq')} * 1000000000`.as('large')])
+        .where('id', '>=', id as number)
+        .orderBy('id');
+    const readColumns = precompiledQuery<Record<string, unknown>, [number]>(1, (db, [id]) => columns(db, id));
+    await t.db.insertInto('audit_event_cursor').values([{ id: 300, seq: 7 }, { id: 301, seq: 8 }]).execute();
+    try {
+      const expected = await columns(t.db, 300).execute();
+
+      for (const rows of [(await readColumns(t.db, 300)).rows, (await readColumns(t.db, 300)).rows]) {
+        assert.deepEqual(rows, expected);
+        assert.deepEqual(rows.map((row) => Object.keys(row)), expected.map((row) => Object.keys(row)));
+        assert.ok(rows.every((row) => Object.getPrototypeOf(row) === Object.prototype));
+      }
+      assert.equal(expected.length, 2);
+    } finally {
+      await t.db.deleteFrom('audit_event_cursor').where('id', '>=', 300).execute();
+    }
   });
 
   test('a precompiled query that fails inside a transaction rejects it, and what the transaction wrote before is rolled back', async () => {

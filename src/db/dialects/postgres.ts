@@ -45,13 +45,20 @@ export function connectionSettings(connectionString: string): { fromUrl: pg.Pool
 
 /**
  * Runs a statement on `client`, failing with QUERY_READ_TIMEOUT if the server has not answered
- * within `readTimeoutMs`. The query is given its callback when built. node-postgres's own
+ * within `readTimeoutMs`; answers `answerOf` its result (the result itself unless given). The
+ * query is given its callback when built. node-postgres's own
  * `query_timeout`, and its promise for a query given no callback, both set the callback after
  * building the query, to a closure whose scope holds the query: under a steady load, that kept
  * every batch's query, rows and parameters alive past the young generation's next collections,
  * copied and then promoted (3.3 MB at each scavenge, docs/adr/0113).
  */
-function queryWithin(client: pg.ClientBase, config: pg.QueryConfig, readTimeoutMs: number, onReadTimeout?: (error: Error) => void): Promise<pg.QueryResult> {
+function queryWithin(
+  client: pg.ClientBase,
+  config: pg.QueryConfig | pg.QueryArrayConfig,
+  readTimeoutMs: number,
+  onReadTimeout?: (error: Error) => void,
+  answerOf: (result: pg.QueryResult) => unknown = (result) => result,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       const error = new Error(QUERY_READ_TIMEOUT);
@@ -61,9 +68,43 @@ function queryWithin(client: pg.ClientBase, config: pg.QueryConfig, readTimeoutM
     client.query(config, (error: Error | undefined, result: pg.QueryResult) => {
       clearTimeout(timer);
       if (error) reject(error);
-      else resolve(result);
+      else {
+        try {
+          resolve(answerOf(result));
+        } catch (failure) {
+          reject(failure as Error);
+        }
+      }
     });
   });
+}
+
+/** Each precompiled statement's column names, by statement name, as the first execution described them. */
+const columnNamesByStatement = new Map<string, readonly string[]>();
+
+/**
+ * The rows of a precompiled statement, fetched as arrays, as objects keyed by its column names
+ * (as node-postgres makes them). node-postgres makes each row by copying an empty row of the
+ * statement's columns and storing each value: both at sites shared by every statement, so V8
+ * copies generically, a property at a time (the poll's 26 columns: about 11 k instructions a
+ * poll of keyfleet's ~300 k, docs/adr/0115). Here each row is built from the statement's own
+ * names, kept from its first execution; an execution that describes other columns replaces them.
+ */
+function objectRows(statement: string, result: pg.QueryResult<unknown[]>): Record<string, unknown>[] {
+  const { fields, rows } = result;
+  let names = columnNamesByStatement.get(statement);
+  if (names === undefined || names.length !== fields.length || fields.some((field, index) => field.name !== names![index])) {
+    names = fields.map((field) => field.name);
+    columnNamesByStatement.set(statement, names);
+  }
+  const objects: Record<string, unknown>[] = new Array(rows.length);
+  for (let index = 0; index < rows.length; index++) {
+    const values = rows[index]!;
+    const row: Record<string, unknown> = {};
+    for (let column = 0; column < names.length; column++) row[names[column]!] = values[column];
+    objects[index] = row;
+  }
+  return objects;
 }
 
 /**
@@ -71,7 +112,7 @@ function queryWithin(client: pg.ClientBase, config: pg.QueryConfig, readTimeoutM
  * the client side is closed rather than reused: it may wait for an answer that never comes,
  * and every statement queued behind it would time out in turn; and that the config poll's
  * precompiled queries are prepared once per connection (named statements), not parsed and
- * planned on every execution.
+ * planned on every execution, their rows made by objectRows.
  */
 function closingTimedOutConnections(pool: pg.Pool, readTimeoutMs: number): PostgresPool {
   return {
@@ -81,7 +122,12 @@ function closingTimedOutConnections(pool: pg.Pool, readTimeoutMs: number): Postg
       const onReadTimeout = (error: Error) => void (timedOut = error);
       const query = ((text: string, values: unknown[]): Promise<unknown> => {
         const name = precompiledStatementName(text);
-        return queryWithin(client, name ? { name, text, values } : { text, values }, readTimeoutMs, onReadTimeout);
+        if (name === undefined) return queryWithin(client, { text, values }, readTimeoutMs, onReadTimeout);
+        return queryWithin(client, { name, text, values, rowMode: 'array' }, readTimeoutMs, onReadTimeout, (result) => ({
+          command: result.command,
+          rowCount: result.rowCount,
+          rows: objectRows(name, result as pg.QueryResult<unknown[]>),
+        }));
       }) as PostgresPoolClient['query'];
       // pg-pool closes a client released with an error instead of keeping it.
       return { query, release: () => client.release(timedOut) };

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { isDatabaseUnavailable } from '../../../src/db/connection-errors.ts';
 import { dialectFor, openDatabase } from '../../../src/db/database.ts';
 import { connectionSettings, QUERY_TIMEOUT_MS } from '../../../src/db/dialects/postgres.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
+import { precompiledQuery } from '../../../src/db/precompiled-query.ts';
 import { pollStatementsFor } from '../../../src/device/poll-batch-repository.ts';
 import { forEachDatabase, openTestStore, type TestStore } from '../../helpers/app.ts';
 
@@ -56,6 +57,30 @@ forEachDatabase('the PostgreSQL connections keyfleet opens', (kind) => {
 
     assert.deepEqual(plans.rows, [{ generic_plans: 8, custom_plans: 0 }]);
   });
+
+  test(
+    'a precompiled query that a new connection describes with other columns (its table altered while keyfleet serves) answers with those columns',
+    { skip: kind !== 'postgres' && 'SQLite prepares its statements in-process' },
+    async () => {
+      const readShape = precompiledQuery<Record<string, unknown>, [number]>(1, (db, [id]) =>
+        (db as unknown as Kysely<{ row_shape: { id: number; a: string } }>).selectFrom('row_shape').selectAll().where('id', '>=', id as number),
+      );
+      await sql`create table row_shape (id bigint primary key, a text)`.execute(store.db);
+      await sql`insert into row_shape values (1, 'x')`.execute(store.db);
+      assert.deepEqual((await readShape(store.db, 0)).rows, [{ id: 1, a: 'x' }]);
+
+      await sql`alter table row_shape add column b text default 'y'`.execute(store.db);
+      const { db } = openDatabase(dialectFor(store.settings));
+      try {
+        const { rows } = await readShape(db, 0);
+
+        assert.deepEqual(rows, [{ id: 1, a: 'x', b: 'y' }]);
+        assert.deepEqual(Object.keys(rows[0]!), ['id', 'a', 'b']);
+      } finally {
+        await db.destroy();
+      }
+    },
+  );
 
   test(
     'a statement the server has not answered within the read timeout fails as an unavailable database, and its connection is closed, not reused',
