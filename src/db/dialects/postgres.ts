@@ -46,11 +46,11 @@ export function connectionSettings(connectionString: string): { fromUrl: pg.Pool
 /**
  * Runs a statement on `client`, failing with QUERY_READ_TIMEOUT if the server has not answered
  * within `readTimeoutMs`; answers `answerOf` its result (the result itself unless given). The
- * query is given its callback when built. node-postgres's own
- * `query_timeout`, and its promise for a query given no callback, both set the callback after
- * building the query, to a closure whose scope holds the query: under a steady load, that kept
- * every batch's query, rows and parameters alive past the young generation's next collections,
- * copied and then promoted (3.3 MB at each scavenge, docs/adr/0113).
+ * query is given its callback when built. node-postgres's own `query_timeout`, and its promise
+ * for a query given no callback, both set the callback after building the query, to a closure
+ * whose scope holds the query: under a steady load, that kept every batch's query, rows and
+ * parameters alive past the young generation's next collections, copied and then promoted
+ * (3.3 MB at each scavenge, docs/adr/0113).
  */
 function queryWithin(
   client: pg.ClientBase,
