@@ -45,6 +45,44 @@ test('any query parses to strings and arrays of strings, without an error', () =
   );
 });
 
+/** What Node's URLSearchParams parses `query` to, a repeated name's values in an array, in order: the parsing keyfleet promises. */
+function asUrlSearchParamsParses(query: string): Record<string, string | string[]> {
+  const expected: Record<string, string | string[]> = {};
+  for (const [name, value] of new URLSearchParams(query)) {
+    const earlier = Object.hasOwn(expected, name) ? expected[name] : undefined;
+    Object.defineProperty(expected, name, { value: earlier === undefined ? value : [earlier, value].flat(), enumerable: true, writable: true, configurable: true });
+  }
+  return expected;
+}
+
+/** Queries made of the characters a parser has to get right: separators, escapes valid or not, bytes of UTF-8 or not, '+', a leading '?', letters beyond ASCII and lone surrogates. */
+const trickyQuery = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom('&', '=', '+', '%', '?', '%2', '%41', '%2B', '%26', '%3D', '%25', '%zz', '%ff', '%C3%A9', '%E2%82%AC', '%F0%9F%98%80', '%ED%A0%80', '%C0%80', '%e2%82'),
+      fc.constantFrom('a', 'b', 'kasFirmware', '__proto__', '0', 'é', '€', '\uD800', '\uDC00', '😀', ' '),
+      fc.string({ unit: 'binary', maxLength: 4 }),
+    ),
+    { maxLength: 24 },
+  )
+  .map((parts) => parts.join(''));
+
+test('any query parses as URLSearchParams parses it: names, values, repeats and escapes alike', () => {
+  fc.assert(
+    fc.property(fc.oneof(trickyQuery, fc.string({ unit: 'binary', maxLength: 60 })), (query) => {
+      assert.deepEqual({ ...parseQueryString(query) }, asUrlSearchParamsParses(query));
+    }),
+    { numRuns: 5000 },
+  );
+});
+
+test("a device's poll query, its URLs escaped, parses as URLSearchParams parses it", () => {
+  const query = new URLSearchParams({ kasFirmware: '3.0.0', kasDateTime: '1764561600000', configUrl: '/api/v1/config', auditUrl: 'https://keys.example/api/v1/audit?x=1&y=2', assetList: 'a'.repeat(64), installCode: '12345678', note: 'a b+c' }).toString();
+  assert.match(query, /%2F/);
+  assert.deepEqual({ ...parseQueryString(query) }, asUrlSearchParamsParses(query));
+  assert.deepEqual({ ...parseQueryString(`?${query}`) }, asUrlSearchParamsParses(`?${query}`));
+});
+
 test("'+' is a space, an escape that is not valid stays as sent, and bytes that are not UTF-8 become U+FFFD", () => {
   assert.deepEqual({ ...parseQueryString('a+b=c+d&x=%zz&y=a%41%zz&z=%ff&euro=%E2%82%AC&half=%4&flag&=empty-name&w=1=2') }, {
     'a b': 'c d',
