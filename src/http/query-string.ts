@@ -40,7 +40,6 @@ export function parseQueryString(query: string): ParsedQuery {
   let nextPercent = -1;
   let nextPlus = -1;
   let pairs = 0;
-  const hints = lastNames;
   while (start < length) {
     let end = query.indexOf('&', start);
     if (end === -1) end = length;
@@ -49,18 +48,13 @@ export function parseQueryString(query: string): ParsedQuery {
       if (nextPercent < start) nextPercent = positionOf(query, '%', start);
       if (nextPlus < start) nextPlus = positionOf(query, '+', start);
       const nameEnd = nextEquals < end ? nextEquals : end;
-      let name: string | undefined;
-      if (nextPercent < nameEnd || nextPlus < nameEnd) {
-        name = decoded(query.slice(start, nameEnd));
-        if (name === undefined) return parsedByUrlSearchParams(query);
-      } else {
-        const hint = hints[pairs];
-        name = hint !== undefined && hint.length === nameEnd - start && query.startsWith(hint, start) ? hint : query.slice(start, nameEnd);
-      }
+      let name = query.slice(start, nameEnd);
       let value = nameEnd === end ? '' : query.slice(nameEnd + 1, end);
       if (nextPercent < end || nextPlus < end) {
+        const decodedName = decoded(name);
         const decodedValue = decoded(value);
-        if (decodedValue === undefined) return parsedByUrlSearchParams(query);
+        if (decodedName === undefined || decodedValue === undefined) return parsedByUrlSearchParams(query);
+        name = decodedName;
         value = decodedValue;
       }
       parameters[name] = value;
@@ -68,23 +62,10 @@ export function parseQueryString(query: string): ParsedQuery {
     }
     start = end + 1;
   }
-  const names = Object.keys(parameters);
   // A repeated name holds only its last value, and there are fewer names than pairs: such a
   // query, which devices do not send, is parsed again with every value kept.
-  if (names.length !== pairs) return parsedByUrlSearchParams(query);
-  lastNames = names;
-  return parameters;
+  return Object.keys(parameters).length === pairs ? parameters : parsedByUrlSearchParams(query);
 }
-
-/**
- * The names of the last query parsed here, in order, as the object holds them: V8's own
- * (internalised) strings. A device sends the same names in the same order on every poll, so
- * the next query's names are first compared with these, in place, and where one matches it is
- * stored under that string. A name cut out of the query instead is a new string, which V8
- * looks up in its table of names before storing under it: about 500 instructions a name, 14 a
- * poll (docs/adr/0116). Only a hint: a name that does not match is cut out as before.
- */
-let lastNames: readonly string[] = [];
 
 const positionOf = (query: string, character: string, from: number) => {
   const position = query.indexOf(character, from);
