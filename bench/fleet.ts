@@ -8,7 +8,8 @@ import { sql, type Insertable, type Kysely } from 'kysely';
 import { createFleetPass } from '../src/fleet/fleet-pass.ts';
 import type { OkmsTable } from '../src/db/schema.ts';
 import { UNCONFIGURED_OKM, type OkmSettings } from '../src/okm/model.ts';
-import { parseReported, reportedValuesJson } from '../src/device/reported.ts';
+import { parseReported } from '../src/device/reported.ts';
+import { storedReport } from '../src/shared/reported-values.ts';
 import { loadSettings } from '../src/config/settings.ts';
 import type { PolledOkmRow } from '../src/device/poll-repository.ts';
 import { desiredState, type PollSettings } from '../src/device/poll-service.ts';
@@ -62,6 +63,9 @@ const LIST_DIGESTS = new Map(
     },
   ]),
 );
+
+/** A poll's report as stored, for a device sending `parameters`. */
+const storedReportOf = (parameters: Record<string, string>) => storedReport(`?${new URLSearchParams(parameters)}`, parameters);
 
 /** The query string of a device in step with its template. */
 function inSyncParameters(template: OkmSettings, now: number): Record<string, string> {
@@ -283,7 +287,7 @@ export async function seedFleet(env: Record<string, string>, okmCount: number): 
     await db.schema.createTable('bench_reported').addColumn('template', 'text', (column) => column.primaryKey()).addColumn('reported', 'text').execute();
     await db
       .insertInto('bench_reported')
-      .values(TEMPLATES.map((template, index) => ({ template: templateSerialOf(index), reported: reportedValuesJson(inSyncParameters(template, now)) })))
+      .values(TEMPLATES.map((template, index) => ({ template: templateSerialOf(index), reported: storedReportOf(inSyncParameters(template, now)) })))
       .execute();
     await db.schema
       .createTable('bench_serials')

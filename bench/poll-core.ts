@@ -18,6 +18,7 @@ import { sql } from 'kysely';
 import { openDatabase, dialectFor } from '../src/db/database.ts';
 import { loadSettings } from '../src/config/settings.ts';
 import { createPollHandler, type PollRequest } from '../src/device/poll-service.ts';
+import { reportedQueryOf } from '../src/shared/reported-values.ts';
 import { requestPaths, seedFleet } from './fleet.ts';
 import { cpuSecondsOf, forEachBenchDatabase, postgresCpuSeconds } from './harness.ts';
 
@@ -43,7 +44,7 @@ function pollRequestOf(requestPath: string): Omit<PollRequest, 'now'> {
     const before = query[name];
     query[name] = before === undefined ? value : Array.isArray(before) ? [...before, value] : [before, value];
   }
-  return { serialNumber: decodeURIComponent(url.pathname.split('/').pop()!), ip: '127.0.0.1', query };
+  return { serialNumber: decodeURIComponent(url.pathname.split('/').pop()!), ip: '127.0.0.1', query, reportedQuery: reportedQueryOf(requestPath) };
 }
 
 await forEachBenchDatabase(options, async (database) => {

@@ -18,6 +18,7 @@ import { loadSettings } from '../src/config/settings.ts';
 import { dialectFor } from '../src/db/database.ts';
 import type { Database } from '../src/db/schema.ts';
 import { createPollHandler, type PollRequest } from '../src/device/poll-service.ts';
+import { reportedQueryOf } from '../src/shared/reported-values.ts';
 import { requestPaths, seedFleet } from './fleet.ts';
 import { FLOOR_POSTGRES_STATEMENT } from './floor-statements.ts';
 import { median, withFreshDatabase } from './harness.ts';
@@ -33,7 +34,7 @@ const WARM_UP_RUNS = 50;
 
 const asRequest = (path: string): PollRequest => {
   const url = new URL(path, 'http://bench');
-  return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), now: Date.now() };
+  return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), reportedQuery: reportedQueryOf(path), now: Date.now() };
 };
 
 const FLEET_JOIN = `from fleet_firmware join firmware_releases using (kind, version)`;

@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { dialectFor } from '../src/db/database.ts';
 import type { DialectStrategy } from '../src/db/dialects/strategy.ts';
 import { createPollHandler, type PollRequest } from '../src/device/poll-service.ts';
+import { reportedQueryOf } from '../src/shared/reported-values.ts';
 import { POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet } from './fleet.ts';
 import { BENCH_OPTIONS, forEachBenchDatabase, median, withDb } from './harness.ts';
 
@@ -36,7 +37,7 @@ const CONCURRENCY = Number(options.concurrency);
 function pollRequests(): PollRequest[] {
   return requestPaths('/api/v1/config', OKM_COUNT, { order: pollOrderOf(options.order) }).map((requestPath) => {
     const url = new URL(requestPath, 'http://bench');
-    return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), now: Date.now() };
+    return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), reportedQuery: reportedQueryOf(requestPath), now: Date.now() };
   });
 }
 

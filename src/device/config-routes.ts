@@ -11,6 +11,7 @@ import { recordPendingCall } from '../okm/pending-repository.ts';
 import { createPollHandler } from './poll-service.ts';
 import { AuditReceipt, AuditRecords, BootstrapResponse, PollQuery, PollReply } from './device-schemas.ts';
 import { SERIAL_NUMBER_PATTERN, isSerialNumber } from '../shared/identifiers.ts';
+import { reportedQueryOf } from '../shared/reported-values.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -143,6 +144,7 @@ export default async function okmConfigRoutes(fastify: FastifyInstance): Promise
         serialNumber: request.params.serialNumber,
         ip: request.ip,
         query: request.query as Record<string, unknown>,
+        reportedQuery: reportedQueryOf(request.url),
         now: Date.now(),
       });
       if (result.kind === 'enrolled') {

@@ -14,6 +14,7 @@ import { findRetryPolicies } from '../customers/repository.ts';
 import { retryPolicyToWire, type RetryPolicy } from '../shared/retry-policy.ts';
 import { decidePoll } from './poll-verdict.ts';
 import { parseReported } from './reported.ts';
+import { storedReportValues } from '../shared/reported-values.ts';
 import { RESOLVERS } from './resolvers/index.ts';
 import type { Correction, DesiredState } from './resolvers/types.ts';
 import type { DriftReport, FirmwareOfferSource, ResolverVerdict } from './drift-schemas.ts';
@@ -118,7 +119,7 @@ async function firmwareSources(
   });
 }
 
-const reportedOf = (row: Snapshot) => parseReported(row.reported === null ? {} : (JSON.parse(row.reported) as Record<string, unknown>));
+const reportedOf = (row: Snapshot) => parseReported(row.reported === null ? {} : storedReportValues(row.reported));
 
 function answersOf(desired: DesiredState, row: Snapshot): Answer[] {
   const reported = reportedOf(row);

@@ -24,7 +24,7 @@ export interface PollObservation {
   /** batchKeyFirmware and wirelessKeyFirmware as reported, for the fleet summary's firmware distribution. */
   batchKeyFirmwareVersion: string | null;
   wirelessKeyFirmwareVersion: string | null;
-  /** JSON object of the reported values, as stored in okms.reported. */
+  /** The poll's report as stored in okm_polls.reported (storedReport, src/shared/reported-values.ts). */
   reported: string;
   /** Only a valid install code is written; null leaves the stored one. */
   installCode: string | null;

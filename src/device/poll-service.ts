@@ -23,7 +23,8 @@ import { findRetryPolicies } from '../customers/repository.ts';
 import type { RetryPolicy } from '../shared/retry-policy.ts';
 import { decidePoll, type PollContext, type PollVerdict } from './poll-verdict.ts';
 import { correctionRecordOf } from '../okm/correction-record.ts';
-import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, reportedValuesJson, type ReportedState } from './reported.ts';
+import { FIRMWARE_VERSION_MAX_LENGTH, parseReported, type ReportedState } from './reported.ts';
+import { storedReport } from '../shared/reported-values.ts';
 import { resolve } from './resolvers/index.ts';
 import { StoredList, type Correction, type DesiredState, type FirmwareOffer, type PendingMessage } from './resolvers/types.ts';
 
@@ -37,6 +38,8 @@ export interface PollRequest {
   ip: string;
   /** The parsed query string: string values, arrays for repeated parameters. */
   query: Record<string, unknown>;
+  /** The query as sent, as stored (reportedQueryOf): parsed, it is `query`. */
+  reportedQuery: string;
   now: number;
 }
 
@@ -56,7 +59,7 @@ function observe(request: PollRequest, { kasFirmware, batchKeyFirmware, wireless
     firmwareVersion: storableVersion(kasFirmware),
     batchKeyFirmwareVersion: storableVersion(batchKeyFirmware),
     wirelessKeyFirmwareVersion: storableVersion(wirelessKeyFirmware),
-    reported: reportedValuesJson(request.query),
+    reported: storedReport(request.reportedQuery, request.query),
     installCode: installCode ?? null,
   };
 }

@@ -20,25 +20,6 @@ export interface ReportedState {
   pollingInterval: number | undefined;
 }
 
-export const REPORTED_PARAMETERS = [
-  'kasFirmware',
-  'kasDateTime',
-  'retailCfg',
-  'configUrl',
-  'auditUrl',
-  'assetList',
-  'usersAssets',
-  'batchKeyFirmware',
-  'wirelessKeyFirmware',
-  'keyCheckoutWindowTime',
-  'keyCheckoutWindowContact',
-  'installCode',
-  'cacheMode',
-  'pollingInterval',
-] as const satisfies readonly (keyof ReportedState)[];
-
-/** Longest stored reported value; the values are for display, and a device has no reason to send more. */
-export const REPORTED_VALUE_MAX_LENGTH = 256;
 export const FIRMWARE_VERSION_MAX_LENGTH = 64;
 
 const INSTALL_CODE = /^\d{5,20}$/;
@@ -86,32 +67,4 @@ export function parseReported(query: Record<string, unknown>): ReportedState {
     cacheMode: integer(query.cacheMode),
     pollingInterval: integer(query.pollingInterval),
   };
-}
-
-const bounded = (value: unknown): string | undefined => (typeof value === 'string' ? value.slice(0, REPORTED_VALUE_MAX_LENGTH) : undefined);
-
-/**
- * The known parameters as sent, for the dashboard, as the JSON text stored with the poll:
- * single values only, each cut to a bounded length, in REPORTED_PARAMETERS' order. Every poll
- * builds it, so it is one object literal of fixed shape (JSON leaves out the parameters not
- * sent, which are undefined) rather than an object built key by key, whose stores and the
- * query's reads by a variable name V8 could only do by generic lookups.
- */
-export function reportedValuesJson(query: Record<string, unknown>): string {
-  return JSON.stringify({
-    kasFirmware: bounded(query.kasFirmware),
-    kasDateTime: bounded(query.kasDateTime),
-    retailCfg: bounded(query.retailCfg),
-    configUrl: bounded(query.configUrl),
-    auditUrl: bounded(query.auditUrl),
-    assetList: bounded(query.assetList),
-    usersAssets: bounded(query.usersAssets),
-    batchKeyFirmware: bounded(query.batchKeyFirmware),
-    wirelessKeyFirmware: bounded(query.wirelessKeyFirmware),
-    keyCheckoutWindowTime: bounded(query.keyCheckoutWindowTime),
-    keyCheckoutWindowContact: bounded(query.keyCheckoutWindowContact),
-    installCode: bounded(query.installCode),
-    cacheMode: bounded(query.cacheMode),
-    pollingInterval: bounded(query.pollingInterval),
-  } satisfies Record<(typeof REPORTED_PARAMETERS)[number], string | undefined>);
 }

@@ -2,6 +2,7 @@ import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { OkmsTable } from '../db/schema.ts';
 import { canonicalDigest } from '../shared/canonical-json.ts';
+import { storedReportValues } from '../shared/reported-values.ts';
 import type { CacheMode, CheckoutContact, KeyCheckoutWindow, Okm, OkmSettings } from './model.ts';
 import { forgetRemovedStatusUrls } from '../webhooks/queue-repository.ts';
 import { NEVER_POLLED } from './fleet-states.ts';
@@ -49,7 +50,7 @@ export function toOkm(row: OkmRow): Okm {
     pollingInterval: row.polling_interval,
     firmware: { kas: row.kas_firmware, batch_key: row.batch_key_firmware, wireless_key: row.wireless_key_firmware },
     statusUrls: parseJson<string[]>(row.status_urls) ?? [],
-    reported: parseJson(row.reported),
+    reported: row.reported === null ? null : storedReportValues(row.reported),
     installCode: row.install_code,
     lastSyncTime: row.last_sync_time,
     lastIp: row.last_ip,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import type { OkmSettings } from '../../src/okm/model.ts';
-import { REPORTED_PARAMETERS } from '../../src/device/reported.ts';
+import { REPORTED_PARAMETERS } from '../../src/shared/reported-values.ts';
 import { insertOkm } from '../../src/okm/repository.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 import { addRelease, freezeServerClock, newSerial, poll, SERVER_TIME, type DeviceParameters } from './config-helpers.ts';

@@ -67,12 +67,10 @@ async function mixedScenario(t: TestApp): Promise<{ serials: Record<string, stri
   };
 }
 
-const pollRequest = (serialNumber: string, query: DeviceParameters): PollRequest => ({
-  serialNumber,
-  ip: '192.0.2.1',
-  query: Object.fromEntries(Object.entries(query).map(([name, value]) => [name, String(value)])),
-  now: SERVER_TIME,
-});
+const pollRequest = (serialNumber: string, parameters: DeviceParameters): PollRequest => {
+  const query = Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, String(value)]));
+  return { serialNumber, ip: '192.0.2.1', query, reportedQuery: `?${new URLSearchParams(query).toString()}`, now: SERVER_TIME };
+};
 
 /** What a scenario left: each reply and each OKM as stored, with serial numbers and message ids left out. */
 async function outcome(t: TestApp, serials: Record<string, string>, replies: PollReply[]) {

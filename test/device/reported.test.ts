@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseReported, REPORTED_PARAMETERS, REPORTED_VALUE_MAX_LENGTH, reportedValuesJson } from '../../src/device/reported.ts';
+import { parseReported } from '../../src/device/reported.ts';
+import { REPORTED_PARAMETERS, REPORTED_VALUE_MAX_LENGTH, reportedValuesJson } from '../../src/shared/reported-values.ts';
 
 const parameterName = fc.oneof(fc.constantFrom(...REPORTED_PARAMETERS), fc.string({ maxLength: 12 }));
 const parameterValue = fc.oneof(fc.string({ maxLength: 300 }), fc.array(fc.string({ maxLength: 20 }), { minLength: 2, maxLength: 3 }));

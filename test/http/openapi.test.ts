@@ -4,7 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import Fastify, { type FastifyInstance } from 'fastify';
 import app from '../../src/app.ts';
 import { validatorCompiler } from '../../src/http/validation.ts';
-import { REPORTED_PARAMETERS } from '../../src/device/reported.ts';
+import { REPORTED_PARAMETERS } from '../../src/shared/reported-values.ts';
 import { buildTestApp, forEachDatabase, type TestApp } from '../helpers/app.ts';
 
 interface MediaType {

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import Fastify from 'fastify';
+import { parseQueryString } from '../../src/http/query-string.ts';
+import {
+  REPORTED_PARAMETERS,
+  REPORTED_VALUE_MAX_LENGTH,
+  STORED_QUERY_MAX_LENGTH,
+  reportedQueryOf,
+  reportedValuesJson,
+  storedReport,
+  storedReportValues,
+} from '../../src/shared/reported-values.ts';
+
+/** The values a report shows: the known parameters sent once, cut to the bounded length, in order (their JSON read back). */
+const shownValues = (query: Record<string, unknown>) => JSON.parse(reportedValuesJson(query)) as Record<string, string>;
+
+/** Queries as devices and others send them: known and unknown names, repeats, escapes valid or not, '+', separators. */
+const sentQuery = fc
+  .array(
+    fc.tuple(
+      fc.oneof(fc.constantFrom(...REPORTED_PARAMETERS), fc.constantFrom('note', '__proto__', 'toString', ''), fc.string({ maxLength: 6 })),
+      fc.oneof(fc.string({ maxLength: 300 }), fc.constantFrom('a+b', '%2F', '%zz', '%ff', '%E2%82%AC', '=', '?', '#')),
+      fc.boolean(),
+    ),
+    { maxLength: 18 },
+  )
+  .map((pairs) => pairs.map(([name, value, escaped]) => (escaped ? `${encodeURIComponent(name)}=${encodeURIComponent(value)}` : `${name}=${value}`)).join('&'));
+
+test('a stored report reads back as the values of the query the poll was given, stored as sent or, when long, as JSON', () => {
+  fc.assert(
+    fc.property(sentQuery, fc.constantFrom('?', '??'), (query, delimiter) => {
+      const url = `/api/v1/okm/config/OKM-1${delimiter}${query}`;
+      // What the router hands the parser for that URL (find-my-way: after the first '?').
+      const parsed = parseQueryString(url.slice(url.indexOf('?') + 1));
+      const stored = storedReport(reportedQueryOf(url), parsed);
+      assert.deepEqual(storedReportValues(stored), shownValues(parsed));
+      assert.equal(stored.startsWith('{'), reportedQueryOf(url).length > STORED_QUERY_MAX_LENGTH);
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+test('a report stored as JSON, as polls stored every report before, reads back unchanged', () => {
+  assert.deepEqual(storedReportValues('{"kasFirmware":"2.10.0","retailCfg":"2"}'), { kasFirmware: '2.10.0', retailCfg: '2' });
+  assert.deepEqual(storedReportValues('{}'), {});
+});
+
+test('a report longer than the bound is stored as its bounded values, and a URL without a query stores an empty one', () => {
+  const long = `kasFirmware=${'9'.repeat(STORED_QUERY_MAX_LENGTH)}&retailCfg=2`;
+  const stored = storedReport(reportedQueryOf(`/c/OKM-1?${long}`), parseQueryString(long));
+  assert.equal(stored, JSON.stringify({ kasFirmware: '9'.repeat(REPORTED_VALUE_MAX_LENGTH), retailCfg: '2' }));
+  assert.equal(reportedQueryOf('/c/OKM-1'), '?');
+  assert.deepEqual(storedReportValues(storedReport(reportedQueryOf('/c/OKM-1'), {})), {});
+});
+
+test("the query stored is the one the router parsed, whatever the URL's delimiters", async () => {
+  const app = Fastify({ routerOptions: { querystringParser: parseQueryString } });
+  app.get('/c/:serialNumber', async (request) => ({
+    given: shownValues(request.query as Record<string, unknown>),
+    stored: storedReportValues(storedReport(reportedQueryOf(request.url), request.query as Record<string, unknown>)),
+  }));
+  try {
+    for (const url of ['/c/OKM-1?retailCfg=2&cacheMode=1', '/c/OKM-1??retailCfg=2', '/c/OKM-1#cacheMode=1?retailCfg=2', '/c/OKM-1?retailCfg=2#cacheMode=1', '/c/OKM-1', '/c/OKM-1?']) {
+      const { given, stored } = (await app.inject({ method: 'GET', url })).json<{ given: object; stored: object }>();
+      assert.deepEqual(stored, given, url);
+    }
+  } finally {
+    await app.close();
+  }
+});
