@@ -7,7 +7,7 @@ import type { DialectStrategy } from './db/dialects/strategy.ts';
 import { sendError } from './http/error-handler.ts';
 import { registerDeviceCallSummary, RequestLogController, requestIdOf } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
-import { parseQueryString } from './http/query-string.ts';
+import { parseQueryString } from './shared/query-string.ts';
 import type { KeyRing } from './secrets/key-ring.ts';
 
 export interface ServerDependencies {

@@ -1,9 +1,11 @@
+import type { ReportedParameter } from '../shared/reported-values.ts';
+
 /**
  * What the device says about itself, read leniently from its query string: a parameter
  * that is missing, repeated or malformed is undefined ("unknown"), never an error, so that
- * the resolver for it sends the right value.
+ * the resolver for it sends the right value. A field for each reported parameter.
  */
-export interface ReportedState {
+export interface ReportedState extends Record<ReportedParameter, string | number | undefined> {
   kasFirmware: string | undefined;
   kasDateTime: number | undefined;
   retailCfg: number | undefined;

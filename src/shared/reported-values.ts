@@ -1,4 +1,4 @@
-import { parseQueryString } from '../http/query-string.ts';
+import { parseQueryString } from './query-string.ts';
 
 /** The parameters an OKM reports on each poll, in the order the reported values are kept. */
 export const REPORTED_PARAMETERS = [

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import Fastify from 'fastify';
-import { parseQueryString } from '../../src/http/query-string.ts';
+import { parseQueryString } from '../../src/shared/query-string.ts';
 import {
   REPORTED_PARAMETERS,
   REPORTED_VALUE_MAX_LENGTH,

@@ -18,6 +18,7 @@ import { KEYFLEET_SOURCES, runKeyfleet } from '../helpers/cli.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort } from '../helpers/server-process.ts';
 import { createTestCustomer, issueTestToken } from '../helpers/tokens.ts';
+import { storedReportValues } from '../../src/shared/reported-values.ts';
 
 // Devices and the server both count 5 s intervals; at speed 25 one lasts 200 ms.
 const INTERVAL_S = 5;
@@ -79,7 +80,7 @@ async function driftOf(t: TestApp, token: string, serial: string): Promise<Recor
   return Object.fromEntries(resolvers.map(({ name, in_step }) => [name, in_step]));
 }
 
-const reportedOf = (okm: { reported: string | null }) => JSON.parse(okm.reported ?? '{}') as Record<string, string>;
+const reportedOf = (okm: { reported: string | null }): Record<string, string> => (okm.reported === null ? {} : storedReportValues(okm.reported));
 
 /**
  * A customer's 80 OKMs (cache mode 2 configured), a KAS release that is not the fleet latest,
@@ -376,7 +377,7 @@ forEachDatabase('keyfleet simulate against a real server', (kind) => {
         const okms = await okmsOf(t, 'CLI-');
         return (
           okms.length === OKMS &&
-          okms.every((okm) => okm.firmware_version === firmware && okm.last_correction === null && (JSON.parse(okm.reported ?? '{}') as { pollingInterval?: string }).pollingInterval === interval)
+          okms.every((okm) => okm.firmware_version === firmware && okm.last_correction === null && reportedOf(okm).pollingInterval === interval)
         );
       };
       await eventually(() => fleetIs('1.5.0', '5'), PATIENCE_MS, 'first convergence');

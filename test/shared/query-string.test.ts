@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { parseQueryString } from '../../src/http/query-string.ts';
+import { parseQueryString } from '../../src/shared/query-string.ts';
 
 /** Parameters as a client would send them: each value, or each of a repeated parameter's values, encoded by encodeURIComponent. */
 const encode = (parameters: readonly (readonly [string, readonly string[]])[]) =>
