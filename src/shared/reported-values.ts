@@ -70,15 +70,41 @@ export function reportedQueryOf(url: string): string {
   return question === -1 ? QUERY_MARK : url.slice(question);
 }
 
+const sent = (value: unknown) => (value === undefined ? 0 : 1);
+
 /**
- * What a poll stores of its report (okm_polls.reported): the query as sent (reportedQueryOf),
- * when it is at most STORED_QUERY_MAX_LENGTH long, else the JSON of its reported values. Either
- * reads back (storedReportValues) to the same values. Every poll stores one: the values are
- * derived when someone reads them, not on the poll's path, where their JSON cost about 1 µs a
- * poll (docs/adr/0117).
+ * Whether every parameter of the query is one an OKM reports: then storing the query as sent
+ * stores nothing the reported values leave out, such as a token a client put in its URL by
+ * mistake. Each parameter read by name: a loop over the names would read them by a variable key.
+ */
+function onlyReportedParameters(query: Record<string, unknown>): boolean {
+  const reported =
+    sent(query.kasFirmware) +
+    sent(query.kasDateTime) +
+    sent(query.retailCfg) +
+    sent(query.configUrl) +
+    sent(query.auditUrl) +
+    sent(query.assetList) +
+    sent(query.usersAssets) +
+    sent(query.batchKeyFirmware) +
+    sent(query.wirelessKeyFirmware) +
+    sent(query.keyCheckoutWindowTime) +
+    sent(query.keyCheckoutWindowContact) +
+    sent(query.installCode) +
+    sent(query.cacheMode) +
+    sent(query.pollingInterval);
+  return reported === Object.keys(query).length;
+}
+
+/**
+ * What a poll stores of its report (okm_polls.reported): the query as sent (reportedQueryOf)
+ * when it holds only reported parameters and is at most STORED_QUERY_MAX_LENGTH long, else the
+ * JSON of its reported values. Either reads back (storedReportValues) to the same values. Every
+ * poll stores one: the values are derived when someone reads them, not on the poll's path,
+ * where their JSON cost about 1 µs a poll (docs/adr/0117).
  */
 export function storedReport(reportedQuery: string, query: Record<string, unknown>): string {
-  return reportedQuery.length <= STORED_QUERY_MAX_LENGTH ? reportedQuery : reportedValuesJson(query);
+  return reportedQuery.length <= STORED_QUERY_MAX_LENGTH && onlyReportedParameters(query) ? reportedQuery : reportedValuesJson(query);
 }
 
 /** The reported values of a stored report: the known parameters sent once, each cut to REPORTED_VALUE_MAX_LENGTH, in order. */
