@@ -6,6 +6,23 @@ import { Type, type TSchema } from 'typebox';
  */
 export const FREE_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cs}]*$';
 
+const FREE_TEXT = new RegExp(FREE_TEXT_PATTERN, 'u');
+const SPACE = 0x20;
+const TILDE = 0x7e;
+
+/**
+ * Whether `value` matches FREE_TEXT_PATTERN. Printable ASCII, what a device reports, is
+ * decided by a loop over its characters: a test of the pattern cost about 400 instructions,
+ * three a poll.
+ */
+export function isFreeText(value: string): boolean {
+  for (let index = 0; index < value.length; index++) {
+    const code = value.charCodeAt(index);
+    if (code < SPACE || code > TILDE) return FREE_TEXT.test(value);
+  }
+  return true;
+}
+
 export interface FreeTextOptions {
   minLength?: number;
   maxLength: number;

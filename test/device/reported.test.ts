@@ -22,6 +22,20 @@ test('an integer parameter is known exactly when it is a plain decimal integer o
   );
 });
 
+test('an installer code is known exactly when it is 5 to 20 decimal digits', () => {
+  const codeLike = fc.oneof(integerLike, fc.string({ unit: fc.constantFrom('0', '7', '9', '-', ' ', '٣', 'a'), minLength: 3, maxLength: 22 }));
+  fc.assert(
+    fc.property(fc.oneof(codeLike, fc.array(codeLike, { minLength: 2, maxLength: 2 })), (value) => {
+      const expected = typeof value === 'string' && /^[0-9]{5,20}$/.test(value) ? value : undefined;
+      assert.equal(parseReported({ installCode: value }).installCode, expected);
+    }),
+    { numRuns: 2000 },
+  );
+  assert.equal(parseReported({ installCode: '12345' }).installCode, '12345');
+  assert.equal(parseReported({ installCode: '1'.repeat(20) }).installCode, '1'.repeat(20));
+  for (const unknown of ['1234', '1'.repeat(21), '-12345', '12345 ', '١٢٣٤٥']) assert.equal(parseReported({ installCode: unknown }).installCode, undefined, unknown);
+});
+
 test('integer parameters at the edges of the rule', () => {
   const read = (value: string) => parseReported({ cacheMode: value }).cacheMode;
   assert.equal(read('2'), 2);

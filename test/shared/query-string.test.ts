@@ -113,3 +113,23 @@ test('a parsed query inherits no members: a name not sent reads as undefined, wh
   }
   assert.deepEqual(parseQueryString('toString=x&toString=y').toString, ['x', 'y']);
 });
+
+test('queries parsed one after another, sharing names, each parse as URLSearchParams parses it', () => {
+  // Names that are prefixes of one another, escaped and not, repeated, integer-like, empty: the names of one query are looked for in the next.
+  const name = fc.constantFrom('kasFirmware', 'kasFirmwar', 'kasFirmwareX', 'kas%46irmware', 'kas+Firmware', 'kas%2BFirmware', 'a', 'b', '0', '1', '', '__proto__', 'é', '%C3%A9');
+  const value = fc.constantFrom('', '1', '3.0.0', 'a+b', '%2F', '%zz', '=');
+  const query = fc.array(fc.tuple(name, value), { maxLength: 8 }).map((pairs) => pairs.map(([n, v]) => `${n}=${v}`).join('&'));
+  fc.assert(
+    fc.property(fc.array(fc.oneof(query, trickyQuery), { minLength: 2, maxLength: 6 }), (queries) => {
+      for (const sent of queries) assert.deepEqual({ ...parseQueryString(sent) }, asUrlSearchParamsParses(sent), sent);
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+test("a device's polls parse the same whether or not the query before had the same names", () => {
+  const poll = (kas: string) => `kasFirmware=${kas}&kasDateTime=1764561600000&configUrl=%2Fapi%2Fv1%2Fconfig&installCode=12345678`;
+  for (const sent of [poll('3.0.0'), poll('3.0.1'), 'kasFirmwareX=1&kasDateTim=2', poll('3.0.2'), poll('3.0.2').replace('kasFirmware', 'kasFirmwarf')]) {
+    assert.deepEqual({ ...parseQueryString(sent) }, asUrlSearchParamsParses(sent), sent);
+  }
+});
