@@ -184,6 +184,24 @@ describe('PostgreSQL that refuses, drops or stalls connections', { skip: postgre
 
   const terminateBackends = (database: string) =>
     admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+  /**
+   * Renames a database that no longer allows connections. A connection that was starting while
+   * ALLOW_CONNECTIONS went false may pass its check and appear after the backends were
+   * terminated; the rename waits 5 s for it to leave, then fails with 55006 (a session using
+   * the database), so the backends are terminated again and the rename tried again, three
+   * times at most.
+   */
+  const renameAlone = async (from: string, to: string) => {
+    for (let attempt = 1; ; attempt += 1) {
+      await terminateBackends(from);
+      try {
+        await admin.query(`ALTER DATABASE ${from} RENAME TO ${to}`);
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== '55006' || attempt === 3) throw error;
+      }
+    }
+  };
   /** Runs `step` every 20 ms until the returned stop is called. */
   const repeatedly = (step: () => unknown) => {
     const timer = setInterval(() => void Promise.resolve(step()).catch(() => {}), 20);
@@ -209,14 +227,12 @@ describe('PostgreSQL that refuses, drops or stalls connections', { skip: postgre
       name: 'database renamed away: 3D000',
       inject: async () => {
         await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-        await terminateBackends(name);
-        await admin.query(`ALTER DATABASE ${name} RENAME TO ${away}`);
+        await renameAlone(name, away);
         await admin.query(`ALTER DATABASE ${away} ALLOW_CONNECTIONS true`);
       },
       heal: async () => {
         await admin.query(`ALTER DATABASE ${away} ALLOW_CONNECTIONS false`);
-        await terminateBackends(away);
-        await admin.query(`ALTER DATABASE ${away} RENAME TO ${name}`);
+        await renameAlone(away, name);
         await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
       },
     },
