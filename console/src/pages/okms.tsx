@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { fetchOkmListCsv, listOkms, type OkmListFilters } from '../api/client.ts';
 import { CsvDownload, csvFileName } from '../components/csv-download.tsx';
@@ -36,9 +36,17 @@ export function OkmsPage() {
   const canWrite = isAdmin || (claims?.scopes.includes('okm:write') ?? false);
   const [acting, setActing] = useState(false);
   const filters = filtersFromQuery(location.query);
-  const [draft, setDraft] = useState<ListFilters>(filters);
   const queryString = queryFromFilters(filters);
-  useEffect(() => setDraft(filters), [queryString]);
+  // A draft belongs to the query it was begun on: each new query (a link, Back, Clear filters, an
+  // earlier query again) starts the form from its own filters in the same render, not one effect
+  // later, so that a field changed in between is not merged with the filters just left. (State
+  // adjusted while rendering: Preact renders the component again before it commits.)
+  const [form, setForm] = useState<{ queryString: string; draft: ListFilters }>({ queryString, draft: filters });
+  let draft = form.draft;
+  if (form.queryString !== queryString) {
+    draft = filters;
+    setForm({ queryString, draft });
+  }
 
   const pages = useCursorPages(queryString);
   // next_correction: what each OKM's next poll is expected to send, beside what its last poll sent.
@@ -47,7 +55,7 @@ export function OkmsPage() {
   const apply = (next: ListFilters) => location.route(href(`/okms${queryFromFilters(next)}`));
   const setField = <K extends keyof ListFilters>(key: K, value: ListFilters[K], applyNow = false) => {
     const next = { ...draft, [key]: value };
-    setDraft(next);
+    setForm({ queryString, draft: next });
     if (applyNow) apply(next);
   };
 
