@@ -2,17 +2,20 @@
  * PostgreSQL's execution time of the poll's batch statement, as PostgreSQL reports it
  * (EXPLAIN ANALYZE, TIMING OFF: the plan's run, without the protocol, planning or the client),
  * against variants of it that also return a key of the fleet's latest releases (ADR 0108, not
- * kept), the floor's statement (bench:poll-floor) and the batch's read of those releases. On a shared host the timed benches cannot see a few tens of µs a batch;
+ * kept), read the oldest pending messages otherwise (ADR 0119, not kept) or not at all, the floor's statement (bench:poll-floor) and the batch's read of those releases. On a shared host the timed benches cannot see a few tens of µs a batch;
  * an executor's time over hundreds of runs in rotation can. Each run is in a transaction rolled
  * back, so the rows stay as seeded.
  *
  *   npx tsx bench/poll-statement-execution.ts [--okms 20000] [--batch 15] [--runs 250]
  *
  * The batch statement is the one keyfleet's poll handler sends for a batch of `--batch` steady
- * polls of the bench fleet (captured from its query log); the variants add a column to it. `--batch` 15: the polls per
+ * polls of the bench fleet (captured from its query log); each variant changes one column of it (the grouped read
+ * also adds its join). `--batch` 15: the polls per
  * transaction keyfleet served at saturation (bench/pg-round-trips.ts).
  */
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { CompiledQuery, Kysely } from 'kysely';
 import { loadSettings } from '../src/config/settings.ts';
 import { dialectFor } from '../src/db/database.ts';
@@ -37,6 +40,46 @@ const asRequest = (path: string): PollRequest => {
   return { serialNumber: url.pathname.split('/').pop()!, ip: '127.0.0.1', query: Object.fromEntries(url.searchParams), reportedQuery: reportedQueryOf(path), now: Date.now() };
 };
 
+/** The batch statement's read of each OKM's oldest pending message: a subquery for each row. */
+const PENDING_SUBQUERY =
+  /\(select "okm_messages"\."id" from "okm_messages" where "okm_messages"\."okm_serial" = "okms"\."serial_number" and "okm_messages"\."delivered_at" is null order by "okm_messages"\."id" limit \$(\d+)\) as "pending_message_id"/;
+/** The same for a batch's OKMs in one grouped read, of the serial numbers' array (ADR 0119, not kept). */
+const groupedPendingRead = (serials: string) =>
+  ` left join (select "okm_serial", min("id") as "id" from "okm_messages" where "delivered_at" is null and "okm_serial" in (select "serial" from unnest(${serials}) as "batch"("serial")) group by "okm_serial") as "pending" on "pending"."okm_serial" = "okms"."serial_number"`;
+
+/**
+ * The CPU time PostgreSQL's backend spends on each statement, read from /proc (the server runs
+ * on this host) before and after it: EXPLAIN ANALYZE counts rows at each node of the plan, which
+ * weighs on a plan that runs its nodes once for each row more than on one that runs them once.
+ * Each statement is prepared under a name, as keyfleet's are (ADR 0106), in a transaction
+ * rolled back, in rotation.
+ */
+async function backendCpu(url: string, statements: readonly (readonly [string, string, readonly unknown[]])[]): Promise<Map<string, number[]>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('set plan_cache_mode = force_generic_plan');
+    const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const schedstat = `/proc/${rows[0]!.pid}/schedstat`;
+    const onCpuNs = () => Number(fs.readFileSync(schedstat, 'utf8').split(' ')[0]);
+    const cpu = new Map<string, number[]>(statements.map(([name]) => [name, []]));
+    for (let run = 0; run < WARM_UP_RUNS + RUNS; run++) {
+      const offset = run % statements.length;
+      for (const [index, [name, text, parameters]] of [...statements.entries()].slice(offset).concat([...statements.entries()].slice(0, offset))) {
+        await client.query('begin');
+        const before = onCpuNs();
+        await client.query({ name: `statement_${index}`, text, values: [...parameters] });
+        const after = onCpuNs();
+        await client.query('rollback');
+        if (run >= WARM_UP_RUNS) cpu.get(name)!.push((after - before) / 1000);
+      }
+    }
+    return cpu;
+  } finally {
+    await client.end();
+  }
+}
+
 const FLEET_JOIN = `from fleet_firmware join firmware_releases using (kind, version)`;
 
 await withFreshDatabase('postgres', async (database) => {
@@ -58,11 +101,25 @@ await withFreshDatabase('postgres', async (database) => {
     const batch = log.find((query) => query.sql.startsWith('with "known"'));
     const fleetRead = log.find((query) => /^select .* from "fleet_firmware"/s.test(query.sql));
     if (!batch || !fleetRead) throw new Error(`no batch statement or fleet read among: ${log.map((query) => query.sql.slice(0, 40)).join('; ')}`);
+    const pendingSubquery = PENDING_SUBQUERY.exec(batch.sql);
+    const rowSetEnd = /\) as "poll"\("serial"[^)]*\) on "poll"\."serial" = "okms"\."serial_number"/.exec(batch.sql);
+    if (!pendingSubquery || !rowSetEnd) throw new Error('the batch statement does not read the pending messages as this script expects');
+    // The variants have no subquery and so no LIMIT; PostgreSQL must still be given its
+    // parameter's type, by a test of it for null in each row (about the cheapest expression there is).
+    const limitParameter = `$${pendingSubquery[1]}::bigint`;
+    const serialsParameter = `$${/unnest\(\$(\d+)::text\[\]/.exec(batch.sql)![1]}::text[]`;
+    const withPendingAs = (expression: string, join = '') =>
+      batch.sql
+        // Replaced by functions: a replacement string would read the parameters' $1 as a group.
+        .replace(PENDING_SUBQUERY, () => `case when ${limitParameter} is null then null else ${expression} end as "pending_message_id"`)
+        .replace(rowSetEnd[0], () => `${rowSetEnd[0]}${join}`);
     const finalFrom = ' from "known" inner join "written"';
     if (!batch.sql.includes(finalFrom)) throw new Error('the batch statement does not end as this script expects');
     const withKey = (expression: string) => batch.sql.replace(finalFrom, `, ${expression} as "fleet_releases_key"${finalFrom}`);
-    const serials = batch.parameters.find((parameter) => Array.isArray(parameter) && String(parameter[0]).startsWith('OKM-')) as string[];
-    const reported = batch.parameters.find((parameter) => Array.isArray(parameter) && String(parameter[0]).startsWith('{')) as string[];
+    // The row set's arrays in RECORDED_COLUMNS' order: serial, now, ip, reported values, install code.
+    const serialsAt = batch.parameters.findIndex((parameter) => Array.isArray(parameter) && String(parameter[0]).startsWith('OKM-'));
+    const serials = batch.parameters[serialsAt] as string[];
+    const reported = batch.parameters[serialsAt + 3] as string[];
     const floorParameters = [serials, serials.map(() => Date.now()), serials.map(() => '127.0.0.1'), reported];
     const statements: [string, string, readonly unknown[]][] = [
       ['the batch statement', batch.sql, batch.parameters],
@@ -70,6 +127,8 @@ await withFreshDatabase('postgres', async (database) => {
       ['the same with a key: a SHA-256 of the rows\' text', withKey(`(select encode(sha256(convert_to(string_agg(firmware_releases::text, ',' order by kind), 'UTF8')), 'base64') ${FLEET_JOIN})`), batch.parameters],
       ['the same with a null column', withKey('null'), batch.parameters],
       ['the floor\'s statement', FLOOR_POSTGRES_STATEMENT, floorParameters],
+      ['the same, the oldest pending messages by one grouped read (ADR 0119, not kept)', withPendingAs('"pending"."id"', groupedPendingRead(serialsParameter)), batch.parameters],
+      ['the same without the pending messages\' read', withPendingAs('null::integer'), batch.parameters],
       ['the fleet read, the batch\'s next statement', fleetRead.sql, fleetRead.parameters],
       ['select 1', 'select 1', []],
     ];
@@ -89,6 +148,9 @@ await withFreshDatabase('postgres', async (database) => {
     }
     console.log(`PostgreSQL's execution time, median of ${RUNS} runs in rotation, a batch of ${BATCH} steady polls, ${OKM_COUNT} OKMs:`);
     for (const [name, values] of times) console.log(`  ${name}: ${Math.round(median(values))} µs`);
+    const cpu = await backendCpu(database.env.DATABASE_URL!, statements);
+    console.log(`The backend's CPU a statement (its /proc/PID/schedstat, no instrumentation), prepared, generic plans, mean of ${RUNS} runs in rotation:`);
+    for (const [name, values] of cpu) console.log(`  ${name}: ${Math.round(values.reduce((sum, value) => sum + value, 0) / values.length)} µs`);
   } finally {
     await raw.destroy();
     await db.destroy();
