@@ -229,14 +229,24 @@ async function postgresReachable(): Promise<boolean> {
   }
 }
 
-async function adminQuery(sql: string): Promise<void> {
+async function adminQuery<Row extends object = object>(sql: string): Promise<Row[]> {
   const client = new pg.Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    await client.query(sql);
+    return (await client.query<Row>(sql)).rows;
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The transactions committed in the bench's database so far (pg_stat_database, every schema and
+ * client: the idle servers' background checks too, a few a second). PostgreSQL publishes a
+ * backend's counts about once a second, so a count over 10 s is right to a few per cent.
+ */
+async function postgresCommits(): Promise<number> {
+  const [row] = await adminQuery<{ commits: string }>('SELECT xact_commit::text AS commits FROM pg_stat_database WHERE datname = current_database()');
+  return Number(row!.commits);
 }
 
 /**
@@ -327,6 +337,12 @@ export interface Figures {
   cpuMicrosPerRequest?: number;
   /** CPU time every PostgreSQL process of the host spent per request answered (other clients of the server included). */
   postgresCpuMicrosPerRequest?: number;
+  /**
+   * Requests answered per transaction committed in the bench's database meanwhile (see
+   * postgresCommits): for polls, how many shared a batch's commit (a batch's round trips and
+   * commit cost about the same for few polls or many).
+   */
+  requestsPerCommit?: number;
 }
 
 export interface Load {
@@ -419,8 +435,10 @@ export async function measure(target: string, port: number, load: Load, { warmUp
   if (warmUpSeconds > 0) await run(port, load, warmUpSeconds);
   const cpuBefore = server?.pid === undefined ? undefined : cpuSecondsOf(server.pid);
   const postgresBefore = postgres ? postgresCpuSeconds() : undefined;
+  const commitsBefore = postgres ? await postgresCommits() : undefined;
   const result = await run(port, load, load.seconds);
   const answered = result.requests.total;
+  const commits = commitsBefore === undefined ? undefined : (await postgresCommits()) - commitsBefore;
   return {
     target,
     requestsPerSecond: result.requests.average,
@@ -430,6 +448,7 @@ export async function measure(target: string, port: number, load: Load, { warmUp
     errors: result.errors + result.timeouts,
     ...(cpuBefore !== undefined && answered > 0 && { cpuMicrosPerRequest: ((cpuSecondsOf(server!.pid!) - cpuBefore) * 1e6) / answered }),
     ...(postgresBefore !== undefined && answered > 0 && { postgresCpuMicrosPerRequest: ((postgresCpuSeconds() - postgresBefore) * 1e6) / answered }),
+    ...(commits !== undefined && commits > 0 && { requestsPerCommit: answered / commits }),
   };
 }
 

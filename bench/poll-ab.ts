@@ -80,7 +80,7 @@ async function compare(databases: readonly BenchDatabase[]): Promise<void> {
       console.log(
         `round ${round + 1}: ` +
           [bareFigures!, ...keyfleet]
-            .map((entry) => `${entry.target} ${cpuText(entry)}${entry === bareFigures ? '' : ` (${(cpu(entry) / cpu(bareFigures!)).toFixed(2)} × bare, ${Math.round(entry.requestsPerSecond)} polls/s, p99 ${entry.p99} ms)`}`)
+            .map((entry) => `${entry.target} ${cpuText(entry)}${entry === bareFigures ? '' : ` (${(cpu(entry) / cpu(bareFigures!)).toFixed(2)} × bare, ${Math.round(entry.requestsPerSecond)} polls/s, p99 ${entry.p99} ms${entry.requestsPerCommit === undefined ? '' : `, ${entry.requestsPerCommit.toFixed(1)} polls a commit`})`}`)
             .join('; '),
       );
     }
@@ -88,7 +88,12 @@ async function compare(databases: readonly BenchDatabase[]): Promise<void> {
     const ratioOf = (index: number) => rounds.map((figures) => cpu(figures[index]!) / cpu(figures[0]!));
     console.log(`\nmedians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections${postgres ? ' (CPU: server + PostgreSQL)' : ''}:`);
     for (const [index, target] of targets.entries()) {
-      console.log(`  ${target.name}: ${Math.round(median(cpuOf(index)))} µs a poll` + (index === 0 ? '' : `, ${median(ratioOf(index)).toFixed(2)} × bare`));
+      const perCommit = rounds.flatMap((figures) => figures[index]!.requestsPerCommit ?? []);
+      console.log(
+        `  ${target.name}: ${Math.round(median(cpuOf(index)))} µs a poll` +
+          (index === 0 ? '' : `, ${median(ratioOf(index)).toFixed(2)} × bare`) +
+          (perCommit.length === 0 ? '' : `, ${median(perCommit).toFixed(1)} polls a commit`),
+      );
     }
     const differences = rounds.map((figures) => cpu(figures[1]!) - cpu(figures[2]!));
     console.log(`  this checkout − base, per round: ${differences.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(differences))} µs`);

@@ -129,6 +129,8 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     const rounds: [Figures, Figures, Figures, Figures][] = [];
     // CPU per poll: the server's, and on PostgreSQL the database's added.
     const cpu = (entry: Figures) => entry.cpuMicrosPerRequest! + (entry.postgresCpuMicrosPerRequest ?? 0);
+    // How many polls shared a commit: a batch's fixed cost is shared by that many.
+    const commitText = (entry: Figures) => (entry.requestsPerCommit === undefined ? '' : `, ${entry.requestsPerCommit.toFixed(1)} polls a commit`);
     const cpuText = (entry: Figures) => (entry.postgresCpuMicrosPerRequest === undefined ? `${Math.round(cpu(entry))} µs` : `${Math.round(entry.cpuMicrosPerRequest!)} + PostgreSQL ${Math.round(entry.postgresCpuMicrosPerRequest)} µs`);
     for (let round = 0; round < ROUNDS; round++) {
       const figures = new Map<string, Figures>();
@@ -140,8 +142,8 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
       rounds.push([bareFigures, floorFigures, keyfleetFigures, bootstrapFigures]);
       console.log(
         `${name} round ${round + 1}: bare ${Math.round(cpu(bareFigures))} µs; floor ${cpuText(floorFigures)} (${(cpu(floorFigures) / cpu(bareFigures)).toFixed(2)} × bare, ` +
-          `${Math.round(floorFigures.requestsPerSecond)} polls/s, p99 ${floorFigures.p99} ms, non-2xx ${floorFigures.non2xx}); keyfleet ${cpuText(keyfleetFigures)} ` +
-          `(${(cpu(keyfleetFigures) / cpu(floorFigures)).toFixed(2)} × floor, ${Math.round(keyfleetFigures.requestsPerSecond)} polls/s, p99 ${keyfleetFigures.p99} ms, non-2xx ${keyfleetFigures.non2xx}); ` +
+          `${Math.round(floorFigures.requestsPerSecond)} polls/s, p99 ${floorFigures.p99} ms${commitText(floorFigures)}, non-2xx ${floorFigures.non2xx}); keyfleet ${cpuText(keyfleetFigures)} ` +
+          `(${(cpu(keyfleetFigures) / cpu(floorFigures)).toFixed(2)} × floor, ${Math.round(keyfleetFigures.requestsPerSecond)} polls/s, p99 ${keyfleetFigures.p99} ms${commitText(keyfleetFigures)}, non-2xx ${keyfleetFigures.non2xx}); ` +
           `keyfleet's bootstrap ${Math.round(cpu(bootstrapFigures))} µs (non-2xx ${bootstrapFigures.non2xx})`,
       );
     }
@@ -149,8 +151,12 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     const ratioOf = (index: number, to: number) => rounds.map((figures) => cpu(figures[index]!) / cpu(figures[to]!));
     console.log(`\n${name}: medians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections${postgres ? ' (CPU: server + PostgreSQL)' : ''}:`);
     console.log(`  bare node:http: ${Math.round(median(cpuOf(0)))} µs a request`);
-    console.log(`  floor: ${Math.round(median(cpuOf(1)))} µs a poll, ${median(ratioOf(1, 0)).toFixed(2)} × bare`);
-    console.log(`  keyfleet: ${Math.round(median(cpuOf(2)))} µs a poll, ${median(ratioOf(2, 1)).toFixed(2)} × floor, ${median(ratioOf(2, 0)).toFixed(2)} × bare`);
+    const perCommitOf = (index: number) => {
+      const values = rounds.flatMap((figures) => figures[index]!.requestsPerCommit ?? []);
+      return values.length === 0 ? '' : `, ${median(values).toFixed(1)} polls a commit`;
+    };
+    console.log(`  floor: ${Math.round(median(cpuOf(1)))} µs a poll, ${median(ratioOf(1, 0)).toFixed(2)} × bare${perCommitOf(1)}`);
+    console.log(`  keyfleet: ${Math.round(median(cpuOf(2)))} µs a poll, ${median(ratioOf(2, 1)).toFixed(2)} × floor, ${median(ratioOf(2, 0)).toFixed(2)} × bare${perCommitOf(2)}`);
     const above = rounds.map((figures) => cpu(figures[2]) - cpu(figures[1]));
     console.log(`  keyfleet − floor, per round: ${above.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(above))} µs`);
     const framework = rounds.map((figures) => cpu(figures[3]) - cpu(figures[0]));

@@ -171,8 +171,10 @@ export function postgresStrategy(options: PostgresOptions): DialectStrategy {
     binaryType: 'bytea',
     idType: 'bigint',
     // A poll's status events commit with its update, so a poll needs a transaction; sharing it
-    // among the polls of one event-loop turn costs one commit (fsync) per batch.
-    writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 2 },
+    // among the polls of one event-loop turn costs one commit (fsync) per batch. One batch at a
+    // time: a batch's round trips and commit cost about the same for few polls or many, and a
+    // second batch beside the first only made each smaller (docs/adr/0120).
+    writeGrouping: { kind: 'batch', maxSize: 64, batchesAtOnce: 1 },
     relaxCommitDurability: async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
     },
