@@ -1,14 +1,15 @@
 /**
  * What the round trips of a PostgreSQL poll batch cost, beyond the one statement the floor's
- * batch makes (bench:poll-floor): keyfleet's steady batch is BEGIN, the batch statement and
- * COMMIT; until ADR 0105 it also read the fleet's latest releases. Two measurements:
+ * batch makes (bench:poll-floor): keyfleet's steady batch is BEGIN, the batch statement, a read
+ * of the fleet's latest releases and COMMIT (ADR 0107; ADR 0105 had folded the read into the
+ * statement for a while). Two measurements:
  * - keyfleet serving the bench fleet's steady polls (100 connections): polls per transaction,
  *   from pg_stat_database's commits (other transactions of the server count too);
  * - in this process, in rotating rounds: an empty transaction (BEGIN, COMMIT), a transaction
  *   with the fleet read, and `SELECT 1` alone, each CPU per call of this process and of
  *   PostgreSQL's processes.
- * It prints what those three round trips cost a poll at the served batch size (the fleet read
- * is no longer one of keyfleet's: BEGIN and COMMIT's line is what remains).
+ * It prints what those round trips cost a poll at the served batch size: BEGIN and COMMIT's
+ * line, and the line with the fleet read, which is keyfleet's steady batch.
  *
  *   npx tsx bench/pg-round-trips.ts [--okms 100000] [--calls 3000] [--rounds 3]
  */
@@ -79,10 +80,10 @@ await withFreshDatabase('postgres', async (database) => {
     for (const name of names) {
       console.log(`${name}: ${Math.round(median(costs.get(name)!.client))} + PostgreSQL ${Math.round(median(costs.get(name)!.postgres))} µs a call (medians of ${options.rounds} rounds)`);
     }
-    // The batch statement itself is the floor's one round trip too; keyfleet adds BEGIN and COMMIT (and until ADR 0105 the fleet read).
+    // The batch statement itself is the floor's one round trip too; keyfleet adds BEGIN, the fleet read and COMMIT.
     for (const [what, name] of [
       ['BEGIN and COMMIT', 'BEGIN, COMMIT'],
-      ['BEGIN, COMMIT and the fleet read (before ADR 0105)', 'BEGIN, fleet read, COMMIT'],
+      ['BEGIN, COMMIT and the fleet read (the steady batch, ADR 0107)', 'BEGIN, fleet read, COMMIT'],
     ] as const) {
       const added = total(name);
       console.log(`${what} beyond the floor's statement: ${Math.round(added)} µs a batch, ${(added / pollsPerTransaction).toFixed(1)} µs a poll at ${pollsPerTransaction.toFixed(1)} polls a batch`);
