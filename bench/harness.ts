@@ -452,6 +452,38 @@ export async function measure(target: string, port: number, load: Load, { warmUp
   };
 }
 
+/**
+ * The figures of one target measured in slices of `sliceSeconds` each (the same load, continued),
+ * as one measurement: rates and CPU per request over all the requests answered, commits over
+ * all the commits; p50 and p99 are the medians of the slices' (autocannon reports percentiles,
+ * not the latencies to merge).
+ */
+export function combineSlices(slices: readonly Figures[], sliceSeconds: number): Figures {
+  if (slices.length === 0) throw new Error('no slices to combine');
+  const answered = slices.map((slice) => slice.requestsPerSecond * sliceSeconds);
+  const requests = answered.reduce((sum, count) => sum + count, 0);
+  /** The mean of a per-request figure over all the requests, when every slice has it. */
+  const perRequest = (of: (slice: Figures) => number | undefined) => {
+    const values = slices.map(of);
+    if (values.some((value) => value === undefined) || requests === 0) return undefined;
+    return values.reduce<number>((sum, value, index) => sum + value! * answered[index]!, 0) / requests;
+  };
+  const cpu = perRequest((slice) => slice.cpuMicrosPerRequest);
+  const postgresCpu = perRequest((slice) => slice.postgresCpuMicrosPerRequest);
+  const commits = slices.map((slice, index) => (slice.requestsPerCommit === undefined ? undefined : answered[index]! / slice.requestsPerCommit));
+  return {
+    target: slices[0]!.target,
+    requestsPerSecond: requests / (sliceSeconds * slices.length),
+    p50: median(slices.map((slice) => slice.p50)),
+    p99: median(slices.map((slice) => slice.p99)),
+    non2xx: slices.reduce((sum, slice) => sum + slice.non2xx, 0),
+    errors: slices.reduce((sum, slice) => sum + slice.errors, 0),
+    ...(cpu !== undefined && { cpuMicrosPerRequest: cpu }),
+    ...(postgresCpu !== undefined && { postgresCpuMicrosPerRequest: postgresCpu }),
+    ...(commits.every((count) => count !== undefined) && { requestsPerCommit: requests / commits.reduce<number>((sum, count) => sum + count!, 0) }),
+  };
+}
+
 /** The median of `values` (not sorted in place): for an even count, the mean of the two middle values. */
 export function median(values: readonly number[]): number {
   if (values.length === 0) throw new Error('median of an empty list');

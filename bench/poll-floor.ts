@@ -16,7 +16,7 @@
  * a server on a fresh copy of the seeded file cost 15–25 % more CPU a poll, for minutes, than
  * the same server on the file SQLite wrote (bench/results/poll-floor-copied-file.txt).
  *
- *   npm run bench:poll-floor -- [--sqlite] [--postgres] [--rounds 4] [--duration 10]
+ *   npm run bench:poll-floor -- [--sqlite] [--postgres] [--rounds 4] [--duration 10] [--slices 1]
  *                               [--connections 100] [--okms 100000] [--perf DIR] [--floor-twice]
  *
  * Prints each round's CPU per poll (server process, all threads, from /proc; on PostgreSQL
@@ -28,6 +28,12 @@
  * (rate limits, request log, metrics, validation) and reads no database. Its cost above bare is
  * the framework's share of keyfleet above the floor, printed beside the target's allowance
  * (0.3 × the floor): what the poll's own code and statements may cost is what is left.
+ *
+ * `--slices N`: each target's time in a round is cut into N slices, and the targets take turns
+ * slice by slice (the same load, continued), so that the ratios of a round compare servers
+ * measured seconds apart rather than a whole turn apart: on a shared host whose speed changes
+ * over tens of seconds, one server's 10 s can fall in a slow spell and the other's not. A
+ * round's CPU a poll is over all its slices' polls; its p99, the slices' median.
  *
  * `--floor-twice`: an A/A check of the comparison itself. keyfleet's place in the rounds goes to
  * a second floor server on keyfleet's database (printed as keyfleet; the framework line then
@@ -52,6 +58,7 @@ import {
   REPO_ROOT,
   buildServer,
   freePort,
+  combineSlices,
   measure,
   median,
   pathsLoad,
@@ -65,9 +72,11 @@ import {
 } from './harness.ts';
 
 const { values: options } = parseArgs({
-  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, okms: { type: 'string', default: '100000' }, perf: { type: 'string' }, 'floor-twice': { type: 'boolean', default: false } },
+  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, slices: { type: 'string', default: '1' }, okms: { type: 'string', default: '100000' }, perf: { type: 'string' }, 'floor-twice': { type: 'boolean', default: false } },
 });
 const ROUNDS = Number(options.rounds);
+const SLICES = Number(options.slices);
+if (!Number.isInteger(SLICES) || SLICES < 1) throw new Error(`--slices: expected a whole number from 1, got "${options.slices}"`);
 const OKM_COUNT = Number(options.okms);
 // Every server this bench starts inherits it: perf then names JavaScript functions by their source.
 if (options.perf) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --perf-basic-prof`.trim();
@@ -122,8 +131,8 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
       { name: `keyfleet ${name}`, ...keyfleet, load, database: true },
       { name: `keyfleet ${name} bootstrap`, ...keyfleet, load: bootstrapLoad, database: false },
     ];
-    const measureTarget = (target: (typeof targets)[number]) =>
-      measure(target.name, target.port, target.load, { warmUpSeconds: 0, server: target.child, postgres: postgres && target.database });
+    const measureTarget = (target: (typeof targets)[number], seconds = target.load.seconds) =>
+      measure(target.name, target.port, { ...target.load, seconds }, { warmUpSeconds: 0, server: target.child, postgres: postgres && target.database });
     // One warm-up each, then the rounds: each target measured once a round, the order rotating.
     for (const target of targets) await measureTarget(target);
     const rounds: [Figures, Figures, Figures, Figures][] = [];
@@ -133,11 +142,17 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     const commitText = (entry: Figures) => (entry.requestsPerCommit === undefined ? '' : `, ${entry.requestsPerCommit.toFixed(1)} polls a commit`);
     const cpuText = (entry: Figures) => (entry.postgresCpuMicrosPerRequest === undefined ? `${Math.round(cpu(entry))} µs` : `${Math.round(entry.cpuMicrosPerRequest!)} + PostgreSQL ${Math.round(entry.postgresCpuMicrosPerRequest)} µs`);
     for (let round = 0; round < ROUNDS; round++) {
-      const figures = new Map<string, Figures>();
-      for (let turn = 0; turn < targets.length; turn++) {
-        const target = targets[(turn + round) % targets.length]!;
-        figures.set(target.name, await measureTarget(target));
+      // With slices, the targets take turns within the round too, so that a change of the host's
+      // speed that lasts seconds falls on each alike; every other slice in the reverse order, so
+      // that the floor and keyfleet each follow a server with a database and one without alike
+      // (what ran just before weighs on a slice of 2 s: bench/RESULTS.md, floor-sliced).
+      const sliceSeconds = Number(options.duration) / SLICES;
+      const slices = new Map<string, Figures[]>(targets.map((target) => [target.name, []]));
+      const turns = targets.map((_target, turn) => targets[(turn + round) % targets.length]!);
+      for (let slice = 0; slice < SLICES; slice++) {
+        for (const target of slice % 2 === 0 ? turns : [...turns].reverse()) slices.get(target.name)!.push(await measureTarget(target, sliceSeconds));
       }
+      const figures = new Map([...slices].map(([name, measured]) => [name, combineSlices(measured, sliceSeconds)]));
       const [bareFigures, floorFigures, keyfleetFigures, bootstrapFigures] = targets.map((target) => figures.get(target.name)!) as [Figures, Figures, Figures, Figures];
       rounds.push([bareFigures, floorFigures, keyfleetFigures, bootstrapFigures]);
       console.log(
@@ -149,7 +164,7 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     }
     const cpuOf = (index: number) => rounds.map((figures) => cpu(figures[index]!));
     const ratioOf = (index: number, to: number) => rounds.map((figures) => cpu(figures[index]!) / cpu(figures[to]!));
-    console.log(`\n${name}: medians over ${ROUNDS} rounds of ${options.duration} s, ${OKM_COUNT} OKMs, ${options.connections} connections${postgres ? ' (CPU: server + PostgreSQL)' : ''}:`);
+    console.log(`\n${name}: medians over ${ROUNDS} rounds of ${options.duration} s${SLICES > 1 ? ` (each in ${SLICES} slices taken in turn; p99: the slices' median)` : ''}, ${OKM_COUNT} OKMs, ${options.connections} connections${postgres ? ' (CPU: server + PostgreSQL)' : ''}:`);
     console.log(`  bare node:http: ${Math.round(median(cpuOf(0)))} µs a request`);
     const perCommitOf = (index: number) => {
       const values = rounds.flatMap((figures) => figures[index]!.requestsPerCommit ?? []);
