@@ -40,8 +40,9 @@
  *
  * `--floor-twice`: an A/A check of the comparison itself. keyfleet's place in the rounds goes to
  * a second floor server on keyfleet's database (printed as keyfleet; the bootstrap's turn goes
- * to bare, so the framework line then means nothing). Its ratio to the floor should be 1 within the host's noise: a ratio away
- * from 1 is the set-up's, not keyfleet's (how each database was made, say).
+ * to bare, so the framework line then means nothing). Its ratio to the floor should be 1
+ * within the host's noise: a ratio away from 1 is the set-up's, not keyfleet's (how each
+ * database was made, say).
  *
  * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
  * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
