@@ -34,9 +34,8 @@
  * measured seconds apart rather than a whole turn apart: on a shared host whose speed changes
  * over tens of seconds, one server's 10 s can fall in a slow spell and the other's not. A
  * round's CPU a poll is over all its slices' polls; its p99, the slices' median. Each slice
- * opens the load's connections anew on a server idle meanwhile, so a start-up cost weighs N
- * times as much as in whole turns: keyfleet's framework share read 18–19 µs sliced against
- * 7–9 in whole turns on SQLite (bench/RESULTS.md, floor-sliced).
+ * opens the load's connections anew on a server idle meanwhile; on one host, SQLite's ratio
+ * read the same in slices and in whole turns (bench/RESULTS.md, floor-sliced).
  *
  * `--floor-twice`: an A/A check of the comparison itself. keyfleet's place in the rounds goes to
  * a second floor server on keyfleet's database (printed as keyfleet; the bootstrap's turn goes
