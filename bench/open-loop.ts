@@ -77,6 +77,13 @@ function generate(request: GeneratorRequest, onMeasuring: () => void): Promise<E
   });
 }
 
+/** The rates of an `--open-loop` option: polls a second, such as `2000,5000`, or `none`. */
+export function openLoopRates(option: string): number[] {
+  const rates = option === 'none' ? [] : option.split(',').map(Number);
+  if (!rates.every((rate) => Number.isInteger(rate) && rate > 0)) throw new Error(`--open-loop: expected rates such as 2000,5000 or none, got "${option}"`);
+  return rates;
+}
+
 /** Figures of an open-loop load of GETs of `paths` on 127.0.0.1:`port`, after a warm-up of the same load. */
 export async function measureOpenLoop(target: string, port: number, paths: readonly string[], options: OpenLoopOptions): Promise<OpenLoopFigures> {
   let cpuBefore: number | undefined;

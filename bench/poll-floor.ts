@@ -18,6 +18,7 @@
  *
  *   npm run bench:poll-floor -- [--sqlite] [--postgres] [--rounds 4] [--duration 10] [--slices 1]
  *                               [--connections 100] [--okms 100000] [--perf DIR] [--floor-twice]
+ *                               [--open-loop none|2000,5000]
  *
  * Prints each round's CPU per poll (server process, all threads, from /proc; on PostgreSQL
  * also the postgres processes') and the medians: the floor as a multiple of bare, keyfleet
@@ -43,6 +44,13 @@
  * within the host's noise: a ratio away from 1 is the set-up's, not keyfleet's (how each
  * database was made, say).
  *
+ * `--open-loop RATES`: after the rounds, bare, the floor and keyfleet each get the polls of the
+ * rounds sent on a fixed schedule at each rate (bench/open-loop.ts, as `bench:poll --open-loop`
+ * sends them), in `--rounds` rounds whose order rotates; printed: each one's latency from due
+ * time, and the medians of the p99s with keyfleet's over the floor's. The floor's p99 is what a
+ * server with keyfleet's durability gets at that rate on this host, generator included: the
+ * measure beside which keyfleet's is read.
+ *
  * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
  * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
  * DIR/<database>-<server>.data with the number of requests it answered beside it, so that where
@@ -56,6 +64,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestPaths, seedFleet } from './fleet.ts';
 import { floorServerArguments, floorServerEnv } from './floor-server.ts';
+import { measureOpenLoop, openLoopLine, openLoopRates } from './open-loop.ts';
 import {
   BENCH_OPTIONS,
   REPO_ROOT,
@@ -75,8 +84,17 @@ import {
 } from './harness.ts';
 
 const { values: options } = parseArgs({
-  options: { ...BENCH_OPTIONS, rounds: { type: 'string', default: '4' }, slices: { type: 'string', default: '1' }, okms: { type: 'string', default: '100000' }, perf: { type: 'string' }, 'floor-twice': { type: 'boolean', default: false } },
+  options: {
+    ...BENCH_OPTIONS,
+    rounds: { type: 'string', default: '4' },
+    slices: { type: 'string', default: '1' },
+    okms: { type: 'string', default: '100000' },
+    perf: { type: 'string' },
+    'floor-twice': { type: 'boolean', default: false },
+    'open-loop': { type: 'string', default: 'none' },
+  },
 });
+const OPEN_LOOP_RATES = openLoopRates(options['open-loop']);
 const ROUNDS = Number(options.rounds);
 const SLICES = Number(options.slices);
 if (!Number.isInteger(SLICES) || SLICES < 1) throw new Error(`--slices: expected a whole number from 1, got "${options.slices}"`);
@@ -107,6 +125,42 @@ async function recordPerf(name: string, server: ChildProcess, run: () => Promise
   console.log(`  perf: ${file} (${requests} requests)`);
 }
 
+/** A server the rounds measure: its name, where it listens, and whether its CPU includes PostgreSQL's. */
+interface Target {
+  name: string;
+  port: number;
+  child: ChildProcess;
+  database: boolean;
+}
+
+/** The open loop at each of OPEN_LOOP_RATES on `targets` (bare, the floor, keyfleet), in rounds of rotating order. */
+async function openLoopRounds(name: string, targets: readonly [Target, Target, Target], paths: readonly string[], postgres: boolean): Promise<void> {
+  for (const rate of OPEN_LOOP_RATES) {
+    const p99s = targets.map((): number[] => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let turn = 0; turn < targets.length; turn++) {
+        const index = (turn + round) % targets.length;
+        const target = targets[index]!;
+        const figures = await measureOpenLoop(target.name, target.port, paths, {
+          rate,
+          seconds: Number(options.duration),
+          connections: Number(options.connections),
+          server: target.child,
+          postgres: postgres && target.database,
+        });
+        console.log(`${name} open-loop round ${round + 1}: ${openLoopLine(figures)}`);
+        p99s[index]!.push(figures.p99);
+      }
+    }
+    const [bare, floor, keyfleet] = p99s as [number[], number[], number[]];
+    const ratios = keyfleet.map((p99, round) => p99 / floor[round]!);
+    console.log(
+      `${name}, open loop ${rate}/s, p99 from due time, medians over ${ROUNDS} rounds: bare ${median(bare).toFixed(1)} ms, floor ${median(floor).toFixed(1)} ms, ` +
+        `keyfleet ${median(keyfleet).toFixed(1)} ms; keyfleet over the floor, per round: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)} ×\n`,
+    );
+  }
+}
+
 /** The rounds on one database: bare, the floor and keyfleet, each on a fleet of its own, seeded alike. */
 async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchDatabase): Promise<void> {
   const { name } = floorDatabase;
@@ -128,7 +182,7 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     const bare = keep(await startBare());
     const floor = keep(await startFloor(floorDatabase, paths[0]!));
     const keyfleet = keep(options['floor-twice'] ? await startFloor(keyfleetDatabase, paths[0]!) : await startKeyfleet(keyfleetDatabase.env, { built: true }));
-    const targets = [
+    const targets: (Target & { load: typeof load })[] = [
       { name: 'bare node:http', ...bare, load, database: false },
       { name: `floor ${name}`, ...floor, load, database: true },
       { name: `keyfleet ${name}`, ...keyfleet, load, database: true },
@@ -185,6 +239,7 @@ async function compare(floorDatabase: BenchDatabase, keyfleetDatabase: BenchData
     console.log(`  the target's allowance above the floor (0.3 × floor), per round: ${allowance.map((value) => Math.round(value)).join(', ')} µs; median ${Math.round(median(allowance))} µs`);
     const rest = rounds.map((figures, round) => above[round]! - framework[round]!);
     console.log(`  keyfleet − floor − framework (the poll's own code and statements above the floor's): median ${Math.round(median(rest))} µs\n`);
+    if (OPEN_LOOP_RATES.length > 0) await openLoopRounds(name, [targets[0]!, targets[1]!, targets[2]!], paths, postgres);
     if (options.perf) for (const target of targets.slice(0, 3)) await recordPerf(`${name}-${target.name.split(' ')[0]}`, target.child, () => measureTarget(target));
   } finally {
     await Promise.all(started.map(stop));

@@ -28,7 +28,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeCursor } from '../src/db/cursor-pages.ts';
 import { OKM_PAGES } from '../src/okm/admin-repository.ts';
-import { measureOpenLoop, openLoopLine, type OpenLoopFigures } from './open-loop.ts';
+import { measureOpenLoop, openLoopLine, openLoopRates, type OpenLoopFigures } from './open-loop.ts';
 import { MIX, observedMix, POLL_ORDER_OPTION, pollOrderOf, requestPaths, seedFleet, serialOf } from './fleet.ts';
 import {
   BENCH_OPTIONS,
@@ -67,8 +67,7 @@ const DURATION_S = Number(options.duration);
 const CONNECTIONS = Number(options.connections);
 const WORKER_COUNTS = options.workers.split(',').map(Number);
 if (!WORKER_COUNTS.every((count) => Number.isInteger(count) && count >= 1)) throw new Error(`--workers: expected process counts such as 1,2, got "${options.workers}"`);
-const OPEN_LOOP_RATES = options['open-loop'] === 'none' ? [] : options['open-loop'].split(',').map(Number);
-if (!OPEN_LOOP_RATES.every((rate) => Number.isInteger(rate) && rate > 0)) throw new Error(`--open-loop: expected rates such as 2000,5000 or none, got "${options['open-loop']}"`);
+const OPEN_LOOP_RATES = openLoopRates(options['open-loop']);
 const ADMIN_REQUESTS = 7;
 const PAGE_SIZE = 100;
 
