@@ -44,9 +44,10 @@
  * within the host's noise: a ratio away from 1 is the set-up's, not keyfleet's (how each
  * database was made, say).
  *
- * `--open-loop RATES`: after the rounds, bare, the floor and keyfleet each get the polls of the
- * rounds sent on a fixed schedule at each rate (bench/open-loop.ts, as `bench:poll --open-loop`
- * sends them), in `--rounds` rounds whose order rotates; printed: each one's latency from due
+ * `--open-loop RATES`: after the rounds, bare, the floor and keyfleet each get the rounds' polls
+ * (all in step, where `bench:poll --open-loop` sends its mix with some corrections) on the same
+ * fixed schedule at each rate (bench/open-loop.ts), in `--rounds` rounds whose order rotates;
+ * printed: each one's latency from due
  * time, and the medians of the p99s with keyfleet's over the floor's. The floor's p99 is what a
  * server with keyfleet's durability gets at that rate on this host, generator included: the
  * measure beside which keyfleet's is read.
