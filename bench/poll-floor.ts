@@ -47,10 +47,9 @@
  * `--open-loop RATES`: after the rounds, bare, the floor and keyfleet each get the rounds' polls
  * (all in step, where `bench:poll --open-loop` sends its mix with some corrections) on the same
  * fixed schedule at each rate (bench/open-loop.ts), in `--rounds` rounds whose order rotates;
- * printed: each one's latency from due
- * time, and the medians of the p99s with keyfleet's over the floor's. The floor's p99 is what a
- * server with keyfleet's durability gets at that rate on this host, generator included: the
- * measure beside which keyfleet's is read.
+ * printed: each one's latency from due time, and the medians of the p99s with keyfleet's over
+ * the floor's. The floor's p99 is what a server with keyfleet's durability gets at that rate on
+ * this host, generator included: the measure beside which keyfleet's is read.
  *
  * `--perf DIR`: after the rounds, one more measurement of each server under Linux `perf record`
  * (sampling its threads, JavaScript named through node's --perf-basic-prof), written to
