@@ -42,7 +42,7 @@ const asRequest = (path: string): PollRequest => {
 
 /** The batch statement's read of each OKM's oldest pending message: a subquery for each row. */
 const PENDING_SUBQUERY =
-  /\(select "okm_messages"\."id" from "okm_messages" where "okm_messages"\."okm_serial" = "okms"\."serial_number" and "okm_messages"\."delivered_at" is null order by "okm_messages"\."id" limit \$(\d+)\) as "pending_message_id"/;
+  /\(select "okm_messages"\."id" from "okm_messages" where "okm_messages"\."okm_serial" = "okms"\."serial_number" and "okm_messages"\."delivered_at" is null order by "okm_messages"\."id" limit 1\) as "pending_message_id"/;
 /** The same for a batch's OKMs in one grouped read, of the serial numbers' array (ADR 0119, not kept). */
 const groupedPendingRead = (serials: string) =>
   ` left join (select "okm_serial", min("id") as "id" from "okm_messages" where "delivered_at" is null and "okm_serial" in (select "serial" from unnest(${serials}) as "batch"("serial")) group by "okm_serial") as "pending" on "pending"."okm_serial" = "okms"."serial_number"`;
@@ -104,14 +104,11 @@ await withFreshDatabase('postgres', async (database) => {
     const pendingSubquery = PENDING_SUBQUERY.exec(batch.sql);
     const rowSetEnd = /\) as "poll"\("serial"[^)]*\) on "poll"\."serial" = "okms"\."serial_number"/.exec(batch.sql);
     if (!pendingSubquery || !rowSetEnd) throw new Error('the batch statement does not read the pending messages as this script expects');
-    // The variants have no subquery and so no LIMIT; PostgreSQL must still be given its
-    // parameter's type, by a test of it for null in each row (about the cheapest expression there is).
-    const limitParameter = `$${pendingSubquery[1]}::bigint`;
     const serialsParameter = `$${/unnest\(\$(\d+)::text\[\]/.exec(batch.sql)![1]}::text[]`;
     const withPendingAs = (expression: string, join = '') =>
       batch.sql
         // Replaced by functions: a replacement string would read the parameters' $1 as a group.
-        .replace(PENDING_SUBQUERY, () => `case when ${limitParameter} is null then null else ${expression} end as "pending_message_id"`)
+        .replace(PENDING_SUBQUERY, () => `${expression} as "pending_message_id"`)
         .replace(rowSetEnd[0], () => `${rowSetEnd[0]}${join}`);
     const finalFrom = ' from "known" inner join "written"';
     if (!batch.sql.includes(finalFrom)) throw new Error('the batch statement does not end as this script expects');

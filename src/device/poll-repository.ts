@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, type Insertable, type OnConflictBuilder, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Insertable, type OnConflictBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Database, FirmwareReleasesTable, OkmPollsTable, OkmsTable } from '../db/schema.ts';
 import { toRelease, type FirmwareRelease } from '../firmware/repository.ts';
@@ -92,6 +92,9 @@ export const POLLED_COLUMNS = [
   'wireless_key_firmware_version',
 ] as const;
 
+// The poll's statements write their constants into the SQL (`lit`) rather than bind them: on
+// SQLite every value bound goes through better-sqlite3's N-API binder, about 1.5 k
+// instructions a value, for every poll.
 const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
   eb
     .selectFrom('okm_messages')
@@ -99,7 +102,7 @@ const oldestPendingMessageId = (eb: ExpressionBuilder<Database, 'okms'>) =>
     .whereRef('okm_messages.okm_serial', '=', 'okms.serial_number')
     .where('okm_messages.delivered_at', 'is', null)
     .orderBy('okm_messages.id')
-    .limit(1)
+    .limit(eb.lit(1))
     .as('pending_message_id');
 
 /** What a poll RETURNs from its OKM's row (the PolledOkmRow): the one definition for both statement forms. */
@@ -130,7 +133,7 @@ export const okmPollRow = (serialNumber: string, observation: PollObservation, s
  */
 export const okmPollUpsert = (oc: OnConflictBuilder<Database, 'okm_polls'>) =>
   oc.column('serial_number').doUpdateSet((eb) => ({
-    polls: eb('okm_polls.polls', '+', 1),
+    polls: eb('okm_polls.polls', '+', eb.lit(1)),
     last_sync_time: eb.ref('excluded.last_sync_time'),
     last_ip: eb.ref('excluded.last_ip'),
     reported: eb.ref('excluded.reported'),
@@ -160,7 +163,7 @@ const upsertOkmPollQuery = precompiledQuery<{ polls: number }, [string, number, 
       reported: reported as string,
       install_code: installCode as string | null,
       status_queued_at: statusMark as number | null,
-      polls: 1,
+      polls: sql.lit(1),
     })
     .onConflict(okmPollUpsert)
     .returning('okm_polls.polls'),

@@ -18,6 +18,29 @@ const QUESTION_MARK = 0x3f;
  */
 let lastNames: readonly string[] = [];
 
+/**
+ * The escaped values read in one pass, by their place in the query, and what each decodes to,
+ * written together so that one is always the other's decoding: a value equal to the one kept at
+ * its place is not decoded again. The URLs a device reports (configUrl, auditUrl) are the same
+ * for a whole fleet and escaped; `decodeURIComponent`, a call into V8's runtime, cost about
+ * 1.6 k instructions each (docs/adr/0118, its amendment). The first places only: what is kept is
+ * bounded whatever the queries.
+ */
+const KEPT_VALUE_PLACES = 32;
+const keptEscapedValues: string[] = [];
+const keptDecodedValues: string[] = [];
+
+/** `value` decoded (see decoded), through the one kept at its `place` when it is that one. */
+function decodedValueAt(value: string, place: number): string | undefined {
+  if (value === keptEscapedValues[place]) return keptDecodedValues[place];
+  const decodedValue = decoded(value);
+  if (decodedValue !== undefined && place < KEPT_VALUE_PLACES) {
+    keptEscapedValues[place] = value;
+    keptDecodedValues[place] = decodedValue;
+  }
+  return decodedValue;
+}
+
 type ParsedQuery = Record<string, string | string[]>;
 
 /**
@@ -65,7 +88,7 @@ export function parseQueryString(query: string): ParsedQuery {
       let value = nameEnd === end ? '' : query.slice(nameEnd + 1, end);
       if (nextPercent < end || nextPlus < end) {
         const decodedName = decoded(name);
-        const decodedValue = decoded(value);
+        const decodedValue = decodedValueAt(value, pairs);
         if (decodedName === undefined || decodedValue === undefined) return parsedByUrlSearchParams(query);
         name = decodedName;
         value = decodedValue;

@@ -115,7 +115,7 @@ test('a parsed query inherits no members: a name not sent reads as undefined, wh
 });
 
 test('queries parsed one after another, sharing names, each parse as URLSearchParams parses it', () => {
-  // Names that are prefixes of one another, escaped and not, repeated, integer-like, empty: the names of one query are looked for in the next.
+  // Names that are prefixes of one another, escaped and not, repeated, integer-like, empty: the names and escaped values of one query are looked for in the next.
   const name = fc.constantFrom('kasFirmware', 'kasFirmwar', 'kasFirmwareX', 'kas%46irmware', 'kas+Firmware', 'kas%2BFirmware', 'a', 'b', '0', '1', '', '__proto__', 'é', '%C3%A9');
   const value = fc.constantFrom('', '1', '3.0.0', 'a+b', '%2F', '%zz', '=');
   const query = fc.array(fc.tuple(name, value), { maxLength: 8 }).map((pairs) => pairs.map(([n, v]) => `${n}=${v}`).join('&'));
@@ -132,4 +132,18 @@ test("a device's polls parse the same whether or not the query before had the sa
   for (const sent of [poll('3.0.0'), poll('3.0.1'), 'kasFirmwareX=1&kasDateTim=2', poll('3.0.2'), poll('3.0.2').replace('kasFirmware', 'kasFirmwarf')]) {
     assert.deepEqual({ ...parseQueryString(sent) }, asUrlSearchParamsParses(sent), sent);
   }
+});
+
+test('an escaped value parses the same whether the query before had it at its place, another value there, or another name', () => {
+  const queries = [
+    'configUrl=%2Fapi%2Fv1%2Fconfig&auditUrl=%2Fapi%2Fv1%2Faudit',
+    'configUrl=%2Fapi%2Fv1%2Fconfig&auditUrl=%2Fapi%2Fv2%2Faudit',
+    'other=%2Fapi%2Fv1%2Fconfig&auditUrl=%2Fapi%2Fv1%2Faudit',
+    'configUrl=%2Fapi%2Fv1%2Fconfig&auditUrl=a+b',
+    'auditUrl=%2Fapi%2Fv1%2Fconfig&configUrl=%2Fapi%2Fv1%2Faudit',
+    'configUrl=%zz&auditUrl=%2Fapi%2Fv1%2Faudit',
+    'configUrl=%2Fapi%2Fv1%2Fconfig&auditUrl=%ff',
+    'configUrl=%2Fapi%2Fv1%2Fconfig&auditUrl=%2Fapi%2Fv1%2Faudit',
+  ];
+  for (const sent of [...queries, ...[...queries].reverse()]) assert.deepEqual({ ...parseQueryString(sent) }, asUrlSearchParamsParses(sent), sent);
 });
